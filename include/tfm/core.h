@@ -1,0 +1,151 @@
+/* tfm core: arena, tensors, the autodiff graph, RNG, threads, errors.
+ *
+ * Memory model
+ *   - Parameters live in a tfm_params set: one contiguous data block and one contiguous grad block,
+ *     allocated once when the model is built.
+ *   - Everything a forward pass creates (tensor structs, activations, their grads, saved buffers,
+ *     graph nodes) comes from the graph's arena. tfm_graph_reset() rewinds it, so after the first
+ *     step (warm-up) a training or decoding loop does no malloc.
+ *
+ * Autodiff
+ *   - Every differentiable op appends one node (op enum + inputs + output + saved state) to the
+ *     graph's tape when grad is enabled and any input needs grad. tfm_backward() walks the tape in
+ *     reverse and calls each op's backward kernel, which ACCUMULATES into input grads.
+ *   - tfm_graph_print() prints the tape (ggml style: the graph is data).
+ */
+#ifndef TFM_CORE_H
+#define TFM_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TFM_MAX_DIMS 4
+
+/* ---------------------------------------------------------------- errors */
+/* Library functions that can fail on user input return NULL / -1 and set a one-line message. */
+void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *tfm_last_error(void);
+/* Abort with a message: for programming errors (shape mismatch inside the library), never user input. */
+void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+#define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)
+
+/* ---------------------------------------------------------------- threads */
+void tfm_set_threads(int n);   /* n <= 0: all cores */
+int tfm_get_threads(void);
+
+/* ---------------------------------------------------------------- RNG */
+/* xorshift-based, deterministic across platforms. */
+typedef struct { uint64_t s; } tfm_rng;
+void tfm_rng_seed(tfm_rng *r, uint64_t seed);
+uint32_t tfm_rng_u32(tfm_rng *r);
+float tfm_rng_uniform(tfm_rng *r);            /* [0,1) */
+float tfm_rng_normal(tfm_rng *r);             /* N(0,1), Box-Muller */
+
+/* ---------------------------------------------------------------- arena */
+typedef struct tfm_arena_chunk tfm_arena_chunk;
+typedef struct {
+    tfm_arena_chunk *head;   /* current chunk (linked list, newest first) */
+    size_t used_total;       /* bytes handed out since the last reset */
+    size_t peak;             /* max used_total ever seen */
+    size_t n_mallocs;        /* number of chunk mallocs (tests check this stops growing) */
+} tfm_arena;
+void tfm_arena_init(tfm_arena *a, size_t initial_bytes);
+void *tfm_arena_alloc(tfm_arena *a, size_t bytes);        /* 64-byte aligned, NOT zeroed */
+void *tfm_arena_calloc(tfm_arena *a, size_t bytes);       /* zeroed */
+void tfm_arena_reset(tfm_arena *a);  /* rewinds; if several chunks were needed, coalesces into one of `peak` bytes */
+void tfm_arena_free(tfm_arena *a);
+
+/* ---------------------------------------------------------------- tensors */
+typedef struct tfm_tensor {
+    float *data;              /* contiguous row-major float32 */
+    float *grad;              /* same shape, or NULL if no grad is tracked */
+    int ndim;
+    int shape[TFM_MAX_DIMS];
+    size_t size;              /* number of elements */
+    const char *name;         /* parameters: the full dotted name ("blocks.0.attn.W_q.weight") */
+} tfm_tensor;
+
+size_t tfm_shape_size(int ndim, const int *shape);
+int tfm_same_shape(const tfm_tensor *a, const tfm_tensor *b);
+/* "(2,3,4)" into buf */
+const char *tfm_shape_str(const tfm_tensor *t, char *buf, size_t n);
+/* last dim and product of the others */
+static inline int tfm_last_dim(const tfm_tensor *t) { return t->shape[t->ndim - 1]; }
+static inline size_t tfm_rows(const tfm_tensor *t) { return t->size / (size_t)t->shape[t->ndim - 1]; }
+
+/* ---------------------------------------------------------------- parameters */
+typedef struct {
+    tfm_tensor **t;           /* n tensors, in registration order */
+    int n, cap;
+    float *data, *grad;       /* contiguous blocks backing all tensors (after tfm_params_alloc) */
+    size_t total;             /* total number of floats */
+} tfm_params;
+
+void tfm_params_init(tfm_params *p);
+/* Register a parameter. Its data pointer is valid only after tfm_params_alloc(). Name is copied. */
+tfm_tensor *tfm_param(tfm_params *p, const char *name, int ndim, const int *shape);
+tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
+tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
+void tfm_params_alloc(tfm_params *p);        /* allocates data (zeroed) and grad blocks */
+void tfm_params_zero_grad(tfm_params *p);
+tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
+void tfm_params_free(tfm_params *p);
+
+/* ---------------------------------------------------------------- graph */
+typedef enum {
+    TFM_OP_MATMUL, TFM_OP_LINEAR, TFM_OP_ADD, TFM_OP_SUB, TFM_OP_MUL, TFM_OP_SCALE,
+    TFM_OP_ADD_SCALAR, TFM_OP_EMBEDDING, TFM_OP_LAYERNORM, TFM_OP_GELU, TFM_OP_RELU,
+    TFM_OP_TANH, TFM_OP_SIGMOID, TFM_OP_EXP, TFM_OP_SQUARE, TFM_OP_SOFTMAX, TFM_OP_DROPOUT,
+    TFM_OP_CROSS_ENTROPY, TFM_OP_PERMUTE, TFM_OP_CONCAT, TFM_OP_SLICE, TFM_OP_SUM, TFM_OP_MEAN,
+    TFM_OP_ATTENTION, TFM_OP_COUNT
+} tfm_op;
+const char *tfm_op_name(tfm_op op);
+
+typedef struct tfm_node {
+    tfm_op op;
+    tfm_tensor *out;
+    tfm_tensor *in[4];
+    int n_in;
+    int ip[8];                /* op-specific integer parameters */
+    float fp[4];              /* op-specific float parameters */
+    void *saved;              /* op-specific saved buffer (arena) */
+    const void *aux;          /* op-specific auxiliary data copied into the arena (ids, lengths) */
+    const void *aux2;
+} tfm_node;
+
+typedef struct tfm_graph {
+    tfm_arena arena;
+    tfm_node *nodes;          /* the tape, grown by realloc only during warm-up */
+    int n_nodes, cap_nodes;
+    int grad_enabled;         /* record nodes and allocate grads */
+    int training;             /* dropout active */
+    tfm_rng rng;              /* dropout randomness */
+    double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
+    int profile;
+} tfm_graph;
+
+void tfm_graph_init(tfm_graph *g, uint64_t seed);
+void tfm_graph_reset(tfm_graph *g);          /* rewinds arena and tape; keeps rng state */
+void tfm_graph_free(tfm_graph *g);
+void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
+void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
+
+/* New arena tensor in this graph (data uninitialised; grad allocated+zeroed if grad_enabled && want_grad). */
+tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad);
+tfm_tensor *tfm_new1(tfm_graph *g, int d0);
+tfm_tensor *tfm_new2(tfm_graph *g, int d0, int d1);
+tfm_tensor *tfm_new3(tfm_graph *g, int d0, int d1, int d2);
+tfm_tensor *tfm_new4(tfm_graph *g, int d0, int d1, int d2, int d3);
+/* Wrap caller data as a constant input (no grad). The data is NOT copied. */
+tfm_tensor *tfm_constant(tfm_graph *g, float *data, int ndim, const int *shape);
+/* A view with another shape of the same data and grad (no node, no copy). */
+tfm_tensor *tfm_reshape(tfm_graph *g, tfm_tensor *x, int ndim, const int *shape);
+tfm_tensor *tfm_reshape2(tfm_graph *g, tfm_tensor *x, int d0, int d1);
+tfm_tensor *tfm_reshape3(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2);
+tfm_tensor *tfm_reshape4(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2, int d3);
+
+/* Internal for op implementations: append a node (returns NULL if no grad is tracked). */
+tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in);
+double tfm_now(void);   /* seconds, monotonic */
+
+#endif

@@ -1,0 +1,61 @@
+/* tfm io: the one binary container used for checkpoints and test fixtures.
+ *
+ * Format (little-endian), documented in docs/FORMAT.md:
+ *   bytes 0..3   magic "TFMC"
+ *   u32          version (1)
+ *   u32          number of entries
+ *   per entry:
+ *     u32        name length L (1..255), then L bytes of name (no NUL)
+ *     u32        dtype: 0 = float32, 1 = int32, 2 = raw bytes (UTF-8 text etc.)
+ *     u32        ndim (0..4), then ndim u32 dims (each >= 0)
+ *     u64        payload size in bytes (must equal product(dims) * elem size; raw bytes: dims = {len})
+ *     payload
+ *
+ * A loaded file is untrusted: every length and size is checked against the remaining file size
+ * before it is used; any inconsistency is an error naming the file and the entry.
+ */
+#ifndef TFM_IO_H
+#define TFM_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TFM_DT_F32 0
+#define TFM_DT_I32 1
+#define TFM_DT_BYTES 2
+
+typedef struct {
+    char name[256];
+    int dtype;
+    int ndim;
+    int shape[4];
+    size_t nbytes;
+    void *data;              /* owned by the container */
+} tfm_entry;
+
+typedef struct {
+    tfm_entry *e;
+    int n, cap;
+} tfm_container;
+
+void tfm_container_init(tfm_container *c);
+void tfm_container_free(tfm_container *c);
+/* Add an entry (data is copied). Returns the entry. */
+tfm_entry *tfm_container_add(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
+                             const void *data, size_t nbytes);
+tfm_entry *tfm_container_add_f32(tfm_container *c, const char *name, int ndim, const int *shape, const float *data);
+tfm_entry *tfm_container_add_i32(tfm_container *c, const char *name, int n, const int *data);
+tfm_entry *tfm_container_add_str(tfm_container *c, const char *name, const char *s);
+tfm_entry *tfm_container_add_int(tfm_container *c, const char *name, int v);      /* i32 scalar, shape (1) */
+tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v);  /* f32 scalar, shape (1) */
+tfm_entry *tfm_container_get(const tfm_container *c, const char *name);
+/* Typed getters: return -1 and set tfm error ("FILE: entry NAME missing / has wrong type") on failure. */
+int tfm_container_int(const tfm_container *c, const char *name, int *out);
+int tfm_container_float(const tfm_container *c, const char *name, float *out);
+
+/* Write atomically: to PATH.tmp.PID, fsync, rename. Returns 0, or -1 with tfm error set. */
+int tfm_container_save(const tfm_container *c, const char *path);
+/* Load and validate. Returns 0, or -1 with tfm error set (names the file). */
+int tfm_container_load(tfm_container *c, const char *path);
+
+#endif

@@ -1,0 +1,26 @@
+/* tfm kernels: raw float-array compute, no graph. The ops in ops.h call these; tests and benchmarks
+ * call them directly. Forward/backward pairs take matching arguments (llm.c style).
+ */
+#ifndef TFM_KERNELS_H
+#define TFM_KERNELS_H
+
+#include <stddef.h>
+
+/* The one GEMM entry point used everywhere:
+ *   C = alpha * op(A) @ op(B) + beta * C
+ * op(A) is (M,K): A is stored (M,K) with row stride lda, or (K,M) if trans_a.
+ * op(B) is (K,N): B is stored (K,N) with row stride ldb, or (N,K) if trans_b.
+ * C is (M,N) with row stride ldc. beta == 0 means C is overwritten (never read).
+ * Threaded internally with OpenMP over output blocks. Deterministic for a fixed thread count. */
+void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* Batched: `batch` independent GEMMs; operand i starts at A + i*stride_a etc. (stride 0 = shared). */
+void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                      const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,
+                      float beta, float *C, int ldc, size_t stride_c);
+
+/* Name of the GEMM path in use ("avx2-fma", "portable", "openblas"). */
+const char *tfm_gemm_backend(void);
+
+#endif

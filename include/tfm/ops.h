@@ -1,0 +1,75 @@
+/* tfm ops: differentiable operations on tensors. Each records one node on the graph's tape
+ * (when grad is tracked) and has a backward kernel; every backward is checked against finite
+ * differences in tests/unit/test_gradcheck.c.
+ *
+ * Shapes are written (B,T,C)-style. All tensors are contiguous row-major float32.
+ */
+#ifndef TFM_OPS_H
+#define TFM_OPS_H
+
+#include "tfm/core.h"
+
+/* C = op(A) @ op(B). a: (...,M,K) (or (...,K,M) if trans_a); b: (...,K,N) (or (...,N,K) if trans_b).
+ * Leading (batch) dims of a and b must match, or b may be 2-D and is then shared by every batch. */
+tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int trans_a, int trans_b);
+/* y = x W^T + b, PyTorch layout: x (...,in), W (out,in), bias (out) or NULL -> (...,out) */
+tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
+
+/* Elementwise. tfm_add/tfm_sub broadcast b over a's leading dims when b's shape equals a's trailing
+ * dims (e.g. (B,T,C) + (T,C) or (B,T,C) + (C)). tfm_mul requires equal shapes. */
+tfm_tensor *tfm_add(tfm_graph *g, tfm_tensor *a, tfm_tensor *b);
+tfm_tensor *tfm_sub(tfm_graph *g, tfm_tensor *a, tfm_tensor *b);
+tfm_tensor *tfm_mul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b);
+tfm_tensor *tfm_scale(tfm_graph *g, tfm_tensor *x, float s);
+tfm_tensor *tfm_add_scalar(tfm_graph *g, tfm_tensor *x, float s);
+tfm_tensor *tfm_gelu(tfm_graph *g, tfm_tensor *x);      /* tanh approximation (PyTorch approximate='tanh') */
+tfm_tensor *tfm_relu(tfm_graph *g, tfm_tensor *x);
+tfm_tensor *tfm_tanh(tfm_graph *g, tfm_tensor *x);
+tfm_tensor *tfm_sigmoid(tfm_graph *g, tfm_tensor *x);
+tfm_tensor *tfm_exp(tfm_graph *g, tfm_tensor *x);
+tfm_tensor *tfm_square(tfm_graph *g, tfm_tensor *x);
+
+/* Reductions to a scalar (shape (1)). */
+tfm_tensor *tfm_sum(tfm_graph *g, tfm_tensor *x);
+tfm_tensor *tfm_mean(tfm_graph *g, tfm_tensor *x);
+
+/* out[..., :] = table[ids[...], :]. table (V,C); ids has tfm_shape_size(ndim,shape) entries, each in [0,V).
+ * ids are copied. Result shape (shape..., C). */
+tfm_tensor *tfm_embedding(tfm_graph *g, tfm_tensor *table, const int *ids, int ndim, const int *shape);
+
+/* LayerNorm over the last dim (biased variance, like PyTorch). w, b: (C) or NULL. */
+tfm_tensor *tfm_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *w, tfm_tensor *b, float eps);
+
+/* Masks for softmax over the last dim of x viewed as (n_batch, n_heads, Tq, Tk):
+ *   causal:        key j is hidden from query i when j > i + (Tk - Tq)
+ *   valid_lens:    key j is hidden when j >= len, len = valid_lens[b] (per batch row)
+ *                  or valid_lens[b*Tq + i] when per_query is set (d2l's 2-D valid_lens)
+ * Hidden scores are replaced by -1e6 before the softmax (d2l's masked_softmax), so a row with no
+ * visible key becomes uniform. n_heads = 1 when x is (B,Tq,Tk). */
+typedef struct {
+    int causal;
+    const int *valid_lens;   /* NULL: none */
+    int per_query;
+    int n_heads;             /* rows of x per batch entry are n_heads*Tq; 0 means 1 */
+} tfm_mask;
+tfm_tensor *tfm_softmax(tfm_graph *g, tfm_tensor *x);                         /* last dim */
+tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
+
+/* Inverted dropout: zero with prob p, scale kept by 1/(1-p). Identity unless g->training && p > 0. */
+tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p);
+
+/* Mean cross-entropy of logits (N,V) (or (...,V)) against targets (N entries), PyTorch semantics:
+ * targets equal to ignore_index are skipped and the mean is over the rest; label smoothing eps mixes
+ * the one-hot target with the uniform distribution: loss = (1-eps)*nll + eps*mean_v(-log p_v).
+ * Fused log-softmax + NLL. Returns a scalar (1). */
+tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targets,
+                              int ignore_index, float label_smoothing);
+
+/* 4-D permute (copy): out.shape[i] = x.shape[perm[i]]. E.g. (B,T,H,D) -> (B,H,T,D) is {0,2,1,3}. */
+tfm_tensor *tfm_permute(tfm_graph *g, tfm_tensor *x, int p0, int p1, int p2, int p3);
+/* Concatenate n tensors along axis (all other dims equal). */
+tfm_tensor *tfm_concat(tfm_graph *g, tfm_tensor **xs, int n, int axis);
+/* x[..., start:start+len, ...] along axis (copy). */
+tfm_tensor *tfm_slice(tfm_graph *g, tfm_tensor *x, int axis, int start, int len);
+
+#endif

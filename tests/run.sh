@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs every test and prints "N passed, N failed" as the last line.
+#   tests/run.sh BUILD_DIR [SAN_BUILD_DIR]
+# Unit test binaries print "PASS name" / "FAIL name: why" lines; CLI tests (tests/cli/*.sh) do the same.
+set -u
+build=${1:-build}
+san=${2:-}
+cd "$(dirname "$0")/.."
+export TFM="$PWD/$build/tfm"
+pass=0; fail=0
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+run_one() {  # label, command...
+    local label=$1; shift
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local p f
+    p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log")
+    grep '^FAIL ' "$log" | sed "s|^|[$label] |"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; f=1
+    fi
+    printf '%-40s %4d passed %3d failed\n' "$label" "$p" "$f"
+    pass=$((pass + p)); fail=$((fail + f))
+}
+for t in "$build"/tests/test_*; do
+    [ -x "$t" ] || continue
+    run_one "$(basename "$t")" "$t"
+done
+for t in tests/cli/*.sh; do
+    [ -f "$t" ] || continue
+    run_one "cli/$(basename "$t" .sh)" bash "$t"
+done
+if [ -n "$san" ]; then
+    export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+    for t in "$san"/tests/test_*; do
+        [ -x "$t" ] || continue
+        case "$(basename "$t")" in test_parity_*|test_recipe_*) continue;; esac  # slow under ASan; covered above
+        run_one "asan/$(basename "$t")" "$t"
+    done
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

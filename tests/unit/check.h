@@ -1,0 +1,47 @@
+/* Tiny test helpers shared by every unit test binary.
+ * Each check prints one line "PASS name" or "FAIL name: why"; tests/run.sh counts them. */
+#ifndef TFM_TEST_CHECK_H
+#define TFM_TEST_CHECK_H
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int check_failures = 0;
+
+#define CHECK(name, cond, ...)                                   \
+    do {                                                         \
+        if (cond) {                                              \
+            printf("PASS %s\n", name);                           \
+        } else {                                                 \
+            check_failures++;                                    \
+            printf("FAIL %s: ", name);                           \
+            printf(__VA_ARGS__);                                 \
+            printf("\n");                                        \
+        }                                                        \
+        fflush(stdout);                                          \
+    } while (0)
+
+/* max |a-b| over n floats */
+static inline double max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates as failure */
+    }
+    return m;
+}
+
+/* ||a-b|| / max(||b||, 1e-12) */
+static inline double rel_err(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    double r = sqrt(num) / (sqrt(den) > 1e-12 ? sqrt(den) : 1e-12);
+    return r == r ? r : 1e30;
+}
+
+#define CHECK_EXIT() return check_failures ? 1 : 0
+#endif
