@@ -23,4 +23,15 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
 /* Name of the GEMM path in use ("avx2-fma", "portable", "openblas"). */
 const char *tfm_gemm_backend(void);
 
+/* LayerNorm over rows of length C (biased variance). w, b may be NULL. mean/rstd: (rows). */
+void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                           int rows, int C, float eps);
+/* Accumulates into dx, dw, db (each may be NULL). */
+void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                            const float *mean, const float *rstd, int rows, int C);
+
+#include "tfm/ops.h"
+/* Row softmax of x viewed as (rows/Tq, Tq, Tk) with an optional mask (see tfm_mask in ops.h). */
+void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m);
+
 #endif

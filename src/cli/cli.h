@@ -1,0 +1,46 @@
+/* Shared command-line plumbing: the command table and a small flag parser.
+ * Each command lives in its own file src/cli/cmd_<name>.c and exposes `int cmd_<name>(int, char **)`
+ * returning the process exit code. Errors go to stderr as one line: "tfm <cmd>: <what is wrong>". */
+#ifndef TFM_CLI_H
+#define TFM_CLI_H
+#include <stdio.h>
+
+typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL } cli_flag_type;
+
+typedef struct {
+    const char *name;        /* without dashes: "n-layer" */
+    cli_flag_type type;
+    void *dst;               /* int*, float*, const char**, int* (bool) */
+    const char *help;
+    int seen;                /* set by the parser */
+} cli_flag;
+
+typedef struct {
+    const char *cmd;         /* "train-lm" */
+    const char *synopsis;    /* "--data FILE --out MODEL.tfm [options]" */
+    const char *description; /* a paragraph shown by --help */
+    cli_flag *flags;
+    int n_flags;
+    int min_pos, max_pos;    /* allowed number of positional arguments */
+} cli_spec;
+
+/* Parses argv[1..] (argv[0] is the command name). Positional arguments are stored in pos[] (at most
+ * spec->max_pos). Returns 0 ok; 1 if --help was printed (caller exits 0); 2 on error (already printed
+ * as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
+int cli_parse(cli_spec *spec, int argc, char **argv, const char **pos, int *n_pos);
+void cli_usage(const cli_spec *spec, FILE *f);
+/* Print "tfm <cmd>: <msg>" to stderr and return 2 (use: return cli_error(cmd, "...")). */
+int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Is stderr a terminal (for live progress lines)? */
+int cli_stderr_is_tty(void);
+
+/* Commands (one file each). */
+int cmd_train_lm(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_train_mt(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
+int cmd_bleu(int argc, char **argv);
+int cmd_attention(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+#endif

@@ -1,0 +1,35 @@
+/* tfm: command dispatch. Each command is one file, src/cli/cmd_<name>.c. */
+#include "cli/cli.h"
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"help", NULL, "show this help"},
+    /* one line per command; keep in the order shown by `tfm --help` */
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "tfm — Transformers on the CPU, in C\n\nusage: tfm COMMAND [options]   (tfm COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tfm: unknown command '%s' (see tfm --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,147 @@
+/* Tensors, parameter sets, graph-owned tensors and views. */
+#include "tfm/core.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t tfm_shape_size(int ndim, const int *shape) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    return n;
+}
+
+int tfm_same_shape(const tfm_tensor *a, const tfm_tensor *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return 0;
+    return 1;
+}
+
+const char *tfm_shape_str(const tfm_tensor *t, char *buf, size_t n) {
+    size_t k = 0;
+    k += snprintf(buf + k, n - k, "(");
+    for (int i = 0; i < t->ndim && k < n; i++) k += snprintf(buf + k, n - k, i ? ",%d" : "%d", t->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, ")");
+    return buf;
+}
+
+static void set_shape(tfm_tensor *t, int ndim, const int *shape) {
+    TFM_ASSERT(ndim >= 1 && ndim <= TFM_MAX_DIMS, "tensor rank %d not in 1..%d", ndim, TFM_MAX_DIMS);
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        TFM_ASSERT(shape[i] >= 0, "negative dimension %d", shape[i]);
+        t->shape[i] = shape[i];
+    }
+    for (int i = ndim; i < TFM_MAX_DIMS; i++) t->shape[i] = 1;
+    t->size = tfm_shape_size(ndim, shape);
+}
+
+/* ---------------------------------------------------------------- parameters */
+void tfm_params_init(tfm_params *p) { memset(p, 0, sizeof *p); }
+
+tfm_tensor *tfm_param(tfm_params *p, const char *name, int ndim, const int *shape) {
+    TFM_ASSERT(!p->data, "tfm_param(%s) after tfm_params_alloc", name);
+    TFM_ASSERT(!tfm_params_find(p, name), "duplicate parameter name %s", name);
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 32;
+        p->t = realloc(p->t, sizeof *p->t * p->cap);
+        if (!p->t) tfm_fatal("out of memory");
+    }
+    tfm_tensor *t = calloc(1, sizeof *t);
+    if (!t) tfm_fatal("out of memory");
+    set_shape(t, ndim, shape);
+    t->name = strdup(name);
+    p->t[p->n++] = t;
+    p->total += t->size;
+    return t;
+}
+
+tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0) { return tfm_param(p, name, 1, &d0); }
+tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1) {
+    int s[2] = {d0, d1};
+    return tfm_param(p, name, 2, s);
+}
+
+void tfm_params_alloc(tfm_params *p) {
+    size_t bytes = (p->total ? p->total : 1) * sizeof(float);
+    p->data = calloc(1, bytes);
+    p->grad = calloc(1, bytes);
+    if (!p->data || !p->grad) tfm_fatal("out of memory: %zu parameters", p->total);
+    size_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        p->t[i]->data = p->data + off;
+        p->t[i]->grad = p->grad + off;
+        off += p->t[i]->size;
+    }
+}
+
+void tfm_params_zero_grad(tfm_params *p) { memset(p->grad, 0, p->total * sizeof(float)); }
+
+tfm_tensor *tfm_params_find(const tfm_params *p, const char *name) {
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->t[i]->name, name)) return p->t[i];
+    return NULL;
+}
+
+void tfm_params_free(tfm_params *p) {
+    for (int i = 0; i < p->n; i++) {
+        free((char *)p->t[i]->name);
+        free(p->t[i]);
+    }
+    free(p->t);
+    free(p->data);
+    free(p->grad);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---------------------------------------------------------------- graph tensors */
+tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad) {
+    tfm_tensor *t = tfm_arena_alloc(&g->arena, sizeof *t);
+    memset(t, 0, sizeof *t);
+    set_shape(t, ndim, shape);
+    t->data = tfm_arena_alloc(&g->arena, t->size * sizeof(float));
+    if (want_grad && g->grad_enabled) t->grad = tfm_arena_calloc(&g->arena, t->size * sizeof(float));
+    return t;
+}
+
+tfm_tensor *tfm_new1(tfm_graph *g, int d0) { return tfm_tensor_new(g, 1, &d0, 0); }
+tfm_tensor *tfm_new2(tfm_graph *g, int d0, int d1) {
+    int s[2] = {d0, d1};
+    return tfm_tensor_new(g, 2, s, 0);
+}
+tfm_tensor *tfm_new3(tfm_graph *g, int d0, int d1, int d2) {
+    int s[3] = {d0, d1, d2};
+    return tfm_tensor_new(g, 3, s, 0);
+}
+tfm_tensor *tfm_new4(tfm_graph *g, int d0, int d1, int d2, int d3) {
+    int s[4] = {d0, d1, d2, d3};
+    return tfm_tensor_new(g, 4, s, 0);
+}
+
+tfm_tensor *tfm_constant(tfm_graph *g, float *data, int ndim, const int *shape) {
+    tfm_tensor *t = tfm_arena_alloc(&g->arena, sizeof *t);
+    memset(t, 0, sizeof *t);
+    set_shape(t, ndim, shape);
+    t->data = data;
+    return t;
+}
+
+tfm_tensor *tfm_reshape(tfm_graph *g, tfm_tensor *x, int ndim, const int *shape) {
+    tfm_tensor *t = tfm_arena_alloc(&g->arena, sizeof *t);
+    *t = *x;
+    set_shape(t, ndim, shape);
+    TFM_ASSERT(t->size == x->size, "reshape: %zu elements into %zu", x->size, t->size);
+    return t;
+}
+tfm_tensor *tfm_reshape2(tfm_graph *g, tfm_tensor *x, int d0, int d1) {
+    int s[2] = {d0, d1};
+    return tfm_reshape(g, x, 2, s);
+}
+tfm_tensor *tfm_reshape3(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2) {
+    int s[3] = {d0, d1, d2};
+    return tfm_reshape(g, x, 3, s);
+}
+tfm_tensor *tfm_reshape4(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2, int d3) {
+    int s[4] = {d0, d1, d2, d3};
+    return tfm_reshape(g, x, 4, s);
+}

@@ -1,0 +1,26 @@
+/* Op enum -> backward kernel. */
+#include "ops/op_impl.h"
+
+void tfm_op_backward(tfm_node *n) {
+    switch (n->op) {
+    case TFM_OP_MATMUL: tfm_bw_matmul(n); break;
+    case TFM_OP_LINEAR: tfm_bw_linear(n); break;
+    case TFM_OP_ADD: tfm_bw_add(n); break;
+    case TFM_OP_SUB: tfm_bw_sub(n); break;
+    case TFM_OP_MUL: tfm_bw_mul(n); break;
+    case TFM_OP_SCALE: tfm_bw_scale(n); break;
+    case TFM_OP_ADD_SCALAR: tfm_bw_add_scalar(n); break;
+    case TFM_OP_GELU: case TFM_OP_RELU: case TFM_OP_TANH: case TFM_OP_SIGMOID: case TFM_OP_EXP:
+    case TFM_OP_SQUARE: tfm_bw_unary(n); break;
+    case TFM_OP_SUM: case TFM_OP_MEAN: tfm_bw_reduce(n); break;
+    case TFM_OP_DROPOUT: tfm_bw_dropout(n); break;
+    case TFM_OP_EMBEDDING: tfm_bw_embedding(n); break;
+    case TFM_OP_LAYERNORM: tfm_bw_layernorm(n); break;
+    case TFM_OP_SOFTMAX: tfm_bw_softmax(n); break;
+    case TFM_OP_CROSS_ENTROPY: tfm_bw_cross_entropy(n); break;
+    case TFM_OP_PERMUTE: tfm_bw_permute(n); break;
+    case TFM_OP_CONCAT: tfm_bw_concat(n); break;
+    case TFM_OP_SLICE: tfm_bw_slice(n); break;
+    default: tfm_fatal("no backward for op %s", tfm_op_name(n->op));
+    }
+}

@@ -1,0 +1,229 @@
+/* Elementwise ops, reductions to a scalar, dropout. */
+#include "ops/op_impl.h"
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+void tfm_add_column_sums(const float *m, int rows, int cols, float *out) {
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int per = (cols + nt - 1) / nt, c0 = t * per, c1 = c0 + per < cols ? c0 + per : cols;
+        for (int r = 0; r < rows; r++) {
+            const float *row = m + (size_t)r * cols;
+            for (int c = c0; c < c1; c++) out[c] += row[c];
+        }
+    }
+}
+
+static tfm_tensor *like(tfm_graph *g, tfm_tensor *x, int want_grad) {
+    return tfm_tensor_new(g, x->ndim, x->shape, want_grad);
+}
+
+/* b broadcasts over a's leading dims if b's shape equals a's trailing dims. */
+static void check_broadcast(const tfm_tensor *a, const tfm_tensor *b, const char *op) {
+    int ok = b->ndim <= a->ndim && a->size % (b->size ? b->size : 1) == 0;
+    for (int i = 0; ok && i < b->ndim; i++) ok = b->shape[b->ndim - 1 - i] == a->shape[a->ndim - 1 - i];
+    TFM_ASSERT(ok, "%s: shapes do not broadcast (%zu vs %zu elements)", op, a->size, b->size);
+}
+
+static tfm_tensor *add_sub(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, float sign, tfm_op op) {
+    OP_BEGIN(g);
+    check_broadcast(a, b, tfm_op_name(op));
+    tfm_tensor *in[2] = {a, b};
+    tfm_tensor *out = like(g, a, tfm_any_grad(g, in, 2));
+    size_t n = a->size, bs = b->size;
+    if (bs == n) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) out->data[i] = a->data[i] + sign * b->data[i];
+    } else {
+#pragma omp parallel for schedule(static)
+        for (size_t r = 0; r < n / bs; r++)
+            for (size_t j = 0; j < bs; j++) out->data[r * bs + j] = a->data[r * bs + j] + sign * b->data[j];
+    }
+    tfm_graph_push(g, op, out, 2, in);
+    OP_END(g, op);
+    return out;
+}
+
+tfm_tensor *tfm_add(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
+    if (b->size > a->size) { tfm_tensor *t = a; a = b; b = t; }
+    return add_sub(g, a, b, 1.0f, TFM_OP_ADD);
+}
+tfm_tensor *tfm_sub(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) { return add_sub(g, a, b, -1.0f, TFM_OP_SUB); }
+
+static void bw_add_sub(tfm_node *n, float sign) {
+    tfm_tensor *a = n->in[0], *b = n->in[1], *o = n->out;
+    size_t sz = a->size;
+    if (a->grad) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < sz; i++) a->grad[i] += o->grad[i];
+    }
+    if (b->grad) {
+        if (b->size == sz) {
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < sz; i++) b->grad[i] += sign * o->grad[i];
+        } else if (sign > 0) {
+            tfm_add_column_sums(o->grad, (int)(sz / b->size), (int)b->size, b->grad);
+        } else {
+            for (size_t r = 0; r < sz / b->size; r++)
+                for (size_t j = 0; j < b->size; j++) b->grad[j] -= o->grad[r * b->size + j];
+        }
+    }
+}
+void tfm_bw_add(tfm_node *n) { bw_add_sub(n, 1.0f); }
+void tfm_bw_sub(tfm_node *n) { bw_add_sub(n, -1.0f); }
+
+tfm_tensor *tfm_mul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
+    OP_BEGIN(g);
+    TFM_ASSERT(a->size == b->size, "mul: sizes %zu vs %zu", a->size, b->size);
+    tfm_tensor *in[2] = {a, b};
+    tfm_tensor *out = like(g, a, tfm_any_grad(g, in, 2));
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < a->size; i++) out->data[i] = a->data[i] * b->data[i];
+    tfm_graph_push(g, TFM_OP_MUL, out, 2, in);
+    OP_END(g, TFM_OP_MUL);
+    return out;
+}
+
+void tfm_bw_mul(tfm_node *n) {
+    tfm_tensor *a = n->in[0], *b = n->in[1], *o = n->out;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < a->size; i++) {
+        if (a->grad) a->grad[i] += o->grad[i] * b->data[i];
+        if (b->grad) b->grad[i] += o->grad[i] * a->data[i];
+    }
+}
+
+static tfm_tensor *affine(tfm_graph *g, tfm_tensor *x, float mul, float add, tfm_op op) {
+    OP_BEGIN(g);
+    tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < x->size; i++) out->data[i] = x->data[i] * mul + add;
+    tfm_node *n = tfm_graph_push(g, op, out, 1, &x);
+    if (n) n->fp[0] = mul;
+    OP_END(g, op);
+    return out;
+}
+tfm_tensor *tfm_scale(tfm_graph *g, tfm_tensor *x, float s) { return affine(g, x, s, 0.0f, TFM_OP_SCALE); }
+tfm_tensor *tfm_add_scalar(tfm_graph *g, tfm_tensor *x, float s) {
+    return affine(g, x, 1.0f, s, TFM_OP_ADD_SCALAR);
+}
+
+void tfm_bw_scale(tfm_node *n) {
+    tfm_tensor *x = n->in[0];
+    float s = n->fp[0];
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < x->size; i++) x->grad[i] += s * n->out->grad[i];
+}
+void tfm_bw_add_scalar(tfm_node *n) { tfm_bw_scale(n); }
+
+/* ---------------------------------------------------------------- unary activations */
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+static inline float unary_f(tfm_op op, float x) {
+    switch (op) {
+    case TFM_OP_GELU: return 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_C * x * x * x)));
+    case TFM_OP_RELU: return x > 0 ? x : 0;
+    case TFM_OP_TANH: return tanhf(x);
+    case TFM_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case TFM_OP_EXP: return expf(x);
+    default: return x * x; /* square */
+    }
+}
+
+/* d out / d x given x and out = f(x) */
+static inline float unary_df(tfm_op op, float x, float y) {
+    switch (op) {
+    case TFM_OP_GELU: {
+        float t = tanhf(GELU_K * (x + GELU_C * x * x * x));
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+    }
+    case TFM_OP_RELU: return x > 0 ? 1.0f : 0.0f;
+    case TFM_OP_TANH: return 1.0f - y * y;
+    case TFM_OP_SIGMOID: return y * (1.0f - y);
+    case TFM_OP_EXP: return y;
+    default: return 2.0f * x;
+    }
+}
+
+static tfm_tensor *unary(tfm_graph *g, tfm_tensor *x, tfm_op op) {
+    OP_BEGIN(g);
+    tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < x->size; i++) out->data[i] = unary_f(op, x->data[i]);
+    tfm_graph_push(g, op, out, 1, &x);
+    OP_END(g, op);
+    return out;
+}
+tfm_tensor *tfm_gelu(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_GELU); }
+tfm_tensor *tfm_relu(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_RELU); }
+tfm_tensor *tfm_tanh(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_TANH); }
+tfm_tensor *tfm_sigmoid(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_SIGMOID); }
+tfm_tensor *tfm_exp(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_EXP); }
+tfm_tensor *tfm_square(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_SQUARE); }
+
+void tfm_bw_unary(tfm_node *n) {
+    tfm_tensor *x = n->in[0], *y = n->out;
+    tfm_op op = n->op;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < x->size; i++) x->grad[i] += y->grad[i] * unary_df(op, x->data[i], y->data[i]);
+}
+
+/* ---------------------------------------------------------------- reductions */
+static tfm_tensor *reduce(tfm_graph *g, tfm_tensor *x, tfm_op op) {
+    OP_BEGIN(g);
+    tfm_tensor *out = tfm_tensor_new(g, 1, (int[]){1}, tfm_any_grad(g, &x, 1));
+    double s = 0;
+    for (size_t i = 0; i < x->size; i++) s += x->data[i];
+    out->data[0] = (float)(op == TFM_OP_MEAN ? s / (double)x->size : s);
+    tfm_graph_push(g, op, out, 1, &x);
+    OP_END(g, op);
+    return out;
+}
+tfm_tensor *tfm_sum(tfm_graph *g, tfm_tensor *x) { return reduce(g, x, TFM_OP_SUM); }
+tfm_tensor *tfm_mean(tfm_graph *g, tfm_tensor *x) { return reduce(g, x, TFM_OP_MEAN); }
+
+void tfm_bw_reduce(tfm_node *n) {
+    tfm_tensor *x = n->in[0];
+    float d = n->out->grad[0] / (n->op == TFM_OP_MEAN ? (float)x->size : 1.0f);
+    for (size_t i = 0; i < x->size; i++) x->grad[i] += d;
+}
+
+/* ---------------------------------------------------------------- dropout */
+/* Counter-based randomness: element i of a call keyed by k keeps iff hash(k + i) >= p * 2^32,
+ * so any thread count gives the same mask. */
+static inline uint32_t hash64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
+    if (!g->training || p <= 0.0f) return x;
+    OP_BEGIN(g);
+    TFM_ASSERT(p < 1.0f, "dropout p=%g must be < 1", p);
+    tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
+    uint8_t *mask = tfm_arena_alloc(&g->arena, x->size);
+    uint64_t key = ((uint64_t)tfm_rng_u32(&g->rng) << 32) | tfm_rng_u32(&g->rng);
+    uint32_t thresh = (uint32_t)((double)p * 4294967296.0);
+    float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < x->size; i++) {
+        mask[i] = hash64(key + i) >= thresh;
+        out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
+    }
+    tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);
+    if (n) { n->saved = mask; n->fp[0] = scale; }
+    OP_END(g, TFM_OP_DROPOUT);
+    return out;
+}
+
+void tfm_bw_dropout(tfm_node *n) {
+    tfm_tensor *x = n->in[0];
+    const uint8_t *mask = n->saved;
+    float scale = n->fp[0];
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < x->size; i++) if (mask[i]) x->grad[i] += n->out->grad[i] * scale;
+}

@@ -1,0 +1,99 @@
+/* matmul (batched, either operand transposed) and linear (x W^T + b), via tfm_gemm. */
+#include "ops/op_impl.h"
+#include <string.h>
+
+/* ip: 0 trans_a, 1 trans_b, 2 M, 3 N, 4 K, 5 batch, 6 b_shared (b is 2-D, used by every batch) */
+tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int ta, int tb) {
+    OP_BEGIN(g);
+    TFM_ASSERT(a->ndim >= 2 && b->ndim >= 2, "matmul: operands must be at least 2-D");
+    int ar = a->shape[a->ndim - 2], ac = a->shape[a->ndim - 1];
+    int br = b->shape[b->ndim - 2], bc = b->shape[b->ndim - 1];
+    int M = ta ? ac : ar, K = ta ? ar : ac;
+    int Kb = tb ? bc : br, N = tb ? br : bc;
+    TFM_ASSERT(K == Kb, "matmul: inner dims %d vs %d", K, Kb);
+    int batch = (int)(a->size / ((size_t)ar * ac));
+    int shared = b->ndim == 2;
+    TFM_ASSERT(shared || (size_t)batch * br * bc == b->size, "matmul: batch dims differ");
+    int shape[TFM_MAX_DIMS];
+    for (int i = 0; i < a->ndim - 2; i++) shape[i] = a->shape[i];
+    shape[a->ndim - 2] = M;
+    shape[a->ndim - 1] = N;
+    tfm_tensor *in[2] = {a, b};
+    tfm_tensor *out = tfm_tensor_new(g, a->ndim, shape, tfm_any_grad(g, in, 2));
+    if (shared && !ta) /* one big GEMM: stack the batches along M */
+        tfm_gemm(0, tb, batch * M, N, K, 1.0f, a->data, ac, b->data, bc, 0.0f, out->data, N);
+    else
+        tfm_gemm_batched(batch, ta, tb, M, N, K, 1.0f, a->data, ac, (size_t)ar * ac, b->data, bc,
+                         shared ? 0 : (size_t)br * bc, 0.0f, out->data, N, (size_t)M * N);
+    tfm_node *n = tfm_graph_push(g, TFM_OP_MATMUL, out, 2, in);
+    if (n) {
+        n->ip[0] = ta; n->ip[1] = tb; n->ip[2] = M; n->ip[3] = N; n->ip[4] = K;
+        n->ip[5] = batch; n->ip[6] = shared;
+    }
+    OP_END(g, TFM_OP_MATMUL);
+    return out;
+}
+
+/* Gradient of C = op(A) op(B) for one batch, accumulated (beta = 1). */
+static void matmul_grad_a(int ta, int tb, int M, int N, int K, const float *dC, const float *B, float *dA) {
+    int ldb = tb ? K : N;
+    if (!ta) tfm_gemm(0, !tb, M, K, N, 1.0f, dC, N, B, ldb, 1.0f, dA, K);   /* dA(M,K) = dC op(B)^T */
+    else tfm_gemm(tb, 1, K, M, N, 1.0f, B, ldb, dC, N, 1.0f, dA, M);        /* dA(K,M) = op(B) dC^T */
+}
+static void matmul_grad_b(int ta, int tb, int M, int N, int K, const float *dC, const float *A, float *dB,
+                          int rows) {
+    int lda = ta ? M : K;
+    (void)M;
+    if (!tb) tfm_gemm(!ta, 0, K, N, rows, 1.0f, A, lda, dC, N, 1.0f, dB, N);  /* dB(K,N) = op(A)^T dC */
+    else tfm_gemm(1, ta, N, K, rows, 1.0f, dC, N, A, lda, 1.0f, dB, K);       /* dB(N,K) = dC^T op(A) */
+}
+
+void tfm_bw_matmul(tfm_node *n) {
+    tfm_tensor *a = n->in[0], *b = n->in[1], *c = n->out;
+    int ta = n->ip[0], tb = n->ip[1], M = n->ip[2], N = n->ip[3], K = n->ip[4], batch = n->ip[5];
+    int shared = n->ip[6];
+    size_t sa = (size_t)M * K, sb = shared ? 0 : (size_t)K * N, sc = (size_t)M * N;
+    if (a->grad) {
+        if (shared && !ta) matmul_grad_a(0, tb, batch * M, N, K, c->grad, b->data, a->grad);
+        else
+            for (int i = 0; i < batch; i++)
+                matmul_grad_a(ta, tb, M, N, K, c->grad + i * sc, b->data + i * sb, a->grad + i * sa);
+    }
+    if (b->grad) {
+        if (shared && !ta) matmul_grad_b(0, tb, batch * M, N, K, c->grad, a->data, b->grad, batch * M);
+        else
+            for (int i = 0; i < batch; i++)
+                matmul_grad_b(ta, tb, M, N, K, c->grad + i * sc, a->data + i * sa, b->grad + i * sb, M);
+    }
+}
+
+/* y = x W^T + b */
+tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
+    OP_BEGIN(g);
+    int in_f = tfm_last_dim(x), out_f = W->shape[0];
+    TFM_ASSERT(W->ndim == 2 && W->shape[1] == in_f, "linear: x last dim %d, W is (%d,%d)", in_f, W->shape[0],
+               W->shape[1]);
+    TFM_ASSERT(!bias || (int)bias->size == out_f, "linear: bias size %zu != %d", bias ? bias->size : 0, out_f);
+    int rows = (int)tfm_rows(x);
+    int shape[TFM_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out_f;
+    tfm_tensor *in[3] = {x, W, bias};
+    tfm_tensor *y = tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
+    if (bias) {
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out_f, bias->data, sizeof(float) * out_f);
+    }
+    tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias ? 1.0f : 0.0f, y->data, out_f);
+    tfm_graph_push(g, TFM_OP_LINEAR, y, bias ? 3 : 2, in);
+    OP_END(g, TFM_OP_LINEAR);
+    return y;
+}
+
+void tfm_bw_linear(tfm_node *n) {
+    tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL, *y = n->out;
+    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, y->grad, out_f, W->data, in_f, 1.0f, x->grad, in_f);
+    if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, y->grad, out_f, x->data, in_f, 1.0f, W->grad, in_f);
+    if (b && b->grad) tfm_add_column_sums(y->grad, rows, out_f, b->grad);
+}

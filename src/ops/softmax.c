@@ -1,0 +1,146 @@
+/* Softmax, masked softmax (causal / valid lengths) and fused softmax + cross-entropy. */
+#include "ops/op_impl.h"
+#include <math.h>
+#include <string.h>
+
+#define MASK_VALUE (-1e6f) /* d2l's masked_softmax fill */
+
+/* Number of visible keys for row r of x viewed as (n_batch, n_heads, Tq, Tk). */
+static inline int visible_keys(const tfm_mask *m, int r, int Tq, int Tk) {
+    int lim = Tk;
+    if (!m) return lim;
+    int q = r % Tq;
+    if (m->causal) lim = q + 1 + (Tk - Tq);
+    if (m->valid_lens) {
+        int H = m->n_heads > 0 ? m->n_heads : 1;
+        int b = r / (H * Tq);
+        int v = m->per_query ? m->valid_lens[b * Tq + q] : m->valid_lens[b];
+        if (v < lim) lim = v;
+    }
+    return lim < 0 ? 0 : lim;
+}
+
+void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * Tk;
+        float *yr = y + (size_t)r * Tk;
+        int lim = visible_keys(m, r, Tq, Tk);
+        float mx = lim < Tk ? MASK_VALUE : -INFINITY;
+        for (int j = 0; j < lim; j++) mx = xr[j] > mx ? xr[j] : mx;
+        float s = 0;
+        for (int j = 0; j < Tk; j++) {
+            float v = j < lim ? xr[j] : MASK_VALUE;
+            yr[j] = expf(v - mx);
+            s += yr[j];
+        }
+        float inv = 1.0f / s;
+        for (int j = 0; j < Tk; j++) yr[j] *= inv;
+    }
+}
+
+tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m) {
+    OP_BEGIN(g);
+    int Tk = tfm_last_dim(x), rows = (int)tfm_rows(x), Tq = x->ndim >= 2 ? x->shape[x->ndim - 2] : 1;
+    tfm_tensor *out = tfm_tensor_new(g, x->ndim, x->shape, tfm_any_grad(g, &x, 1));
+    tfm_softmax_rows(out->data, x->data, rows, Tq, Tk, m);
+    tfm_node *n = tfm_graph_push(g, TFM_OP_SOFTMAX, out, 1, &x);
+    if (n && m) { /* masked scores get no gradient: record the mask */
+        tfm_mask *mc = tfm_arena_alloc(&g->arena, sizeof *mc);
+        *mc = *m;
+        if (m->valid_lens) {
+            int H = m->n_heads > 0 ? m->n_heads : 1, nb = rows / (H * Tq);
+            size_t cnt = (size_t)nb * (m->per_query ? Tq : 1);
+            int *vl = tfm_arena_alloc(&g->arena, cnt * sizeof(int));
+            memcpy(vl, m->valid_lens, cnt * sizeof(int));
+            mc->valid_lens = vl;
+        }
+        n->aux = mc;
+    }
+    OP_END(g, TFM_OP_SOFTMAX);
+    return out;
+}
+
+tfm_tensor *tfm_softmax(tfm_graph *g, tfm_tensor *x) { return tfm_masked_softmax(g, x, NULL); }
+
+/* dx_j += y_j (dy_j - sum_k dy_k y_k) over visible keys; hidden scores were replaced, so get 0. */
+void tfm_bw_softmax(tfm_node *n) {
+    tfm_tensor *x = n->in[0], *y = n->out;
+    const tfm_mask *m = n->aux;
+    int Tk = tfm_last_dim(x), rows = (int)tfm_rows(x), Tq = x->ndim >= 2 ? x->shape[x->ndim - 2] : 1;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        const float *yr = y->data + (size_t)r * Tk, *dy = y->grad + (size_t)r * Tk;
+        float *dx = x->grad + (size_t)r * Tk;
+        int lim = visible_keys(m, r, Tq, Tk);
+        float dot = 0;
+        for (int j = 0; j < Tk; j++) dot += dy[j] * yr[j];
+        for (int j = 0; j < lim; j++) dx[j] += yr[j] * (dy[j] - dot);
+    }
+}
+
+/* ---------------------------------------------------------------- cross-entropy */
+/* saved: per-row logsumexp; aux: targets copy; ip[0] rows, ip[1] ignore_index, ip[2] count; fp[0] eps */
+tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targets, int ignore_index,
+                              float label_smoothing) {
+    OP_BEGIN(g);
+    int V = tfm_last_dim(logits), rows = (int)tfm_rows(logits);
+    float eps = label_smoothing;
+    tfm_tensor *out = tfm_tensor_new(g, 1, (int[]){1}, tfm_any_grad(g, &logits, 1));
+    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * rows);
+    float *row_loss = tfm_arena_alloc(&g->arena, sizeof(float) * rows);
+    for (int r = 0; r < rows; r++)
+        TFM_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V),
+                   "cross_entropy: target %d not in [0,%d)", targets[r], V);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        const float *x = logits->data + (size_t)r * V;
+        float mx = x[0], s = 0, sum_x = 0;
+        for (int v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < V; v++) {
+            s += expf(x[v] - mx);
+            sum_x += x[v];
+        }
+        lse[r] = mx + logf(s);
+        if (targets[r] == ignore_index) row_loss[r] = 0;
+        else row_loss[r] = (1.0f - eps) * (lse[r] - x[targets[r]]) + eps * (lse[r] - sum_x / V);
+    }
+    int count = 0;
+    double total = 0;
+    for (int r = 0; r < rows; r++)
+        if (targets[r] != ignore_index) {
+            count++;
+            total += row_loss[r];
+        }
+    out->data[0] = count ? (float)(total / count) : 0.0f;
+    tfm_node *n = tfm_graph_push(g, TFM_OP_CROSS_ENTROPY, out, 1, &logits);
+    if (n) {
+        int *t = tfm_arena_alloc(&g->arena, sizeof(int) * rows);
+        memcpy(t, targets, sizeof(int) * rows);
+        n->aux = t;
+        n->saved = lse;
+        n->ip[0] = rows; n->ip[1] = ignore_index; n->ip[2] = count;
+        n->fp[0] = eps;
+    }
+    OP_END(g, TFM_OP_CROSS_ENTROPY);
+    return out;
+}
+
+/* d loss / d x_v = (p_v - (1-eps) [v == t] - eps / V) / count */
+void tfm_bw_cross_entropy(tfm_node *n) {
+    tfm_tensor *logits = n->in[0];
+    const int *t = n->aux;
+    const float *lse = n->saved;
+    int V = tfm_last_dim(logits), rows = n->ip[0], ignore = n->ip[1], count = n->ip[2];
+    float eps = n->fp[0];
+    if (!count) return;
+    float d = n->out->grad[0] / count;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        if (t[r] == ignore) continue;
+        const float *x = logits->data + (size_t)r * V;
+        float *dx = logits->grad + (size_t)r * V;
+        for (int v = 0; v < V; v++) dx[v] += d * (expf(x[v] - lse[r]) - eps / V);
+        dx[t[r]] -= d * (1.0f - eps);
+    }
+}
