@@ -30,17 +30,21 @@ typedef struct {
     int ndim;
     int shape[4];
     size_t nbytes;
-    void *data;              /* owned by the container */
+    void *data;              /* owned by the container; always followed by one extra 0 byte
+                                (so a TFM_DT_BYTES entry can be read as a C string) */
 } tfm_entry;
 
 typedef struct {
     tfm_entry *e;
     int n, cap;
+    char *path;              /* file it was loaded from (NULL if built in memory): used in error messages */
 } tfm_container;
 
 void tfm_container_init(tfm_container *c);
 void tfm_container_free(tfm_container *c);
-/* Add an entry (data is copied). Returns the entry. */
+/* Add an entry (data is copied; data == NULL gives zeros). An existing entry of the same name is
+ * replaced. Returns the entry, or NULL with tfm error set if name/dtype/shape/nbytes are invalid.
+ * Adding may move the entry array: earlier returned tfm_entry pointers become invalid. */
 tfm_entry *tfm_container_add(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
                              const void *data, size_t nbytes);
 tfm_entry *tfm_container_add_f32(tfm_container *c, const char *name, int ndim, const int *shape, const float *data);
@@ -51,11 +55,14 @@ tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v);
 tfm_entry *tfm_container_get(const tfm_container *c, const char *name);
 /* Typed getters: return -1 and set tfm error ("FILE: entry NAME missing / has wrong type") on failure. */
 int tfm_container_int(const tfm_container *c, const char *name, int *out);
-int tfm_container_float(const tfm_container *c, const char *name, float *out);
+int tfm_container_float(const tfm_container *c, const char *name, float *out);   /* also accepts an i32 scalar */
+/* Raw-bytes entry as a NUL-terminated string, or NULL with tfm error set. */
+const char *tfm_container_str(const tfm_container *c, const char *name);
 
 /* Write atomically: to PATH.tmp.PID, fsync, rename. Returns 0, or -1 with tfm error set. */
 int tfm_container_save(const tfm_container *c, const char *path);
-/* Load and validate. Returns 0, or -1 with tfm error set (names the file). */
+/* Load and validate. c is treated as uninitialised output (previous contents are NOT freed).
+ * Returns 0, or -1 with tfm error set (names the file); either way tfm_container_free(c) is safe after. */
 int tfm_container_load(tfm_container *c, const char *path);
 
 #endif

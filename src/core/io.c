@@ -1,0 +1,551 @@
+/* tfm io: the binary container (see include/tfm/io.h and docs/FORMAT.md).
+ *
+ * Saving writes PATH.tmp.PID, flushes and fsyncs it, then renames it over PATH, so a reader sees
+ * either the old file or the complete new one; on any failure the temp file is removed.
+ * Loading treats the file as untrusted: every count, length and size is validated against the
+ * bytes that remain BEFORE anything is read or allocated from it.
+ */
+#include "tfm/io.h"
+#include "tfm/core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TFM_MAGIC "TFMC"
+#define TFM_VERSION 1u
+#define NAME_MAX_LEN 255
+/* smallest possible entry: name length + 1 name byte + dtype + ndim + payload size */
+#define MIN_ENTRY_BYTES (4u + 1u + 4u + 4u + 8u)
+
+static const char *dtype_name(int dt) {
+    switch (dt) {
+    case TFM_DT_F32: return "f32";
+    case TFM_DT_I32: return "i32";
+    case TFM_DT_BYTES: return "bytes";
+    default: return "?";
+    }
+}
+
+static size_t elem_size(int dt) { return dt == TFM_DT_BYTES ? 1 : 4; }
+
+static const char *cname(const tfm_container *c) { return c->path ? c->path : "container"; }
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) tfm_fatal("tfm io: out of memory allocating %zu bytes", n);
+    return p;
+}
+
+/* product of dims * elem size, or 0 with *ok = 0 on overflow */
+static size_t shape_bytes(int dtype, int ndim, const int *shape, int *ok) {
+    size_t n = elem_size(dtype);
+    *ok = 1;
+    for (int i = 0; i < ndim; i++) {
+        size_t d = (size_t)shape[i];
+        if (d != 0 && n > SIZE_MAX / d) { *ok = 0; return 0; }
+        n *= d;
+    }
+    return n;
+}
+
+/* Validate an entry description; on error writes a message (without the file prefix) to msg. */
+static int entry_valid(const char *name, int dtype, int ndim, const int *shape, size_t nbytes,
+                       char *msg, size_t msgn) {
+    size_t len = name ? strlen(name) : 0;
+    if (len < 1 || len > NAME_MAX_LEN) {
+        snprintf(msg, msgn, "entry name length %zu (must be 1..%d)", len, NAME_MAX_LEN);
+        return 0;
+    }
+    if (dtype != TFM_DT_F32 && dtype != TFM_DT_I32 && dtype != TFM_DT_BYTES) {
+        snprintf(msg, msgn, "entry '%s': unknown dtype %d", name, dtype);
+        return 0;
+    }
+    if (ndim < 0 || ndim > 4) {
+        snprintf(msg, msgn, "entry '%s': ndim %d (must be 0..4)", name, ndim);
+        return 0;
+    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) {
+            snprintf(msg, msgn, "entry '%s': negative dim %d", name, shape[i]);
+            return 0;
+        }
+    if (dtype == TFM_DT_BYTES && ndim != 1) {
+        snprintf(msg, msgn, "entry '%s': bytes entry must have ndim 1 (got %d)", name, ndim);
+        return 0;
+    }
+    int ok;
+    size_t want = shape_bytes(dtype, ndim, shape, &ok);
+    if (!ok) {
+        snprintf(msg, msgn, "entry '%s': shape too large", name);
+        return 0;
+    }
+    if (want != nbytes) {
+        snprintf(msg, msgn, "entry '%s': %zu bytes given, shape needs %zu", name, nbytes, want);
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ container */
+
+void tfm_container_init(tfm_container *c) {
+    c->e = NULL;
+    c->n = c->cap = 0;
+    c->path = NULL;
+}
+
+void tfm_container_free(tfm_container *c) {
+    for (int i = 0; i < c->n; i++) free(c->e[i].data);
+    free(c->e);
+    free(c->path);
+    tfm_container_init(c);
+}
+
+tfm_entry *tfm_container_get(const tfm_container *c, const char *name) {
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->e[i].name, name) == 0) return &c->e[i];
+    return NULL;
+}
+
+/* Append an entry taking ownership of buf (nbytes + 1 bytes, last one 0). */
+static tfm_entry *append_entry(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
+                               void *buf, size_t nbytes) {
+    if (c->n == c->cap) {
+        int ncap = c->cap ? 2 * c->cap : 16;
+        tfm_entry *ne = realloc(c->e, (size_t)ncap * sizeof *ne);
+        if (!ne) tfm_fatal("tfm io: out of memory growing container to %d entries", ncap);
+        c->e = ne;
+        c->cap = ncap;
+    }
+    tfm_entry *e = &c->e[c->n++];
+    memset(e, 0, sizeof *e);
+    memcpy(e->name, name, strlen(name) + 1);
+    e->dtype = dtype;
+    e->ndim = ndim;
+    for (int i = 0; i < ndim; i++) e->shape[i] = shape[i];
+    e->nbytes = nbytes;
+    e->data = buf;
+    return e;
+}
+
+tfm_entry *tfm_container_add(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
+                             const void *data, size_t nbytes) {
+    char msg[400];
+    if (!entry_valid(name, dtype, ndim, shape, nbytes, msg, sizeof msg)) {
+        tfm_set_error("%s: cannot add: %s", cname(c), msg);
+        return NULL;
+    }
+    if (nbytes == SIZE_MAX) tfm_fatal("tfm io: entry '%s' too large", name);
+    unsigned char *buf = xmalloc(nbytes + 1);
+    if (nbytes) {
+        if (data) memcpy(buf, data, nbytes);
+        else memset(buf, 0, nbytes);
+    }
+    buf[nbytes] = 0;
+    tfm_entry *old = tfm_container_get(c, name);
+    if (old) {   /* replace in place, keeping the entry's position */
+        free(old->data);
+        old->dtype = dtype;
+        old->ndim = ndim;
+        memset(old->shape, 0, sizeof old->shape);
+        for (int i = 0; i < ndim; i++) old->shape[i] = shape[i];
+        old->nbytes = nbytes;
+        old->data = buf;
+        return old;
+    }
+    return append_entry(c, name, dtype, ndim, shape, buf, nbytes);
+}
+
+tfm_entry *tfm_container_add_f32(tfm_container *c, const char *name, int ndim, const int *shape, const float *data) {
+    int ok = 1;
+    size_t nb = 0;
+    if (ndim >= 0 && ndim <= 4) {
+        for (int i = 0; i < ndim; i++)
+            if (shape[i] < 0) ok = 0;
+        if (ok) nb = shape_bytes(TFM_DT_F32, ndim, shape, &ok);
+    }
+    if (!ok) nb = SIZE_MAX - 1;  /* let tfm_container_add report the bad shape */
+    return tfm_container_add(c, name, TFM_DT_F32, ndim, shape, data, nb);
+}
+
+tfm_entry *tfm_container_add_i32(tfm_container *c, const char *name, int n, const int *data) {
+    int shape[1] = {n};
+    size_t nb = n >= 0 ? (size_t)n * 4 : 0;
+    return tfm_container_add(c, name, TFM_DT_I32, 1, shape, data, nb);
+}
+
+tfm_entry *tfm_container_add_str(tfm_container *c, const char *name, const char *s) {
+    size_t len = strlen(s);
+    if (len > INT_MAX) {
+        tfm_set_error("%s: cannot add: entry '%s': string too long", cname(c), name);
+        return NULL;
+    }
+    int shape[1] = {(int)len};
+    return tfm_container_add(c, name, TFM_DT_BYTES, 1, shape, s, len);
+}
+
+tfm_entry *tfm_container_add_int(tfm_container *c, const char *name, int v) {
+    int shape[1] = {1};
+    int32_t x = (int32_t)v;
+    return tfm_container_add(c, name, TFM_DT_I32, 1, shape, &x, 4);
+}
+
+tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v) {
+    int shape[1] = {1};
+    return tfm_container_add(c, name, TFM_DT_F32, 1, shape, &v, 4);
+}
+
+int tfm_container_int(const tfm_container *c, const char *name, int *out) {
+    const tfm_entry *e = tfm_container_get(c, name);
+    if (!e) {
+        tfm_set_error("%s: entry '%s' missing", cname(c), name);
+        return -1;
+    }
+    if (e->dtype != TFM_DT_I32 || e->nbytes != 4) {
+        tfm_set_error("%s: entry '%s' has wrong type (want i32 scalar, got %s of %zu bytes)", cname(c), name,
+                      dtype_name(e->dtype), e->nbytes);
+        return -1;
+    }
+    int32_t v;
+    memcpy(&v, e->data, 4);
+    *out = (int)v;
+    return 0;
+}
+
+int tfm_container_float(const tfm_container *c, const char *name, float *out) {
+    const tfm_entry *e = tfm_container_get(c, name);
+    if (!e) {
+        tfm_set_error("%s: entry '%s' missing", cname(c), name);
+        return -1;
+    }
+    if ((e->dtype != TFM_DT_F32 && e->dtype != TFM_DT_I32) || e->nbytes != 4) {
+        tfm_set_error("%s: entry '%s' has wrong type (want f32 scalar, got %s of %zu bytes)", cname(c), name,
+                      dtype_name(e->dtype), e->nbytes);
+        return -1;
+    }
+    if (e->dtype == TFM_DT_F32) {
+        memcpy(out, e->data, 4);
+    } else {
+        int32_t v;
+        memcpy(&v, e->data, 4);
+        *out = (float)v;
+    }
+    return 0;
+}
+
+const char *tfm_container_str(const tfm_container *c, const char *name) {
+    const tfm_entry *e = tfm_container_get(c, name);
+    if (!e) {
+        tfm_set_error("%s: entry '%s' missing", cname(c), name);
+        return NULL;
+    }
+    if (e->dtype != TFM_DT_BYTES) {
+        tfm_set_error("%s: entry '%s' has wrong type (want bytes, got %s)", cname(c), name, dtype_name(e->dtype));
+        return NULL;
+    }
+    return (const char *)e->data;
+}
+
+/* ------------------------------------------------------------------ byte order */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define TFM_HOST_BE 1
+#else
+#define TFM_HOST_BE 0
+#endif
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static void put_u64(unsigned char *p, uint64_t v) {
+    put_u32(p, (uint32_t)v);
+    put_u32(p + 4, (uint32_t)(v >> 32));
+}
+static uint32_t get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64(const unsigned char *p) {
+    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+#if TFM_HOST_BE
+static void swap32_buf(void *buf, size_t nbytes) {
+    unsigned char *p = buf;
+    for (size_t i = 0; i + 3 < nbytes; i += 4) {
+        unsigned char t0 = p[i], t1 = p[i + 1];
+        p[i] = p[i + 3]; p[i + 1] = p[i + 2]; p[i + 2] = t1; p[i + 3] = t0;
+    }
+}
+#endif
+
+/* ------------------------------------------------------------------ save */
+
+static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+static int write_payload(FILE *f, const tfm_entry *e) {
+#if TFM_HOST_BE
+    if (e->dtype != TFM_DT_BYTES) {
+        unsigned char tmp[4096];
+        const unsigned char *src = e->data;
+        for (size_t off = 0; off < e->nbytes; off += sizeof tmp) {
+            size_t n = e->nbytes - off < sizeof tmp ? e->nbytes - off : sizeof tmp;
+            memcpy(tmp, src + off, n);
+            swap32_buf(tmp, n);
+            if (!write_all(f, tmp, n)) return 0;
+        }
+        return 1;
+    }
+#endif
+    return write_all(f, e->data, e->nbytes);
+}
+
+static int write_container(FILE *f, const tfm_container *c) {
+    unsigned char hdr[12];
+    memcpy(hdr, TFM_MAGIC, 4);
+    put_u32(hdr + 4, TFM_VERSION);
+    put_u32(hdr + 8, (uint32_t)c->n);
+    if (!write_all(f, hdr, sizeof hdr)) return 0;
+    for (int i = 0; i < c->n; i++) {
+        const tfm_entry *e = &c->e[i];
+        unsigned char b[8 + 4 * 4 + 8];
+        uint32_t len = (uint32_t)strlen(e->name);
+        put_u32(b, len);
+        if (!write_all(f, b, 4) || !write_all(f, e->name, len)) return 0;
+        size_t k = 0;
+        put_u32(b + k, (uint32_t)e->dtype); k += 4;
+        put_u32(b + k, (uint32_t)e->ndim); k += 4;
+        for (int d = 0; d < e->ndim; d++) { put_u32(b + k, (uint32_t)e->shape[d]); k += 4; }
+        put_u64(b + k, (uint64_t)e->nbytes); k += 8;
+        if (!write_all(f, b, k) || !write_payload(f, e)) return 0;
+    }
+    return 1;
+}
+
+int tfm_container_save(const tfm_container *c, const char *path) {
+    char msg[400];
+    for (int i = 0; i < c->n; i++) {
+        const tfm_entry *e = &c->e[i];
+        if (!entry_valid(e->name, e->dtype, e->ndim, e->shape, e->nbytes, msg, sizeof msg)) {
+            tfm_set_error("%s: cannot save: %s", path, msg);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->e[j].name, e->name) == 0) {
+                tfm_set_error("%s: cannot save: duplicate entry '%s'", path, e->name);
+                return -1;
+            }
+    }
+    size_t plen = strlen(path);
+    char *tmp = xmalloc(plen + 32);
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        tfm_set_error("%s: cannot create %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        unlink(tmp);
+        tfm_set_error("%s: cannot open %s: %s", path, tmp, strerror(err));
+        free(tmp);
+        return -1;
+    }
+    const char *what = NULL;
+    int err = 0;
+    if (!write_container(f, c)) { what = "write"; err = errno; }
+    else if (fflush(f) != 0) { what = "write"; err = errno; }
+    else if (fsync(fileno(f)) != 0) { what = "fsync"; err = errno; }
+    if (fclose(f) != 0 && !what) { what = "close"; err = errno; }
+    if (!what && rename(tmp, path) != 0) { what = "rename"; err = errno; }
+    if (what) {
+        unlink(tmp);
+        tfm_set_error("%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    /* best effort: make the rename durable */
+    char *dir = xmalloc(plen + 2);
+    memcpy(dir, path, plen + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+    free(dir);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ load */
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    uint64_t left;     /* bytes not yet consumed */
+} reader;
+
+/* read n bytes (caller has checked n <= left) */
+static int rd(reader *r, void *p, size_t n) {
+    if (n && fread(p, 1, n, r->f) != n) {
+        tfm_set_error("%s: read error (file changed or I/O error): %s", r->path,
+                      ferror(r->f) ? strerror(errno) : "unexpected end of file");
+        return 0;
+    }
+    r->left -= n;
+    return 1;
+}
+
+/* need n bytes for `what`; sets a "truncated" error if they are not there */
+static int need(reader *r, uint64_t n, const char *what_fmt, const char *arg) {
+    if (n <= r->left) return 1;
+    char what[320];
+    snprintf(what, sizeof what, what_fmt, arg);
+    tfm_set_error("%s: truncated: %s needs %llu bytes, %llu left", r->path, what, (unsigned long long)n,
+                  (unsigned long long)r->left);
+    return 0;
+}
+
+static int load_entries(tfm_container *c, reader *r) {
+    unsigned char hdr[12];
+    if (!need(r, 12, "%sheader", "")) return -1;
+    if (!rd(r, hdr, 12)) return -1;
+    if (memcmp(hdr, TFM_MAGIC, 4) != 0) {
+        tfm_set_error("%s: not a tfm file (bad magic)", r->path);
+        return -1;
+    }
+    uint32_t version = get_u32(hdr + 4);
+    if (version != TFM_VERSION) {
+        tfm_set_error("%s: unsupported version %u (expected %u)", r->path, version, TFM_VERSION);
+        return -1;
+    }
+    uint32_t count = get_u32(hdr + 8);
+    uint64_t max_count = r->left / MIN_ENTRY_BYTES;
+    if (count > max_count || count > (uint32_t)INT_MAX) {
+        tfm_set_error("%s: bad entry count %u: the %llu bytes that follow hold at most %llu entries "
+                      "(truncated or corrupt)", r->path, count, (unsigned long long)r->left,
+                      (unsigned long long)max_count);
+        return -1;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        char idx[32], name[NAME_MAX_LEN + 1];
+        unsigned char b[8];
+        snprintf(idx, sizeof idx, "entry #%u", i);
+        if (!need(r, 4, "%s name length", idx) || !rd(r, b, 4)) return -1;
+        uint32_t len = get_u32(b);
+        if (len < 1 || len > NAME_MAX_LEN) {
+            tfm_set_error("%s: %s: bad name length %u (must be 1..%d)", r->path, idx, len, NAME_MAX_LEN);
+            return -1;
+        }
+        if (!need(r, len, "%s name", idx) || !rd(r, name, len)) return -1;
+        name[len] = 0;
+        if (memchr(name, 0, len)) {
+            tfm_set_error("%s: %s: name contains a NUL byte", r->path, idx);
+            return -1;
+        }
+        if (tfm_container_get(c, name)) {
+            tfm_set_error("%s: duplicate entry '%s'", r->path, name);
+            return -1;
+        }
+        if (!need(r, 8, "entry '%s' dtype/ndim", name) || !rd(r, b, 8)) return -1;
+        uint32_t dtype = get_u32(b), ndim = get_u32(b + 4);
+        if (dtype > TFM_DT_BYTES) {
+            tfm_set_error("%s: entry '%s': unknown dtype %u", r->path, name, dtype);
+            return -1;
+        }
+        if (ndim > 4) {
+            tfm_set_error("%s: entry '%s': bad ndim %u (must be 0..4)", r->path, name, ndim);
+            return -1;
+        }
+        if (dtype == TFM_DT_BYTES && ndim != 1) {
+            tfm_set_error("%s: entry '%s': bytes entry must have ndim 1 (got %u)", r->path, name, ndim);
+            return -1;
+        }
+        int shape[4] = {0, 0, 0, 0};
+        uint64_t want = elem_size((int)dtype);
+        int overflow = 0;
+        for (uint32_t d = 0; d < ndim; d++) {
+            if (!need(r, 4, "entry '%s' dims", name) || !rd(r, b, 4)) return -1;
+            uint32_t v = get_u32(b);
+            if (v > (uint32_t)INT_MAX) {
+                tfm_set_error("%s: entry '%s': dim %u is %u (must be 0..%d)", r->path, name, d, v, INT_MAX);
+                return -1;
+            }
+            shape[d] = (int)v;
+            if (v && want > UINT64_MAX / v) overflow = 1;
+            else want *= v;
+        }
+        if (overflow || want > (uint64_t)SIZE_MAX - 1) {
+            tfm_set_error("%s: entry '%s': shape too large (element count overflows)", r->path, name);
+            return -1;
+        }
+        if (!need(r, 8, "entry '%s' payload size", name) || !rd(r, b, 8)) return -1;
+        uint64_t nbytes = get_u64(b);
+        if (nbytes != want) {
+            tfm_set_error("%s: entry '%s': size mismatch: header says %llu bytes, %s shape needs %llu", r->path,
+                          name, (unsigned long long)nbytes, dtype_name((int)dtype), (unsigned long long)want);
+            return -1;
+        }
+        if (!need(r, nbytes, "entry '%s'", name)) return -1;
+        unsigned char *buf = xmalloc((size_t)nbytes + 1);
+        if (!rd(r, buf, (size_t)nbytes)) {
+            free(buf);
+            return -1;
+        }
+        buf[nbytes] = 0;
+#if TFM_HOST_BE
+        if (dtype != TFM_DT_BYTES) swap32_buf(buf, (size_t)nbytes);
+#endif
+        append_entry(c, name, (int)dtype, (int)ndim, shape, buf, (size_t)nbytes);
+    }
+    if (r->left != 0) {
+        tfm_set_error("%s: %llu trailing bytes after the last entry", r->path, (unsigned long long)r->left);
+        return -1;
+    }
+    return 0;
+}
+
+int tfm_container_load(tfm_container *c, const char *path) {
+    tfm_container_init(c);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tfm_set_error("%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        tfm_set_error("%s: cannot stat: %s", path, strerror(errno));
+        fclose(f);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        tfm_set_error("%s: not a regular file", path);
+        fclose(f);
+        return -1;
+    }
+    reader r = {f, path, (uint64_t)st.st_size};
+    int rc = load_entries(c, &r);
+    fclose(f);
+    if (rc != 0) {
+        tfm_container_free(c);
+        return -1;
+    }
+    size_t plen = strlen(path);
+    c->path = xmalloc(plen + 1);
+    memcpy(c->path, path, plen + 1);
+    return 0;
+}

@@ -1,0 +1,441 @@
+/* test_io: the binary container — round trip, atomic save, and rejection of every kind of
+ * corrupt file (truncation at every offset, bad header fields, bad entries, trailing bytes). */
+#include "check.h"
+#include "tfm/core.h"
+#include "tfm/io.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];   /* per-run scratch directory */
+
+static const char *tpath(const char *name) {
+    static char buf[8][512];
+    static int k = 0;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static unsigned char *read_file(const char *p, size_t *n) {
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    return b;
+}
+
+static void write_file(const char *p, const unsigned char *b, size_t n) {
+    FILE *f = fopen(p, "wb");
+    if (!f) { perror(p); exit(2); }
+    if (n) fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+
+/* number of files in dir whose name contains ".tmp." */
+static int count_tmp(const char *d) {
+    DIR *dp = opendir(d);
+    if (!dp) return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)))
+        if (strstr(de->d_name, ".tmp.")) n++;
+    closedir(dp);
+    return n;
+}
+
+/* Load must fail, the message must name the file and contain `what`, the container must be empty. */
+static void expect_fail(const char *label, const char *path, const char *what) {
+    tfm_container c;
+    int rc = tfm_container_load(&c, path);
+    const char *err = tfm_last_error();
+    int ok = rc == -1 && c.n == 0 && c.e == NULL && strstr(err, path) && strstr(err, what) && !strchr(err, '\n');
+    CHECK(label, ok, "rc=%d n=%d err='%s' (want '%s')", rc, c.n, err, what);
+    if (ok) printf("#   %s\n", err);
+    tfm_container_free(&c);
+}
+
+/* small file used by the corruption tests:
+ *   entry 0 "w": f32 (2,3)  -> header at 12: len(4) name(1) dtype(4) ndim(4) dims(8) size(8) payload(24)
+ *   entry 1 "ids": i32 (4)
+ *   entry 2 "s": bytes "hello" */
+#define OFF_E0_NAMELEN 12
+#define OFF_E0_NAME 16
+#define OFF_E0_DTYPE 17
+#define OFF_E0_NDIM 21
+#define OFF_E0_DIM0 25
+#define OFF_E0_SIZE 33
+#define OFF_E0_END (41 + 24)
+static void make_small(tfm_container *c) {
+    tfm_container_init(c);
+    float w[6] = {1.5f, -2.0f, 3.25f, 0.0f, -0.125f, 1e-3f};
+    int shape[2] = {2, 3};
+    int ids[4] = {7, -1, 0, 2147483647};
+    tfm_container_add_f32(c, "w", 2, shape, w);
+    tfm_container_add_i32(c, "ids", 4, ids);
+    tfm_container_add_str(c, "s", "hello");
+}
+
+static void test_round_trip(void) {
+    tfm_container c;
+    tfm_container_init(&c);
+    float a[2 * 3 * 4 * 5];
+    for (int i = 0; i < 120; i++) a[i] = (float)i * 0.37f - 11.0f;
+    int s4[4] = {2, 3, 4, 5};
+    int ids[3] = {-5, 0, 123456};
+    int s0[1] = {0};
+    float scal = 3.14159f;
+    CHECK("add_f32 4d", tfm_container_add_f32(&c, "blocks.0.attn.W_q.weight", 4, s4, a) != NULL, "NULL");
+    tfm_container_add_i32(&c, "tokens", 3, ids);
+    tfm_container_add_str(&c, "vocab", "ab\ncd\xc3\xa9");
+    tfm_container_add_int(&c, "config.n_layer", 6);
+    tfm_container_add_float(&c, "opt.lr", 1e-3f);
+    tfm_container_add(&c, "scalar0d", TFM_DT_F32, 0, NULL, &scal, 4);
+    tfm_container_add_f32(&c, "empty", 1, s0, NULL);
+    tfm_container_add_str(&c, "emptystr", "");
+    char longname[256];
+    memset(longname, 'n', 255);
+    longname[255] = 0;
+    tfm_container_add_int(&c, longname, -42);
+    /* replace keeps one entry */
+    tfm_container_add_int(&c, "config.n_layer", 2);
+    CHECK("add replaces same name", c.n == 9, "n=%d", c.n);
+    /* invalid adds are refused */
+    int bad_shape[1] = {3};
+    CHECK("add refuses nbytes mismatch", tfm_container_add(&c, "bad", TFM_DT_F32, 1, bad_shape, a, 8) == NULL &&
+          strstr(tfm_last_error(), "bad"), "err=%s", tfm_last_error());
+    CHECK("add refuses empty name", tfm_container_add_int(&c, "", 1) == NULL, "accepted");
+    char toolong[300];
+    memset(toolong, 'x', 299);
+    toolong[299] = 0;
+    CHECK("add refuses 299-char name", tfm_container_add_int(&c, toolong, 1) == NULL, "accepted");
+    CHECK("add refuses ndim 5", tfm_container_add(&c, "x5", TFM_DT_F32, 5, s4, a, 4) == NULL, "accepted");
+    CHECK("add refuses bad dtype", tfm_container_add(&c, "xd", 9, 1, bad_shape, a, 12) == NULL, "accepted");
+    CHECK("container unchanged by refused adds", c.n == 9, "n=%d", c.n);
+
+    const char *p = tpath("rt.tfm");
+    int rc = tfm_container_save(&c, p);
+    CHECK("save ok", rc == 0, "%s", tfm_last_error());
+    CHECK("save leaves no temp file", count_tmp(dir) == 0, "%d temp files", count_tmp(dir));
+    size_t n;
+    unsigned char *raw = read_file(p, &n);
+    CHECK("file starts with magic TFMC, version 1 LE, count 9",
+          raw && n > 12 && memcmp(raw, "TFMC", 4) == 0 && raw[4] == 1 && raw[5] == 0 && raw[6] == 0 &&
+          raw[7] == 0 && raw[8] == 9 && raw[9] == 0, "bad header");
+    free(raw);
+
+    tfm_container d;
+    rc = tfm_container_load(&d, p);
+    CHECK("load ok", rc == 0, "%s", tfm_last_error());
+    int same = d.n == c.n;
+    for (int i = 0; same && i < c.n; i++) {
+        tfm_entry *x = &c.e[i], *y = &d.e[i];
+        same = strcmp(x->name, y->name) == 0 && x->dtype == y->dtype && x->ndim == y->ndim &&
+               x->nbytes == y->nbytes && memcmp(x->shape, y->shape, sizeof x->shape) == 0 &&
+               (x->nbytes == 0 || memcmp(x->data, y->data, x->nbytes) == 0) &&
+               ((unsigned char *)y->data)[y->nbytes] == 0;
+        if (!same) printf("# mismatch at entry %d '%s'\n", i, x->name);
+    }
+    CHECK("round trip: names, order, dtypes, shapes, bytes identical", same, "differs");
+    int v = 0;
+    float fv = 0;
+    CHECK("get int", tfm_container_int(&d, "config.n_layer", &v) == 0 && v == 2, "v=%d", v);
+    CHECK("get int (long name)", tfm_container_int(&d, longname, &v) == 0 && v == -42, "v=%d", v);
+    CHECK("get float", tfm_container_float(&d, "opt.lr", &fv) == 0 && fv == 1e-3f, "fv=%g", fv);
+    CHECK("get float accepts i32 scalar", tfm_container_float(&d, "config.n_layer", &fv) == 0 && fv == 2.0f,
+          "fv=%g", fv);
+    CHECK("get float 0-d", tfm_container_float(&d, "scalar0d", &fv) == 0 && fv == scal, "fv=%g", fv);
+    const char *s = tfm_container_str(&d, "vocab");
+    CHECK("get str", s && strcmp(s, "ab\ncd\xc3\xa9") == 0, "s=%s", s ? s : "(null)");
+    s = tfm_container_str(&d, "emptystr");
+    CHECK("get empty str", s && s[0] == 0, "bad");
+    rc = tfm_container_int(&d, "nope", &v);
+    CHECK("missing entry error names file and entry",
+          rc == -1 && strstr(tfm_last_error(), p) && strstr(tfm_last_error(), "nope") &&
+          strstr(tfm_last_error(), "missing"), "err=%s", tfm_last_error());
+    rc = tfm_container_int(&d, "opt.lr", &v);
+    CHECK("wrong type error", rc == -1 && strstr(tfm_last_error(), "wrong type") && strstr(tfm_last_error(), p),
+          "err=%s", tfm_last_error());
+    rc = tfm_container_int(&d, "tokens", &v);
+    CHECK("int getter refuses a vector", rc == -1 && strstr(tfm_last_error(), "wrong type"), "rc=%d", rc);
+    CHECK("str getter refuses f32", tfm_container_str(&d, "opt.lr") == NULL, "accepted");
+    tfm_entry *e = tfm_container_get(&d, "blocks.0.attn.W_q.weight");
+    CHECK("get 4d entry", e && e->ndim == 4 && e->shape[3] == 5 && ((float *)e->data)[119] == a[119], "bad");
+
+    /* overwrite an existing file */
+    tfm_container_add_int(&d, "config.n_layer", 3);
+    rc = tfm_container_save(&d, p);
+    tfm_container e2;
+    int rc2 = tfm_container_load(&e2, p);
+    CHECK("overwrite existing file", rc == 0 && rc2 == 0 && tfm_container_int(&e2, "config.n_layer", &v) == 0 &&
+          v == 3, "rc=%d rc2=%d v=%d", rc, rc2, v);
+    tfm_container_free(&e2);
+    tfm_container_free(&d);
+    tfm_container_free(&c);
+
+    /* empty container */
+    tfm_container_init(&c);
+    rc = tfm_container_save(&c, tpath("empty.tfm"));
+    rc2 = tfm_container_load(&d, tpath("empty.tfm"));
+    CHECK("empty container round trip", rc == 0 && rc2 == 0 && d.n == 0, "rc=%d rc2=%d", rc, rc2);
+    tfm_container_free(&d);
+}
+
+static void test_truncation(void) {
+    tfm_container c;
+    make_small(&c);
+    const char *good = tpath("small.tfm");
+    tfm_container_save(&c, good);
+    tfm_container_free(&c);
+    size_t n;
+    unsigned char *raw = read_file(good, &n);
+    const char *p = tpath("trunc.tfm");
+    int bad = 0;
+    char firstbad[600] = "";
+    for (size_t len = 0; len < n; len++) {
+        write_file(p, raw, len);
+        tfm_container d;
+        int rc = tfm_container_load(&d, p);
+        const char *err = tfm_last_error();
+        /* every proper prefix must be rejected; most as "truncated", except where the cut lands so that
+         * the entry count no longer fits (reported as bad entry count) */
+        int ok = rc == -1 && d.n == 0 && strstr(err, p) &&
+                 (strstr(err, "truncated") || strstr(err, "entry count"));
+        if (!ok && !bad++) snprintf(firstbad, sizeof firstbad, "len %zu: rc=%d err=%s", len, rc, err);
+        tfm_container_free(&d);
+    }
+    CHECK("every truncation point rejected", bad == 0, "%d bad, first: %s", bad, firstbad);
+    /* the exact message for a truncated payload (single-entry file, so the count check passes) */
+    {
+        unsigned char *one = malloc(OFF_E0_END);
+        memcpy(one, raw, OFF_E0_END);
+        put_u32(one + 8, 1);
+        write_file(p, one, OFF_E0_END);
+        tfm_container d1;
+        CHECK("single-entry prefix loads", tfm_container_load(&d1, p) == 0 && d1.n == 1, "%s", tfm_last_error());
+        tfm_container_free(&d1);
+        write_file(p, one, OFF_E0_END - 4);
+        expect_fail("truncated payload message", p, "truncated: entry 'w' needs 24 bytes, 20 left");
+        write_file(p, one, OFF_E0_SIZE + 3);
+        expect_fail("truncated size field message", p, "truncated: entry 'w' payload size needs 8 bytes, 3 left");
+        free(one);
+    }
+    write_file(p, raw, n);
+    tfm_container d;
+    CHECK("untruncated copy loads", tfm_container_load(&d, p) == 0 && d.n == 3, "%s", tfm_last_error());
+    tfm_container_free(&d);
+    free(raw);
+}
+
+static void test_corruptions(void) {
+    size_t n;
+    unsigned char *raw = read_file(tpath("small.tfm"), &n);
+    unsigned char *b = malloc(n + 16);
+    const char *p = tpath("bad.tfm");
+#define MUTATE(stmt) do { memcpy(b, raw, n); stmt; } while (0)
+
+    MUTATE(b[0] = 'X'); write_file(p, b, n);
+    expect_fail("bad magic", p, "not a tfm file (bad magic)");
+    MUTATE(put_u32(b + 4, 2)); write_file(p, b, n);
+    expect_fail("bad version 2", p, "version 2");
+    MUTATE(put_u32(b + 4, 0)); write_file(p, b, n);
+    expect_fail("bad version 0", p, "version 0");
+    MUTATE(put_u32(b + 8, 0xFFFFFFFFu)); write_file(p, b, n);
+    expect_fail("huge entry count", p, "entry count 4294967295");
+    MUTATE(put_u32(b + 8, 1000)); write_file(p, b, n);
+    expect_fail("entry count 1000", p, "entry count 1000");
+    MUTATE(put_u32(b + 8, 4)); write_file(p, b, n);
+    expect_fail("entry count one too many", p, "truncated");
+    MUTATE(put_u32(b + 8, 2)); write_file(p, b, n);
+    expect_fail("entry count one too few -> trailing", p, "trailing");
+    MUTATE(put_u32(b + OFF_E0_NAMELEN, 0)); write_file(p, b, n);
+    expect_fail("name length 0", p, "bad name length 0");
+    MUTATE(put_u32(b + OFF_E0_NAMELEN, 300)); write_file(p, b, n);
+    expect_fail("name length 300", p, "bad name length 300");
+    MUTATE(put_u32(b + OFF_E0_NAMELEN, 0x7FFFFFFF)); write_file(p, b, n);
+    expect_fail("name length huge", p, "bad name length");
+    MUTATE(b[OFF_E0_NAME] = 0); write_file(p, b, n);
+    expect_fail("name with NUL byte", p, "NUL");
+    MUTATE(put_u32(b + OFF_E0_DTYPE, 3)); write_file(p, b, n);
+    expect_fail("bad dtype 3", p, "entry 'w': unknown dtype 3");
+    MUTATE(put_u32(b + OFF_E0_DTYPE, 0x80000000u)); write_file(p, b, n);
+    expect_fail("bad dtype 2^31", p, "unknown dtype");
+    MUTATE(put_u32(b + OFF_E0_NDIM, 5)); write_file(p, b, n);
+    expect_fail("ndim 5", p, "entry 'w': bad ndim 5");
+    MUTATE(put_u32(b + OFF_E0_NDIM, 0xFFFFFFFFu)); write_file(p, b, n);
+    expect_fail("ndim -1", p, "bad ndim");
+    MUTATE(put_u32(b + OFF_E0_DIM0, 0x80000000u)); write_file(p, b, n);
+    expect_fail("negative dim", p, "dim 0");
+    MUTATE(put_u32(b + OFF_E0_DIM0, 3)); write_file(p, b, n);
+    expect_fail("size mismatch (dims changed)", p, "entry 'w': size mismatch: header says 24 bytes, f32 shape needs 36");
+    MUTATE(b[OFF_E0_SIZE] = 28); write_file(p, b, n);
+    expect_fail("size mismatch (size field +4)", p, "size mismatch");
+    MUTATE(b[OFF_E0_SIZE] = 20); write_file(p, b, n);
+    expect_fail("size mismatch (size field -4)", p, "size mismatch");
+    MUTATE(b[OFF_E0_SIZE + 7] = 0x80); write_file(p, b, n);
+    expect_fail("size field 2^63", p, "size mismatch");
+    MUTATE(b[OFF_E0_NAME] = 's'); write_file(p, b, n);   /* "w" -> "s": duplicates the bytes entry "s" */
+    expect_fail("duplicate names", p, "duplicate entry 's'");
+    memcpy(b, raw, n);
+    b[n] = 0;
+    write_file(p, b, n + 1);
+    expect_fail("one trailing byte", p, "1 trailing bytes");
+    memset(b + n, 0xAB, 16);
+    write_file(p, b, n + 16);
+    expect_fail("16 trailing bytes", p, "trailing");
+
+    /* a file with a huge shape whose product overflows must be rejected before any allocation */
+    {
+        unsigned char h[12 + 4 + 1 + 4 + 4 + 16 + 8];
+        memcpy(h, "TFMC", 4);
+        put_u32(h + 4, 1);
+        put_u32(h + 8, 1);
+        put_u32(h + 12, 1);
+        h[16] = 'z';
+        put_u32(h + 17, 0);
+        put_u32(h + 21, 4);
+        for (int i = 0; i < 4; i++) put_u32(h + 25 + 4 * i, 0x7FFFFFFFu);
+        memset(h + 41, 0xFF, 8);
+        write_file(p, h, sizeof h);
+        expect_fail("dims product overflow", p, "too large");
+        /* a plausible header claiming 1 GB: rejected as truncated without allocating */
+        put_u32(h + 21, 1);
+        put_u32(h + 25, 1u << 28);
+        unsigned char *q = h + 29;
+        uint64_t sz = (uint64_t)4 << 28;
+        for (int i = 0; i < 8; i++) q[i] = (unsigned char)(sz >> (8 * i));
+        write_file(p, h, 37);
+        expect_fail("payload larger than file", p, "truncated: entry 'z' needs 1073741824 bytes, 0 left");
+        /* bytes entry with ndim 2 */
+        put_u32(h + 17, 2);
+        put_u32(h + 21, 2);
+        write_file(p, h, sizeof h);
+        expect_fail("bytes entry with ndim 2", p, "ndim");
+    }
+
+    expect_fail("file not created yet", tpath("not_yet.tfm"), "cannot open");
+    write_file(tpath("zero.tfm"), b, 0);
+    expect_fail("zero-length file", tpath("zero.tfm"), "truncated");
+    expect_fail("nonexistent file", tpath("no/such/file.tfm"), "cannot open");
+    expect_fail("directory instead of file", dir, "not a regular file");
+    free(b);
+    free(raw);
+#undef MUTATE
+}
+
+static void test_save_failures(void) {
+    tfm_container c;
+    make_small(&c);
+    int rc;
+
+    /* output directory does not exist */
+    const char *p = tpath("missing_dir/out.tfm");
+    rc = tfm_container_save(&c, p);
+    CHECK("save into missing dir fails", rc == -1 && strstr(tfm_last_error(), p), "rc=%d err=%s", rc,
+          tfm_last_error());
+    CHECK("  ... and leaves no temp file", count_tmp(dir) == 0, "%d", count_tmp(dir));
+
+    /* read-only directory (only meaningful when not root: root ignores permissions) */
+    const char *ro = tpath("ro");
+    mkdir(ro, 0555);
+    chmod(ro, 0555);
+    if (geteuid() != 0) {
+        char q[600];
+        snprintf(q, sizeof q, "%s/out.tfm", ro);
+        rc = tfm_container_save(&c, q);
+        CHECK("save into read-only dir fails", rc == -1 && strstr(tfm_last_error(), q), "rc=%d", rc);
+        CHECK("  ... and leaves no temp file", count_tmp(ro) == 0, "%d", count_tmp(ro));
+    }
+    chmod(ro, 0755);
+
+    /* rename fails (target is a non-empty directory): temp file must be removed, target untouched */
+    const char *tdir = tpath("target_is_dir");
+    mkdir(tdir, 0755);
+    char inner[600];
+    snprintf(inner, sizeof inner, "%s/keep", tdir);
+    write_file(inner, (const unsigned char *)"k", 1);
+    rc = tfm_container_save(&c, tdir);
+    struct stat st;
+    CHECK("save over a directory fails at rename", rc == -1 && strstr(tfm_last_error(), "rename"), "rc=%d err=%s",
+          rc, tfm_last_error());
+    CHECK("  ... no temp file, directory untouched", count_tmp(dir) == 0 && stat(inner, &st) == 0,
+          "tmp=%d", count_tmp(dir));
+
+    /* write fails mid-file (file size limit): existing file untouched, temp file removed */
+    const char *keep = tpath("keep.tfm");
+    tfm_container small;
+    tfm_container_init(&small);
+    tfm_container_add_int(&small, "old", 1);
+    tfm_container_save(&small, keep);
+    tfm_container_free(&small);
+    size_t n0;
+    unsigned char *before = read_file(keep, &n0);
+    tfm_container big;
+    tfm_container_init(&big);
+    int shp[1] = {1 << 16};
+    tfm_container_add_f32(&big, "big", 1, shp, NULL);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 4096;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    rc = tfm_container_save(&big, keep);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+    size_t n1;
+    unsigned char *after = read_file(keep, &n1);
+    printf("#   %s\n", tfm_last_error());
+    CHECK("save fails when the write fails", rc == -1 && strstr(tfm_last_error(), keep), "rc=%d err=%s", rc,
+          tfm_last_error());
+    CHECK("  ... existing file untouched", after && n0 == n1 && memcmp(before, after, n0) == 0, "changed");
+    CHECK("  ... no temp file", count_tmp(dir) == 0, "%d", count_tmp(dir));
+    free(before);
+    free(after);
+    tfm_container_free(&big);
+
+    /* an inconsistent container is refused before anything is written */
+    c.e[0].nbytes = 8;
+    rc = tfm_container_save(&c, keep);
+    size_t n2;
+    unsigned char *again = read_file(keep, &n2);
+    CHECK("save refuses inconsistent entry, file untouched", rc == -1 && n2 == n0, "rc=%d", rc);
+    free(again);
+    c.e[0].nbytes = 24;
+    tfm_container_free(&c);
+}
+
+static void rm_rf(const char *d) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", d);
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tfm_test_io.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_round_trip();
+    test_truncation();
+    test_corruptions();
+    test_save_failures();
+    rm_rf(dir);
+    CHECK_EXIT();
+}
