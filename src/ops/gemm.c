@@ -1,44 +1,692 @@
 /* tfm_gemm: the single matrix-multiply entry point (see include/tfm/kernels.h).
- * Reference implementation: correct for every transpose case, threaded over rows of C.
- * (The fast packed AVX2 path replaces the inner loops; the contract stays the same.) */
+ *
+ * Structure (BLIS-style, written from scratch for this project):
+ *   - C is split into one rectangle per OpenMP thread (boundaries on MR/NR multiples); each thread
+ *     runs the serial blocked algorithm on its rectangle with its own packing buffers.
+ *   - Serial algorithm: loop jc over NC columns, pc over KC depth (KC depends on K only), pack the
+ *     KCxNC slice of op(B) into 16-wide panels, loop ic over MC rows, (optionally) pack the MCxKC
+ *     slice of op(A) into 6-tall panels, then call a 6x16 micro-kernel for every tile.
+ *   - Each C element is produced by one thread with a summation order that depends only on K
+ *     (KC blocking, then k order inside the kernel), so results do not depend on the thread count.
+ *   - Small-N problems read A directly (no packing) through a strided micro-kernel; M==1 / N==1
+ *     use a GEMV path; batched GEMMs that are individually small are parallelised over the batch.
+ *   - The AVX2+FMA kernels are compiled with target attributes and chosen at run time; the portable
+ *     path uses the same blocking with plain C kernels.
+ * Built with -DTFM_USE_OPENBLAS, tfm_gemm forwards to cblas_sgemm instead. */
 #include "tfm/kernels.h"
+#include <math.h>
 #include <omp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-static inline float at(const float *X, int ld, int trans, int r, int c) {
-    return trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c];
+#ifdef TFM_USE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* C := beta*C on an m x n block (beta == 0 writes zeros without reading C). */
+static void scale_c(int m, int n, float beta, float *C, int ldc) {
+    if (beta == 1.0f) return;
+    for (int i = 0; i < m; i++) {
+        float *c = C + (size_t)i * ldc;
+        if (beta == 0.0f) memset(c, 0, sizeof(float) * (size_t)n);
+        else for (int j = 0; j < n; j++) c[j] *= beta;
+    }
 }
 
-void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
-              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < M; i++) {
-        float *c = C + (size_t)i * ldc;
-        if (beta == 0.0f) memset(c, 0, sizeof(float) * N);
-        else if (beta != 1.0f) for (int j = 0; j < N; j++) c[j] *= beta;
-        if (!trans_b) {
-            for (int k = 0; k < K; k++) {
-                float a = alpha * at(A, lda, trans_a, i, k);
-                const float *b = B + (size_t)k * ldb;
-                for (int j = 0; j < N; j++) c[j] += a * b[j];
+static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+#ifdef TFM_USE_OPENBLAS
+/* ------------------------------------------------------------------------------------------ */
+/* OpenBLAS backend                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt) {
+    (void)nt;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+const char *tfm_gemm_backend(void) { return "openblas"; }
+
+#else
+/* ------------------------------------------------------------------------------------------ */
+/* Native backend                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TFM_HAVE_X86 1
+#define TFM_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define TFM_HAVE_X86 0
+#endif
+
+#define MR 6
+#define NR 16
+#ifndef TFM_GEMM_KC
+#define TFM_GEMM_KC 256
+#endif
+#ifndef TFM_GEMM_MC
+#define TFM_GEMM_MC 144
+#endif
+#ifndef TFM_GEMM_NC
+#define TFM_GEMM_NC 3072
+#endif
+/* Read A in place (no packing) when N is at most this many columns. */
+#ifndef TFM_GEMM_DIRECT_N
+#define TFM_GEMM_DIRECT_N 0
+#endif
+/* Minimum multiply-adds per thread before another thread is used. */
+#ifndef TFM_GEMM_MIN_WORK
+#define TFM_GEMM_MIN_WORK (1 << 18)
+#endif
+/* Batched GEMMs with at most this many multiply-adds each are parallelised over the batch. */
+#ifndef TFM_GEMM_BATCH_SMALL
+#define TFM_GEMM_BATCH_SMALL (1 << 22)
+#endif
+
+typedef struct {
+    int ta, tb, M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int lda, ldb, ldc;
+} gemm_args;
+
+/* -1 = not yet chosen, 0 = portable, 1 = avx2+fma */
+static int g_backend = -1;
+
+static int use_avx2(void) {
+    int b = __atomic_load_n(&g_backend, __ATOMIC_RELAXED);
+    if (b < 0) {
+#if TFM_HAVE_X86
+        __builtin_cpu_init();
+        b = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
+#else
+        b = 0;
+#endif
+        __atomic_store_n(&g_backend, b, __ATOMIC_RELAXED);
+    }
+    return b;
+}
+
+/* Not part of the public API: lets tests exercise the portable path on AVX2 machines.
+ * portable = 1 forces the portable path, 0 restores run-time detection. */
+void tfm_gemm_force_portable_(int portable);
+void tfm_gemm_force_portable_(int portable) {
+    if (portable) __atomic_store_n(&g_backend, 0, __ATOMIC_RELAXED);
+    else __atomic_store_n(&g_backend, -1, __ATOMIC_RELAXED);
+}
+
+const char *tfm_gemm_backend(void) { return use_avx2() ? "avx2-fma" : "portable"; }
+
+/* Per-thread packing buffers (OpenMP worker threads persist, so these are reused across calls). */
+static _Thread_local float *tl_buf;
+static _Thread_local size_t tl_cap;
+
+static float *get_buf(size_t nfloats) {
+    if (nfloats > tl_cap) {
+        free(tl_buf);
+        size_t bytes = (nfloats * sizeof(float) + 63) & ~(size_t)63;
+        tl_buf = aligned_alloc(64, bytes);
+        if (!tl_buf) abort();
+        tl_cap = bytes / sizeof(float);
+    }
+    return tl_buf;
+}
+
+/* KC for a given K: split K into equal-ish chunks of at most TFM_GEMM_KC (depends on K only). */
+static int pick_kc(int K) {
+    int nb = (K + TFM_GEMM_KC - 1) / TFM_GEMM_KC;
+    return (K + nb - 1) / nb;
+}
+
+/* ---------------------------------- packing (portable) ----------------------------------- */
+/* op(B)[pc:pc+kc, jc:jc+nc] -> NR-wide panels, each kc x NR row-major, zero padded on the right. */
+static void pack_b_c(const gemm_args *g, int pc, int jc, int kc, int nc, float *out) {
+    for (int j0 = 0; j0 < nc; j0 += NR) {
+        int nr = nc - j0 < NR ? nc - j0 : NR;
+        float *o = out + (size_t)j0 * kc;
+        for (int k = 0; k < kc; k++) {
+            for (int j = 0; j < nr; j++) {
+                size_t r = (size_t)(pc + k), c = (size_t)(jc + j0 + j);
+                o[(size_t)k * NR + j] = g->tb ? g->B[c * g->ldb + r] : g->B[r * g->ldb + c];
+            }
+            for (int j = nr; j < NR; j++) o[(size_t)k * NR + j] = 0.0f;
+        }
+    }
+}
+
+/* op(A)[ic:ic+mc, pc:pc+kc] -> MR-tall panels, each kc x MR (k-major), zero padded at the bottom. */
+static void pack_a_panel_c(const gemm_args *g, int i0, int pc, int mr, int kc, float *o) {
+    for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < mr; i++) {
+            size_t r = (size_t)(i0 + i), c = (size_t)(pc + k);
+            o[(size_t)k * MR + i] = g->ta ? g->A[c * g->lda + r] : g->A[r * g->lda + c];
+        }
+        for (int i = mr; i < MR; i++) o[(size_t)k * MR + i] = 0.0f;
+    }
+}
+
+static void pack_a_c(const gemm_args *g, int ic, int pc, int mc, int kc, float *out) {
+    for (int i0 = 0; i0 < mc; i0 += MR) {
+        int mr = mc - i0 < MR ? mc - i0 : MR;
+        pack_a_panel_c(g, ic + i0, pc, mr, kc, out + (size_t)i0 * kc);
+    }
+}
+
+/* ---------------------------------- micro-kernels (portable) ----------------------------- */
+/* acc = sum_k a(i,k) * b(k,j) with a(i,k) = a[i*rsa + k*csa], b packed kc x NR;
+ * C(i,j) = alpha*acc + beta*C(i,j) for i < mr, j < nr (beta == 0: C not read). */
+static void kern_c(int kc, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const float *b, float *c,
+                   ptrdiff_t ldc, int mr, int nr, float alpha, float beta) {
+    float acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    for (int k = 0; k < kc; k++) {
+        const float *bk = b + (size_t)k * NR;
+        for (int i = 0; i < MR; i++) {
+            float ai = i < mr ? a[i * rsa + k * csa] : 0.0f;
+            for (int j = 0; j < NR; j++) acc[i][j] += ai * bk[j];
+        }
+    }
+    for (int i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        if (beta == 0.0f) for (int j = 0; j < nr; j++) ci[j] = alpha * acc[i][j];
+        else for (int j = 0; j < nr; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+    }
+}
+
+#if TFM_HAVE_X86
+/* ---------------------------------- AVX2 + FMA ------------------------------------------- */
+/* 8x8 transpose: on return r[t] holds column t of the input rows. */
+TFM_AVX2 static inline void tr8x8(__m256 r[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int nc, float *out) {
+    int j0 = 0;
+    for (; j0 + NR <= nc; j0 += NR) {
+        float *o = out + (size_t)j0 * kc;
+        if (!g->tb) {
+            const float *src = g->B + (size_t)pc * g->ldb + jc + j0;
+            for (int k = 0; k < kc; k++, src += g->ldb) {
+                _mm256_store_ps(o + (size_t)k * NR, _mm256_loadu_ps(src));
+                _mm256_store_ps(o + (size_t)k * NR + 8, _mm256_loadu_ps(src + 8));
             }
         } else {
-            for (int j = 0; j < N; j++) {
-                const float *b = B + (size_t)j * ldb;
-                float s = 0;
-                for (int k = 0; k < K; k++) s += at(A, lda, trans_a, i, k) * b[k];
-                c[j] += alpha * s;
+            /* B stored (N,K): rows j are contiguous along k -> transpose 8x8 blocks. */
+            for (int h = 0; h < 2; h++) {
+                const float *src = g->B + (size_t)(jc + j0 + 8 * h) * g->ldb + pc;
+                int k = 0;
+                for (; k + 8 <= kc; k += 8) {
+                    __m256 r[8];
+                    for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k);
+                    tr8x8(r);
+                    for (int t = 0; t < 8; t++) _mm256_store_ps(o + (size_t)(k + t) * NR + 8 * h, r[t]);
+                }
+                for (; k < kc; k++)
+                    for (int t = 0; t < 8; t++) o[(size_t)k * NR + 8 * h + t] = src[(size_t)t * g->ldb + k];
+            }
+        }
+    }
+    if (j0 < nc) {
+        gemm_args sub = *g;
+        pack_b_c(&sub, pc, jc + j0, kc, nc - j0, out + (size_t)j0 * kc);
+    }
+}
+
+/* Pack one full MR-tall A panel (rows i0..i0+5 of op(A), depth pc..pc+kc) into o (kc*MR floats,
+ * plus 2 floats of slack that may be scribbled on). */
+TFM_AVX2 static void pack_a_panel_avx2(const gemm_args *g, int i0, int pc, int kc, float *o) {
+    if (!g->ta) {
+        const float *src = g->A + (size_t)i0 * g->lda + pc;
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int t = 0; t < MR; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->lda + k);
+            r[6] = r[7] = _mm256_setzero_ps();
+            tr8x8(r);
+            /* each r[t] holds the 6 values for depth k+t (plus 2 zeros); overlapping stores in
+             * increasing order leave exactly the right values. */
+            for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + (size_t)(k + t) * MR, r[t]);
+        }
+        for (; k < kc; k++)
+            for (int t = 0; t < MR; t++) o[(size_t)k * MR + t] = src[(size_t)t * g->lda + k];
+    } else {
+        const float *src = g->A + (size_t)pc * g->lda + i0;
+        for (int k = 0; k < kc; k++, src += g->lda) memcpy(o + (size_t)k * MR, src, MR * sizeof(float));
+    }
+}
+
+TFM_AVX2 static void pack_a_avx2(const gemm_args *g, int ic, int pc, int mc, int kc, float *out) {
+    int i0 = 0;
+    for (; i0 + MR <= mc; i0 += MR) pack_a_panel_avx2(g, ic + i0, pc, kc, out + (size_t)i0 * kc);
+    if (i0 < mc) pack_a_panel_c(g, ic + i0, pc, mc - i0, kc, out + (size_t)i0 * kc);
+}
+
+#define ROWUPD(x0, x1)                                                                       \
+    do {                                                                                     \
+        if (beta == 0.0f) {                                                                  \
+            _mm256_storeu_ps(cr, _mm256_mul_ps(va, x0));                                     \
+            _mm256_storeu_ps(cr + 8, _mm256_mul_ps(va, x1));                                 \
+        } else if (beta == 1.0f) {                                                           \
+            _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, x0, _mm256_loadu_ps(cr)));              \
+            _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, x1, _mm256_loadu_ps(cr + 8)));      \
+        } else {                                                                             \
+            _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, x0, _mm256_mul_ps(vb, _mm256_loadu_ps(cr)))); \
+            _mm256_storeu_ps(cr + 8,                                                         \
+                             _mm256_fmadd_ps(va, x1, _mm256_mul_ps(vb, _mm256_loadu_ps(cr + 8)))); \
+        }                                                                                    \
+        cr += ldc;                                                                           \
+    } while (0)
+
+#define KSTEP(AP, RS)                                                                        \
+    do {                                                                                     \
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), av;                       \
+        av = _mm256_broadcast_ss(AP + 0 * (RS));                                             \
+        c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);              \
+        av = _mm256_broadcast_ss(AP + 1 * (RS));                                             \
+        c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);              \
+        av = _mm256_broadcast_ss(AP + 2 * (RS));                                             \
+        c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);              \
+        av = _mm256_broadcast_ss(AP + 3 * (RS));                                             \
+        c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);              \
+        av = _mm256_broadcast_ss(AP + 4 * (RS));                                             \
+        c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);              \
+        av = _mm256_broadcast_ss(AP + 5 * (RS));                                             \
+        c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);              \
+    } while (0)
+
+#define KERN_STORE()                                                                         \
+    do {                                                                                     \
+        __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);                        \
+        if (mr == MR && nr == NR) {                                                          \
+            float *cr = c;                                                                   \
+            ROWUPD(c00, c01); ROWUPD(c10, c11); ROWUPD(c20, c21);                            \
+            ROWUPD(c30, c31); ROWUPD(c40, c41); ROWUPD(c50, c51);                            \
+        } else {                                                                             \
+            float t[MR * NR] __attribute__((aligned(32)));                                   \
+            _mm256_store_ps(t + 0, c00); _mm256_store_ps(t + 8, c01);                        \
+            _mm256_store_ps(t + 16, c10); _mm256_store_ps(t + 24, c11);                      \
+            _mm256_store_ps(t + 32, c20); _mm256_store_ps(t + 40, c21);                      \
+            _mm256_store_ps(t + 48, c30); _mm256_store_ps(t + 56, c31);                      \
+            _mm256_store_ps(t + 64, c40); _mm256_store_ps(t + 72, c41);                      \
+            _mm256_store_ps(t + 80, c50); _mm256_store_ps(t + 88, c51);                      \
+            for (int i = 0; i < mr; i++) {                                                   \
+                float *ci = c + i * ldc;                                                     \
+                const float *ti = t + i * NR;                                                \
+                if (beta == 0.0f) for (int j = 0; j < nr; j++) ci[j] = alpha * ti[j];        \
+                else if (beta == 1.0f) for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], ci[j]); \
+                else for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], beta * ci[j]); \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+#define KERN_ZERO()                                                                          \
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, \
+           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00
+
+/* Packed A (kc x MR, k-major). */
+TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc,
+                                      int mr, int nr, float alpha, float beta) {
+    KERN_ZERO();
+    int k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        KSTEP(a, 1); a += MR; b += NR;
+        KSTEP(a, 1); a += MR; b += NR;
+        KSTEP(a, 1); a += MR; b += NR;
+        KSTEP(a, 1); a += MR; b += NR;
+    }
+    for (; k < kc; k++) { KSTEP(a, 1); a += MR; b += NR; }
+    KERN_STORE();
+}
+
+/* A read in place: a(i,k) = a[i*rsa + k*csa] (full MR rows must exist). */
+TFM_AVX2 static void kern_avx2_strided(int kc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
+                                       const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                                       float alpha, float beta) {
+    KERN_ZERO();
+    int k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        KSTEP(a, rsa); a += csa; b += NR;
+        KSTEP(a, rsa); a += csa; b += NR;
+        KSTEP(a, rsa); a += csa; b += NR;
+        KSTEP(a, rsa); a += csa; b += NR;
+    }
+    for (; k < kc; k++) { KSTEP(a, rsa); a += csa; b += NR; }
+    KERN_STORE();
+}
+#endif /* TFM_HAVE_X86 */
+
+/* ---------------------------------- blocked driver --------------------------------------- */
+/* Serial blocked GEMM on the C rectangle [m0,m1) x [n0,n1). K > 0, alpha != 0. */
+static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int avx) {
+    if (m0 >= m1 || n0 >= n1) return;
+    const int K = g->K, kcb = pick_kc(K);
+    const int nmax = n1 - n0 < TFM_GEMM_NC ? n1 - n0 : TFM_GEMM_NC;
+    const int ncap = (nmax + NR - 1) / NR * NR;
+    const int direct = g->N <= TFM_GEMM_DIRECT_N;
+    /* buffer: B panel (kcb x ncap), A block (MC x kcb) + slack */
+    const size_t bsz = (size_t)kcb * ncap;
+    const size_t asz = (size_t)(TFM_GEMM_MC + MR) * kcb + 16;
+    float *buf = get_buf(bsz + asz);
+    float *bufB = buf, *bufA = buf + bsz;
+    (void)avx;
+
+    for (int jc = n0; jc < n1; jc += TFM_GEMM_NC) {
+        const int nc = n1 - jc < TFM_GEMM_NC ? n1 - jc : TFM_GEMM_NC;
+        for (int pc = 0; pc < K; pc += kcb) {
+            const int kc = K - pc < kcb ? K - pc : kcb;
+            const float beff = pc == 0 ? g->beta : 1.0f;
+#if TFM_HAVE_X86
+            if (avx) pack_b_avx2(g, pc, jc, kc, nc, bufB);
+            else
+#endif
+                pack_b_c(g, pc, jc, kc, nc, bufB);
+            for (int ic = m0; ic < m1; ic += TFM_GEMM_MC) {
+                const int mc = m1 - ic < TFM_GEMM_MC ? m1 - ic : TFM_GEMM_MC;
+                /* In direct mode only a ragged last panel is packed. */
+                const int mfull = direct ? mc / MR * MR : 0;
+                if (direct) {
+                    if (mfull < mc) pack_a_panel_c(g, ic + mfull, pc, mc - mfull, kc, bufA);
+                } else {
+#if TFM_HAVE_X86
+                    if (avx) pack_a_avx2(g, ic, pc, mc, kc, bufA);
+                    else
+#endif
+                        pack_a_c(g, ic, pc, mc, kc, bufA);
+                }
+                const ptrdiff_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;
+                for (int jr = 0; jr < nc; jr += NR) {
+                    const int nr = nc - jr < NR ? nc - jr : NR;
+                    const float *bp = bufB + (size_t)jr * kc;
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        const int mr = mc - ir < MR ? mc - ir : MR;
+                        float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
+                        if (ir < mfull) {
+                            const float *ap = g->ta ? g->A + (size_t)pc * g->lda + ic + ir
+                                                    : g->A + (size_t)(ic + ir) * g->lda + pc;
+#if TFM_HAVE_X86
+                            if (avx) kern_avx2_strided(kc, ap, rsa, csa, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                            else
+#endif
+                                kern_c(kc, ap, rsa, csa, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                        } else {
+                            const float *ap = bufA + (size_t)(ir - mfull) * kc;
+#if TFM_HAVE_X86
+                            if (avx) kern_avx2_packed(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                            else
+#endif
+                                kern_c(kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                        }
+                    }
+                }
             }
         }
     }
 }
 
+/* ---------------------------------- GEMV (M == 1 or N == 1) ------------------------------ */
+/* y[j*incy] = alpha * sum_k x[k] * W(k,j) + beta * y[j*incy], j in [j0,j1), with
+ * W(k,j) = W[k*ldw + j] (wt == 0) or W[j*ldw + k] (wt == 1). x is contiguous, length K. */
+static void gemv_c(int wt, int j0, int j1, int K, float alpha, const float *x, const float *W,
+                   int ldw, float beta, float *y, ptrdiff_t incy) {
+    for (int j = j0; j < j1; j++) {
+        float s = 0.0f;
+        if (wt) {
+            const float *w = W + (size_t)j * ldw;
+            for (int k = 0; k < K; k++) s += x[k] * w[k];
+        } else {
+            for (int k = 0; k < K; k++) s += x[k] * W[(size_t)k * ldw + j];
+        }
+        float *yj = y + j * incy;
+        *yj = beta == 0.0f ? alpha * s : alpha * s + beta * *yj;
+    }
+}
+
+#if TFM_HAVE_X86
+TFM_AVX2 static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+TFM_AVX2 static inline void gemv_store(float *y, ptrdiff_t incy, int n, const float *s, float alpha,
+                                       float beta) {
+    for (int j = 0; j < n; j++) {
+        float *yj = y + j * incy;
+        *yj = beta == 0.0f ? alpha * s[j] : fmaf(alpha, s[j], beta * *yj);
+    }
+}
+
+TFM_AVX2 static void gemv_avx2(int wt, int j0, int j1, int K, float alpha, const float *x,
+                               const float *W, int ldw, float beta, float *y, ptrdiff_t incy) {
+    float s[64] __attribute__((aligned(32)));
+    int j = j0;
+    if (!wt) {
+        for (; j + 64 <= j1; j += 64) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            const float *w = W + j;
+            for (int k = 0; k < K; k++, w += ldw) {
+                __m256 xk = _mm256_broadcast_ss(x + k);
+                a0 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 0), a0);
+                a1 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 8), a1);
+                a2 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 16), a2);
+                a3 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 24), a3);
+                a4 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 32), a4);
+                a5 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 40), a5);
+                a6 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 48), a6);
+                a7 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(w + 56), a7);
+            }
+            _mm256_store_ps(s + 0, a0); _mm256_store_ps(s + 8, a1);
+            _mm256_store_ps(s + 16, a2); _mm256_store_ps(s + 24, a3);
+            _mm256_store_ps(s + 32, a4); _mm256_store_ps(s + 40, a5);
+            _mm256_store_ps(s + 48, a6); _mm256_store_ps(s + 56, a7);
+            gemv_store(y + j * incy, incy, 64, s, alpha, beta);
+        }
+        for (; j + 8 <= j1; j += 8) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+            const float *w = W + j;
+            int k = 0;
+            for (; k + 2 <= K; k += 2, w += 2 * (size_t)ldw) {
+                a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k), _mm256_loadu_ps(w), a0);
+                a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k + 1), _mm256_loadu_ps(w + ldw), a1);
+            }
+            if (k < K) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k), _mm256_loadu_ps(w), a0);
+            _mm256_store_ps(s, _mm256_add_ps(a0, a1));
+            gemv_store(y + j * incy, incy, 8, s, alpha, beta);
+        }
+    } else {
+        for (; j + 4 <= j1; j += 4) {
+            const float *w0 = W + (size_t)j * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+            __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0, q0 = p0, q1 = p0, q2 = p0, q3 = p0;
+            int k = 0;
+            for (; k + 16 <= K; k += 16) {
+                __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+                p0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w0 + k), p0);
+                p1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w1 + k), p1);
+                p2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w2 + k), p2);
+                p3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w3 + k), p3);
+                q0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w0 + k + 8), q0);
+                q1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w1 + k + 8), q1);
+                q2 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w2 + k + 8), q2);
+                q3 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w3 + k + 8), q3);
+            }
+            for (; k + 8 <= K; k += 8) {
+                __m256 x0 = _mm256_loadu_ps(x + k);
+                p0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w0 + k), p0);
+                p1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w1 + k), p1);
+                p2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w2 + k), p2);
+                p3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w3 + k), p3);
+            }
+            s[0] = hsum8(_mm256_add_ps(p0, q0));
+            s[1] = hsum8(_mm256_add_ps(p1, q1));
+            s[2] = hsum8(_mm256_add_ps(p2, q2));
+            s[3] = hsum8(_mm256_add_ps(p3, q3));
+            for (; k < K; k++) {
+                s[0] += x[k] * w0[k]; s[1] += x[k] * w1[k];
+                s[2] += x[k] * w2[k]; s[3] += x[k] * w3[k];
+            }
+            gemv_store(y + j * incy, incy, 4, s, alpha, beta);
+        }
+        for (; j < j1; j++) {
+            const float *w0 = W + (size_t)j * ldw;
+            __m256 p0 = _mm256_setzero_ps(), q0 = p0;
+            int k = 0;
+            for (; k + 16 <= K; k += 16) {
+                p0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w0 + k), p0);
+                q0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), _mm256_loadu_ps(w0 + k + 8), q0);
+            }
+            for (; k + 8 <= K; k += 8) p0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w0 + k), p0);
+            s[0] = hsum8(_mm256_add_ps(p0, q0));
+            for (; k < K; k++) s[0] += x[k] * w0[k];
+            gemv_store(y + j * incy, incy, 1, s, alpha, beta);
+        }
+        return;
+    }
+    if (j < j1) gemv_c(wt, j, j1, K, alpha, x, W, ldw, beta, y, incy);
+}
+#endif
+
+/* M == 1 or N == 1 as a GEMV. K > 0, alpha != 0. */
+static void gemm_gemv(const gemm_args *g, int nt, int avx) {
+    const float *x, *W;
+    ptrdiff_t incx, incy;
+    int wt, ldw, n;
+    if (g->M == 1) { /* row of C = x^T op(B) */
+        x = g->A; incx = g->ta ? g->lda : 1;
+        W = g->B; ldw = g->ldb; wt = g->tb; n = g->N; incy = 1;
+    } else { /* column of C = op(A) x, i.e. x^T op(A)^T */
+        x = g->B; incx = g->tb ? 1 : g->ldb;
+        W = g->A; ldw = g->lda; wt = !g->ta; n = g->M; incy = g->ldc;
+    }
+    const int K = g->K;
+    float *xc = NULL;
+    if (incx != 1) {
+        xc = malloc(sizeof(float) * (size_t)K + 32); /* K may be big; keep it off the stack */
+        if (!xc) abort();
+        for (int k = 0; k < K; k++) xc[k] = x[(size_t)k * incx];
+        x = xc;
+    }
+    /* threads split the outputs in 64-wide chunks */
+    int chunks = (n + 63) / 64;
+    long long work = (long long)n * K;
+    long long wl = work / (TFM_GEMM_MIN_WORK / 2);
+    int use = nt < chunks ? nt : chunks;
+    if (wl < use) use = wl < 1 ? 1 : (int)wl;
+#pragma omp parallel num_threads(use) if (use > 1)
+    {
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        int c0 = (int)((long long)chunks * t / T), c1 = (int)((long long)chunks * (t + 1) / T);
+        int j0 = c0 * 64, j1 = c1 * 64 < n ? c1 * 64 : n;
+        if (j0 < j1) {
+#if TFM_HAVE_X86
+            if (avx) gemv_avx2(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
+            else
+#endif
+                gemv_c(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
+        }
+    }
+    (void)avx;
+    free(xc);
+}
+
+/* Choose a tm x tn grid of thread rectangles (tm*tn <= nt) and run. */
+static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
+    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    const int avx = use_avx2();
+    if (M == 1 || N == 1) { gemm_gemv(&g, nt, avx); return; }
+
+    const long long work = (long long)M * N * K;
+    if (nt > 1 && work < (long long)TFM_GEMM_MIN_WORK * nt) {
+        long long w = work / TFM_GEMM_MIN_WORK;
+        nt = w < 1 ? 1 : (int)w;
+    }
+    const int mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR; /* micro-panels */
+    int best_tm = 1, best_tn = 1;
+    if (nt > 1) {
+        double best = 1e300;
+        for (int tn = 1; tn <= nt; tn++) {
+            int tm = nt / tn;
+            if (tm * tn != nt || tm > mp || tn > np) continue;
+            double mb = (double)((mp + tm - 1) / tm) * MR, nb = (double)((np + tn - 1) / tn) * NR;
+            /* per-thread compute + packing of its A rows (per N block) and B columns */
+            double cost = mb * nb + 2.0 * (mb * (1 + nb / TFM_GEMM_NC) + nb * 1.0);
+            if (cost < best) { best = cost; best_tm = tm; best_tn = tn; }
+        }
+    }
+    const int tm = best_tm, tn = best_tn;
+    if (tm * tn == 1) { gemm_rect(&g, 0, M, 0, N, avx); return; }
+#pragma omp parallel num_threads(tm * tn)
+    {
+        int t = omp_get_thread_num();
+        if (t < tm * tn && omp_get_num_threads() == tm * tn) {
+            int ti = t / tn, tj = t % tn;
+            int m0 = (int)((long long)mp * ti / tm) * MR, m1 = (int)((long long)mp * (ti + 1) / tm) * MR;
+            int n0 = (int)((long long)np * tj / tn) * NR, n1 = (int)((long long)np * (tj + 1) / tn) * NR;
+            if (m1 > M) m1 = M;
+            if (n1 > N) n1 = N;
+            gemm_rect(&g, m0, m1, n0, n1, avx);
+        } else if (t == 0) {
+            /* the runtime gave us fewer threads than asked: do it all serially */
+            gemm_rect(&g, 0, M, 0, N, avx);
+        }
+    }
+}
+#endif /* TFM_USE_OPENBLAS */
+
+/* ------------------------------------------------------------------------------------------ */
+void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads());
+}
+
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
                       const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,
                       float beta, float *C, int ldc, size_t stride_c) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    int nt = gemm_threads();
+    long long work = (long long)M * N * (K > 0 ? K : 1);
+#ifdef TFM_USE_OPENBLAS
+    const long long small = 0; /* OpenBLAS threads internally; keep calls sequential */
+#else
+    const long long small = TFM_GEMM_BATCH_SMALL;
+#endif
+    /* A shared C (stride 0) means the GEMMs accumulate into one matrix: keep them in order. */
+    if (nt > 1 && batch > 1 && stride_c != 0 && work <= small) {
+        int use = batch < nt ? batch : nt;
+#pragma omp parallel for num_threads(use) schedule(static)
+        for (int i = 0; i < batch; i++)
+            gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
+                     C + i * stride_c, ldc, 1);
+        return;
+    }
     for (int i = 0; i < batch; i++)
-        tfm_gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                 C + i * stride_c, ldc);
+        gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
+                 C + i * stride_c, ldc, nt);
 }
-
-const char *tfm_gemm_backend(void) { return "reference"; }
