@@ -30,18 +30,21 @@ all: $(BUILD)/tfm
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libtfm.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/tfm: $(CLI_OBJ) $(BUILD)/libtfm.a
-	$(CC) $(CFLAGS) $(CLI_OBJ) $(BUILD)/libtfm.a -o $@ $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(CLI_OBJ) $(BUILD)/libtfm.a -o $@ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)

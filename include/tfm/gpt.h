@@ -1,0 +1,56 @@
+/* The decoder-only GPT (minGPT naming): token + position embeddings, n_layer pre-LN blocks
+ * (x += attn(ln1(x)); x += ffn(ln2(x))), final LayerNorm, LM head tied to the token embedding.
+ * attention: TFM_ATTN_CAUSAL (causal multi-head self-attention) or TFM_ATTN_SYNTHESIZER (dense
+ * synthesizer, see models/synthesizer.c). */
+#ifndef TFM_GPT_H
+#define TFM_GPT_H
+
+#include "tfm/nn.h"
+
+typedef enum { TFM_ATTN_CAUSAL = 0, TFM_ATTN_SYNTHESIZER = 1 } tfm_attn_kind;
+
+typedef struct {
+    int vocab_size, block_size, n_layer, n_head, n_embd;
+    float dropout;
+    int attention;           /* tfm_attn_kind */
+} tfm_gpt_config;
+
+/* Dense synthesizer attention for one layer: A = relu(X W1 + b1) W2 + b2 per head (cut to T), causal
+ * mask, softmax, times X W_v, output projection W_o. */
+typedef struct {
+    tfm_Linear w1;           /* (n_embd -> n_embd) */
+    tfm_tensor *w2, *b2;     /* (n_embd/n_head, block_size), (block_size) */
+    tfm_Linear W_v, W_o;
+    int n_head, block_size;
+    float dropout;
+} tfm_SynthesizerAttention;
+
+typedef struct {
+    tfm_LayerNorm ln1, ln2;
+    tfm_MultiHeadAttention attn;
+    tfm_SynthesizerAttention synth;
+    tfm_PositionWiseFFN ffn;
+} tfm_gpt_block;
+
+typedef struct {
+    tfm_gpt_config cfg;
+    tfm_params params;
+    tfm_Embedding wte, wpe;
+    tfm_gpt_block *blocks;
+    tfm_LayerNorm ln_f;
+} tfm_gpt;
+
+/* Validate a config; returns 0 or -1 with a one-line tfm error naming the field. */
+int tfm_gpt_config_check(const tfm_gpt_config *c);
+/* Build the parameter set (zeroed); call tfm_gpt_init_weights for a fresh model. */
+int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
+void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
+void tfm_gpt_free(tfm_gpt *m);
+/* idx (B,T) token ids, T <= block_size -> logits (B,T,vocab) */
+tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int T);
+
+void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
+                                   int n_head, int block_size, float dropout);
+tfm_tensor *tfm_SynthesizerAttention_forward(tfm_graph *g, const tfm_SynthesizerAttention *s, tfm_tensor *x);
+
+#endif

@@ -1,0 +1,113 @@
+/* tfm nn: the named building blocks of the chapter, each a struct of parameters plus _init/_forward.
+ * Names follow d2l / PyTorch: Linear, Embedding, LayerNorm, PositionalEncoding, MultiHeadAttention,
+ * PositionWiseFFN, AddNorm. Parameter names are dotted paths ("blocks.0.attn.W_q.weight") so checkpoints
+ * and PyTorch fixtures line up one to one. Every model (GPT, Transformer, Bahdanau) uses these; there
+ * is no second copy of attention, FFN or norm code.
+ */
+#ifndef TFM_NN_H
+#define TFM_NN_H
+
+#include "tfm/core.h"
+#include "tfm/ops.h"
+
+/* Weight init helpers (used by models' init_weights). */
+void tfm_init_normal(tfm_tensor *t, tfm_rng *r, float std);
+void tfm_init_const(tfm_tensor *t, float v);
+/* PyTorch nn.Linear default: U(-1/sqrt(in), 1/sqrt(in)) */
+void tfm_init_uniform(tfm_tensor *t, tfm_rng *r, float bound);
+/* Xavier/Glorot uniform (d2l's init for seq2seq) */
+void tfm_init_xavier(tfm_tensor *t, tfm_rng *r);
+
+/* ---------------------------------------------------------------- Linear: y = x W^T + b */
+typedef struct {
+    tfm_tensor *W;   /* (out, in) "<name>.weight" */
+    tfm_tensor *b;   /* (out) "<name>.bias", or NULL */
+} tfm_Linear;
+void tfm_Linear_init(tfm_Linear *m, tfm_params *p, const char *name, int in, int out, int bias);
+tfm_tensor *tfm_Linear_forward(tfm_graph *g, const tfm_Linear *m, tfm_tensor *x);  /* (...,in) -> (...,out) */
+
+/* ---------------------------------------------------------------- Embedding */
+typedef struct {
+    tfm_tensor *weight;  /* (num, dim) "<name>.weight" */
+} tfm_Embedding;
+void tfm_Embedding_init(tfm_Embedding *m, tfm_params *p, const char *name, int num, int dim);
+tfm_tensor *tfm_Embedding_forward(tfm_graph *g, const tfm_Embedding *m, const int *ids, int B, int T); /* (B,T,dim) */
+
+/* ---------------------------------------------------------------- LayerNorm */
+typedef struct {
+    tfm_tensor *weight, *bias;   /* (C) */
+    float eps;
+} tfm_LayerNorm;
+void tfm_LayerNorm_init(tfm_LayerNorm *m, tfm_params *p, const char *name, int C);
+tfm_tensor *tfm_LayerNorm_forward(tfm_graph *g, const tfm_LayerNorm *m, tfm_tensor *x);
+
+/* ---------------------------------------------------------------- PositionalEncoding (sinusoidal)
+ * P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(pos / 10000^(2i/d)). No parameters. */
+typedef struct {
+    float *P;        /* (max_len, d) */
+    int max_len, d;
+} tfm_PositionalEncoding;
+void tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d);
+void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m);
+/* x (B,T,d) + P[offset : offset+T]; dropout applied by the caller. */
+tfm_tensor *tfm_PositionalEncoding_forward(tfm_graph *g, const tfm_PositionalEncoding *m, tfm_tensor *x, int offset);
+
+/* ---------------------------------------------------------------- attention scoring */
+/* d2l's DotProductAttention: softmax(mask(Q K^T / sqrt(d))) (dropout) V.
+ * q (N,Tq,d), k (N,Tk,d), v (N,Tk,dv) where N = B*H; mask rows follow tfm_mask (n_heads = H).
+ * If weights_out is non-NULL it receives the (N,Tq,Tk) attention weights (before dropout). */
+tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,
+                                             const tfm_mask *mask, float dropout, tfm_tensor **weights_out);
+
+/* ---------------------------------------------------------------- MultiHeadAttention
+ * d2l's MultiHeadAttention with separate key/query size d_k and value size d_v per head:
+ *   Q = W_q q  (H*d_k), K = W_k k (H*d_k), V = W_v v (H*d_v), heads attend independently,
+ *   concat (H*d_v) -> W_o -> (d_out). */
+typedef struct {
+    tfm_Linear W_q, W_k, W_v, W_o;
+    int n_head, d_k, d_v;
+    float dropout;           /* on attention weights */
+    int keep_weights;        /* store the last weights in `weights` for inspection */
+    tfm_tensor *weights;     /* (B*H, Tq, Tk), valid until the graph is reset */
+} tfm_MultiHeadAttention;
+/* query_size/key_size/value_size: input feature sizes; d_out: output size. */
+void tfm_MultiHeadAttention_init(tfm_MultiHeadAttention *m, tfm_params *p, const char *name, int query_size,
+                                 int key_size, int value_size, int n_head, int d_k, int d_v, int d_out,
+                                 int bias, float dropout);
+/* queries (B,Tq,query_size), keys (B,Tk,key_size), values (B,Tk,value_size) -> (B,Tq,d_out).
+ * mask: causal and/or key valid lengths (n_heads is filled in here). */
+tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
+                                           tfm_tensor *keys, tfm_tensor *values, const tfm_mask *mask);
+/* The two halves, for decoders that cache keys/values:
+ * project keys/values to heads: (B,Tk,*) -> K (B,H,Tk,d_k), V (B,H,Tk,d_v) */
+void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttention *m, tfm_tensor *keys,
+                                       tfm_tensor *values, tfm_tensor **K, tfm_tensor **V);
+/* attend with projected K (B,H,Tk,d_k), V (B,H,Tk,d_v): queries (B,Tq,query_size) -> (B,Tq,d_out) */
+tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
+                                          tfm_tensor *K, tfm_tensor *V, const tfm_mask *mask);
+/* (B,T,H*d) <-> (B,H,T,d) */
+tfm_tensor *tfm_split_heads(tfm_graph *g, tfm_tensor *x, int n_head);
+tfm_tensor *tfm_merge_heads(tfm_graph *g, tfm_tensor *x);
+
+/* ---------------------------------------------------------------- PositionWiseFFN */
+typedef enum { TFM_ACT_RELU, TFM_ACT_GELU } tfm_activation;
+typedef struct {
+    tfm_Linear dense1, dense2;
+    tfm_activation act;
+} tfm_PositionWiseFFN;
+void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char *name, int d_in, int d_hidden,
+                              int d_out, tfm_activation act);
+tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x);
+
+/* ---------------------------------------------------------------- AddNorm: LayerNorm(dropout(Y) + X) */
+typedef struct {
+    tfm_LayerNorm ln;
+    float dropout;
+} tfm_AddNorm;
+void tfm_AddNorm_init(tfm_AddNorm *m, tfm_params *p, const char *name, int C, float dropout);
+tfm_tensor *tfm_AddNorm_forward(tfm_graph *g, const tfm_AddNorm *m, tfm_tensor *X, tfm_tensor *Y);
+
+/* Join a prefix and a suffix into a parameter name: "blocks.0" + "attn" -> "blocks.0.attn". */
+const char *tfm_name(char *buf, size_t n, const char *prefix, const char *suffix);
+
+#endif

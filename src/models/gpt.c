@@ -1,0 +1,105 @@
+/* The decoder-only GPT. Readable in one sitting: config check, parameters, init, forward. */
+#include "tfm/gpt.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int tfm_gpt_config_check(const tfm_gpt_config *c) {
+    if (c->vocab_size < 1) return tfm_set_error("vocab_size must be >= 1, got %d", c->vocab_size), -1;
+    if (c->block_size < 1) return tfm_set_error("block_size must be >= 1, got %d", c->block_size), -1;
+    if (c->n_layer < 1) return tfm_set_error("n_layer must be >= 1, got %d", c->n_layer), -1;
+    if (c->n_head < 1) return tfm_set_error("n_head must be >= 1, got %d", c->n_head), -1;
+    if (c->n_embd < 1) return tfm_set_error("n_embd must be >= 1, got %d", c->n_embd), -1;
+    if (c->n_embd % c->n_head)
+        return tfm_set_error("n_embd (%d) must be divisible by n_head (%d)", c->n_embd, c->n_head), -1;
+    if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("dropout must be in [0,1), got %g", c->dropout), -1;
+    if (c->attention != TFM_ATTN_CAUSAL && c->attention != TFM_ATTN_SYNTHESIZER)
+        return tfm_set_error("unknown attention kind %d", c->attention), -1;
+    if (c->n_layer > 256 || c->n_embd > 65536 || c->block_size > 1 << 20 || c->vocab_size > 1 << 24)
+        return tfm_set_error("model config too large"), -1;
+    return 0;
+}
+
+int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c) {
+    if (tfm_gpt_config_check(c)) return -1;
+    m->cfg = *c;
+    tfm_params_init(&m->params);
+    tfm_params *p = &m->params;
+    int C = c->n_embd, hd = C / c->n_head;
+    tfm_Embedding_init(&m->wte, p, "wte", c->vocab_size, C);
+    tfm_Embedding_init(&m->wpe, p, "wpe", c->block_size, C);
+    m->blocks = calloc(c->n_layer, sizeof *m->blocks);
+    if (!m->blocks) tfm_fatal("out of memory");
+    char name[128], sub[160];
+    for (int l = 0; l < c->n_layer; l++) {
+        tfm_gpt_block *b = &m->blocks[l];
+        snprintf(name, sizeof name, "blocks.%d", l);
+        tfm_LayerNorm_init(&b->ln1, p, tfm_name(sub, sizeof sub, name, "ln1"), C);
+        if (c->attention == TFM_ATTN_SYNTHESIZER)
+            tfm_SynthesizerAttention_init(&b->synth, p, tfm_name(sub, sizeof sub, name, "attn"), C, c->n_head,
+                                          c->block_size, c->dropout);
+        else
+            tfm_MultiHeadAttention_init(&b->attn, p, tfm_name(sub, sizeof sub, name, "attn"), C, C, C, c->n_head,
+                                        hd, hd, C, 1, c->dropout);
+        tfm_LayerNorm_init(&b->ln2, p, tfm_name(sub, sizeof sub, name, "ln2"), C);
+        tfm_PositionWiseFFN_init(&b->ffn, p, tfm_name(sub, sizeof sub, name, "ffn"), C, 4 * C, C, TFM_ACT_GELU);
+    }
+    tfm_LayerNorm_init(&m->ln_f, p, "ln_f", C);
+    tfm_params_alloc(p);
+    return 0;
+}
+
+/* GPT-2 init: N(0, 0.02) weights, zero biases, unit norms; residual projections scaled by
+ * 1/sqrt(2 n_layer). */
+void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed) {
+    tfm_rng r;
+    tfm_rng_seed(&r, seed);
+    float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * m->cfg.n_layer);
+    for (int i = 0; i < m->params.n; i++) {
+        tfm_tensor *t = m->params.t[i];
+        if (t->ndim == 1) tfm_init_const(t, 0.0f);
+        else tfm_init_normal(t, &r, std);
+    }
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        tfm_gpt_block *b = &m->blocks[l];
+        tfm_init_const(b->ln1.weight, 1.0f);
+        tfm_init_const(b->ln2.weight, 1.0f);
+        tfm_Linear *proj = m->cfg.attention == TFM_ATTN_SYNTHESIZER ? &b->synth.W_o : &b->attn.W_o;
+        tfm_init_normal(proj->W, &r, proj_std);
+        tfm_init_normal(b->ffn.dense2.W, &r, proj_std);
+        if (m->cfg.attention == TFM_ATTN_SYNTHESIZER) tfm_init_uniform(b->synth.w2, &r, 0.001f);
+    }
+    tfm_init_const(m->ln_f.weight, 1.0f);
+}
+
+void tfm_gpt_free(tfm_gpt *m) {
+    tfm_params_free(&m->params);
+    free(m->blocks);
+    m->blocks = NULL;
+}
+
+static tfm_tensor *block_forward(tfm_graph *g, const tfm_gpt_config *c, tfm_gpt_block *b, tfm_tensor *x) {
+    tfm_tensor *h = tfm_LayerNorm_forward(g, &b->ln1, x);
+    if (c->attention == TFM_ATTN_SYNTHESIZER) {
+        h = tfm_SynthesizerAttention_forward(g, &b->synth, h);
+    } else {
+        tfm_mask causal = {.causal = 1};
+        h = tfm_MultiHeadAttention_forward(g, &b->attn, h, h, h, &causal);
+    }
+    x = tfm_add(g, x, tfm_dropout(g, h, c->dropout));
+    h = tfm_PositionWiseFFN_forward(g, &b->ffn, tfm_LayerNorm_forward(g, &b->ln2, x));
+    return tfm_add(g, x, tfm_dropout(g, h, c->dropout));
+}
+
+tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int T) {
+    const tfm_gpt_config *c = &m->cfg;
+    TFM_ASSERT(T >= 1 && T <= c->block_size, "gpt_forward: T=%d not in 1..block_size=%d", T, c->block_size);
+    int *pos = tfm_arena_alloc(&g->arena, sizeof(int) * T);
+    for (int t = 0; t < T; t++) pos[t] = t;
+    tfm_tensor *tok = tfm_Embedding_forward(g, &m->wte, idx, B, T);                  /* (B,T,C) */
+    tfm_tensor *pe = tfm_embedding(g, m->wpe.weight, pos, 1, &T);                    /* (T,C) */
+    tfm_tensor *x = tfm_dropout(g, tfm_add(g, tok, pe), c->dropout);
+    for (int l = 0; l < c->n_layer; l++) x = block_forward(g, c, &m->blocks[l], x);
+    x = tfm_LayerNorm_forward(g, &m->ln_f, x);
+    return tfm_matmul(g, x, m->wte.weight, 0, 1);                                     /* (B,T,V) */
+}

@@ -1,0 +1,67 @@
+/* Scaled dot-product attention and multi-head attention. */
+#include "tfm/nn.h"
+#include <math.h>
+
+tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,
+                                             const tfm_mask *mask, float dropout, tfm_tensor **weights_out) {
+    int d = tfm_last_dim(q);
+    tfm_tensor *scores = tfm_scale(g, tfm_matmul(g, q, k, 0, 1), 1.0f / sqrtf((float)d)); /* (N,Tq,Tk) */
+    tfm_tensor *w = tfm_masked_softmax(g, scores, mask);
+    if (weights_out) *weights_out = w;
+    return tfm_matmul(g, tfm_dropout(g, w, dropout), v, 0, 0);                             /* (N,Tq,dv) */
+}
+
+void tfm_MultiHeadAttention_init(tfm_MultiHeadAttention *m, tfm_params *p, const char *name, int query_size,
+                                 int key_size, int value_size, int n_head, int d_k, int d_v, int d_out,
+                                 int bias, float dropout) {
+    char buf[256];
+    tfm_Linear_init(&m->W_q, p, tfm_name(buf, sizeof buf, name, "W_q"), query_size, n_head * d_k, bias);
+    tfm_Linear_init(&m->W_k, p, tfm_name(buf, sizeof buf, name, "W_k"), key_size, n_head * d_k, bias);
+    tfm_Linear_init(&m->W_v, p, tfm_name(buf, sizeof buf, name, "W_v"), value_size, n_head * d_v, bias);
+    tfm_Linear_init(&m->W_o, p, tfm_name(buf, sizeof buf, name, "W_o"), n_head * d_v, d_out, bias);
+    m->n_head = n_head;
+    m->d_k = d_k;
+    m->d_v = d_v;
+    m->dropout = dropout;
+    m->keep_weights = 0;
+    m->weights = NULL;
+}
+
+tfm_tensor *tfm_split_heads(tfm_graph *g, tfm_tensor *x, int n_head) {
+    int B = x->shape[0], T = x->shape[1], d = tfm_last_dim(x) / n_head;
+    return tfm_permute(g, tfm_reshape4(g, x, B, T, n_head, d), 0, 2, 1, 3);   /* (B,H,T,d) */
+}
+
+tfm_tensor *tfm_merge_heads(tfm_graph *g, tfm_tensor *x) {
+    int B = x->shape[0], H = x->shape[1], T = x->shape[2], d = x->shape[3];
+    return tfm_reshape3(g, tfm_permute(g, x, 0, 2, 1, 3), B, T, H * d);       /* (B,T,H*d) */
+}
+
+void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttention *m, tfm_tensor *keys,
+                                       tfm_tensor *values, tfm_tensor **K, tfm_tensor **V) {
+    *K = tfm_split_heads(g, tfm_Linear_forward(g, &m->W_k, keys), m->n_head);
+    *V = tfm_split_heads(g, tfm_Linear_forward(g, &m->W_v, values), m->n_head);
+}
+
+tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
+                                          tfm_tensor *K, tfm_tensor *V, const tfm_mask *mask) {
+    int B = queries->shape[0], Tq = queries->shape[1], H = m->n_head, Tk = K->shape[2];
+    tfm_tensor *Q = tfm_split_heads(g, tfm_Linear_forward(g, &m->W_q, queries), H);   /* (B,H,Tq,d_k) */
+    tfm_mask mk = {0};
+    if (mask) mk = *mask;
+    mk.n_heads = H;
+    tfm_tensor *w = NULL;
+    tfm_tensor *out = tfm_scaled_dot_product_attention(
+        g, tfm_reshape3(g, Q, B * H, Tq, m->d_k), tfm_reshape3(g, K, B * H, Tk, m->d_k),
+        tfm_reshape3(g, V, B * H, Tk, m->d_v), &mk, m->dropout, m->keep_weights ? &w : NULL);
+    m->weights = w;
+    out = tfm_merge_heads(g, tfm_reshape4(g, out, B, H, Tq, m->d_v));                   /* (B,Tq,H*d_v) */
+    return tfm_Linear_forward(g, &m->W_o, out);
+}
+
+tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
+                                           tfm_tensor *keys, tfm_tensor *values, const tfm_mask *mask) {
+    tfm_tensor *K, *V;
+    tfm_MultiHeadAttention_project_kv(g, m, keys, values, &K, &V);
+    return tfm_MultiHeadAttention_attend(g, m, queries, K, V, mask);
+}
