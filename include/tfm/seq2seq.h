@@ -1,0 +1,216 @@
+/* tfm seq2seq: the Encoder / Decoder / EncoderDecoder interface shared by every translator
+ * (Transformer, RNN seq2seq, Bahdanau), and the generic pieces built on it: checkpoints that
+ * dispatch on meta.arch, the training loop (train_mt.c) and greedy / beam search (decode/*.c).
+ *
+ * An architecture is a tfm_encdec whose vtable implements:
+ *
+ *   encode(m, g, src, src_valid, B, Ts)          padded source ids (B,Ts) row-major + valid lengths (B)
+ *                                                -> encoder outputs, a graph tensor (B,Ts,*) (the RNN
+ *                                                   encoder may return whatever its decoder needs; the
+ *                                                   tensor is only ever passed back to init_state).
+ *   init_state(m, g, enc, src_valid, B, Ts, max_steps)
+ *                                                -> an opaque decoder state.
+ *        max_steps == 0: TRAINING / teacher forcing. The state lives in g's arena (no malloc) and
+ *                        decode() is then called ONCE with all T target positions; gradients flow
+ *                        back into the encoder through it. free_state() must still be called (cheap).
+ *        max_steps  > 0: INCREMENTAL decoding (g->grad_enabled == 0). Everything the decoder needs
+ *                        across steps (encoder keys/values computed once, self-attention K/V caches
+ *                        for earlier positions, RNN hidden states, source valid lengths) is COPIED
+ *                        into malloc'd buffers owned by the state, sized for up to max_steps calls
+ *                        of decode() with T == 1 and up to `cap_rows` batch rows (see reorder). The
+ *                        caller may therefore tfm_graph_reset(g) between steps.
+ *   decode(m, g, state, tgt_in, B, T)            target input ids (B,T) -> logits (B,T,tgt_vocab).
+ *                                                Training: tgt_in = <bos> + target shifted right.
+ *                                                Incremental: T == 1, the next position of every row.
+ *   reorder(m, state, idx, n)                    incremental states only: new row i = old row idx[i],
+ *                                                i < n; n may differ from the current row count (beam
+ *                                                search expands B sentences to B*K rows once, then
+ *                                                selects surviving hypotheses; greedy drops finished
+ *                                                rows). n <= cap_rows given at init_state time:
+ *                                                cap_rows = B * beam (see tfm_encdec_init_state).
+ *   free_state(m, state)
+ *   attention(m, b, maps, max)                   after a forward with m->keep_attention = 1 and before
+ *                                                the graph is reset: fill up to max attention maps of
+ *                                                batch row b, return how many the model has (may be >
+ *                                                max). Transformer: every layer's encoder self-, decoder
+ *                                                self- and enc-dec attention; Bahdanau: one enc-dec map;
+ *                                                plain RNN: 0.
+ *   init_weights(m, seed)                        fresh random weights
+ *   destroy(m)                                   frees everything including m itself
+ *
+ * Config, params and vocabularies are saved generically (tfm_encdec_save): meta.kind = "seq2seq",
+ * meta.arch = cfg.arch, config.<every field of tfm_s2s_config>, param.<dotted name>, and
+ * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_encdec_load reads meta.arch and
+ * calls the matching constructor (tfm_s2s_create), so an architecture only has to provide
+ * `tfm_encdec *tfm_<arch>_create(const tfm_s2s_config *)` returning a model with params allocated.
+ */
+#ifndef TFM_SEQ2SEQ_H
+#define TFM_SEQ2SEQ_H
+
+#include "tfm/checkpoint.h"
+#include "tfm/core.h"
+#include "tfm/io.h"
+#include "tfm/nn.h"
+#include "tfm/text.h"
+#include "tfm/train.h"
+
+/* ---------------------------------------------------------------- config */
+/* One config for all architectures (unused fields are ignored by an arch, but still saved). */
+typedef struct {
+    char arch[16];           /* "transformer" | "rnn" | "bahdanau" */
+    int src_vocab, tgt_vocab;
+    /* Transformer */
+    int d_model, n_head, ffn, pre_ln, max_len;   /* max_len: positional-encoding table length */
+    /* Transformer (blocks per stack) and RNN (GRU layers) */
+    int n_layer;
+    /* RNN / Bahdanau */
+    int embed_size, hidden_size;
+    float dropout;
+} tfm_s2s_config;
+
+/* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2,
+ * max_len 1000, embed/hidden 32). arch defaults to "transformer". */
+void tfm_s2s_config_default(tfm_s2s_config *c);
+/* Range checks; returns 0 or -1 with a one-line error naming the field. */
+int tfm_s2s_config_check(const tfm_s2s_config *c);
+
+/* ---------------------------------------------------------------- attention maps */
+typedef enum { TFM_MAP_ENC_SELF = 0, TFM_MAP_DEC_SELF = 1, TFM_MAP_ENC_DEC = 2 } tfm_attn_map_kind;
+typedef struct {
+    int kind;                /* tfm_attn_map_kind */
+    int layer;               /* 0-based block index (0 for Bahdanau) */
+    int n_head, Tq, Tk;
+    const float *w;          /* (n_head, Tq, Tk) weights of one batch row, graph-arena memory */
+} tfm_attn_map;
+
+/* ---------------------------------------------------------------- the interface */
+typedef struct tfm_encdec tfm_encdec;
+typedef struct {
+    const char *arch;
+    tfm_tensor *(*encode)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts);
+    void *(*init_state)(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+                        int max_steps, int cap_rows);
+    tfm_tensor *(*decode)(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T);
+    void (*reorder)(tfm_encdec *m, void *state, const int *idx, int n);
+    void (*free_state)(tfm_encdec *m, void *state);
+    int (*attention)(tfm_encdec *m, int b, tfm_attn_map *maps, int max);
+    void (*init_weights)(tfm_encdec *m, uint64_t seed);
+    void (*destroy)(tfm_encdec *m);
+} tfm_encdec_vtable;
+
+struct tfm_encdec {
+    const tfm_encdec_vtable *vt;
+    tfm_s2s_config cfg;
+    tfm_params params;       /* all parameters, dotted names ("encoder.blocks.0.attention.W_q.weight") */
+    int keep_attention;      /* set to keep attention weights during forward (for attention()) */
+    void *impl;              /* architecture data */
+};
+
+/* Constructors (params registered and allocated, zeroed; call vt->init_weights for a fresh model).
+ * NULL with a tfm error on a bad config. */
+tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c);   /* src/models/transformer.c */
+tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c);       /* issue 4: GRU seq2seq */
+tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahdanau decoder */
+/* Dispatch on c->arch ("unknown architecture ..." error otherwise). */
+tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
+void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
+
+/* Teacher-forced forward: encode + init_state(max_steps 0) + decode. tgt_in (B,Tt). -> logits (B,Tt,V) */
+tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                               const int *tgt_in, int Tt);
+/* Decoder input for teacher forcing: row b = <bos>, tgt[b][0 .. T-2]  (tgt padded (B,T)). */
+void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in);
+
+/* ---------------------------------------------------------------- checkpoints */
+/* A trained translator with its vocabularies. */
+typedef struct {
+    tfm_encdec *model;
+    tfm_vocab src_vocab, tgt_vocab;
+    int tok_kind;            /* tfm_tok_kind used for the source side (and target evaluation) */
+} tfm_translator;
+
+/* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
+void tfm_translator_put(tfm_container *c, const tfm_translator *t);
+/* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
+ * "PATH: is a language-model checkpoint (meta.kind 'gpt'), not a translation model"), reads the
+ * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */
+int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path);
+/* Load from a file (container load + get). */
+int tfm_translator_load(tfm_translator *t, const char *path);
+void tfm_translator_free(tfm_translator *t);
+
+/* ---------------------------------------------------------------- decoding (src/decode/) */
+typedef struct {
+    int beam;                /* 1 = greedy */
+    float alpha;             /* GNMT length penalty lp = ((5+len)/6)^alpha; score = logprob / lp */
+    int max_len;             /* max generated tokens (excluding <eos>) */
+} tfm_decode_opts;
+
+/* Translate n source sentences given as token ids (src_ids[src_off[i]..src_off[i+1]) without <eos>;
+ * it is appended here, and a source longer than max_src tokens is truncated). Writes for each
+ * sentence a malloc'd array of output ids (without <bos>/<eos>) into out[i] and its length into
+ * out_len[i]. Sentences are processed in batches of batch_size. The graph g is used with grad
+ * disabled and is reset between steps. Returns 0, or -1 on out-of-memory. */
+int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n,
+                      int max_src, int batch_size, const tfm_decode_opts *o, int **out, int *out_len);
+/* Text in, text out (tokenize with t->tok_kind, map to ids, translate, join tokens with spaces).
+ * hyps[i] is malloc'd. */
+int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src,
+                        int batch_size, const tfm_decode_opts *o, char **hyps);
+
+/* ---------------------------------------------------------------- training (src/train/train_mt.c) */
+typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
+
+typedef struct {
+    int epochs, batch_size, num_steps;   /* num_steps: padded length of source and target */
+    float lr;                /* peak lr (constant/cosine) or Noam scale */
+    int schedule;            /* tfm_sched_kind */
+    int warmup;              /* steps */
+    float min_lr;            /* cosine floor */
+    float label_smoothing, grad_clip, weight_decay;
+    float beta1, beta2, eps;
+    uint64_t seed;
+    int bucket;              /* tfm_batches_make bucket factor (0 = no bucketing) */
+    int log_every;           /* steps between progress lines (0: one per epoch) */
+    int quiet;
+} tfm_mt_train_opts;
+void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
+/* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
+float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
+
+/* Training state carried by a checkpoint for --resume. */
+typedef struct {
+    int epoch;               /* epochs completed */
+    int step;                /* optimizer steps taken */
+    tfm_rng rng;             /* batch shuffling RNG after `epoch` epochs */
+    tfm_rng drop_rng;        /* dropout RNG */
+} tfm_mt_progress;
+
+/* Progress callback (called every log_every steps and at the end of each epoch). */
+typedef struct {
+    int epoch, epochs, step, total_steps;
+    float loss;              /* mean token loss since the last report */
+    float lr, tokens_per_s, eta_s;
+    float valid_loss;        /* < 0 if none / not at the end of an epoch */
+    int end_of_epoch;
+} tfm_mt_report;
+typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
+/* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
+typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
+
+/* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
+ * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry
+ * restored moments); prog carries the state to resume from (zeroed + seeded for a fresh run:
+ * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
+void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
+int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
+                 const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
+                 tfm_mt_epoch_fn on_epoch, void *user);
+/* Mean token loss (no label smoothing, no dropout) over a data set. */
+float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size);
+
+/* train.* entries for --resume */
+void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
+int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
+
+#endif
