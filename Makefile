@@ -1,5 +1,6 @@
 # tfm — build with GNU make. `make` builds build/tfm and build/libtfm.a.
-# Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan), BLAS=openblas (route tfm_gemm to OpenBLAS).
+# Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan), BLAS=openblas (route tfm_gemm to OpenBLAS),
+# EXCLUDE="src/x.c ..." (leave files out, e.g. while a colleague is mid-edit).
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O3 -march=native -fno-math-errno
@@ -15,8 +16,8 @@ ifeq ($(BLAS),openblas)
   LDLIBS  += -lopenblas
 endif
 
-LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
-CLI_SRC  := $(wildcard src/cli/*.c)
+LIB_SRC  := $(filter-out src/cli/% $(EXCLUDE),$(wildcard src/*/*.c))
+CLI_SRC  := $(filter-out $(EXCLUDE),$(wildcard src/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)

@@ -120,3 +120,9 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos) 
     }
     return 0;
 }
+
+int cli_flag_seen(const cli_spec *s, const char *name) {
+    for (int i = 0; i < s->n_flags; i++)
+        if (!strcmp(s->flags[i].name, name)) return s->flags[i].seen;
+    return 0;
+}

@@ -29,6 +29,8 @@ typedef struct {
  * as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
 int cli_parse(cli_spec *spec, int argc, char **argv, const char **pos, int *n_pos);
 void cli_usage(const cli_spec *spec, FILE *f);
+/* Was --name given on the command line? */
+int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Print "tfm <cmd>: <msg>" to stderr and return 2 (use: return cli_error(cmd, "...")). */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Is stderr a terminal (for live progress lines)? */

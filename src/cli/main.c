@@ -9,8 +9,11 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"help", NULL, "show this help"},
     /* one line per command; keep in the order shown by `tfm --help` */
+    {"train-lm", cmd_train_lm, "train a character-level GPT on a text file"},
+    {"generate", cmd_generate, "sample text from a GPT checkpoint"},
+    {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
+    {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
 };
 
 static void usage(FILE *f) {

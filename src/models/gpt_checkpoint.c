@@ -1,0 +1,134 @@
+/* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
+#include "tfm/checkpoint.h"
+#include "tfm/lm.h"
+#include <stdio.h>
+#include <string.h>
+
+int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+                 const tfm_lm_train_state *st) {
+    tfm_container c;
+    tfm_container_init(&c);
+    const tfm_gpt_config *k = &m->cfg;
+    tfm_container_add_str(&c, "meta.kind", "gpt");
+    tfm_container_add_str(&c, "meta.arch", "gpt");
+    tfm_container_add_int(&c, "config.vocab_size", k->vocab_size);
+    tfm_container_add_int(&c, "config.block_size", k->block_size);
+    tfm_container_add_int(&c, "config.n_layer", k->n_layer);
+    tfm_container_add_int(&c, "config.n_head", k->n_head);
+    tfm_container_add_int(&c, "config.n_embd", k->n_embd);
+    tfm_container_add_float(&c, "config.dropout", k->dropout);
+    tfm_container_add_str(&c, "config.attention", k->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal");
+    tfm_container_add_str(&c, "tokenizer.chars", v->chars);
+    tfm_ckpt_put_params(&c, &m->params);
+    if (opt && st) {
+        tfm_ckpt_put_adamw(&c, opt, &m->params);
+        int ints[] = {st->iters, st->batch_size, st->grad_accum, st->warmup, st->eval_every, st->eval_iters,
+                      st->seed, st->iter};
+        const char *in[] = {"iters", "batch_size", "grad_accum", "warmup", "eval_every", "eval_iters", "seed", "iter"};
+        float fl[] = {st->lr, st->min_lr, st->weight_decay, st->beta1, st->beta2, st->grad_clip, st->last_val_loss};
+        const char *fn[] = {"lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip", "val_loss"};
+        char name[64];
+        for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+            snprintf(name, sizeof name, "train.%s", in[i]);
+            tfm_container_add_int(&c, name, ints[i]);
+        }
+        for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
+            snprintf(name, sizeof name, "train.%s", fn[i]);
+            tfm_container_add_float(&c, name, fl[i]);
+        }
+        int rng[4] = {(int)(st->batch_rng >> 32), (int)st->batch_rng, (int)(st->dropout_rng >> 32), (int)st->dropout_rng};
+        tfm_container_add_i32(&c, "train.rng", 4, rng);
+    }
+    int rc = tfm_container_save(&c, path);
+    tfm_container_free(&c);
+    return rc;
+}
+
+static int load_state(const tfm_container *c, const char *path, tfm_lm_train_state *st) {
+    int *ints[] = {&st->iters, &st->batch_size, &st->grad_accum, &st->warmup, &st->eval_every, &st->eval_iters,
+                   &st->seed, &st->iter};
+    const char *in[] = {"iters", "batch_size", "grad_accum", "warmup", "eval_every", "eval_iters", "seed", "iter"};
+    float *fl[] = {&st->lr, &st->min_lr, &st->weight_decay, &st->beta1, &st->beta2, &st->grad_clip, &st->last_val_loss};
+    const char *fn[] = {"lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip", "val_loss"};
+    char name[64];
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        snprintf(name, sizeof name, "train.%s", in[i]);
+        if (tfm_container_int(c, name, ints[i])) return -1;
+    }
+    for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
+        snprintf(name, sizeof name, "train.%s", fn[i]);
+        if (tfm_container_float(c, name, fl[i])) return -1;
+    }
+    const tfm_entry *e = tfm_container_get(c, "train.rng");
+    if (!e || e->dtype != TFM_DT_I32 || e->nbytes != 16)
+        return tfm_set_error("%s: entry 'train.rng' missing or malformed", path), -1;
+    const uint32_t *r = e->data;
+    st->batch_rng = (uint64_t)r[0] << 32 | r[1];
+    st->dropout_rng = (uint64_t)r[2] << 32 | r[3];
+    if (st->iter < 0 || st->iters < 1 || st->batch_size < 1 || st->grad_accum < 1)
+        return tfm_set_error("%s: training state out of range", path), -1;
+    return 0;
+}
+
+int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st) {
+    tfm_container c;
+    if (tfm_container_load(&c, path)) {
+        tfm_container_free(&c);
+        return -1;
+    }
+    int rc = -1;
+    const char *kind = tfm_container_str(&c, "meta.kind");
+    if (!kind) goto done;
+    if (strcmp(kind, "gpt")) {
+        tfm_set_error("%s: is a '%s' checkpoint, not a GPT language model", path, kind);
+        goto done;
+    }
+    tfm_gpt_config cfg = {0};
+    const char *attn = tfm_container_str(&c, "config.attention");
+    if (tfm_container_int(&c, "config.vocab_size", &cfg.vocab_size) ||
+        tfm_container_int(&c, "config.block_size", &cfg.block_size) ||
+        tfm_container_int(&c, "config.n_layer", &cfg.n_layer) || tfm_container_int(&c, "config.n_head", &cfg.n_head) ||
+        tfm_container_int(&c, "config.n_embd", &cfg.n_embd) || tfm_container_float(&c, "config.dropout", &cfg.dropout) ||
+        !attn)
+        goto done;
+    cfg.attention = !strcmp(attn, "synthesizer") ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL;
+    if (tfm_gpt_config_check(&cfg)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s: bad config: %s", path, tfm_last_error());
+        tfm_set_error("%s", msg);
+        goto done;
+    }
+    const char *chars = tfm_container_str(&c, "tokenizer.chars");
+    if (!chars) goto done;
+    if (tfm_char_vocab_from_string(v, chars)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s: bad tokenizer: %s", path, tfm_last_error());
+        tfm_set_error("%s", msg);
+        goto done;
+    }
+    if (v->n != cfg.vocab_size) {
+        tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", path, v->n, cfg.vocab_size);
+        tfm_char_vocab_free(v);
+        goto done;
+    }
+    tfm_gpt_init(m, &cfg);
+    if (tfm_ckpt_get_params(&c, &m->params, path)) goto fail_model;
+    if (opt && st) {
+        tfm_lm_train_state s = {0};
+        if (load_state(&c, path, &s)) goto fail_model;
+        tfm_adamw_init(opt, &m->params, s.beta1, s.beta2, 1e-8f, s.weight_decay);
+        if (tfm_ckpt_get_adamw(&c, opt, &m->params, path)) {
+            tfm_adamw_free(opt);
+            goto fail_model;
+        }
+        *st = s;
+    }
+    rc = 0;
+    goto done;
+fail_model:
+    tfm_gpt_free(m);
+    tfm_char_vocab_free(v);
+done:
+    tfm_container_free(&c);
+    return rc;
+}
