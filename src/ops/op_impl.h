@@ -42,4 +42,5 @@ void tfm_bw_cross_entropy(tfm_node *n);
 void tfm_bw_permute(tfm_node *n);
 void tfm_bw_concat(tfm_node *n);
 void tfm_bw_slice(tfm_node *n);
+void tfm_bw_add_outer(tfm_node *n);   /* broadcast.c */
 #endif
