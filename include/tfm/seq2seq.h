@@ -1,6 +1,6 @@
 /* tfm seq2seq: the Encoder / Decoder / EncoderDecoder interface shared by every translator
  * (Transformer, RNN seq2seq, Bahdanau), and the generic pieces built on it: checkpoints that
- * dispatch on meta.arch, the training loop (train_mt.c) and greedy / beam search (decode/*.c).
+ * dispatch on meta.arch, the training loop (train_mt.c) and greedy / beam search (src/decode/).
  *
  * An architecture is a tfm_encdec whose vtable implements:
  *

@@ -1,0 +1,369 @@
+/* Greedy and beam search for any tfm_encdec (include/tfm/seq2seq.h), batched over sentences.
+ *
+ * Sentences are sorted by source length and cut into batches (outputs keep the caller's order).
+ * Per batch: encode once, init an incremental decoder state (encoder keys/values and self-attention
+ * caches live in the state, so the graph arena is reset after every step), then one decode() call
+ * per output position for all live rows. Finished rows are dropped with reorder(), so the batch
+ * shrinks as sentences end.
+ *
+ * Beam search: K rows per sentence; at each step every live row's log-softmax is added to its score
+ * and the best 2K (row, token) candidates per sentence are kept; a candidate ending in <eos> becomes a
+ * finished hypothesis scored logprob / lp(len), lp = ((5 + len) / 6)^alpha (GNMT, len counts the
+ * tokens including <eos>); the best K others continue. A sentence stops when it has K finished
+ * hypotheses or reaches max_len (its live beams are then finished as they are).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfm/seq2seq.h"
+
+typedef struct {
+    float score;
+    int row, tok;
+} cand;
+
+static float length_penalty(int len, float alpha) {
+    return alpha == 0.0f ? 1.0f : powf((5.0f + (float)len) / 6.0f, alpha);
+}
+
+/* log-softmax of one row into out (double accumulation) */
+static void log_softmax(const float *x, int V, float *out) {
+    float mx = x[0];
+    for (int v = 1; v < V; v++)
+        if (x[v] > mx) mx = x[v];
+    double s = 0;
+    for (int v = 0; v < V; v++) s += exp((double)(x[v] - mx));
+    float lse = mx + (float)log(s);
+    for (int v = 0; v < V; v++) out[v] = x[v] - lse;
+}
+
+typedef struct {
+    int n;                     /* sentences in this batch */
+    const int *sent;           /* their indices in the caller's arrays */
+} batch_ref;
+
+static int *dup_ids(const int *ids, int n) {
+    int *p = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (p && n > 0) memcpy(p, ids, sizeof(int) * (size_t)n);
+    return p;
+}
+
+/* Encode one batch and create an incremental state with cap rows. */
+static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
+                         int nb, int max_src, int max_steps, int cap, int *Ts_out) {
+    int Ts = 1;
+    for (int i = 0; i < nb; i++) {
+        int len = src_off[sent[i] + 1] - src_off[sent[i]];
+        if (len > max_src - 1) len = max_src - 1;
+        if (len + 1 > Ts) Ts = len + 1;
+    }
+    int *src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * Ts);
+    int *valid = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb);
+    for (int i = 0; i < nb; i++) {
+        const int *ids = src_ids + src_off[sent[i]];
+        int len = src_off[sent[i] + 1] - src_off[sent[i]];
+        if (len > max_src - 1) len = max_src - 1;
+        int *row = src + (size_t)i * Ts;
+        memcpy(row, ids, sizeof(int) * (size_t)len);
+        row[len] = TFM_EOS;
+        for (int t = len + 1; t < Ts; t++) row[t] = TFM_PAD;
+        valid[i] = len + 1;
+    }
+    tfm_tensor *enc = m->vt->encode(m, g, src, valid, nb, Ts);
+    *Ts_out = Ts;
+    return m->vt->init_state(m, g, enc, valid, nb, Ts, max_steps, cap);
+}
+
+static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
+                        int nb, int max_src, int max_len, int **out, int *out_len) {
+    int Ts;
+    void *st = start_batch(m, g, src_ids, src_off, sent, nb, max_src, max_len + 1, nb, &Ts);
+    if (!st) return -1;
+    int V = m->cfg.tgt_vocab;
+    int *row_sent = malloc(sizeof(int) * (size_t)nb);      /* row -> position in batch */
+    int *hist = malloc(sizeof(int) * (size_t)nb * (max_len + 1));
+    int *prev = malloc(sizeof(int) * (size_t)nb);
+    int *keep = malloc(sizeof(int) * (size_t)nb);
+    if (!row_sent || !hist || !prev || !keep) {
+        free(row_sent), free(hist), free(prev), free(keep);
+        m->vt->free_state(m, st);
+        return -1;
+    }
+    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS;
+    int rows = nb, rc = 0;
+    for (int step = 0; rows > 0 && step <= max_len; step++) {
+        tfm_graph_reset(g);
+        tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);   /* (rows,1,V) */
+        int n_keep = 0;
+        for (int r = 0; r < rows; r++) {
+            const float *x = logits->data + (size_t)r * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (x[v] > x[best]) best = v;
+            int s = row_sent[r];
+            if (best == TFM_EOS || step == max_len) {
+                out[sent[s]] = dup_ids(hist + (size_t)s * (max_len + 1), step);
+                out_len[sent[s]] = step;
+                if (!out[sent[s]]) rc = -1;
+            } else {
+                hist[(size_t)s * (max_len + 1) + step] = best;
+                keep[n_keep] = r;
+                prev[n_keep] = best;
+                row_sent[n_keep] = s;
+                n_keep++;
+            }
+        }
+        if (n_keep < rows && n_keep > 0) m->vt->reorder(m, st, keep, n_keep);
+        rows = n_keep;
+    }
+    m->vt->free_state(m, st);
+    free(row_sent), free(hist), free(prev), free(keep);
+    return rc;
+}
+
+static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent, int nb,
+                      int max_src, const tfm_decode_opts *o, int **out, int *out_len) {
+    int K = o->beam, max_len = o->max_len, V = m->cfg.tgt_vocab, Ts;
+    void *st = start_batch(m, g, src_ids, src_off, sent, nb, max_src, max_len + 1, nb * K, &Ts);
+    if (!st) return -1;
+    int H = max_len + 1, R = nb * K;
+    int *row_sent = malloc(sizeof(int) * R), *new_row_sent = malloc(sizeof(int) * R);
+    float *score = malloc(sizeof(float) * R), *new_score = malloc(sizeof(float) * R);
+    int *hist = malloc(sizeof(int) * (size_t)R * H), *new_hist = malloc(sizeof(int) * (size_t)R * H);
+    int *prev = malloc(sizeof(int) * R), *idx = malloc(sizeof(int) * R);
+    float *lp = malloc(sizeof(float) * (size_t)V);
+    cand *top = malloc(sizeof(cand) * 2 * K);
+    /* finished: best hypothesis per sentence */
+    float *best_score = malloc(sizeof(float) * nb);
+    int *n_fin = calloc((size_t)nb, sizeof(int)), *done = calloc((size_t)nb, sizeof(int));
+    int rc = 0;
+    if (!row_sent || !new_row_sent || !score || !new_score || !hist || !new_hist || !prev || !idx || !lp || !top ||
+        !best_score || !n_fin || !done) {
+        rc = -1;
+        goto end;
+    }
+    for (int s = 0; s < nb; s++) {
+        best_score[s] = -INFINITY;
+        out[sent[s]] = NULL;
+        out_len[sent[s]] = 0;
+    }
+    /* expand each sentence to K rows; only the first beam is live at step 0 */
+    for (int r = 0; r < R; r++) {
+        idx[r] = r / K;
+        row_sent[r] = r / K;
+        score[r] = (r % K) ? -INFINITY : 0.0f;
+        prev[r] = TFM_BOS;
+    }
+    m->vt->reorder(m, st, idx, R);
+    int rows = R;
+    for (int step = 0; rows > 0 && step <= max_len; step++) {
+        tfm_graph_reset(g);
+        tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);
+        int n_new = 0;
+        for (int r0 = 0; r0 < rows; r0 += K) {   /* rows come in groups of K per live sentence */
+            int s = row_sent[r0], n_top = 0;
+            for (int k = 0; k < K; k++) {
+                int r = r0 + k;
+                if (score[r] == -INFINITY) continue;
+                log_softmax(logits->data + (size_t)r * V, V, lp);
+                for (int v = 0; v < V; v++) {
+                    float sc = score[r] + lp[v];
+                    if (n_top == 2 * K && sc <= top[n_top - 1].score) continue;
+                    int j = n_top < 2 * K ? n_top++ : n_top - 1;
+                    while (j > 0 && top[j - 1].score < sc) top[j] = top[j - 1], j--;
+                    top[j] = (cand){sc, r, v};
+                }
+            }
+            int n_live = 0;
+            for (int j = 0; j < n_top && n_live < K; j++) {
+                const cand *c = &top[j];
+                const int *h = hist + (size_t)c->row * H;
+                if (c->tok == TFM_EOS || step == max_len) {
+                    int len = c->tok == TFM_EOS ? step : step + 1;
+                    float ns = c->score / length_penalty(len + 1, o->alpha);
+                    if (c->tok == TFM_EOS && j >= K) continue;   /* only top-K candidates may finish */
+                    if (ns > best_score[s]) {
+                        int *ids = malloc(sizeof(int) * (size_t)(len > 0 ? len : 1));
+                        if (!ids) { rc = -1; goto end; }
+                        memcpy(ids, h, sizeof(int) * (size_t)step);
+                        if (len > step) ids[step] = c->tok;
+                        free(out[sent[s]]);
+                        out[sent[s]] = ids;
+                        out_len[sent[s]] = len;
+                        best_score[s] = ns;
+                    }
+                    n_fin[s]++;
+                    continue;
+                }
+                int nr = n_new + n_live;
+                idx[nr] = c->row;
+                new_row_sent[nr] = s;
+                new_score[nr] = c->score;
+                memcpy(new_hist + (size_t)nr * H, h, sizeof(int) * (size_t)step);
+                new_hist[(size_t)nr * H + step] = c->tok;
+                n_live++;
+            }
+            if (n_fin[s] >= K || step == max_len || n_live == 0) {
+                done[s] = 1;
+                continue;   /* drop this sentence's rows */
+            }
+            for (; n_live < K; n_live++) {   /* pad the group with dead beams */
+                int nr = n_new + n_live;
+                idx[nr] = idx[n_new];
+                new_row_sent[nr] = s;
+                new_score[nr] = -INFINITY;
+                memcpy(new_hist + (size_t)nr * H, new_hist + (size_t)n_new * H, sizeof(int) * (size_t)(step + 1));
+            }
+            n_new += K;
+        }
+        if (n_new > 0) m->vt->reorder(m, st, idx, n_new);
+        for (int r = 0; r < n_new; r++) prev[r] = new_hist[(size_t)r * H + step];
+        int *ti = hist; hist = new_hist; new_hist = ti;
+        float *tf = score; score = new_score; new_score = tf;
+        ti = row_sent; row_sent = new_row_sent; new_row_sent = ti;
+        rows = n_new;
+    }
+    for (int s = 0; s < nb; s++)
+        if (!out[sent[s]]) {
+            out[sent[s]] = malloc(sizeof(int));
+            if (!out[sent[s]]) rc = -1;
+        }
+end:
+    m->vt->free_state(m, st);
+    free(row_sent), free(new_row_sent), free(score), free(new_score), free(hist), free(new_hist);
+    free(prev), free(idx), free(lp), free(top), free(best_score), free(n_fin), free(done);
+    return rc;
+}
+
+static const int *g_len_for_sort;
+static int by_len(const void *a, const void *b) {
+    int ia = *(const int *)a, ib = *(const int *)b;
+    int la = g_len_for_sort[ia], lb = g_len_for_sort[ib];
+    return la != lb ? (la > lb ? -1 : 1) : (ia > ib) - (ia < ib);
+}
+
+int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
+                      int batch_size, const tfm_decode_opts *o, int **out, int *out_len) {
+    tfm_decode_opts op = *o;
+    if (op.beam < 1) op.beam = 1;
+    if (op.max_len < 1) op.max_len = 1;
+    if (max_src < 2) max_src = 2;
+    if (batch_size < 1) batch_size = 1;
+    if (!strcmp(m->cfg.arch, "transformer")) {   /* positional-encoding table bounds both sides */
+        if (max_src > m->cfg.max_len) max_src = m->cfg.max_len;
+        if (op.max_len + 1 > m->cfg.max_len) op.max_len = m->cfg.max_len - 1;
+    }
+    int saved_grad = g->grad_enabled, saved_train = g->training;
+    g->grad_enabled = 0;
+    g->training = 0;
+    int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    int *lens = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!order || !lens) {
+        free(order), free(lens);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) order[i] = i, lens[i] = src_off[i + 1] - src_off[i], out[i] = NULL, out_len[i] = 0;
+    g_len_for_sort = lens;
+    qsort(order, (size_t)n, sizeof(int), by_len);
+    int rc = 0;
+    for (int i0 = 0; i0 < n && !rc; i0 += batch_size) {
+        int nb = n - i0 < batch_size ? n - i0 : batch_size;
+        tfm_graph_reset(g);
+        rc = op.beam == 1 ? greedy_batch(m, g, src_ids, src_off, order + i0, nb, max_src, op.max_len, out, out_len)
+                          : beam_batch(m, g, src_ids, src_off, order + i0, nb, max_src, &op, out, out_len);
+    }
+    tfm_graph_reset(g);
+    g->grad_enabled = saved_grad;
+    g->training = saved_train;
+    free(order);
+    free(lens);
+    return rc;
+}
+
+int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src, int batch_size,
+                        const tfm_decode_opts *o, char **hyps) {
+    int *off = malloc(sizeof(int) * (size_t)(n + 1));
+    int cap = 1024, total = 0, rc = 0;
+    int *ids = calloc((size_t)cap, sizeof(int));
+    int **out = calloc((size_t)(n > 0 ? n : 1), sizeof(int *));
+    int *out_len = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
+    if (!off || !ids || !out || !out_len) {
+        rc = -1;
+        goto end;
+    }
+    off[0] = 0;
+    for (int i = 0; i < n; i++) {
+        tfm_toklist tl;
+        if (tfm_tokenize((tfm_tok_kind)t->tok_kind, lines[i], &tl)) {
+            rc = -1;
+            goto end;
+        }
+        if (total + tl.n > cap) {
+            while (total + tl.n > cap) cap *= 2;
+            int *p = realloc(ids, sizeof(int) * (size_t)cap);
+            if (!p) {
+                tfm_toklist_free(&tl);
+                rc = -1;
+                goto end;
+            }
+            ids = p;
+        }
+        for (int k = 0; k < tl.n; k++) ids[total++] = tfm_vocab_id(&t->src_vocab, tl.tok[k]);
+        off[i + 1] = total;
+        tfm_toklist_free(&tl);
+    }
+    if (tfm_translate_ids(t->model, g, ids, off, n, max_src, batch_size, o, out, out_len)) {
+        rc = -1;
+        goto end;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t len = 1;
+        for (int k = 0; k < out_len[i]; k++) {
+            const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);
+            len += strlen(s ? s : "") + 1;
+        }
+        if (t->tok_kind == TFM_TOK_MOSES || t->tok_kind == TFM_TOK_MOSES_LOWER) {   /* detokenize */
+            const char **tv = malloc(sizeof(char *) * (size_t)(out_len[i] > 0 ? out_len[i] : 1));
+            if (!tv) {
+                rc = -1;
+                goto end;
+            }
+            for (int k = 0; k < out_len[i]; k++) {
+                const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);
+                tv[k] = s ? s : "";
+            }
+            hyps[i] = tfm_detokenize(tv, out_len[i]);
+            free(tv);
+            if (!hyps[i]) {
+                rc = -1;
+                goto end;
+            }
+            continue;
+        }
+        char *h = malloc(len), *p = h;
+        if (!h) {
+            rc = -1;
+            goto end;
+        }
+        *p = 0;
+        for (int k = 0; k < out_len[i]; k++) {
+            const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);
+            size_t l = strlen(s ? s : "");
+            if (k) *p++ = ' ';
+            memcpy(p, s ? s : "", l);
+            p += l;
+        }
+        *p = 0;
+        hyps[i] = h;
+    }
+end:
+    if (out)
+        for (int i = 0; i < n; i++) free(out[i]);
+    free(out);
+    free(out_len);
+    free(off);
+    free(ids);
+    if (rc) tfm_set_error("translation failed (out of memory or bad input)");
+    return rc;
+}

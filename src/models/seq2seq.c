@@ -1,0 +1,177 @@
+/* The generic EncoderDecoder pieces: config, dispatch on the architecture name, teacher-forced forward,
+ * and translator checkpoints (include/tfm/seq2seq.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfm/seq2seq.h"
+
+/* The RNN architectures live in issue 4's files; weak references keep this file linkable while they
+ * are being written (an unknown arch is then reported as not built). */
+tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c) __attribute__((weak));
+tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c) __attribute__((weak));
+
+void tfm_s2s_config_default(tfm_s2s_config *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->arch, sizeof c->arch, "transformer");
+    c->d_model = 32;
+    c->n_head = 4;
+    c->ffn = 64;
+    c->n_layer = 2;
+    c->max_len = 1000;
+    c->embed_size = 32;
+    c->hidden_size = 32;
+    c->dropout = 0.2f;
+}
+
+int tfm_s2s_config_check(const tfm_s2s_config *c) {
+#define RANGE(f, lo, hi)                                                                                  \
+    if (c->f < (lo) || c->f > (hi))                                                                       \
+        return tfm_set_error("config %s must be in %d..%d, got %d", #f, (int)(lo), (int)(hi), c->f), -1;
+    RANGE(src_vocab, TFM_N_RESERVED, 1 << 24);
+    RANGE(tgt_vocab, TFM_N_RESERVED, 1 << 24);
+    RANGE(n_layer, 1, 64);
+    if (!strcmp(c->arch, "transformer")) {
+        RANGE(d_model, 2, 65536);
+        RANGE(n_head, 1, 1024);
+        RANGE(ffn, 1, 1 << 20);
+        RANGE(max_len, 1, 1 << 20);
+        RANGE(pre_ln, 0, 1);
+    } else {
+        RANGE(embed_size, 1, 65536);
+        RANGE(hidden_size, 1, 65536);
+    }
+#undef RANGE
+    if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
+    return 0;
+}
+
+tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c) {
+    tfm_encdec *(*fn)(const tfm_s2s_config *) = NULL;
+    if (!strcmp(c->arch, "transformer")) fn = tfm_transformer_create;
+    else if (!strcmp(c->arch, "rnn")) fn = tfm_rnn_s2s_create;
+    else if (!strcmp(c->arch, "bahdanau")) fn = tfm_bahdanau_create;
+    else return tfm_set_error("unknown architecture '%s' (transformer, rnn, bahdanau)", c->arch), NULL;
+    if (!fn) return tfm_set_error("architecture '%s' is not built into this binary", c->arch), NULL;
+    return fn(c);
+}
+
+void tfm_encdec_free(tfm_encdec *m) {
+    if (m) m->vt->destroy(m);
+}
+
+tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                               const int *tgt_in, int Tt) {
+    tfm_tensor *enc = m->vt->encode(m, g, src, src_valid, B, Ts);
+    void *st = m->vt->init_state(m, g, enc, src_valid, B, Ts, 0, B);
+    tfm_tensor *logits = m->vt->decode(m, g, st, tgt_in, B, Tt);
+    m->vt->free_state(m, st);
+    return logits;
+}
+
+void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
+    for (int b = 0; b < B; b++) {
+        tgt_in[(size_t)b * T] = TFM_BOS;
+        for (int t = 1; t < T; t++) tgt_in[(size_t)b * T + t] = tgt[(size_t)b * T + t - 1];
+    }
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+#define INT_FIELDS(X) X(src_vocab) X(tgt_vocab) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(n_layer) \
+    X(embed_size) X(hidden_size)
+
+void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
+    const tfm_s2s_config *cf = &t->model->cfg;
+    tfm_container_add_str(c, "meta.kind", "seq2seq");
+    tfm_container_add_str(c, "meta.arch", cf->arch);
+#define PUT(f) tfm_container_add_int(c, "config." #f, cf->f);
+    INT_FIELDS(PUT)
+#undef PUT
+    tfm_container_add_float(c, "config.dropout", cf->dropout);
+    tfm_ckpt_put_params(c, &t->model->params);
+    char *s = tfm_vocab_serialize(&t->src_vocab);
+    char *u = tfm_vocab_serialize(&t->tgt_vocab);
+    if (!s || !u) tfm_fatal("out of memory");
+    tfm_container_add_str(c, "tokenizer.src_vocab", s);
+    tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
+    tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
+    free(s);
+    free(u);
+}
+
+int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
+    memset(t, 0, sizeof *t);
+    const char *kind = tfm_container_str(c, "meta.kind");
+    if (!kind) return -1;
+    if (strcmp(kind, "seq2seq"))
+        return tfm_set_error("%s: is a %s checkpoint (meta.kind '%.40s'), not a translation model", path,
+                             !strcmp(kind, "gpt") ? "language-model" : "non-translation", kind),
+               -1;
+    const char *arch = tfm_container_str(c, "meta.arch");
+    if (!arch) return -1;
+    tfm_s2s_config cf;
+    tfm_s2s_config_default(&cf);
+    if (strlen(arch) >= sizeof cf.arch) return tfm_set_error("%s: unknown meta.arch '%.40s'", path, arch), -1;
+    snprintf(cf.arch, sizeof cf.arch, "%s", arch);
+#define GET(f) if (tfm_container_int(c, "config." #f, &cf.f)) return -1;
+    INT_FIELDS(GET)
+#undef GET
+    if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
+    const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
+    const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
+    const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
+    if (!tk) return -1;
+    int kind_id = tfm_tok_kind_parse(tk);
+    if (kind_id < 0) return tfm_set_error("%s: unknown tokenizer.kind '%.40s'", path, tk), -1;
+    if (tfm_vocab_deserialize(&t->src_vocab, sv)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        return tfm_set_error("%s: tokenizer.src_vocab: %s", path, msg), -1;
+    }
+    if (tfm_vocab_deserialize(&t->tgt_vocab, tv)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        tfm_vocab_free(&t->src_vocab);
+        return tfm_set_error("%s: tokenizer.tgt_vocab: %s", path, msg), -1;
+    }
+    if (t->src_vocab.n != cf.src_vocab || t->tgt_vocab.n != cf.tgt_vocab) {
+        tfm_translator_free(t);
+        return tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
+                             t->tgt_vocab.n, cf.src_vocab, cf.tgt_vocab),
+               -1;
+    }
+    t->tok_kind = kind_id;
+    char msg[512];
+    t->model = tfm_s2s_create(&cf);
+    if (!t->model) {
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        tfm_translator_free(t);
+        return tfm_set_error("%s: %s", path, msg), -1;
+    }
+    if (tfm_ckpt_get_params(c, &t->model->params, path)) {
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        tfm_translator_free(t);
+        return tfm_set_error("%s", msg), -1;
+    }
+    return 0;
+}
+
+int tfm_translator_load(tfm_translator *t, const char *path) {
+    tfm_container c;
+    memset(t, 0, sizeof *t);
+    if (tfm_container_load(&c, path)) {
+        tfm_container_free(&c);
+        return -1;
+    }
+    int rc = tfm_translator_get(t, &c, path);
+    tfm_container_free(&c);
+    return rc;
+}
+
+void tfm_translator_free(tfm_translator *t) {
+    tfm_encdec_free(t->model);
+    t->model = NULL;
+    if (t->src_vocab.tok) tfm_vocab_free(&t->src_vocab);
+    if (t->tgt_vocab.tok) tfm_vocab_free(&t->tgt_vocab);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,381 @@
+/* The encoder-decoder Transformer (d2l's TransformerEncoder / TransformerDecoder) behind the
+ * tfm_encdec interface (include/tfm/seq2seq.h).
+ *
+ *   encoder: X = dropout(PE(embedding(src) * sqrt(d))); N blocks of
+ *            Y = AddNorm1(X, MHA(X,X,X, src_valid)); X = AddNorm2(Y, FFN(Y))
+ *   decoder: X = dropout(PE(embedding(tgt_in) * sqrt(d), offset t)); N blocks of
+ *            X2 = MHA1(X, keys/values = all positions <= current (causal));  Y = AddNorm1(X, X2)
+ *            Y2 = MHA2(Y, enc, enc, src_valid);  Z = AddNorm2(Y, Y2);  X = AddNorm3(Z, FFN(Z))
+ *            logits = dense(X)
+ *   pre_ln:  X = X + dropout(sublayer(LN(X))) with the AddNorm's LayerNorm, and a final LayerNorm
+ *            (encoder.ln_f / decoder.ln_f) at the end of each stack.
+ * MHA projections have no bias (d2l); FFN and the output layer do.
+ *
+ * Incremental decoding keeps, per decoder layer, the projected self-attention keys/values of every
+ * earlier position in a cache (rows x H x max_steps x d_k) and the encoder keys/values computed once
+ * (rows x H x Ts x d_k), so a step costs O(t) work. All attention math goes through
+ * tfm_MultiHeadAttention_project_kv / _attend (src/nn/attention.c): no second copy.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfm/decode.h"
+#include "tfm/seq2seq.h"
+
+typedef struct {
+    tfm_MultiHeadAttention attention;
+    tfm_AddNorm addnorm1, addnorm2;
+    tfm_PositionWiseFFN ffn;
+} enc_block;
+
+typedef struct {
+    tfm_MultiHeadAttention attention1, attention2;
+    tfm_AddNorm addnorm1, addnorm2, addnorm3;
+    tfm_PositionWiseFFN ffn;
+} dec_block;
+
+typedef struct {
+    tfm_Embedding enc_emb, dec_emb;
+    tfm_PositionalEncoding pe;
+    enc_block *eb;
+    dec_block *db;
+    tfm_LayerNorm enc_lnf, dec_lnf;   /* pre_ln only */
+    tfm_Linear dense;
+    int last_B;                       /* batch rows of the last forward (for attention maps) */
+} tf_impl;
+
+typedef struct {
+    int incremental;
+    int B, Ts, cap, max_steps, t;
+    /* training */
+    tfm_tensor *enc;
+    const int *src_valid;
+    /* incremental */
+    int *valid;                       /* cap */
+    tfm_kv_cache self_kv;             /* per layer, cap x H x max_steps x d_k */
+    tfm_kv_cache enc_kv;              /* per layer, cap x H x Ts x d_k (full) */
+} tf_state;
+
+#define IMPL(m) ((tf_impl *)(m)->impl)
+
+static void set_keep(tfm_encdec *m) {
+    tf_impl *t = IMPL(m);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        t->eb[l].attention.keep_weights = m->keep_attention;
+        t->db[l].attention1.keep_weights = m->keep_attention;
+        t->db[l].attention2.keep_weights = m->keep_attention;
+    }
+}
+
+/* embedding * sqrt(d) + positional encoding (from `offset`), dropout */
+static tfm_tensor *embed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids, int B, int T,
+                         int offset) {
+    float d = (float)m->cfg.d_model;
+    tfm_tensor *x = tfm_scale(g, tfm_Embedding_forward(g, e, ids, B, T), sqrtf(d));
+    x = tfm_PositionalEncoding_forward(g, &IMPL(m)->pe, x, offset);
+    return tfm_dropout(g, x, m->cfg.dropout);
+}
+
+/* One residual sublayer. post-LN: AddNorm(X, Y); pre-LN handled by the caller. */
+static tfm_tensor *pre_residual(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor *x, tfm_tensor *y) {
+    return tfm_add(g, x, tfm_dropout(g, y, an->dropout));
+}
+
+static tfm_tensor *tf_encode(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
+    tf_impl *t = IMPL(m);
+    set_keep(m);
+    t->last_B = B;
+    int *vl = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);   /* must outlive the caller's buffer */
+    memcpy(vl, src_valid, sizeof(int) * (size_t)B);
+    tfm_mask mask = {.valid_lens = vl};
+    tfm_tensor *x = embed(g, m, &t->enc_emb, src, B, Ts, 0);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        enc_block *b = &t->eb[l];
+        if (m->cfg.pre_ln) {
+            tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
+            x = pre_residual(g, &b->addnorm1, x, tfm_MultiHeadAttention_forward(g, &b->attention, h, h, h, &mask));
+            h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
+            x = pre_residual(g, &b->addnorm2, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h));
+        } else {
+            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x,
+                                                tfm_MultiHeadAttention_forward(g, &b->attention, x, x, x, &mask));
+            x = tfm_AddNorm_forward(g, &b->addnorm2, y, tfm_PositionWiseFFN_forward(g, &b->ffn, y));
+        }
+    }
+    if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->enc_lnf, x);
+    return x;
+}
+
+static void *tf_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+                           int max_steps, int cap_rows) {
+    tf_impl *t = IMPL(m);
+    if (max_steps <= 0) {
+        tf_state *s = tfm_arena_calloc(&g->arena, sizeof *s);
+        s->B = B;
+        s->Ts = Ts;
+        s->enc = enc;
+        int *vl = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);
+        memcpy(vl, src_valid, sizeof(int) * (size_t)B);
+        s->src_valid = vl;
+        return s;
+    }
+    if (cap_rows < B) cap_rows = B;
+    tf_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->incremental = 1;
+    s->B = B;
+    s->Ts = Ts;
+    s->cap = cap_rows;
+    s->max_steps = max_steps;
+    int L = m->cfg.n_layer, H = m->cfg.n_head, dk = m->cfg.d_model / H;
+    s->valid = malloc(sizeof(int) * (size_t)cap_rows);
+    if (!s->valid || tfm_kv_cache_init(&s->self_kv, L, cap_rows, H, max_steps, dk) ||
+        tfm_kv_cache_init(&s->enc_kv, L, cap_rows, H, Ts, dk)) {
+        free(s->valid);
+        tfm_kv_cache_free(&s->self_kv);
+        tfm_kv_cache_free(&s->enc_kv);
+        free(s);
+        return NULL;
+    }
+    memcpy(s->valid, src_valid, sizeof(int) * (size_t)B);
+    /* encoder keys/values of every decoder layer, once per sentence */
+    for (int l = 0; l < L; l++) {
+        tfm_tensor *K, *V;
+        tfm_MultiHeadAttention_project_kv(g, &t->db[l].attention2, enc, enc, &K, &V);   /* (B,H,Ts,dk) */
+        tfm_kv_cache_append(&s->enc_kv, l, K, V, B, 0);
+    }
+    s->enc_kv.len = Ts;
+    return s;
+}
+
+static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
+    tf_impl *t = IMPL(m);
+    tf_state *s = state;
+    set_keep(m);
+    t->last_B = B;
+    int H = m->cfg.n_head;
+    TFM_ASSERT(B == s->B, "transformer decode: %d rows but the state has %d", B, s->B);
+    int offset = s->incremental ? s->t : 0;
+    if (s->incremental)
+        TFM_ASSERT(T == 1 && s->t < s->max_steps, "transformer decode: incremental step T=%d t=%d max=%d", T, s->t,
+                   s->max_steps);
+    tfm_tensor *x = embed(g, m, &t->dec_emb, tgt_in, B, T, offset);
+    tfm_mask causal = {.causal = 1};
+    tfm_mask src_mask = {.valid_lens = s->incremental ? s->valid : s->src_valid};
+    if (s->incremental) {   /* the mask must be stable while tensors may be read: copy to the arena */
+        int *vl = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);
+        memcpy(vl, s->valid, sizeof(int) * (size_t)B);
+        src_mask.valid_lens = vl;
+    }
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        dec_block *b = &t->db[l];
+        /* self-attention keys/values */
+        tfm_tensor *h = m->cfg.pre_ln ? tfm_LayerNorm_forward(g, &b->addnorm1.ln, x) : x;
+        tfm_tensor *K, *V, *sa;
+        tfm_MultiHeadAttention_project_kv(g, &b->attention1, h, h, &K, &V);
+        if (s->incremental) {
+            tfm_kv_cache_append(&s->self_kv, l, K, V, B, s->t);
+            tfm_kv_cache_view(g, &s->self_kv, l, B, s->t + 1, &K, &V);
+            sa = tfm_MultiHeadAttention_attend(g, &b->attention1, h, K, V, NULL);
+        } else {
+            sa = tfm_MultiHeadAttention_attend(g, &b->attention1, h, K, V, &causal);
+        }
+        /* enc-dec attention */
+        tfm_tensor *EK, *EV;
+        if (s->incremental) {
+            tfm_kv_cache_view(g, &s->enc_kv, l, B, s->Ts, &EK, &EV);
+        } else {
+            tfm_MultiHeadAttention_project_kv(g, &b->attention2, s->enc, s->enc, &EK, &EV);
+        }
+        if (m->cfg.pre_ln) {
+            x = pre_residual(g, &b->addnorm1, x, sa);
+            h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
+            x = pre_residual(g, &b->addnorm2, x, tfm_MultiHeadAttention_attend(g, &b->attention2, h, EK, EV, &src_mask));
+            h = tfm_LayerNorm_forward(g, &b->addnorm3.ln, x);
+            x = pre_residual(g, &b->addnorm3, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h));
+        } else {
+            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x, sa);
+            tfm_tensor *z = tfm_AddNorm_forward(g, &b->addnorm2, y,
+                                                tfm_MultiHeadAttention_attend(g, &b->attention2, y, EK, EV, &src_mask));
+            x = tfm_AddNorm_forward(g, &b->addnorm3, z, tfm_PositionWiseFFN_forward(g, &b->ffn, z));
+        }
+    }
+    (void)H;
+    if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->dec_lnf, x);
+    if (s->incremental) {
+        s->t++;
+        s->self_kv.len = s->t;
+    }
+    return tfm_Linear_forward(g, &t->dense, x);
+}
+
+static void tf_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
+    (void)m;
+    tf_state *s = state;
+    TFM_ASSERT(s->incremental && n <= s->cap, "transformer reorder: n=%d cap=%d", n, s->cap);
+    int *tmp = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!tmp) tfm_fatal("out of memory (reorder)");
+    for (int i = 0; i < n; i++) {
+        TFM_ASSERT(idx[i] >= 0 && idx[i] < s->B, "transformer reorder: idx %d not in 0..%d", idx[i], s->B - 1);
+        tmp[i] = s->valid[idx[i]];
+    }
+    memcpy(s->valid, tmp, sizeof(int) * (size_t)n);
+    free(tmp);
+    tfm_kv_cache_reorder(&s->self_kv, idx, s->B, n);
+    tfm_kv_cache_reorder(&s->enc_kv, idx, s->B, n);
+    s->B = n;
+}
+
+static void tf_free_state(tfm_encdec *m, void *state) {
+    (void)m;
+    tf_state *s = state;
+    if (!s || !s->incremental) return;
+    free(s->valid);
+    tfm_kv_cache_free(&s->self_kv);
+    tfm_kv_cache_free(&s->enc_kv);
+    free(s);
+}
+
+static int add_map(tfm_attn_map *maps, int max, int k, int kind, int layer, const tfm_MultiHeadAttention *a,
+                   int b, int B) {
+    if (!a->weights) return k;
+    if (k < max) {
+        const tfm_tensor *w = a->weights;   /* (B*H, Tq, Tk) */
+        int H = w->shape[0] / B;
+        maps[k].kind = kind;
+        maps[k].layer = layer;
+        maps[k].n_head = H;
+        maps[k].Tq = w->shape[1];
+        maps[k].Tk = w->shape[2];
+        maps[k].w = w->data + (size_t)b * H * w->shape[1] * w->shape[2];
+    }
+    return k + 1;
+}
+
+static int tf_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max) {
+    tf_impl *t = IMPL(m);
+    int k = 0, L = m->cfg.n_layer, B = t->last_B;
+    if (b < 0 || b >= B) return 0;
+    for (int l = 0; l < L; l++) k = add_map(maps, max, k, TFM_MAP_ENC_SELF, l, &t->eb[l].attention, b, B);
+    for (int l = 0; l < L; l++) k = add_map(maps, max, k, TFM_MAP_DEC_SELF, l, &t->db[l].attention1, b, B);
+    for (int l = 0; l < L; l++) k = add_map(maps, max, k, TFM_MAP_ENC_DEC, l, &t->db[l].attention2, b, B);
+    return k;
+}
+
+/* d2l's xavier_init_weights for Linear weights (biases keep PyTorch's default U(+-1/sqrt(in))),
+ * embeddings N(0,1), LayerNorm weight 1 bias 0. */
+static void init_linear(tfm_Linear *l, tfm_rng *r) {
+    tfm_init_xavier(l->W, r);
+    if (l->b) tfm_init_uniform(l->b, r, 1.0f / sqrtf((float)l->W->shape[1]));
+}
+static void init_ln(tfm_LayerNorm *ln) {
+    tfm_init_const(ln->weight, 1.0f);
+    tfm_init_const(ln->bias, 0.0f);
+}
+static void init_mha(tfm_MultiHeadAttention *a, tfm_rng *r) {
+    init_linear(&a->W_q, r);
+    init_linear(&a->W_k, r);
+    init_linear(&a->W_v, r);
+    init_linear(&a->W_o, r);
+}
+
+static void tf_init_weights(tfm_encdec *m, uint64_t seed) {
+    tf_impl *t = IMPL(m);
+    tfm_rng r;
+    tfm_rng_seed(&r, seed);
+    tfm_init_normal(t->enc_emb.weight, &r, 1.0f);
+    tfm_init_normal(t->dec_emb.weight, &r, 1.0f);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        enc_block *e = &t->eb[l];
+        init_mha(&e->attention, &r);
+        init_ln(&e->addnorm1.ln);
+        init_ln(&e->addnorm2.ln);
+        init_linear(&e->ffn.dense1, &r);
+        init_linear(&e->ffn.dense2, &r);
+    }
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        dec_block *d = &t->db[l];
+        init_mha(&d->attention1, &r);
+        init_mha(&d->attention2, &r);
+        init_ln(&d->addnorm1.ln);
+        init_ln(&d->addnorm2.ln);
+        init_ln(&d->addnorm3.ln);
+        init_linear(&d->ffn.dense1, &r);
+        init_linear(&d->ffn.dense2, &r);
+    }
+    if (m->cfg.pre_ln) {
+        init_ln(&t->enc_lnf);
+        init_ln(&t->dec_lnf);
+    }
+    init_linear(&t->dense, &r);
+}
+
+static void tf_destroy(tfm_encdec *m) {
+    if (!m) return;
+    tf_impl *t = IMPL(m);
+    if (t) {
+        tfm_PositionalEncoding_free(&t->pe);
+        free(t->eb);
+        free(t->db);
+        free(t);
+    }
+    tfm_params_free(&m->params);
+    free(m);
+}
+
+static const tfm_encdec_vtable tf_vtable = {
+    "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
+    tf_init_weights, tf_destroy,
+};
+
+tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
+    if (tfm_s2s_config_check(c)) return NULL;
+    if (c->d_model % c->n_head)
+        return tfm_set_error("d_model (%d) must be divisible by n_head (%d)", c->d_model, c->n_head), NULL;
+    if (c->d_model % 2) return tfm_set_error("d_model must be even (positional encoding), got %d", c->d_model), NULL;
+    tfm_encdec *m = calloc(1, sizeof *m);
+    tf_impl *t = calloc(1, sizeof *t);
+    if (!m || !t) tfm_fatal("out of memory");
+    m->vt = &tf_vtable;
+    m->cfg = *c;
+    m->impl = t;
+    int d = c->d_model, H = c->n_head, hd = d / H, L = c->n_layer;
+    float p = c->dropout;
+    tfm_params_init(&m->params);
+    tfm_params *P = &m->params;
+    t->eb = calloc((size_t)L, sizeof *t->eb);
+    t->db = calloc((size_t)L, sizeof *t->db);
+    if (!t->eb || !t->db) tfm_fatal("out of memory");
+    char name[128], sub[192];
+    tfm_Embedding_init(&t->enc_emb, P, "encoder.embedding", c->src_vocab, d);
+    for (int l = 0; l < L; l++) {
+        enc_block *b = &t->eb[l];
+        snprintf(name, sizeof name, "encoder.blocks.%d", l);
+        tfm_MultiHeadAttention_init(&b->attention, P, tfm_name(sub, sizeof sub, name, "attention"), d, d, d, H, hd,
+                                    hd, d, 0, p);
+        tfm_AddNorm_init(&b->addnorm1, P, tfm_name(sub, sizeof sub, name, "addnorm1"), d, p);
+        tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d, TFM_ACT_RELU);
+        tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
+    }
+    if (c->pre_ln) tfm_LayerNorm_init(&t->enc_lnf, P, "encoder.ln_f", d);
+    tfm_Embedding_init(&t->dec_emb, P, "decoder.embedding", c->tgt_vocab, d);
+    for (int l = 0; l < L; l++) {
+        dec_block *b = &t->db[l];
+        snprintf(name, sizeof name, "decoder.blocks.%d", l);
+        tfm_MultiHeadAttention_init(&b->attention1, P, tfm_name(sub, sizeof sub, name, "attention1"), d, d, d, H,
+                                    hd, hd, d, 0, p);
+        tfm_AddNorm_init(&b->addnorm1, P, tfm_name(sub, sizeof sub, name, "addnorm1"), d, p);
+        tfm_MultiHeadAttention_init(&b->attention2, P, tfm_name(sub, sizeof sub, name, "attention2"), d, d, d, H,
+                                    hd, hd, d, 0, p);
+        tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
+        tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d, TFM_ACT_RELU);
+        tfm_AddNorm_init(&b->addnorm3, P, tfm_name(sub, sizeof sub, name, "addnorm3"), d, p);
+    }
+    if (c->pre_ln) tfm_LayerNorm_init(&t->dec_lnf, P, "decoder.ln_f", d);
+    tfm_Linear_init(&t->dense, P, "decoder.dense", d, c->tgt_vocab, 1);
+    tfm_params_alloc(P);
+    tfm_PositionalEncoding_init(&t->pe, c->max_len, d);
+    return m;
+}

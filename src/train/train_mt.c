@@ -1,0 +1,209 @@
+/* The training loop for any tfm_encdec (include/tfm/seq2seq.h): teacher forcing, masked
+ * cross-entropy (ignore_index <pad>, label smoothing), AdamW, lr schedule, gradient clipping,
+ * validation loss per epoch, per-epoch checkpoints through a callback, exact --resume.
+ *
+ * Each batch is cut to its longest valid source and target length: the trailing pads are masked
+ * keys (encoder), later positions (causal decoder) or ignored targets, so this changes nothing but
+ * the cost. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfm/seq2seq.h"
+
+void tfm_mt_train_opts_default(tfm_mt_train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->epochs = 10;
+    o->batch_size = 64;
+    o->num_steps = 10;
+    o->lr = 0.005f;
+    o->schedule = TFM_SCHED_CONSTANT;
+    o->grad_clip = 1.0f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.999f;
+    o->eps = 1e-8f;
+}
+
+float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model) {
+    switch (o->schedule) {
+    case TFM_SCHED_NOAM: return tfm_lr_noam(it, o->lr, d_model > 0 ? d_model : 1, o->warmup > 0 ? o->warmup : 1);
+    case TFM_SCHED_COSINE: return tfm_lr_cosine(it, o->lr, o->min_lr, o->warmup, total);
+    default: return it < o->warmup ? o->lr * (float)(it + 1) / (float)(o->warmup + 1) : o->lr;
+    }
+}
+
+void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed) {
+    memset(p, 0, sizeof *p);
+    tfm_rng_seed(&p->rng, seed);
+    tfm_rng_seed(&p->drop_rng, seed ^ 0x9e3779b97f4a7c15ull);
+}
+
+/* the 64-bit RNG states are stored as two i32 halves */
+static void put_u64(tfm_container *c, const char *name, uint64_t v) {
+    int w[2] = {(int)(uint32_t)(v & 0xffffffffu), (int)(uint32_t)(v >> 32)};
+    tfm_container_add_i32(c, name, 2, w);
+}
+static int get_u64(const tfm_container *c, const char *name, uint64_t *v) {
+    const tfm_entry *e = tfm_container_get(c, name);
+    if (!e || e->dtype != TFM_DT_I32 || e->nbytes != 8)
+        return tfm_set_error("%s: entry %s missing or malformed", c->path ? c->path : "checkpoint", name), -1;
+    const uint32_t *w = e->data;
+    *v = (uint64_t)w[0] | ((uint64_t)w[1] << 32);
+    return 0;
+}
+
+void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p) {
+    tfm_container_add_int(c, "train.epoch", p->epoch);
+    tfm_container_add_int(c, "train.step", p->step);
+    put_u64(c, "train.rng", p->rng.s);
+    put_u64(c, "train.drop_rng", p->drop_rng.s);
+}
+
+int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
+    memset(p, 0, sizeof *p);
+    if (tfm_container_int(c, "train.epoch", &p->epoch) || tfm_container_int(c, "train.step", &p->step) ||
+        get_u64(c, "train.rng", &p->rng.s) || get_u64(c, "train.drop_rng", &p->drop_rng.s))
+        return -1;
+    if (p->epoch < 0 || p->step < 0)
+        return tfm_set_error("%s: negative train.epoch / train.step", c->path ? c->path : "checkpoint"), -1;
+    return 0;
+}
+
+/* Gather batch rows into (nb, Ts) source, (nb, Tt) target / decoder input, trimmed to the longest. */
+typedef struct {
+    int *src, *valid, *tgt, *tgt_in;
+    int Ts, Tt, n_tok;
+} mt_batch;
+
+static void gather(tfm_graph *g, const tfm_nmt_arrays *a, const int *idx, int nb, mt_batch *b) {
+    int S = a->num_steps;
+    b->Ts = 1;
+    b->Tt = 1;
+    b->n_tok = 0;
+    for (int i = 0; i < nb; i++) {
+        if (a->src_valid[idx[i]] > b->Ts) b->Ts = a->src_valid[idx[i]];
+        if (a->tgt_valid[idx[i]] > b->Tt) b->Tt = a->tgt_valid[idx[i]];
+        b->n_tok += a->tgt_valid[idx[i]];
+    }
+    b->src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * b->Ts);
+    b->valid = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb);
+    b->tgt = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * b->Tt);
+    b->tgt_in = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * b->Tt);
+    for (int i = 0; i < nb; i++) {
+        memcpy(b->src + (size_t)i * b->Ts, a->src + (size_t)idx[i] * S, sizeof(int) * (size_t)b->Ts);
+        memcpy(b->tgt + (size_t)i * b->Tt, a->tgt + (size_t)idx[i] * S, sizeof(int) * (size_t)b->Tt);
+        b->valid[i] = a->src_valid[idx[i]];
+    }
+    tfm_s2s_shift_right(b->tgt, nb, b->Tt, b->tgt_in);
+}
+
+float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size) {
+    int saved_grad = g->grad_enabled, saved_train = g->training;
+    g->grad_enabled = 0;
+    g->training = 0;
+    double sum = 0;
+    long n_tok = 0;
+    int *idx = malloc(sizeof(int) * (size_t)(batch_size > 0 ? batch_size : 1));
+    if (!idx) tfm_fatal("out of memory");
+    for (int i0 = 0; i0 < data->n; i0 += batch_size) {
+        int nb = data->n - i0 < batch_size ? data->n - i0 : batch_size;
+        for (int i = 0; i < nb; i++) idx[i] = i0 + i;
+        tfm_graph_reset(g);
+        mt_batch b;
+        gather(g, data, idx, nb, &b);
+        tfm_tensor *logits = tfm_encdec_forward(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.Tt);
+        tfm_tensor *loss = tfm_cross_entropy(g, logits, b.tgt, TFM_PAD, 0.0f);
+        sum += (double)loss->data[0] * b.n_tok;
+        n_tok += b.n_tok;
+    }
+    free(idx);
+    tfm_graph_reset(g);
+    g->grad_enabled = saved_grad;
+    g->training = saved_train;
+    return n_tok ? (float)(sum / n_tok) : 0.0f;
+}
+
+int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
+                 const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
+                 tfm_mt_epoch_fn on_epoch, void *user) {
+    if (train->n < 1) return tfm_set_error("no training pairs"), -1;
+    if (o->batch_size < 1) return tfm_set_error("batch size must be >= 1"), -1;
+    int steps_per_epoch = (train->n + o->batch_size - 1) / o->batch_size;
+    int total = o->epochs * steps_per_epoch;
+    int *lens = malloc(sizeof(int) * (size_t)train->n);
+    if (!lens) return tfm_set_error("out of memory"), -1;
+    for (int i = 0; i < train->n; i++)
+        lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    g.rng = prog->drop_rng;
+    int d_model = m->cfg.d_model > 0 ? m->cfg.d_model : m->cfg.hidden_size;
+    double t0 = tfm_now(), t_last = t0, loss_sum = 0;
+    long tok_since = 0, tok_total = 0;
+    int steps_this_run = 0, rc = 0;
+    for (int epoch = prog->epoch; epoch < o->epochs && !rc; epoch++) {
+        tfm_batches bt;
+        if (tfm_batches_make(&bt, train->n, o->batch_size, lens, o->bucket, &prog->rng)) {
+            rc = -1;
+            break;
+        }
+        for (int bi = 0; bi < bt.n_batches; bi++) {
+            int nb = bt.off[bi + 1] - bt.off[bi];
+            tfm_graph_reset(&g);
+            g.grad_enabled = 1;
+            g.training = 1;
+            mt_batch b;
+            gather(&g, train, bt.idx + bt.off[bi], nb, &b);
+            tfm_params_zero_grad(&m->params);
+            tfm_tensor *logits = tfm_encdec_forward(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.Tt);
+            tfm_tensor *loss = tfm_cross_entropy(&g, logits, b.tgt, TFM_PAD, o->label_smoothing);
+            tfm_backward(&g, loss);
+            if (o->grad_clip > 0) tfm_clip_grad_norm(&m->params, o->grad_clip);
+            float lr = tfm_mt_lr(o, prog->step, total, d_model);
+            tfm_adamw_step(opt, &m->params, lr);
+            prog->step++;
+            steps_this_run++;
+            float lv = loss->data[0];
+            if (!isfinite(lv)) {
+                rc = -1;
+                tfm_set_error("loss is not finite at step %d (lower --lr?)", prog->step);
+                break;
+            }
+            loss_sum += (double)lv * b.n_tok;
+            tok_since += b.n_tok;
+            tok_total += b.n_tok;
+            int last = bi == bt.n_batches - 1;
+            if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last)) {
+                double now = tfm_now();
+                tfm_mt_report r = {0};
+                r.epoch = epoch + 1;
+                r.epochs = o->epochs;
+                r.step = prog->step;
+                r.total_steps = total;
+                r.loss = tok_since ? (float)(loss_sum / tok_since) : 0.0f;
+                r.lr = lr;
+                r.tokens_per_s = now > t0 ? (float)(tok_total / (now - t0)) : 0.0f;
+                double per_step = (now - t0) / steps_this_run;
+                r.eta_s = (float)(per_step * (total - prog->step));
+                r.valid_loss = -1;
+                if (last) {
+                    r.end_of_epoch = 1;
+                    if (valid && valid->n > 0) r.valid_loss = tfm_mt_eval_loss(m, &g, valid, o->batch_size);
+                }
+                report(&r, user);
+                loss_sum = 0;
+                tok_since = 0;
+                t_last = now;
+            }
+        }
+        tfm_batches_free(&bt);
+        if (rc) break;
+        prog->epoch = epoch + 1;
+        prog->drop_rng = g.rng;
+        if (on_epoch && on_epoch(prog, user)) rc = -1;
+    }
+    (void)t_last;
+    tfm_graph_free(&g);
+    free(lens);
+    return rc;
+}
