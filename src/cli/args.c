@@ -126,3 +126,14 @@ int cli_flag_seen(const cli_spec *s, const char *name) {
         if (!strcmp(s->flags[i].name, name)) return s->flags[i].seen;
     return 0;
 }
+
+int cli_check_writable(const char *cmd, const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (access(dir, W_OK)) return cli_error(cmd, "cannot write %s: directory %s: %s", path, dir, strerror(errno));
+    return 0;
+}

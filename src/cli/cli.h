@@ -33,6 +33,9 @@ void cli_usage(const cli_spec *spec, FILE *f);
 int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Print "tfm <cmd>: <msg>" to stderr and return 2 (use: return cli_error(cmd, "...")). */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0 if a file can be created at path (its directory exists and is writable), else prints
+ * "tfm <cmd>: cannot write <path>: <reason>" and returns 2. */
+int cli_check_writable(const char *cmd, const char *path);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
 

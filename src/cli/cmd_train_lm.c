@@ -95,7 +95,7 @@ int cmd_train_lm(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (!o.data) return cli_error("train-lm", "--data FILE is required");
     if (!o.out) return cli_error("train-lm", "--out MODEL.tfm is required");
-    if (validate(&o)) return 2;
+    if (validate(&o) || cli_check_writable("train-lm", o.out)) return 2;
     tfm_set_threads(o.threads);
 
     tfm_gpt m;

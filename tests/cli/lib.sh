@@ -1,0 +1,28 @@
+# Helpers for CLI tests: each check prints "PASS name" or "FAIL name: why".
+# Usage: source tests/cli/lib.sh (needs $TFM, the built binary).
+set -u
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+# expect_error NAME PATTERN CMD...: non-zero exit (not a crash), exactly one line on stderr that
+# matches PATTERN (grep -E), nothing on stdout.
+expect_error() {
+    local name=$1 pattern=$2; shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    local rc=$? lines
+    lines=$(wc -l <"$TMP/err")
+    if [ "$rc" -eq 0 ]; then fail "$name" "exit 0 (expected an error)"; return; fi
+    if [ "$rc" -ge 128 ]; then fail "$name" "crashed (exit $rc): $(head -c 300 "$TMP/err")"; return; fi
+    if [ "$lines" -ne 1 ]; then fail "$name" "expected one line on stderr, got $lines: $(head -c 300 "$TMP/err")"; return; fi
+    if ! grep -Eq -- "$pattern" "$TMP/err"; then fail "$name" "message '$(cat "$TMP/err")' does not match /$pattern/"; return; fi
+    pass "$name"
+}
+
+# expect_ok NAME CMD...: exit 0
+expect_ok() {
+    local name=$1; shift
+    if "$@" >"$TMP/out" 2>"$TMP/err"; then pass "$name"; else fail "$name" "exit $?: $(tail -n 3 "$TMP/err")"; fi
+}

@@ -1,0 +1,71 @@
+# tfm train-lm / generate / info: a tiny end-to-end run, determinism, exact resume, bad input.
+source "$(dirname "$0")/lib.sh"
+TINY="--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --threads 2"
+head -c 20000 data/demo.txt >"$TMP/small.txt"
+
+expect_ok "train-lm tiny run" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/a.tfm" $TINY --iters 30 --eval-every 15 --warmup 5 --lr 3e-3
+grep -q "val loss" "$TMP/err" && pass "train-lm reports validation loss" || fail "train-lm reports validation loss" "no 'val loss' in log"
+first=$(grep -m1 -o 'loss [0-9.]*' "$TMP/err" | head -1 | cut -d' ' -f2)
+last=$(grep -o 'train loss [0-9.]*' "$TMP/err" | tail -1 | cut -d' ' -f3)
+awk -v a="$first" -v b="$last" 'BEGIN{exit !(b < a)}' && pass "train-lm loss falls ($first -> $last)" || fail "train-lm loss falls" "$first -> $last"
+
+expect_ok "info on LM checkpoint" $TFM info "$TMP/a.tfm"
+grep -q "n_layer *1" "$TMP/out" && grep -q "parameters:" "$TMP/out" && grep -q "iter *30" "$TMP/out" \
+    && pass "info prints config, parameter count, training state" || fail "info content" "$(cat "$TMP/out")"
+
+expect_ok "generate" $TFM generate "$TMP/a.tfm" --prompt "ROMEO:" --tokens 40 --seed 3 --top-k 5 --temperature 0.8
+n=$(head -c 1000 "$TMP/out" | wc -c)
+[ "$n" -ge 46 ] && head -c 6 "$TMP/out" | grep -q "ROMEO:" && pass "generate streams prompt + 40 characters" || fail "generate output" "$(cat "$TMP/out")"
+cp "$TMP/out" "$TMP/gen1"
+$TFM generate "$TMP/a.tfm" --prompt "ROMEO:" --tokens 40 --seed 3 --top-k 5 --temperature 0.8 >"$TMP/gen2" 2>/dev/null
+cmp -s "$TMP/gen1" "$TMP/gen2" && pass "generate is deterministic for a seed" || fail "generate determinism" "outputs differ"
+
+# Same seed and threads: bit-identical checkpoints (with dropout on, so the dropout RNG is covered).
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/d1.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 2>/dev/null
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/d2.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 2>/dev/null
+cmp -s "$TMP/d1.tfm" "$TMP/d2.tfm" && pass "train-lm deterministic (same seed, same threads)" || fail "train-lm determinism" "checkpoints differ"
+
+# Resume: 10 steps, stop, resume to 20 == 20 straight.
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/r.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 --stop-after 7 2>/dev/null
+expect_ok "train-lm --resume" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/r.tfm" --resume "$TMP/r.tfm" --threads 2
+cmp -s "$TMP/d1.tfm" "$TMP/r.tfm" && pass "resume continues the run exactly (bit-identical checkpoint)" || fail "resume exactness" "checkpoints differ"
+
+# ---------------------------------------------------------------- bad input
+printf '' >"$TMP/empty.txt"
+printf 'ab\0cd' >"$TMP/binary.txt"
+printf 'short text' >"$TMP/short.txt"
+printf 'ok \xff\xfe bad\n' >"$TMP/badutf8.txt"
+expect_error "missing data file" "nope.txt" $TFM train-lm --data "$TMP/nope.txt" --out "$TMP/x.tfm"
+expect_error "empty data file" "empty" $TFM train-lm --data "$TMP/empty.txt" --out "$TMP/x.tfm"
+expect_error "binary data file" "binary" $TFM train-lm --data "$TMP/binary.txt" --out "$TMP/x.tfm"
+expect_error "invalid UTF-8 data file" "UTF-8" $TFM train-lm --data "$TMP/badutf8.txt" --out "$TMP/x.tfm"
+expect_error "corpus shorter than block size" "too short" $TFM train-lm --data "$TMP/short.txt" --out "$TMP/x.tfm" --block-size 64
+expect_error "unknown flag" "unknown flag --bogus" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --bogus 1
+expect_error "negative lr" "--lr must be > 0" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --lr -1
+expect_error "non-numeric value" "--iters: 'ten' is not an integer" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --iters ten
+expect_error "n_embd not divisible by n_head" "divisible" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --n-embd 30 --n-head 4
+expect_error "zero batch" "--batch-size must be >= 1" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --batch-size 0
+expect_error "missing --out" "--out" $TFM train-lm --data "$TMP/small.txt"
+expect_error "flag without value" "needs a value" $TFM train-lm --data "$TMP/small.txt" --out
+[ ! -e "$TMP/x.tfm" ] && pass "failed runs write no checkpoint" || fail "failed runs write no checkpoint" "x.tfm exists"
+
+# unwritable output: error, and no temp file left behind
+expect_error "unwritable --out" "x.tfm" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/no/such/dir/x.tfm" $TINY --iters 2 --eval-every 2
+ls "$TMP"/no 2>/dev/null | grep -q . && fail "no temp file after failed save" "found files" || pass "no temp file after failed save"
+
+size=$(stat -c %s "$TMP/a.tfm")
+head -c $((size / 2)) "$TMP/a.tfm" >"$TMP/trunc.tfm"
+expect_error "truncated checkpoint" "trunc.tfm" $TFM generate "$TMP/trunc.tfm" --tokens 5
+expect_error "foreign file as checkpoint" "small.txt.*(magic|not a tfm)" $TFM info "$TMP/small.txt"
+cp "$TMP/a.tfm" "$TMP/corrupt.tfm"
+printf '\xff\xff\xff\x7f' | dd of="$TMP/corrupt.tfm" bs=1 seek=12 conv=notrunc 2>/dev/null  # first entry's name length
+expect_error "corrupted checkpoint (bad size field)" "corrupt.tfm" $TFM generate "$TMP/corrupt.tfm" --tokens 5
+expect_error "truncated checkpoint on --resume" "trunc.tfm" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --resume "$TMP/trunc.tfm"
+expect_error "prompt character outside the vocabulary" "not in the vocabulary" $TFM generate "$TMP/a.tfm" --prompt "€" --tokens 5
+expect_error "generate: negative temperature" "temperature" $TFM generate "$TMP/a.tfm" --temperature -1
+expect_error "generate: missing model argument" "missing argument" $TFM generate
+expect_error "unknown command" "unknown command" $TFM frobnicate
+expect_ok "tfm --help" $TFM --help
+for c in train-lm generate info; do
+    $TFM $c --help >"$TMP/h" 2>&1 && grep -q "usage: tfm $c" "$TMP/h" && pass "$c --help" || fail "$c --help" "$(head -3 "$TMP/h")"
+done
