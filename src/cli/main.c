@@ -14,6 +14,7 @@ static const command commands[] = {
     {"generate", cmd_generate, "sample text from a GPT checkpoint"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
+    {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},
 };
 
 static void usage(FILE *f) {
