@@ -54,10 +54,9 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 unit: $(TEST_BIN)
 bench-bin: $(BENCH_BIN)
 
-# The test command: unit tests, CLI tests, then a sanitizer pass of the unit tests.
-# Last line printed: "N passed, N failed".
+# The test command: unit tests, CLI tests, a clang -Werror build, and the unit tests again under
+# ASan+UBSan. Last line printed: "N passed, N failed".
 test: $(BUILD)/tfm $(TEST_BIN)
-	@$(MAKE) --no-print-directory BUILD=build-san SAN=1 unit >/dev/null
 	@bash tests/run.sh $(BUILD) build-san
 
 demo: $(BUILD)/tfm

@@ -30,7 +30,14 @@ for t in tests/cli/*.sh; do
     [ -f "$t" ] || continue
     run_one "cli/$(basename "$t" .sh)" bash "$t"
 done
+# The same code must build warning-free with clang (-Wall -Wextra -Werror).
+if command -v clang >/dev/null; then
+    run_one "build/clang" bash -c 'make --no-print-directory -j2 BUILD=build-clang CC=clang all unit >/dev/null \
+        && echo "PASS clang build clean (-Wall -Wextra -Werror)"'
+fi
 if [ -n "$san" ]; then
+    run_one "build/asan" bash -c "make --no-print-directory -j2 BUILD=$san SAN=1 unit >/dev/null \
+        && echo 'PASS sanitizer build (ASan+UBSan)'"
     export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
     for t in "$san"/tests/test_*; do
         [ -x "$t" ] || continue
