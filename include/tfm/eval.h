@@ -1,0 +1,100 @@
+/* tfm eval: BLEU (sacreBLEU-compatible corpus BLEU and d2l's sentence BLEU) and SVG plots.
+ *
+ * Corpus BLEU reproduces sacreBLEU 2.x defaults (BLEU+case.mixed+eff.no+tok.13a+smooth.exp):
+ *   - each segment: optional lowercasing, trailing whitespace stripped, then the 13a tokenizer
+ *     (mteval-v13a: "<skipped>" removed, "-\n" joined, &quot; &amp; &lt; &gt; unescaped, then the four
+ *     regex passes of sacreBLEU's TokenizerRegexp, then whitespace normalisation);
+ *   - n-grams of order 1..4 with counts clipped by the reference (max over references);
+ *   - reference length = the reference length closest to the hypothesis length (ties: shorter);
+ *   - precisions with 'exp' smoothing (n-gram orders with 0 matches get 1 / (2^k * total));
+ *     a corpus without any match scores 0; BP = exp(1 - ref_len/hyp_len) if hyp_len < ref_len.
+ * Lowercasing uses tfm_utf8_lower's table (ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic), which
+ * equals Python's str.lower() on those scripts except for the Greek final sigma.
+ */
+#ifndef TFM_EVAL_H
+#define TFM_EVAL_H
+
+#include <stddef.h>
+
+#define TFM_BLEU_MAX_ORDER 4
+
+/* ---------------------------------------------------------------- BLEU */
+typedef struct {
+    double score;                       /* 0..100 */
+    double precisions[TFM_BLEU_MAX_ORDER];  /* percent */
+    double bp, ratio;
+    long hyp_len, ref_len;
+    long correct[TFM_BLEU_MAX_ORDER], total[TFM_BLEU_MAX_ORDER];
+} tfm_bleu_result;
+
+/* Sufficient statistics, accumulated segment by segment. */
+typedef struct {
+    int lowercase;
+    int max_order;                      /* 1..TFM_BLEU_MAX_ORDER (default 4) */
+    int effective_order;                /* sacreBLEU's effective_order (off for corpus BLEU) */
+    long hyp_len, ref_len;
+    long correct[TFM_BLEU_MAX_ORDER], total[TFM_BLEU_MAX_ORDER];
+    long n_segments;
+} tfm_bleu_stats;
+
+void tfm_bleu_init(tfm_bleu_stats *s, int lowercase);
+/* Add one segment: a hypothesis and n_refs >= 1 references (raw, detokenized text). Returns 0, or -1
+ * (out of memory). */
+int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, int n_refs);
+void tfm_bleu_compute(const tfm_bleu_stats *s, tfm_bleu_result *r);
+/* Corpus BLEU of n hypotheses against one reference each. */
+int tfm_corpus_bleu(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_bleu_result *r);
+/* sacreBLEU's line: "BLEU = 34.12 65.3/41.0/28.3/20.1 (BP = 0.981 ratio = 0.981 hyp_len = 12345 ref_len = 12580)" */
+const char *tfm_bleu_format(const tfm_bleu_result *r, char *buf, size_t n);
+/* The 13a tokenizer on one segment (malloc'd, tokens separated by single spaces). */
+char *tfm_tokenize_13a(const char *line);
+
+/* d2l's bleu(pred_seq, label_seq, k): both split on ' ' exactly like Python's str.split(' ');
+ * exp(min(0, 1 - len_label/len_pred)) * prod_{n=1..min(k, len_pred)} p_n^(1/2^n), p_n = clipped
+ * matches / (len_pred - n + 1). */
+double tfm_bleu_d2l(const char *pred, const char *label, int k);
+
+/* ---------------------------------------------------------------- SVG */
+/* One matrix of a heatmap grid (e.g. one attention head). */
+typedef struct {
+    const char *title;                  /* may be NULL */
+    int rows, cols;
+    const float *data;                  /* rows x cols, row-major */
+    const char *const *row_labels;      /* rows strings or NULL (then indices are shown) */
+    const char *const *col_labels;      /* cols strings or NULL */
+} tfm_heatmap;
+
+typedef struct {
+    const char *title;                  /* figure title, may be NULL */
+    const char *xlabel, *ylabel;        /* axis labels shared by all maps, may be NULL */
+    int grid_cols;                      /* maps per row (<= 0: all in one row) */
+    float vmin, vmax;                   /* colour range; vmin >= vmax means "min/max over all maps" */
+    int cell;                           /* cell size in pixels (<= 0: chosen automatically) */
+} tfm_heatmap_opts;
+
+/* A grid of heatmaps with a shared 'Reds' colour scale and a colour bar, written atomically
+ * (temporary file + rename). Labels are XML-escaped. Returns 0 or -1 with an error. */
+int tfm_svg_heatmaps(const char *path, const tfm_heatmap *maps, int n_maps, const tfm_heatmap_opts *opts);
+
+typedef enum { TFM_SERIES_LINE = 0, TFM_SERIES_DASHED, TFM_SERIES_POINTS } tfm_series_style;
+
+typedef struct {
+    const char *label;                  /* legend entry, may be NULL */
+    const float *x, *y;
+    int n;
+    tfm_series_style style;
+} tfm_series;
+
+typedef struct {
+    const char *title, *xlabel, *ylabel;  /* may be NULL */
+    int width, height;                    /* pixels (<= 0: 640 x 420) */
+} tfm_plot_opts;
+
+/* A line plot of several series with axes, ticks, grid and a legend; points style draws circles
+ * (training samples). Non-finite values are skipped. Written atomically. */
+int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts);
+
+/* XML-escape s (& < > " ') into a malloc'd string. */
+char *tfm_xml_escape(const char *s);
+
+#endif
