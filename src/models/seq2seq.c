@@ -135,10 +135,10 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
         return tfm_set_error("%s: tokenizer.tgt_vocab: %s", path, msg), -1;
     }
     if (t->src_vocab.n != cf.src_vocab || t->tgt_vocab.n != cf.tgt_vocab) {
+        tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
+                      t->tgt_vocab.n, cf.src_vocab, cf.tgt_vocab);
         tfm_translator_free(t);
-        return tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
-                             t->tgt_vocab.n, cf.src_vocab, cf.tgt_vocab),
-               -1;
+        return -1;
     }
     t->tok_kind = kind_id;
     char msg[512];

@@ -1,0 +1,345 @@
+/* The encoder-decoder Transformer against its PyTorch twin (tests/fixtures/transformer_small.tfm,
+ * written by scripts/make_transformer_fixture.py): logits, loss (label smoothing, <pad> ignored,
+ * padded sources masked), every gradient, and the weights after 10 Adam steps (Noam schedule,
+ * clipping); the pre-LN variant's logits and gradients. Then the decoding machinery: incremental
+ * decoding with KV caches equals the teacher-forced forward, reorder keeps rows, beam search finds a
+ * hypothesis at least as likely as greedy, a checkpoint round trip, and no malloc in steady-state
+ * training steps. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tfm/decode.h"
+#include "tfm/seq2seq.h"
+
+#define FIX "tests/fixtures/transformer_small.tfm"
+
+static tfm_container fx;
+
+static const tfm_entry *get(const char *name) {
+    const tfm_entry *e = tfm_container_get(&fx, name);
+    if (!e) {
+        printf("FAIL fixture: entry %s missing\n", name);
+        exit(1);
+    }
+    return e;
+}
+static int geti(const char *name) { return ((const int *)get(name)->data)[0]; }
+static float getf(const char *name) { return ((const float *)get(name)->data)[0]; }
+
+static tfm_encdec *build(const char *prefix) {
+    char n[300];
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+#define CF(f) snprintf(n, sizeof n, "%sconfig." #f, prefix), c.f = geti(n);
+    CF(src_vocab) CF(tgt_vocab) CF(d_model) CF(n_head) CF(ffn) CF(n_layer) CF(pre_ln) CF(max_len)
+#undef CF
+    snprintf(n, sizeof n, "%sconfig.dropout", prefix);
+    c.dropout = getf(n);
+    tfm_encdec *m = tfm_s2s_create(&c);
+    if (!m) {
+        printf("FAIL create: %s\n", tfm_last_error());
+        exit(1);
+    }
+    int n_missing = 0;
+    for (int i = 0; i < m->params.n; i++) {
+        tfm_tensor *t = m->params.t[i];
+        snprintf(n, sizeof n, "%sparam.%s", prefix, t->name);
+        const tfm_entry *e = tfm_container_get(&fx, n);
+        if (!e || e->nbytes != t->size * sizeof(float)) {
+            printf("FAIL param %s: missing or wrong size in fixture\n", n);
+            n_missing++;
+            continue;
+        }
+        memcpy(t->data, e->data, e->nbytes);
+    }
+    /* and the fixture has no parameter we do not know */
+    int n_fix = 0;
+    size_t pl = strlen(prefix);
+    for (int i = 0; i < fx.n; i++)
+        if (!strncmp(fx.e[i].name, prefix, pl) && !strncmp(fx.e[i].name + pl, "param.", 6)) n_fix++;
+    CHECK(prefix[0] ? "pre_ln parameter set matches the twin" : "parameter set matches the twin",
+          !n_missing && n_fix == m->params.n, "%d missing, fixture has %d params, model %d", n_missing, n_fix,
+          m->params.n);
+    return m;
+}
+
+typedef struct {
+    int B, Ts, Tt;
+    int *src, *valid, *tgt, *tgt_in;
+} batch;
+
+static void load_batch(batch *b) {
+    const tfm_entry *s = get("src"), *t = get("tgt");
+    b->B = s->shape[0];
+    b->Ts = s->shape[1];
+    b->Tt = t->shape[1];
+    b->src = (int *)s->data;
+    b->tgt = (int *)t->data;
+    b->valid = (int *)get("src_valid")->data;
+    b->tgt_in = malloc(sizeof(int) * b->B * b->Tt);
+    tfm_s2s_shift_right(b->tgt, b->B, b->Tt, b->tgt_in);
+}
+
+/* forward + backward; checks logits, loss, grads against prefix's fixture entries */
+static void check_forward_backward(tfm_encdec *m, const batch *b, const char *prefix, const char *label) {
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    char n[300], name[300];
+    float ls = getf("opt.label_smoothing");
+    tfm_params_zero_grad(&m->params);
+    tfm_tensor *logits = tfm_encdec_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
+    tfm_tensor *loss = tfm_cross_entropy(&g, logits, b->tgt, TFM_PAD, ls);
+    tfm_backward(&g, loss);
+    snprintf(n, sizeof n, "%slogits", prefix);
+    const tfm_entry *el = get(n);
+    snprintf(name, sizeof name, "%s logits", label);
+    double dl = el->nbytes == logits->size * sizeof(float) ? max_abs_diff(logits->data, el->data, logits->size) : 1e9;
+    CHECK(name, dl <= 1e-5, "max |dlogits| = %.3g", dl);
+    printf("  %s: max |dlogits| = %.3g\n", label, dl);
+    snprintf(n, sizeof n, "%sloss", prefix);
+    snprintf(name, sizeof name, "%s loss", label);
+    double dloss = fabs(loss->data[0] - getf(n));
+    CHECK(name, dloss <= 1e-5, "loss %.7f vs %.7f", loss->data[0], getf(n));
+    double worst = 0;
+    const char *worst_name = "";
+    int bad = 0;
+    for (int i = 0; i < m->params.n; i++) {
+        tfm_tensor *t = m->params.t[i];
+        snprintf(n, sizeof n, "%sgrad.%s", prefix, t->name);
+        const tfm_entry *e = get(n);
+        double r = e->nbytes == t->size * sizeof(float) ? rel_err(t->grad, e->data, t->size) : 1e9;
+        if (r > worst) worst = r, worst_name = t->name;
+        if (r > 1e-4) bad++;
+    }
+    snprintf(name, sizeof name, "%s every gradient within 1e-4 relative", label);
+    CHECK(name, bad == 0, "%d gradients off, worst %s rel %.3g", bad, worst_name, worst);
+    printf("  %s: worst gradient rel err %.3g (%s)\n", label, worst, worst_name);
+    tfm_graph_free(&g);
+}
+
+static void check_steps(tfm_encdec *m, const batch *b) {
+    tfm_mt_train_opts o;
+    tfm_mt_train_opts_default(&o);
+    o.schedule = TFM_SCHED_NOAM;
+    o.lr = getf("opt.lr");
+    o.warmup = geti("opt.warmup");
+    o.label_smoothing = getf("opt.label_smoothing");
+    o.grad_clip = getf("opt.grad_clip");
+    int steps = geti("opt.steps");
+    tfm_adamw opt;
+    tfm_adamw_init(&opt, &m->params, getf("opt.beta1"), getf("opt.beta2"), getf("opt.eps"), getf("opt.weight_decay"));
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    const float *lrs = get("lrs")->data, *losses = get("losses")->data;
+    double dlr = 0, dloss = 0;
+    size_t mallocs_after_warmup = 0;
+    for (int it = 0; it < steps; it++) {
+        tfm_graph_reset(&g);
+        tfm_params_zero_grad(&m->params);
+        tfm_tensor *logits = tfm_encdec_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
+        tfm_tensor *loss = tfm_cross_entropy(&g, logits, b->tgt, TFM_PAD, o.label_smoothing);
+        tfm_backward(&g, loss);
+        tfm_clip_grad_norm(&m->params, o.grad_clip);
+        float lr = tfm_mt_lr(&o, it, steps, m->cfg.d_model);
+        if (fabs(lr - lrs[it]) > dlr) dlr = fabs(lr - lrs[it]);
+        if (fabs(loss->data[0] - losses[it]) > dloss) dloss = fabs(loss->data[0] - losses[it]);
+        tfm_adamw_step(&opt, &m->params, lr);
+        if (it == 1) mallocs_after_warmup = g.arena.n_mallocs;
+    }
+    CHECK("noam schedule matches the twin", dlr <= 1e-7, "max |dlr| %.3g", dlr);
+    CHECK("losses of 10 steps match", dloss <= 2e-5, "max |dloss| %.3g", dloss);
+    double worst = 0;
+    const char *wn = "";
+    char n[300];
+    for (int i = 0; i < m->params.n; i++) {
+        tfm_tensor *t = m->params.t[i];
+        snprintf(n, sizeof n, "after.%s", t->name);
+        const tfm_entry *e = get(n);
+        double d = max_abs_diff(t->data, e->data, t->size);
+        if (d > worst) worst = d, wn = t->name;
+    }
+    CHECK("params after 10 Adam steps within 1e-5", worst <= 1e-5, "worst %s max abs %.3g", wn, worst);
+    printf("  params after 10 steps: max abs diff %.3g (%s)\n", worst, wn);
+    CHECK("steady-state training steps do not malloc", g.arena.n_mallocs == mallocs_after_warmup,
+          "arena mallocs %zu -> %zu", mallocs_after_warmup, g.arena.n_mallocs);
+    tfm_adamw_free(&opt);
+    tfm_graph_free(&g);
+}
+
+/* incremental decoding with caches equals teacher forcing; reorder moves rows */
+static void check_incremental(tfm_encdec *m, const batch *b) {
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    g.grad_enabled = 0;
+    int V = m->cfg.tgt_vocab, B = b->B, Tt = b->Tt;
+    tfm_tensor *ref = tfm_encdec_forward(m, &g, b->src, b->valid, B, b->Ts, b->tgt_in, Tt);
+    float *refd = malloc(sizeof(float) * ref->size);
+    memcpy(refd, ref->data, sizeof(float) * ref->size);
+    tfm_graph_reset(&g);
+    tfm_tensor *enc = m->vt->encode(m, &g, b->src, b->valid, B, b->Ts);
+    void *st = m->vt->init_state(m, &g, enc, b->valid, B, b->Ts, Tt, 2 * B);
+    double worst = 0, worst_re = 0;
+    int *col = malloc(sizeof(int) * 2 * B), *rev = malloc(sizeof(int) * 2 * B);
+    int rows = B, reversed = 0;
+    for (int t = 0; t < Tt; t++) {
+        tfm_graph_reset(&g);   /* the state must survive arena resets */
+        if (t == 2) {          /* reverse the rows, and later duplicate them */
+            for (int i = 0; i < B; i++) rev[i] = B - 1 - i;
+            m->vt->reorder(m, st, rev, B);
+            reversed = 1;
+        }
+        if (t == 4) {
+            for (int i = 0; i < 2 * B; i++) rev[i] = i / 2;
+            m->vt->reorder(m, st, rev, 2 * B);
+            rows = 2 * B;
+        }
+        for (int r = 0; r < rows; r++) {
+            int bb = rows == B ? (reversed ? B - 1 - r : r) : B - 1 - r / 2;
+            col[r] = b->tgt_in[bb * Tt + t];
+        }
+        tfm_tensor *lg = m->vt->decode(m, &g, st, col, rows, 1);
+        for (int r = 0; r < rows; r++) {
+            int bb = rows == B ? (reversed ? B - 1 - r : r) : B - 1 - r / 2;
+            double d = max_abs_diff(lg->data + (size_t)r * V, refd + ((size_t)bb * Tt + t) * V, V);
+            if (t >= 2) { if (d > worst_re) worst_re = d; }
+            else if (d > worst) worst = d;
+        }
+    }
+    m->vt->free_state(m, st);
+    CHECK("incremental decoding (KV cache) equals teacher forcing", worst <= 1e-5, "max diff %.3g", worst);
+    CHECK("reorder (reverse, duplicate rows) keeps caches consistent", worst_re <= 1e-5, "max diff %.3g", worst_re);
+    free(col), free(rev), free(refd);
+    tfm_graph_free(&g);
+}
+
+/* log p(y | x) of a hypothesis (ids without <eos>; <eos> appended) by teacher forcing */
+static double seq_logprob(tfm_encdec *m, tfm_graph *g, const int *src, int valid, int Ts, const int *y, int n) {
+    int T = n + 1;
+    int *tgt = malloc(sizeof(int) * T), *tin = malloc(sizeof(int) * T);
+    memcpy(tgt, y, sizeof(int) * n);
+    tgt[n] = TFM_EOS;
+    tfm_s2s_shift_right(tgt, 1, T, tin);
+    tfm_graph_reset(g);
+    tfm_tensor *lg = tfm_encdec_forward(m, g, src, &valid, 1, Ts, tin, T);
+    int V = m->cfg.tgt_vocab;
+    double s = 0;
+    for (int t = 0; t < T; t++) {
+        const float *x = lg->data + (size_t)t * V;
+        double mx = x[0], z = 0;
+        for (int v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
+        s += x[tgt[t]] - mx - log(z);
+    }
+    free(tgt), free(tin);
+    return s;
+}
+
+static void check_search(tfm_encdec *m, const batch *b) {
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    int n = b->B, *off = malloc(sizeof(int) * (n + 1)), *ids = malloc(sizeof(int) * n * b->Ts);
+    off[0] = 0;
+    for (int i = 0; i < n; i++) {   /* sources without their <eos> */
+        memcpy(ids + off[i], b->src + i * b->Ts, sizeof(int) * (b->valid[i] - 1));
+        off[i + 1] = off[i] + b->valid[i] - 1;
+    }
+    int *gout[8], glen[8], *bout[8], blen[8], *bout2[8], blen2[8];
+    tfm_decode_opts og = {1, 0.0f, 8}, ob = {4, 0.0f, 8};
+    int rc1 = tfm_translate_ids(m, &g, ids, off, n, 50, 2, &og, gout, glen);
+    int rc2 = tfm_translate_ids(m, &g, ids, off, n, 50, 2, &ob, bout, blen);
+    int rc3 = tfm_translate_ids(m, &g, ids, off, n, 50, 3, &ob, bout2, blen2);
+    CHECK("greedy and beam search run", !rc1 && !rc2 && !rc3, "rc %d %d %d", rc1, rc2, rc3);
+    g.grad_enabled = 0;
+    int ok = 1, same_batching = 1;
+    for (int i = 0; i < n; i++) {
+        double lg = seq_logprob(m, &g, b->src + i * b->Ts, b->valid[i], b->Ts, gout[i], glen[i]);
+        double lb = seq_logprob(m, &g, b->src + i * b->Ts, b->valid[i], b->Ts, bout[i], blen[i]);
+        /* greedy ends without <eos> only at max_len; beam (alpha 0) must not be worse when both end */
+        if (glen[i] < og.max_len && lb < lg - 1e-4) ok = 0;
+        printf("  sentence %d: greedy len %d logp %.4f, beam-4 len %d logp %.4f\n", i, glen[i], lg, blen[i], lb);
+        if (blen[i] != blen2[i] || memcmp(bout[i], bout2[i], sizeof(int) * blen[i])) same_batching = 0;
+    }
+    CHECK("beam search (alpha 0) is at least as likely as greedy", ok, "beam hypothesis less likely");
+    CHECK("beam search output does not depend on batching", same_batching, "batch 2 vs 3 differ");
+    /* greedy via translate_ids equals a plain argmax loop over the teacher-forced forward */
+    int greedy_ok = 1;
+    for (int i = 0; i < n && greedy_ok; i++) {
+        int y[16], len = 0;
+        for (;;) {
+            int T = len + 1, tin[17];
+            tin[0] = TFM_BOS;
+            memcpy(tin + 1, y, sizeof(int) * len);
+            tfm_graph_reset(&g);
+            tfm_tensor *lg = tfm_encdec_forward(m, &g, b->src + i * b->Ts, &b->valid[i], 1, b->Ts, tin, T);
+            const float *x = lg->data + (size_t)len * m->cfg.tgt_vocab;
+            int best = 0;
+            for (int v = 1; v < m->cfg.tgt_vocab; v++)
+                if (x[v] > x[best]) best = v;
+            if (best == TFM_EOS || len == og.max_len) break;
+            y[len++] = best;
+        }
+        if (len != glen[i] || memcmp(y, gout[i], sizeof(int) * len)) greedy_ok = 0;
+    }
+    CHECK("batched cached greedy equals an uncached argmax loop", greedy_ok, "outputs differ");
+    for (int i = 0; i < n; i++) free(gout[i]), free(bout[i]), free(bout2[i]);
+    free(off), free(ids);
+    tfm_graph_free(&g);
+}
+
+static void check_checkpoint(tfm_encdec *m) {
+    tfm_translator t = {0}, u;
+    t.model = m;
+    const char *toks[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+    tfm_toklist tl = {7, (char **)toks}, tl2 = {9, (char **)toks};
+    tfm_vocab_build(&t.src_vocab, &tl, 1, 1);   /* 4 reserved + 7 = 11 */
+    tfm_vocab_build(&t.tgt_vocab, &tl2, 1, 1);  /* 4 reserved + 9 = 13 */
+    int ok_vocab = t.src_vocab.n == m->cfg.src_vocab && t.tgt_vocab.n == m->cfg.tgt_vocab;
+    t.tok_kind = TFM_TOK_D2L;
+    tfm_container c;
+    tfm_container_init(&c);
+    tfm_translator_put(&c, &t);
+    const char *path = "/tmp/tfm_test_transformer_ckpt.tfm";
+    int rc = tfm_container_save(&c, path);
+    tfm_container_free(&c);
+    int rc2 = rc ? -1 : tfm_translator_load(&u, path);
+    int same = !rc2 && u.model->params.total == m->params.total &&
+               !memcmp(u.model->params.data, m->params.data, sizeof(float) * m->params.total) &&
+               !strcmp(u.model->cfg.arch, "transformer") && u.tgt_vocab.n == 13;
+    CHECK("translator checkpoint round trip", ok_vocab && same, "rc %d/%d: %s", rc, rc2, rc2 ? tfm_last_error() : "");
+    if (!rc2) tfm_translator_free(&u);
+    /* a GPT checkpoint is refused with a clear message */
+    tfm_container_init(&c);
+    tfm_container_add_str(&c, "meta.kind", "gpt");
+    int rc3 = tfm_translator_get(&u, &c, "lm.tfm");
+    CHECK("LM checkpoint refused", rc3 && strstr(tfm_last_error(), "language-model"), "%s", tfm_last_error());
+    tfm_container_free(&c);
+    t.model = NULL;
+    tfm_translator_free(&t);
+    remove(path);
+}
+
+int main(void) {
+    tfm_set_threads(2);
+    if (tfm_container_load(&fx, FIX)) {
+        printf("FAIL fixture: %s\n", tfm_last_error());
+        return 1;
+    }
+    batch b;
+    load_batch(&b);
+    tfm_encdec *m = build("");
+    check_forward_backward(m, &b, "", "post-LN");
+    tfm_encdec *mp = build("pre.");
+    check_forward_backward(mp, &b, "pre.", "pre-LN");
+    check_incremental(mp, &b);   /* also with the pre-LN model */
+    check_incremental(m, &b);
+    check_checkpoint(m);
+    check_steps(m, &b);           /* changes m's weights */
+    check_search(m, &b);
+    tfm_encdec_free(m);
+    tfm_encdec_free(mp);
+    free(b.tgt_in);
+    tfm_container_free(&fx);
+    CHECK_EXIT();
+}
