@@ -39,7 +39,7 @@ typedef struct {
 
 void tfm_bleu_init(tfm_bleu_stats *s, int lowercase);
 /* Add one segment: a hypothesis and n_refs >= 1 references (raw, detokenized text). Returns 0, or -1
- * (out of memory). */
+ * with an error (n_refs < 1, bad max_order, out of memory). */
 int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, int n_refs);
 void tfm_bleu_compute(const tfm_bleu_stats *s, tfm_bleu_result *r);
 /* Corpus BLEU of n hypotheses against one reference each. */

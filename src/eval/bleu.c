@@ -251,6 +251,10 @@ static ngram_entry *ngram_get(ngram_table *t, int start, int n) {
 }
 
 int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, int n_refs) {
+    if (n_refs < 1 || s->max_order < 1 || s->max_order > TFM_BLEU_MAX_ORDER) {
+        tfm_set_error("BLEU: need at least one reference and 1 <= max_order <= %d", TFM_BLEU_MAX_ORDER);
+        return -1;
+    }
     int rc = -1;
     int nseg = n_refs + 1;
     char **text = calloc((size_t)nseg, sizeof *text);

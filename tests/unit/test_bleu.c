@@ -125,6 +125,7 @@ static void test_hand_counts(void) {
     tfm_bleu_init(&s, 1);
     tfm_bleu_add(&s, "the cat sat down", &r5, 1);
     tfm_bleu_compute(&s, &r);
+    CHECK("bleu_no_reference_error", tfm_bleu_add(&s, "x", NULL, 0) < 0, "accepted");
     CHECK("bleu_lowercase", cs == 0.0 && fabs(r.score - 100) < 1e-9, "cs %g lc %g", cs, r.score);
 }
 
