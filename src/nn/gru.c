@@ -4,13 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Concatenate n tensors along axis 0 (tfm_concat takes at most 4 at a time: a tree of concats). */
-static tfm_tensor *concat_many(tfm_graph *g, tfm_tensor **xs, int n) {
+tfm_tensor *tfm_concat_many(tfm_graph *g, tfm_tensor **xs, int n, int axis) {
     while (n > 1) {
         int m = 0;
         for (int i = 0; i < n; i += 4) {
             int k = n - i < 4 ? n - i : 4;
-            xs[m++] = k == 1 ? xs[i] : tfm_concat(g, xs + i, k, 0);
+            xs[m++] = k == 1 ? xs[i] : tfm_concat(g, xs + i, k, axis);
         }
         n = m;
     }
@@ -83,8 +82,8 @@ tfm_tensor *tfm_GRU_forward(tfm_graph *g, const tfm_GRU *m, tfm_tensor *X, tfm_t
             steps[t] = tfm_reshape3(g, h, 1, B, H);
         }
         last[l] = steps[T - 1];
-        in = concat_many(g, steps, T);                              /* (T,B,H) */
+        in = tfm_concat_many(g, steps, T, 0);                              /* (T,B,H) */
     }
-    if (h_n) *h_n = concat_many(g, last, L);
+    if (h_n) *h_n = tfm_concat_many(g, last, L, 0);
     return in;
 }
