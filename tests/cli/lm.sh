@@ -1,5 +1,5 @@
 # tfm train-lm / generate / info: a tiny end-to-end run, determinism, exact resume, bad input.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.bash"
 TINY="--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --threads 2"
 head -c 20000 data/demo.txt >"$TMP/small.txt"
 

@@ -1,5 +1,5 @@
 # Helpers for CLI tests: each check prints "PASS name" or "FAIL name: why".
-# Usage: source tests/cli/lib.sh (needs $TFM, the built binary).
+# Usage: source tests/cli/lib.bash (needs $TFM, the built binary).
 set -u
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
