@@ -1,5 +1,5 @@
 # tfm demo: kernel regression prints the per-epoch loss and both test errors and writes two SVGs.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.bash"
 expect_ok "demo kernel-regression runs" "$TFM" demo kernel-regression --out-dir "$TMP" --seed 1
 out=$(cat "$TMP/out")
 if [ "$(grep -c '^epoch [1-5], loss ' <<<"$out")" -eq 5 ]; then pass "demo kernel-regression prints 5 epoch losses"; else fail "demo kernel-regression prints 5 epoch losses" "$out"; fi
