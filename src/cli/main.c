@@ -12,6 +12,9 @@ static const command commands[] = {
     /* one line per command; keep in the order shown by `tfm --help` */
     {"train-lm", cmd_train_lm, "train a character-level GPT on a text file"},
     {"generate", cmd_generate, "sample text from a GPT checkpoint"},
+    {"train-mt", cmd_train_mt, "train a translator (transformer | rnn | bahdanau) on a parallel corpus"},
+    {"translate", cmd_translate, "translate stdin line by line with a train-mt checkpoint (greedy or beam)"},
+    {"attention", cmd_attention, "SVG heatmaps of a translator's attention weights for one sentence"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
     {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},
