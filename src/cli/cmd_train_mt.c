@@ -14,7 +14,7 @@
 typedef struct {
     const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump;
     int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, batch_size, epochs, warmup, seed, threads;
-    int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len;
+    int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only;
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
 } mt_opts;
 
@@ -172,6 +172,7 @@ int cmd_train_mt(int argc, char **argv) {
         {"resume", FLAG_BOOL, &o.resume, "continue training the checkpoint at --out (same flags)", 0},
         {"d2l-examples", FLAG_BOOL, &o.d2l_examples, "after training, translate d2l's 4 English sentences", 0},
         {"dump-data", FLAG_STR, &o.dump, "write PREFIX.{train,valid}.{src,tgt} tokens and PREFIX.{src,tgt}.vocab", 0},
+        {"dump-only", FLAG_BOOL, &o.dump_only, "with --dump-data: write the files and stop (no training)", 0},
     };
     cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]",
                      "Train an encoder-decoder translator with teacher forcing, masked cross-entropy (label\n"
@@ -312,6 +313,10 @@ int cmd_train_mt(int argc, char **argv) {
         snprintf(path, sizeof path, "%s.tgt.vocab", o.dump);
         if (!rc) rc = dump_vocab(path, &tr.tgt_vocab);
         if (rc) goto done;
+        if (o.dump_only) {
+            fprintf(stderr, "wrote %s.*\n", o.dump);
+            goto done;
+        }
     }
     fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
