@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Bad input to train-mt / translate / attention: one clear line, non-zero exit (warnings: exit 0).
+# Prints "PASS name" / "FAIL name: why". Uses $TFM (the built binary).
+set -u
+TFM=${TFM:-build/tfm}
+d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+# expect_err NAME PATTERN CMD... : non-zero exit, exactly one stderr line matching PATTERN
+expect_err() {
+    local name=$1 pat=$2; shift 2
+    "$@" >"$d/out" 2>"$d/err"; local rc=$?
+    local n; n=$(wc -l < "$d/err")
+    if [ $rc -eq 0 ]; then fail "$name" "exit 0"; 
+    elif ! grep -q -- "$pat" "$d/err"; then fail "$name" "stderr lacks '$pat': $(head -c 300 "$d/err")";
+    elif [ "$n" -ne 1 ]; then fail "$name" "$n stderr lines: $(head -c 300 "$d/err")";
+    else pass "$name"; fi
+}
+TINY="--d-model 8 --n-head 2 --n-layer 1 --ffn 8 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --log-every 0"
+
+printf 'a b\nc d\ne f\n' > "$d/s.txt"; printf 'x y\nz w\n' > "$d/t.txt"
+expect_err "mt different line counts name both counts" "3 .*2\|2 .*3" \
+    $TFM train-mt --src "$d/s.txt" --tgt "$d/t.txt" --out "$d/m.tfm" $TINY
+grep -q "s.txt" "$d/err" && grep -q "t.txt" "$d/err" && pass "mt line-count error names both files" \
+    || fail "mt line-count error names both files" "$(cat "$d/err")"
+
+printf 'go .\tva !\nhi .\tsalut .\n\nrun !\tcours !\n' > "$d/e.tsv"
+$TFM train-mt --tsv "$d/e.tsv" --out "$d/e.tfm" $TINY >"$d/out" 2>"$d/err"; rc=$?
+if [ $rc -eq 0 ] && grep -q "warning: .*e.tsv: skipped 1 empty line" "$d/err"; then pass "mt empty lines skipped and counted"
+else fail "mt empty lines skipped and counted" "rc $rc: $(head -c 300 "$d/err")"; fi
+
+printf 'go .\tva !\nbad \xff\xfe\tx\n' > "$d/u.tsv"
+expect_err "mt invalid UTF-8 names file and line" "u.tsv.*2\|u.tsv:2" \
+    $TFM train-mt --tsv "$d/u.tsv" --out "$d/m.tfm" $TINY
+
+printf 'go .\tva !\nno tab here\n' > "$d/n.tsv"
+expect_err "mt TSV line without a tab names file and line" "n.tsv:2" \
+    $TFM train-mt --tsv "$d/n.tsv" --out "$d/m.tfm" $TINY
+
+expect_err "mt missing corpus file" "nope.tsv" $TFM train-mt --tsv "$d/nope.tsv" --out "$d/m.tfm" $TINY
+expect_err "mt needs --tsv or --src/--tgt" "tsv" $TFM train-mt --out "$d/m.tfm"
+expect_err "mt bad --arch" "arch" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --arch lstm
+expect_err "mt bad --schedule" "schedule" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --schedule linear
+expect_err "mt bad --preprocess" "preprocess" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --preprocess bpe
+expect_err "mt bad --lr" "lr" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --lr -1
+expect_err "mt non-numeric --epochs" "epochs" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --epochs ten
+expect_err "mt --n-head must divide --d-model" "n-head" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --d-model 32 --n-head 5
+expect_err "mt bad --dropout" "dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --dropout 1.5
+expect_err "mt --resume without a checkpoint" "resume" $TFM train-mt --tsv "$d/e.tsv" --out "$d/none.tfm" --resume
+
+# a language-model checkpoint (meta.kind "gpt") given to translate: a minimal valid container
+printf 'TFMC\x01\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00meta.kind\x02\x00\x00\x00\x01\x00\x00\x00\x03\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00gpt' > "$d/lm.tfm"
+expect_err "translate refuses an LM checkpoint" "language-model" sh -c "echo hi | $TFM translate $d/lm.tfm"
+expect_err "translate missing checkpoint" "nope.tfm" sh -c "echo hi | $TFM translate $d/nope.tfm"
+if [ -f "$d/e.tfm" ]; then
+    expect_err "translate empty stdin" "no input" sh -c "$TFM translate $d/e.tfm < /dev/null"
+    expect_err "translate invalid UTF-8 on stdin names the line" "stdin:2" sh -c "printf 'go .\nx\377\n' | $TFM translate $d/e.tfm"
+    expect_err "translate bad --beam" "beam" sh -c "echo go | $TFM translate $d/e.tfm --beam 0"
+    expect_err "translate bad --alpha" "alpha" sh -c "echo go | $TFM translate $d/e.tfm --alpha -1"
+    expect_err "attention needs --src" "src" $TFM attention "$d/e.tfm" --out "$d/a.svg"
+    expect_err "attention refuses an LM checkpoint" "language-model" $TFM attention "$d/lm.tfm" --src "go ." --out "$d/a.svg"
+    # empty lines on stdin keep their place
+    out=$(printf 'go .\n\nhi .\n' | $TFM translate "$d/e.tfm" | wc -l)
+    [ "$out" = 3 ] && pass "translate keeps empty lines in place" || fail "translate keeps empty lines in place" "$out lines"
+else
+    fail "translate tests" "no model trained"
+fi
