@@ -1,5 +1,7 @@
 /* GEMM benchmark: tfm_gemm vs OpenBLAS cblas_sgemm (when built with -DBENCH_WITH_OPENBLAS).
- * Usage: bench_gemm [--rounds R] [--ms T] [--threads LIST e.g. 1,2] [--settle MS]
+ * Usage: bench_gemm [--rounds R] [--ms T] [--threads LIST e.g. 1,2] [--settle MS] [--cputime] [--only SUBSTR]
+ *   --cputime: measure the main thread's CPU time instead of wall time (only meaningful with 1 thread;
+ *              useful on a shared, loaded machine). --only: run shapes whose label "case taX tbY MxNxK" contains SUBSTR.
  * For every thread count and shape, runs R rounds; each round times tfm then OpenBLAS (order
  * alternates between rounds), each for about T ms of repetitions. Prints median GFLOP/s.
  * bench/gemm.sh builds this against libopenblas and runs it. */
@@ -37,9 +39,10 @@ static const shape shapes[] = {
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
+static int use_cputime = 0; /* --cputime: time the calling thread's CPU time (1-thread runs only) */
 static double now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(use_cputime ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
@@ -93,22 +96,34 @@ static int cmpd(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     int rounds = 7, settle_ms = 0;
+    const char *only = NULL;
     double ms = 40;
     int threads[8] = {1, 2}, nthr = 2;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ms") && i + 1 < argc) ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--settle") && i + 1 < argc) settle_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cputime")) use_cputime = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             nthr = 0;
             for (char *t = strtok(argv[++i], ","); t && nthr < 8; t = strtok(NULL, ",")) threads[nthr++] = atoi(t);
         } else {
-            fprintf(stderr, "usage: %s [--rounds R] [--ms T] [--threads 1,2] [--settle MS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--rounds R] [--ms T] [--threads 1,2] [--settle MS] [--cputime] [--only SUBSTR]\n", argv[0]);
             return 2;
         }
     }
     if (rounds < 1) rounds = 1;
-    printf("# tfm backend: %s; rounds=%d, ~%.0f ms per timing; GFLOP/s medians\n", tfm_gemm_backend(), rounds, ms);
+    {
+        double la[3] = {0, 0, 0};
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (f) {
+            if (fscanf(f, "%lf %lf %lf", &la[0], &la[1], &la[2]) != 3) la[0] = -1;
+            fclose(f);
+        }
+        printf("# tfm backend: %s; rounds=%d, ~%.0f ms per timing; %s; GFLOP/s medians; loadavg at start %.2f\n",
+               tfm_gemm_backend(), rounds, ms, use_cputime ? "thread CPU time" : "wall time", la[0]);
+    }
 #ifdef BENCH_WITH_OPENBLAS
     printf("%-3s %-10s %2s %2s %5s %5s %5s %5s %9s %9s %6s\n", "thr", "case", "ta", "tb", "batch", "M", "N", "K",
            "tfm", "openblas", "ratio");
@@ -124,6 +139,9 @@ int main(int argc, char **argv) {
 #endif
         for (int si = 0; si < NSHAPES; si++) {
             const shape *s = &shapes[si];
+            char label[96];
+            snprintf(label, sizeof label, "%s ta%d tb%d %dx%dx%d", s->what, s->ta, s->tb, s->M, s->N, s->K);
+            if (only && !strstr(label, only)) continue;
             problem p = {s, 0, 0, 0, s->ta ? s->M : s->K, s->tb ? s->K : s->N, s->N, 0, 0, 0};
             p.sa = (size_t)s->M * s->K;
             p.sb = (size_t)s->K * s->N;

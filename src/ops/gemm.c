@@ -8,7 +8,7 @@
  *     slice of op(A) into 6-tall panels, then call a 6x16 micro-kernel for every tile.
  *   - Each C element is produced by one thread with a summation order that depends only on K
  *     (KC blocking, then k order inside the kernel), so results do not depend on the thread count.
- *   - Small-N problems read A directly (no packing) through a strided micro-kernel; M==1 / N==1
+ *   - Ragged right-edge tiles use narrower kernels (6x8, or 6 rows x <=3 columns); M==1 / N==1
  *     use a GEMV path; batched GEMMs that are individually small are parallelised over the batch.
  *   - The AVX2+FMA kernels are compiled with target attributes and chosen at run time; the portable
  *     path uses the same blocking with plain C kernels.
@@ -73,10 +73,6 @@ const char *tfm_gemm_backend(void) { return "openblas"; }
 #endif
 #ifndef TFM_GEMM_NC
 #define TFM_GEMM_NC 3072
-#endif
-/* Read A in place (no packing) when N is at most this many columns. */
-#ifndef TFM_GEMM_DIRECT_N
-#define TFM_GEMM_DIRECT_N 0
 #endif
 /* Minimum multiply-adds per thread before another thread is used. */
 #ifndef TFM_GEMM_MIN_WORK
@@ -235,10 +231,24 @@ TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int
                 _mm256_store_ps(o + (size_t)k * NR + 8, _mm256_loadu_ps(src + 8));
             }
         } else {
-            /* B stored (N,K): rows j are contiguous along k -> transpose 8x8 blocks. */
+            /* B stored (N,K): rows j are contiguous along k -> transpose 8x8 blocks, 16 k at a time
+             * so each 64-byte line of a row is consumed at once. */
             for (int h = 0; h < 2; h++) {
                 const float *src = g->B + (size_t)(jc + j0 + 8 * h) * g->ldb + pc;
                 int k = 0;
+                for (; k + 16 <= kc; k += 16) {
+                    __m256 r[8], q[8];
+                    for (int t = 0; t < 8; t++) {
+                        r[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k);
+                        q[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k + 8);
+                    }
+                    tr8x8(r);
+                    tr8x8(q);
+                    for (int t = 0; t < 8; t++) {
+                        _mm256_store_ps(o + (size_t)(k + t) * NR + 8 * h, r[t]);
+                        _mm256_store_ps(o + (size_t)(k + 8 + t) * NR + 8 * h, q[t]);
+                    }
+                }
                 for (; k + 8 <= kc; k += 8) {
                     __m256 r[8];
                     for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k);
@@ -256,33 +266,41 @@ TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int
     }
 }
 
-/* Pack one full MR-tall A panel (rows i0..i0+5 of op(A), depth pc..pc+kc) into o (kc*MR floats,
- * plus 2 floats of slack that may be scribbled on). */
+/* Pack one full MR-tall panel of a non-transposed A (rows i0..i0+5, depth pc..pc+kc) into o
+ * (kc*MR floats; up to 2 floats after the panel may be scribbled on and are rewritten later). */
 TFM_AVX2 static void pack_a_panel_avx2(const gemm_args *g, int i0, int pc, int kc, float *o) {
-    if (!g->ta) {
-        const float *src = g->A + (size_t)i0 * g->lda + pc;
-        int k = 0;
-        for (; k + 8 <= kc; k += 8) {
-            __m256 r[8];
-            for (int t = 0; t < MR; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->lda + k);
-            r[6] = r[7] = _mm256_setzero_ps();
-            tr8x8(r);
-            /* each r[t] holds the 6 values for depth k+t (plus 2 zeros); overlapping stores in
-             * increasing order leave exactly the right values. */
-            for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + (size_t)(k + t) * MR, r[t]);
-        }
-        for (; k < kc; k++)
-            for (int t = 0; t < MR; t++) o[(size_t)k * MR + t] = src[(size_t)t * g->lda + k];
-    } else {
-        const float *src = g->A + (size_t)pc * g->lda + i0;
-        for (int k = 0; k < kc; k++, src += g->lda) memcpy(o + (size_t)k * MR, src, MR * sizeof(float));
+    const float *src = g->A + (size_t)i0 * g->lda + pc;
+    int k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        __m256 r[8];
+        for (int t = 0; t < MR; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->lda + k);
+        r[6] = r[7] = _mm256_setzero_ps();
+        tr8x8(r);
+        /* each r[t] holds the 6 values for depth k+t (plus 2 zeros); overlapping stores in
+         * increasing order leave exactly the right values. */
+        for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + (size_t)(k + t) * MR, r[t]);
     }
+    for (; k < kc; k++)
+        for (int t = 0; t < MR; t++) o[(size_t)k * MR + t] = src[(size_t)t * g->lda + k];
 }
 
 TFM_AVX2 static void pack_a_avx2(const gemm_args *g, int ic, int pc, int mc, int kc, float *out) {
-    int i0 = 0;
-    for (; i0 + MR <= mc; i0 += MR) pack_a_panel_avx2(g, ic + i0, pc, kc, out + (size_t)i0 * kc);
-    if (i0 < mc) pack_a_panel_c(g, ic + i0, pc, mc - i0, kc, out + (size_t)i0 * kc);
+    const int mfull = mc / MR * MR;
+    if (!g->ta) {
+        for (int i0 = 0; i0 < mfull; i0 += MR) pack_a_panel_avx2(g, ic + i0, pc, kc, out + (size_t)i0 * kc);
+    } else {
+        /* A stored (K,M): walk each stored row once (contiguous along m), scattering 6-float groups
+         * into the panels, so every cache line of A is read exactly once. */
+        for (int k = 0; k < kc; k++) {
+            const float *src = g->A + (size_t)(pc + k) * g->lda + ic;
+            float *o = out + (size_t)k * MR;
+            for (int i0 = 0; i0 < mfull; i0 += MR, o += (size_t)MR * kc) {
+                _mm_storeu_ps(o, _mm_loadu_ps(src + i0));
+                _mm_storel_epi64((__m128i_u *)(o + 4), _mm_loadl_epi64((const __m128i_u *)(src + i0 + 4)));
+            }
+        }
+    }
+    if (mfull < mc) pack_a_panel_c(g, ic + mfull, pc, mc - mfull, kc, out + (size_t)mfull * kc);
 }
 
 #define ROWUPD(x0, x1)                                                                       \
@@ -350,6 +368,12 @@ TFM_AVX2 static void pack_a_avx2(const gemm_args *g, int ic, int pc, int mc, int
 /* Packed A (kc x MR, k-major). */
 TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc,
                                       int mr, int nr, float alpha, float beta) {
+    /* C is only touched after the k loop; start pulling its lines in now (C blocks often do not
+     * stay in L2 between KC passes). Prefetches never fault, so edge tiles are fine too. */
+    for (int i = 0; i < MR; i++) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
     KERN_ZERO();
     int k = 0;
     for (; k + 4 <= kc; k += 4) {
@@ -362,20 +386,70 @@ TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, const float *b, fl
     KERN_STORE();
 }
 
-/* A read in place: a(i,k) = a[i*rsa + k*csa] (full MR rows must exist). */
-TFM_AVX2 static void kern_avx2_strided(int kc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
-                                       const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+/* Edge tiles with 3 < nr <= 8: 6x8 on the first half of the 16-wide B panel; even and odd k go
+ * to separate accumulators so 12 FMA chains are in flight. */
+#define KSTEP8(S)                                                                            \
+    do {                                                                                     \
+        __m256 b0 = _mm256_load_ps(b);                                                       \
+        S##0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 0), b0, S##0);                        \
+        S##1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 1), b0, S##1);                        \
+        S##2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2), b0, S##2);                        \
+        S##3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3), b0, S##3);                        \
+        S##4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 4), b0, S##4);                        \
+        S##5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 5), b0, S##5);                        \
+        a += MR; b += NR;                                                                    \
+    } while (0)
+
+TFM_AVX2 static inline void edge_store(const float *t, int tw, float *c, ptrdiff_t ldc, int mr, int nr,
                                        float alpha, float beta) {
-    KERN_ZERO();
-    int k = 0;
-    for (; k + 4 <= kc; k += 4) {
-        KSTEP(a, rsa); a += csa; b += NR;
-        KSTEP(a, rsa); a += csa; b += NR;
-        KSTEP(a, rsa); a += csa; b += NR;
-        KSTEP(a, rsa); a += csa; b += NR;
+    for (int i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        const float *ti = t + i * tw;
+        if (beta == 0.0f) for (int j = 0; j < nr; j++) ci[j] = alpha * ti[j];
+        else if (beta == 1.0f) for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], ci[j]);
+        else for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], beta * ci[j]);
     }
-    for (; k < kc; k++) { KSTEP(a, rsa); a += csa; b += NR; }
-    KERN_STORE();
+}
+
+TFM_AVX2 static void kern8_avx2(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr,
+                                int nr, float alpha, float beta) {
+    __m256 e0 = _mm256_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
+    __m256 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
+    int k = 0;
+    for (; k + 2 <= kc; k += 2) { KSTEP8(e); KSTEP8(o); }
+    if (k < kc) KSTEP8(e);
+    float t[MR * 8] __attribute__((aligned(32)));
+    _mm256_store_ps(t + 0, _mm256_add_ps(e0, o0)); _mm256_store_ps(t + 8, _mm256_add_ps(e1, o1));
+    _mm256_store_ps(t + 16, _mm256_add_ps(e2, o2)); _mm256_store_ps(t + 24, _mm256_add_ps(e3, o3));
+    _mm256_store_ps(t + 32, _mm256_add_ps(e4, o4)); _mm256_store_ps(t + 40, _mm256_add_ps(e5, o5));
+    edge_store(t, 8, c, ldc, mr, nr, alpha, beta);
+}
+
+/* Edge tiles with nr <= 3: vectorise over the 6 rows instead (one 8-float load of the packed A column
+ * per k, lanes 6-7 ignored), 4 interleaved partial sums per output column. */
+TFM_AVX2 static void kern_narrow_avx2(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc,
+                                      int mr, int nr, float alpha, float beta) {
+    __m256 s[3][4];
+    for (int j = 0; j < 3; j++)
+        for (int q = 0; q < 4; q++) s[j][q] = _mm256_setzero_ps();
+    int k = 0;
+#define NSTEP(Q)                                                                             \
+    do {                                                                                     \
+        __m256 av = _mm256_loadu_ps(a);                                                      \
+        s[0][Q] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + 0), s[0][Q]);                  \
+        if (nr > 1) s[1][Q] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + 1), s[1][Q]);      \
+        if (nr > 2) s[2][Q] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + 2), s[2][Q]);      \
+        a += MR; b += NR;                                                                    \
+    } while (0)
+    for (; k + 4 <= kc; k += 4) { NSTEP(0); NSTEP(1); NSTEP(2); NSTEP(3); }
+    for (int q = 0; k < kc; k++, q++) NSTEP(q);
+#undef NSTEP
+    float t[3 * 8] __attribute__((aligned(32))), u[MR * 3];
+    for (int j = 0; j < 3; j++)
+        _mm256_store_ps(t + 8 * j, _mm256_add_ps(_mm256_add_ps(s[j][0], s[j][1]), _mm256_add_ps(s[j][2], s[j][3])));
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < 3; j++) u[i * 3 + j] = t[8 * j + i];
+    edge_store(u, 3, c, ldc, mr, nr, alpha, beta);
 }
 #endif /* TFM_HAVE_X86 */
 
@@ -386,8 +460,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int av
     const int K = g->K, kcb = pick_kc(K);
     const int nmax = n1 - n0 < TFM_GEMM_NC ? n1 - n0 : TFM_GEMM_NC;
     const int ncap = (nmax + NR - 1) / NR * NR;
-    const int direct = g->N <= TFM_GEMM_DIRECT_N;
-    /* buffer: B panel (kcb x ncap), A block (MC x kcb) + slack */
+    /* buffer: B panel (kcb x ncap), A block (MC x kcb) + slack for 8-float loads of 6-float groups */
     const size_t bsz = (size_t)kcb * ncap;
     const size_t asz = (size_t)(TFM_GEMM_MC + MR) * kcb + 16;
     float *buf = get_buf(bsz + asz);
@@ -406,40 +479,28 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int av
                 pack_b_c(g, pc, jc, kc, nc, bufB);
             for (int ic = m0; ic < m1; ic += TFM_GEMM_MC) {
                 const int mc = m1 - ic < TFM_GEMM_MC ? m1 - ic : TFM_GEMM_MC;
-                /* In direct mode only a ragged last panel is packed. */
-                const int mfull = direct ? mc / MR * MR : 0;
-                if (direct) {
-                    if (mfull < mc) pack_a_panel_c(g, ic + mfull, pc, mc - mfull, kc, bufA);
-                } else {
 #if TFM_HAVE_X86
-                    if (avx) pack_a_avx2(g, ic, pc, mc, kc, bufA);
-                    else
+                if (avx) {
+                    pack_a_avx2(g, ic, pc, mc, kc, bufA);
+                    memset(bufA + (size_t)(mc + MR - 1) / MR * MR * kc, 0, 8 * sizeof(float));
+                } else
 #endif
-                        pack_a_c(g, ic, pc, mc, kc, bufA);
-                }
-                const ptrdiff_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;
+                    pack_a_c(g, ic, pc, mc, kc, bufA);
                 for (int jr = 0; jr < nc; jr += NR) {
                     const int nr = nc - jr < NR ? nc - jr : NR;
                     const float *bp = bufB + (size_t)jr * kc;
                     for (int ir = 0; ir < mc; ir += MR) {
                         const int mr = mc - ir < MR ? mc - ir : MR;
                         float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
-                        if (ir < mfull) {
-                            const float *ap = g->ta ? g->A + (size_t)pc * g->lda + ic + ir
-                                                    : g->A + (size_t)(ic + ir) * g->lda + pc;
+                        const float *ap = bufA + (size_t)ir * kc;
 #if TFM_HAVE_X86
-                            if (avx) kern_avx2_strided(kc, ap, rsa, csa, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                            else
+                        if (avx) {
+                            if (nr > 8) kern_avx2_packed(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                            else if (nr > 3) kern8_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                            else kern_narrow_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                        } else
 #endif
-                                kern_c(kc, ap, rsa, csa, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                        } else {
-                            const float *ap = bufA + (size_t)(ir - mfull) * kc;
-#if TFM_HAVE_X86
-                            if (avx) kern_avx2_packed(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                            else
-#endif
-                                kern_c(kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                        }
+                            kern_c(kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
                     }
                 }
             }
