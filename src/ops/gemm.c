@@ -69,7 +69,7 @@ const char *tfm_gemm_backend(void) { return "openblas"; }
 #define TFM_GEMM_KC 256
 #endif
 #ifndef TFM_GEMM_MC
-#define TFM_GEMM_MC 144
+#define TFM_GEMM_MC 72
 #endif
 #ifndef TFM_GEMM_NC
 #define TFM_GEMM_NC 3072
