@@ -14,6 +14,10 @@
 tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int trans_a, int trans_b);
 /* y = x W^T + b, PyTorch layout: x (...,in), W (out,in), bias (out) or NULL -> (...,out) */
 tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
+/* gelu(x W^T + b) as one op: bias and GELU are applied in one vectorised pass right after the GEMM
+ * (the pre-activation is kept for the backward, which overwrites it with its gradient: one backward
+ * per forward, as everywhere in tfm). */
+tfm_tensor *tfm_linear_gelu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
 
 /* Elementwise. tfm_add/tfm_sub broadcast b over a's leading dims when b's shape equals a's trailing
  * dims (e.g. (B,T,C) + (T,C) or (B,T,C) + (C)). tfm_mul requires equal shapes. */

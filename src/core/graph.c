@@ -14,7 +14,7 @@ static const char *op_names[TFM_OP_COUNT] = {
     [TFM_OP_SQUARE] = "square", [TFM_OP_SOFTMAX] = "softmax", [TFM_OP_DROPOUT] = "dropout",
     [TFM_OP_CROSS_ENTROPY] = "cross_entropy", [TFM_OP_PERMUTE] = "permute", [TFM_OP_CONCAT] = "concat",
     [TFM_OP_SLICE] = "slice", [TFM_OP_SUM] = "sum", [TFM_OP_MEAN] = "mean", [TFM_OP_ATTENTION] = "attention",
-    [TFM_OP_ADD_OUTER] = "add_outer",
+    [TFM_OP_ADD_OUTER] = "add_outer", [TFM_OP_LINEAR_GELU] = "linear_gelu",
 };
 
 const char *tfm_op_name(tfm_op op) { return op >= 0 && op < TFM_OP_COUNT && op_names[op] ? op_names[op] : "?"; }

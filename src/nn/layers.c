@@ -73,8 +73,8 @@ void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char 
 }
 
 tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x) {
-    tfm_tensor *h = tfm_Linear_forward(g, &m->dense1, x);
-    h = m->act == TFM_ACT_GELU ? tfm_gelu(g, h) : tfm_relu(g, h);
+    tfm_tensor *h = m->act == TFM_ACT_GELU ? tfm_linear_gelu(g, x, m->dense1.W, m->dense1.b)
+                                           : tfm_relu(g, tfm_Linear_forward(g, &m->dense1, x));
     return tfm_Linear_forward(g, &m->dense2, h);
 }
 

@@ -1,5 +1,6 @@
 /* Elementwise ops, reductions to a scalar, dropout. */
 #include "ops/op_impl.h"
+#include "ops/vmath.h"
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -148,11 +149,35 @@ static inline float unary_df(tfm_op op, float x, float y) {
     }
 }
 
+/* Threads take contiguous 64-aligned slices; small tensors stay on the calling thread. */
+#define SPLIT_BEGIN(n)                                                                          \
+    {                                                                                           \
+    size_t n_ = (n);                                                                            \
+    _Pragma("omp parallel if (n_ >= 16384)") {                                                  \
+        int nt_ = omp_get_num_threads(), t_ = omp_get_thread_num();                             \
+        size_t per_ = ((n_ + nt_ - 1) / nt_ + 63) & ~(size_t)63;                                \
+        size_t lo = (size_t)t_ * per_ < n_ ? (size_t)t_ * per_ : n_;                            \
+        size_t hi = lo + per_ < n_ ? lo + per_ : n_;
+#define SPLIT_END }}
+
+static void unary_kernel(tfm_op op, float *y, float *x, size_t n) {
+    switch (op) {
+    case TFM_OP_GELU: tfm_vgelu(y, x, NULL, 0, n); break;
+    case TFM_OP_TANH: tfm_vtanh(y, x, n); break;
+    case TFM_OP_SIGMOID: tfm_vsigmoid(y, x, n); break;
+    case TFM_OP_EXP: tfm_vexp(y, x, n); break;
+    default:
+        for (size_t i = 0; i < n; i++) y[i] = unary_f(op, x[i]);
+    }
+}
+
 static tfm_tensor *unary(tfm_graph *g, tfm_tensor *x, tfm_op op) {
     OP_BEGIN(g);
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < x->size; i++) out->data[i] = unary_f(op, x->data[i]);
+    size_t n = x->size;
+    SPLIT_BEGIN(n)
+    if (hi > lo) unary_kernel(op, out->data + lo, x->data + lo, hi - lo);
+    SPLIT_END
     tfm_graph_push(g, op, out, 1, &x);
     OP_END(g, op);
     return out;
@@ -167,8 +192,14 @@ tfm_tensor *tfm_square(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_
 void tfm_bw_unary(tfm_node *n) {
     tfm_tensor *x = n->in[0], *y = n->out;
     tfm_op op = n->op;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < x->size; i++) x->grad[i] += y->grad[i] * unary_df(op, x->data[i], y->data[i]);
+    size_t sz = x->size;
+    SPLIT_BEGIN(sz)
+    if (op == TFM_OP_GELU) {
+        if (hi > lo) tfm_vgelu_backward(x->grad + lo, y->grad + lo, x->data + lo, hi - lo, 1);
+    } else {
+        for (size_t i = lo; i < hi; i++) x->grad[i] += y->grad[i] * unary_df(op, x->data[i], y->data[i]);
+    }
+    SPLIT_END
 }
 
 /* ---------------------------------------------------------------- reductions */

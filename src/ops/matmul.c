@@ -1,5 +1,7 @@
 /* matmul (batched, either operand transposed) and linear (x W^T + b), via tfm_gemm. */
 #include "ops/op_impl.h"
+#include "ops/vmath.h"
+#include <omp.h>
 #include <string.h>
 
 /* ip: 0 trans_a, 1 trans_b, 2 M, 3 N, 4 K, 5 batch, 6 b_shared (b is 2-D, used by every batch) */
@@ -96,4 +98,64 @@ void tfm_bw_linear(tfm_node *n) {
     if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, y->grad, out_f, W->data, in_f, 1.0f, x->grad, in_f);
     if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, y->grad, out_f, x->data, in_f, 1.0f, W->grad, in_f);
     if (b && b->grad) tfm_add_column_sums(y->grad, rows, out_f, b->grad);
+}
+
+/* ---------------------------------------------------------------- linear + bias + GELU, fused */
+/* Row blocks of the (rows, out_f) result, split over threads (small results stay on one thread). */
+static void rows_split(int rows, int cols, int *lo, int *hi) {
+    int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    if ((size_t)rows * cols < 16384) nt = 1, t = 0;
+    int per = (rows + nt - 1) / nt;
+    *lo = t * per < rows ? t * per : rows;
+    *hi = *lo + per < rows ? *lo + per : rows;
+    if (t >= nt) *lo = *hi = rows;
+}
+
+/* saved: pre-activation (rows, out_f) */
+tfm_tensor *tfm_linear_gelu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
+    OP_BEGIN(g);
+    int in_f = tfm_last_dim(x), out_f = W->shape[0];
+    TFM_ASSERT(W->ndim == 2 && W->shape[1] == in_f, "linear_gelu: x last dim %d, W is (%d,%d)", in_f,
+               W->shape[0], W->shape[1]);
+    TFM_ASSERT(!bias || (int)bias->size == out_f, "linear_gelu: bias size %zu != %d", bias ? bias->size : 0,
+               out_f);
+    int rows = (int)tfm_rows(x);
+    int shape[TFM_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out_f;
+    tfm_tensor *in[3] = {x, W, bias};
+    tfm_tensor *y = tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
+    float *pre = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f);
+    tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, 0.0f, pre, out_f);
+#pragma omp parallel if ((size_t)rows * out_f >= 16384)
+    {
+        int r0, r1;
+        rows_split(rows, out_f, &r0, &r1);
+        if (r1 > r0)
+            tfm_vgelu(y->data + (size_t)r0 * out_f, pre + (size_t)r0 * out_f, bias ? bias->data : NULL, out_f,
+                      (size_t)(r1 - r0) * out_f);
+    }
+    tfm_node *n = tfm_graph_push(g, TFM_OP_LINEAR_GELU, y, bias ? 3 : 2, in);
+    if (n) n->saved = pre;
+    OP_END(g, TFM_OP_LINEAR_GELU);
+    return y;
+}
+
+void tfm_bw_linear_gelu(tfm_node *n) {
+    tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL, *y = n->out;
+    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    TFM_ASSERT(!n->ip[7], "linear_gelu: backward called twice on one forward");
+    n->ip[7] = 1;
+    float *d = n->saved; /* pre-activation, overwritten by its gradient */
+#pragma omp parallel if ((size_t)rows * out_f >= 16384)
+    {
+        int r0, r1;
+        rows_split(rows, out_f, &r0, &r1);
+        if (r1 > r0)
+            tfm_vgelu_backward(d + (size_t)r0 * out_f, y->grad + (size_t)r0 * out_f, d + (size_t)r0 * out_f,
+                               (size_t)(r1 - r0) * out_f, 0);
+    }
+    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, 1.0f, x->grad, in_f);
+    if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, d, out_f, x->data, in_f, 1.0f, W->grad, in_f);
+    if (b && b->grad) tfm_add_column_sums(d, rows, out_f, b->grad);
 }

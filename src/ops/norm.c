@@ -1,5 +1,7 @@
 /* Embedding lookup and LayerNorm. */
 #include "ops/op_impl.h"
+#include "ops/vmath.h"
+#include <stdlib.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -45,42 +47,71 @@ void tfm_bw_embedding(tfm_node *n) {
 }
 
 /* ---------------------------------------------------------------- layernorm */
+/* Forward: per row, mean (vector sum), centred values written to the output, variance from them (the row
+ * stays in L1), then scale/shift in place. Rows are split over threads. */
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * C;
-        float m = 0;
-        for (int c = 0; c < C; c++) m += xr[c];
-        m /= C;
-        float v = 0;
-        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
-        v /= C;
-        float s = 1.0f / sqrtf(v + eps);
         float *o = out + (size_t)r * C;
-        for (int c = 0; c < C; c++) {
-            float nrm = (xr[c] - m) * s;
-            o[c] = nrm * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
-        }
+        float m = tfm_vsum(xr, (size_t)C) / C;
+        for (int c = 0; c < C; c++) o[c] = xr[c] - m;
+        float v = tfm_vdot(o, o, (size_t)C) / C;
+        float s = 1.0f / sqrtf(v + eps);
+        if (w && b)
+            for (int c = 0; c < C; c++) o[c] = o[c] * s * w[c] + b[c];
+        else
+            for (int c = 0; c < C; c++) o[c] = o[c] * s * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
         mean[r] = m;
         rstd[r] = s;
     }
 }
 
-/* dx += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)), dnorm = dout * w;
- * dw += sum_r dout * norm, db += sum_r dout. */
+/* Backward in one pass over (dout, x): per row, dx += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+ * with dnorm = dout * w, and the row's dout*norm / dout are added to per-chunk partial dw / db. Chunks are
+ * fixed blocks of LN_CHUNK rows (independent of the thread count) reduced in order afterwards, so results
+ * are the same for any number of threads. Scratch grows once and is reused (no malloc in steady state). */
+#define LN_CHUNK 32
+static float *ln_scratch;
+static size_t ln_scratch_n;
+
 void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                             const float *mean, const float *rstd, int rows, int C) {
-    if (dx) {
-#pragma omp parallel for schedule(static)
-        for (int r = 0; r < rows; r++) {
+    int nch = (rows + LN_CHUNK - 1) / LN_CHUNK;
+    int want_p = dw || db;
+    size_t need = want_p ? (size_t)nch * 2 * C : 0;
+    if (need > ln_scratch_n) {
+        free(ln_scratch);
+        ln_scratch = malloc(need * sizeof(float));
+        if (!ln_scratch) tfm_fatal("out of memory (layernorm scratch)");
+        ln_scratch_n = need;
+    }
+    float *part = ln_scratch;
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+    for (int ch = 0; ch < nch; ch++) {
+        float *pw = want_p ? part + (size_t)ch * 2 * C : NULL, *pb = pw ? pw + C : NULL;
+        if (pw) memset(pw, 0, sizeof(float) * 2 * C);
+        int r1 = (ch + 1) * LN_CHUNK < rows ? (ch + 1) * LN_CHUNK : rows;
+        for (int r = ch * LN_CHUNK; r < r1; r++) {
             const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
             float m = mean[r], s = rstd[r], sum_d = 0, sum_dn = 0;
+            float acc_d[8] = {0}, acc_dn[8] = {0};
             for (int c = 0; c < C; c++) {
+                float nrm = (xr[c] - m) * s;
                 float dn = dr[c] * (w ? w[c] : 1.0f);
-                sum_d += dn;
-                sum_dn += dn * (xr[c] - m) * s;
+                acc_d[c & 7] += dn;
+                acc_dn[c & 7] += dn * nrm;
+                if (pw) {
+                    pw[c] += dr[c] * nrm;
+                    pb[c] += dr[c];
+                }
             }
+            for (int k = 0; k < 8; k++) {
+                sum_d += acc_d[k];
+                sum_dn += acc_dn[k];
+            }
+            if (!dx) continue;
             sum_d /= C;
             sum_dn /= C;
             float *o = dx + (size_t)r * C;
@@ -90,19 +121,16 @@ void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, 
             }
         }
     }
-    if (dw || db) {
-#pragma omp parallel
-        {
-            int nt = omp_get_num_threads(), t = omp_get_thread_num();
-            int per = (C + nt - 1) / nt, c0 = t * per, c1 = c0 + per < C ? c0 + per : C;
-            for (int r = 0; r < rows; r++) {
-                const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
-                float m = mean[r], s = rstd[r];
-                for (int c = c0; c < c1; c++) {
-                    if (dw) dw[c] += dr[c] * (xr[c] - m) * s;
-                    if (db) db[c] += dr[c];
-                }
+    if (want_p) {
+#pragma omp parallel for schedule(static) if ((size_t)nch * C >= 8192)
+        for (int c = 0; c < C; c++) {
+            float sw = 0, sb = 0;
+            for (int ch = 0; ch < nch; ch++) {
+                sw += part[(size_t)ch * 2 * C + c];
+                sb += part[(size_t)ch * 2 * C + C + c];
             }
+            if (dw) dw[c] += sw;
+            if (db) db[c] += sb;
         }
     }
 }

@@ -43,4 +43,6 @@ void tfm_bw_permute(tfm_node *n);
 void tfm_bw_concat(tfm_node *n);
 void tfm_bw_slice(tfm_node *n);
 void tfm_bw_add_outer(tfm_node *n);   /* broadcast.c */
+void tfm_bw_linear_gelu(tfm_node *n); /* matmul.c */
+void tfm_bw_attention(tfm_node *n);   /* attention.c (fused, flash-style) */
 #endif

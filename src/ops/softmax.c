@@ -1,5 +1,6 @@
 /* Softmax, masked softmax (causal / valid lengths) and fused softmax + cross-entropy. */
 #include "ops/op_impl.h"
+#include "ops/vmath.h"
 #include <math.h>
 #include <string.h>
 
@@ -20,23 +21,29 @@ static inline int visible_keys(const tfm_mask *m, int r, int Tq, int Tk) {
     return lim < 0 ? 0 : lim;
 }
 
-void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * Tk;
-        float *yr = y + (size_t)r * Tk;
-        int lim = visible_keys(m, r, Tq, Tk);
-        float mx = lim < Tk ? MASK_VALUE : -INFINITY;
-        for (int j = 0; j < lim; j++) mx = xr[j] > mx ? xr[j] : mx;
-        float s = 0;
-        for (int j = 0; j < Tk; j++) {
-            float v = j < lim ? xr[j] : MASK_VALUE;
-            yr[j] = expf(v - mx);
-            s += yr[j];
-        }
-        float inv = 1.0f / s;
-        for (int j = 0; j < Tk; j++) yr[j] *= inv;
+/* One row: y = softmax over the first lim entries; hidden entries get exp(MASK_VALUE - max) (0 unless the
+ * whole row is hidden, which gives the uniform row d2l's masked_softmax gives). */
+static void softmax_row(float *yr, const float *xr, int lim, int Tk) {
+    if (lim <= 0) {
+        for (int j = 0; j < Tk; j++) yr[j] = 1.0f / Tk;
+        return;
     }
+    float mx = tfm_vmax(xr, (size_t)lim);
+    if (lim < Tk && mx < MASK_VALUE) mx = MASK_VALUE;
+    float s = tfm_vexp_sum(yr, xr, mx, (size_t)lim);
+    if (lim < Tk) {
+        float h = tfm_expf(MASK_VALUE - mx);
+        for (int j = lim; j < Tk; j++) yr[j] = h;
+        s += h * (Tk - lim);
+    }
+    float inv = 1.0f / s;
+    for (int j = 0; j < Tk; j++) yr[j] *= inv;
+}
+
+void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * Tk >= 8192)
+    for (int r = 0; r < rows; r++)
+        softmax_row(y + (size_t)r * Tk, x + (size_t)r * Tk, visible_keys(m, r, Tq, Tk), Tk);
 }
 
 tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m) {
@@ -68,18 +75,19 @@ void tfm_bw_softmax(tfm_node *n) {
     tfm_tensor *x = n->in[0], *y = n->out;
     const tfm_mask *m = n->aux;
     int Tk = tfm_last_dim(x), rows = (int)tfm_rows(x), Tq = x->ndim >= 2 ? x->shape[x->ndim - 2] : 1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)rows * Tk >= 8192)
     for (int r = 0; r < rows; r++) {
         const float *yr = y->data + (size_t)r * Tk, *dy = y->grad + (size_t)r * Tk;
         float *dx = x->grad + (size_t)r * Tk;
         int lim = visible_keys(m, r, Tq, Tk);
-        float dot = 0;
-        for (int j = 0; j < Tk; j++) dot += dy[j] * yr[j];
+        float dot = tfm_vdot(dy, yr, (size_t)Tk);
         for (int j = 0; j < lim; j++) dx[j] += yr[j] * (dy[j] - dot);
     }
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
+#define CE_CHUNK 512 /* vocabulary slice exponentiated at a time (stack scratch) */
+
 /* saved: per-row logsumexp; aux: targets copy; ip[0] rows, ip[1] ignore_index, ip[2] count; fp[0] eps */
 tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targets, int ignore_index,
                               float label_smoothing) {
@@ -92,14 +100,14 @@ tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targe
     for (int r = 0; r < rows; r++)
         TFM_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V),
                    "cross_entropy: target %d not in [0,%d)", targets[r], V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)rows * V >= 8192)
     for (int r = 0; r < rows; r++) {
         const float *x = logits->data + (size_t)r * V;
-        float mx = x[0], s = 0, sum_x = 0;
-        for (int v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
-        for (int v = 0; v < V; v++) {
-            s += expf(x[v] - mx);
-            sum_x += x[v];
+        float tmp[CE_CHUNK];
+        float mx = tfm_vmax(x, (size_t)V), s = 0, sum_x = eps != 0.0f ? tfm_vsum(x, (size_t)V) : 0.0f;
+        for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
+            int len = V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK;
+            s += tfm_vexp_sum(tmp, x + v0, mx, (size_t)len);
         }
         lse[r] = mx + logf(s);
         if (targets[r] == ignore_index) row_loss[r] = 0;
@@ -135,12 +143,18 @@ void tfm_bw_cross_entropy(tfm_node *n) {
     float eps = n->fp[0];
     if (!count) return;
     float d = n->out->grad[0] / count;
-#pragma omp parallel for schedule(static)
+    float off = d * eps / V;
+#pragma omp parallel for schedule(static) if ((size_t)rows * V >= 8192)
     for (int r = 0; r < rows; r++) {
         if (t[r] == ignore) continue;
         const float *x = logits->data + (size_t)r * V;
         float *dx = logits->grad + (size_t)r * V;
-        for (int v = 0; v < V; v++) dx[v] += d * (expf(x[v] - lse[r]) - eps / V);
+        float tmp[CE_CHUNK];
+        for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
+            int len = V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK;
+            tfm_vexp_sum(tmp, x + v0, lse[r], (size_t)len);
+            for (int k = 0; k < len; k++) dx[v0 + k] += d * tmp[k] - off;
+        }
         dx[t[r]] -= d * (1.0f - eps);
     }
 }

@@ -1,6 +1,7 @@
 /* AdamW, gradient clipping, schedules. */
 #include "tfm/train.h"
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,35 +23,67 @@ void tfm_adamw_free(tfm_adamw *o) {
     o->m = o->v = NULL;
 }
 
+/* One parallel region over the flat parameter block: each thread takes a contiguous, 16-aligned slice and
+ * walks the tensors overlapping it (weight decay depends on the tensor). Elementwise, so the result does not
+ * depend on the thread count; the inner loop vectorises (sqrt/div, no libm calls). */
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) {
     o->t++;
     /* bias corrections in double, as PyTorch computes them in Python floats */
     float bc1 = (float)(1.0 - pow(o->beta1, o->t)), bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, o->t));
     float step_size = lr / bc1;
-    float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
-    for (int k = 0; k < p->n; k++) {
-        tfm_tensor *t = p->t[k];
-        size_t off = (size_t)(t->data - p->data);
-        float *m = o->m + off, *v = o->v + off, *w = t->data, *g = t->grad;
-        float decay = t->ndim >= 2 ? 1.0f - lr * o->weight_decay : 1.0f;
-        long n = (long)t->size;
-#pragma omp parallel for schedule(static) if (n > 16384)
-        for (long i = 0; i < n; i++) {  /* PyTorch order: decay, moments, update */
-            m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-            v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-            w[i] *= decay;
-            w[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+    float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
+    size_t total = p->total;
+#pragma omp parallel if (total > 32768)
+    {
+        int nt = omp_get_num_threads(), th = omp_get_thread_num();
+        size_t per = ((total + nt - 1) / nt + 15) & ~(size_t)15;
+        size_t lo = (size_t)th * per < total ? (size_t)th * per : total;
+        size_t hi = lo + per < total ? lo + per : total;
+        for (int k = 0; k < p->n && lo < hi; k++) {
+            tfm_tensor *t = p->t[k];
+            size_t off = (size_t)(t->data - p->data), end = off + t->size;
+            if (end <= lo || off >= hi) continue;
+            size_t i0 = off > lo ? off : lo, i1 = end < hi ? end : hi;
+            float decay = t->ndim >= 2 ? 1.0f - lr * wd : 1.0f;
+            float *m = o->m, *v = o->v, *w = p->data, *g = p->grad;
+            for (size_t i = i0; i < i1; i++) { /* PyTorch order: decay, moments, update */
+                float gi = g[i];
+                float mi = b1 * m[i] + (1.0f - b1) * gi;
+                float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+                m[i] = mi;
+                v[i] = vi;
+                float wi = w[i] * decay;
+                w[i] = wi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+            }
         }
     }
 }
 
+/* Sum of squares in fixed blocks (partials in double, summed in block order): same bits for any thread count. */
+#define NORM_BLOCK 16384
 float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
+    size_t total = p->total, nb = (total + NORM_BLOCK - 1) / NORM_BLOCK;
+    double part_stack[1024], *part = nb <= 1024 ? part_stack : malloc(nb * sizeof(double));
+    if (!part) tfm_fatal("out of memory (grad norm)");
+    const float *gr = p->grad;
+#pragma omp parallel for schedule(static) if (total > 32768)
+    for (size_t b = 0; b < nb; b++) {
+        size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < total ? i0 + NORM_BLOCK : total;
+        float acc[16] = {0};
+        for (size_t i = i0; i < i1; i++) acc[i & 15] += gr[i] * gr[i];
+        double s = 0;
+        for (int k = 0; k < 16; k++) s += acc[k];
+        part[b] = s;
+    }
     double s = 0;
-    for (size_t i = 0; i < p->total; i++) s += (double)p->grad[i] * p->grad[i];
+    for (size_t b = 0; b < nb; b++) s += part[b];
+    if (part != part_stack) free(part);
     float norm = (float)sqrt(s);
     if (max_norm > 0 && norm > max_norm) {
         float c = max_norm / (norm + 1e-6f);
-        for (size_t i = 0; i < p->total; i++) p->grad[i] *= c;
+        float *g = p->grad;
+#pragma omp parallel for schedule(static) if (total > 32768)
+        for (size_t i = 0; i < total; i++) g[i] *= c;
     }
     return norm;
 }

@@ -1,0 +1,335 @@
+/* Vectorised exp / tanh / GELU and row reductions: AVX2+FMA bodies chosen at run time, portable
+ * bodies otherwise. Polynomials after Cephes (expf: range reduction by ln2 in two parts, degree-5
+ * polynomial; tanhf: odd polynomial below 0.625, 1 - 2/(exp(2|x|)+1) above). */
+#include "ops/vmath.h"
+#include <math.h>
+#include <string.h>
+
+#define EXP_HI 88.3762626647949f
+#define EXP_LO (-87.3365447504f)
+#define LOG2E 1.44269504088896341f
+#define LN2_HI 0.693359375f
+#define LN2_LO (-2.12194440e-4f)
+#define P0 1.9875691500E-4f
+#define P1 1.3981999507E-3f
+#define P2 8.3334519073E-3f
+#define P3 4.1665795894E-2f
+#define P4 1.6666665459E-1f
+#define P5 5.0000001201E-1f
+#define T0 (-5.70498872745E-3f)
+#define T1 2.06390887954E-2f
+#define T2 (-5.37397155531E-2f)
+#define T3 1.33314422036E-1f
+#define T4 (-3.33332819422E-1f)
+#define GELU_K 0.7978845608028654f
+#define GELU_C 0.044715f
+
+/* ---------------------------------------------------------------- portable scalar bodies */
+float tfm_expf(float x) {
+    if (x < EXP_LO) return 0.0f;
+    if (x > EXP_HI) x = EXP_HI;
+    float fx = nearbyintf(x * LOG2E);
+    float r = x - fx * LN2_HI;
+    r = r - fx * LN2_LO;
+    float z = r * r;
+    float y = ((((P0 * r + P1) * r + P2) * r + P3) * r + P4) * r + P5;
+    y = y * z + r + 1.0f;
+    return ldexpf(y, (int)fx);
+}
+
+static inline float tanh_s(float x) {
+    float a = fabsf(x);
+    if (a < 0.625f) {
+        float z = x * x;
+        return ((((T0 * z + T1) * z + T2) * z + T3) * z + T4) * z * x + x;
+    }
+    float t = 1.0f - 2.0f / (tfm_expf(2.0f * a) + 1.0f);
+    return x < 0 ? -t : t;
+}
+
+static inline float gelu_s(float x) { return 0.5f * x * (1.0f + tanh_s(GELU_K * (x + GELU_C * x * x * x))); }
+static inline float gelu_d_s(float x) {
+    float t = tanh_s(GELU_K * (x + GELU_C * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_X86 1
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static inline __m256 exp8(__m256 x) {
+    __m256 lo_mask = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_GE_OQ);
+    x = _mm256_min_ps(x, _mm256_set1_ps(EXP_HI));
+    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO));
+    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(LN2_HI), x);
+    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(LN2_LO), r);
+    __m256 z = _mm256_mul_ps(r, r);
+    __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P2));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P3));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P4));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P5));
+    y = _mm256_fmadd_ps(y, z, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    return _mm256_and_ps(y, lo_mask);
+}
+
+AVX2 static inline __m256 tanh8(__m256 x) {
+    __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+    __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    /* small: odd polynomial */
+    __m256 z = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(T0), z, _mm256_set1_ps(T1));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(T2));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(T3));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(T4));
+    __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+    /* large: 1 - 2/(exp(2a)+1), with the sign of x */
+    __m256 e = exp8(_mm256_add_ps(a, a));
+    __m256 big = _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                               _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+    big = _mm256_or_ps(big, sign);
+    __m256 is_small = _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ);
+    return _mm256_blendv_ps(big, small, is_small);
+}
+
+AVX2 static inline __m256 gelu_inner8(__m256 x) { /* tanh(K (x + C x^3)) */
+    __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 u = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(GELU_K), x),
+                             _mm256_fmadd_ps(_mm256_set1_ps(GELU_C), x2, _mm256_set1_ps(1.0f)));
+    return tanh8(u);
+}
+
+/* load/store n < 8 trailing elements through a padded buffer */
+AVX2 static inline __m256 load_tail(const float *x, size_t n, float pad) {
+    float b[8];
+    for (int i = 0; i < 8; i++) b[i] = (size_t)i < n ? x[i] : pad;
+    return _mm256_loadu_ps(b);
+}
+AVX2 static inline void store_tail(float *y, __m256 v, size_t n) {
+    float b[8];
+    _mm256_storeu_ps(b, v);
+    memcpy(y, b, n * sizeof(float));
+}
+AVX2 static inline float hsum8(__m256 v) { /* fixed order: (0+4)+(2+6) + (1+5)+(3+7) */
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+AVX2 static inline float hmax8(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static float vexp_sum_avx2(float *y, const float *x, float sub, size_t n) {
+    __m256 acc = _mm256_setzero_ps(), s = _mm256_set1_ps(sub);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+        _mm256_storeu_ps(y + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    if (i < n) {
+        __m256 e = exp8(_mm256_sub_ps(load_tail(x + i, n - i, 0.0f), s));
+        float b[8];
+        _mm256_storeu_ps(b, e);
+        for (size_t k = n - i; k < 8; k++) b[k] = 0.0f;
+        memcpy(y + i, b, (n - i) * sizeof(float));
+        acc = _mm256_add_ps(acc, _mm256_loadu_ps(b));
+    }
+    return hsum8(acc);
+}
+
+AVX2 static void vexp_avx2(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
+    if (i < n) store_tail(y + i, exp8(load_tail(x + i, n - i, 0.0f)), n - i);
+}
+
+AVX2 static void vtanh_avx2(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, tanh8(_mm256_loadu_ps(x + i)));
+    if (i < n) store_tail(y + i, tanh8(load_tail(x + i, n - i, 0.0f)), n - i);
+}
+
+AVX2 static inline __m256 sigmoid8(__m256 x) {
+    __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+AVX2 static void vsigmoid_avx2(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, sigmoid8(_mm256_loadu_ps(x + i)));
+    if (i < n) store_tail(y + i, sigmoid8(load_tail(x + i, n - i, 0.0f)), n - i);
+}
+
+AVX2 static inline __m256 gelu8(__m256 x) {
+    __m256 t = gelu_inner8(x);
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+}
+AVX2 static void vgelu_span_avx2(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
+    if (i < n) store_tail(y + i, gelu8(load_tail(x + i, n - i, 0.0f)), n - i);
+}
+AVX2 static void vgelu_avx2(float *y, float *x, const float *bias, int C, size_t n) {
+    if (!bias) { vgelu_span_avx2(y, x, n); return; }
+    for (size_t r = 0; r < n / (size_t)C; r++) {
+        float *xr = x + r * C, *yr = y + r * C;
+        int c = 0;
+        for (; c + 8 <= C; c += 8) {
+            __m256 v = _mm256_add_ps(_mm256_loadu_ps(xr + c), _mm256_loadu_ps(bias + c));
+            _mm256_storeu_ps(xr + c, v);
+            _mm256_storeu_ps(yr + c, gelu8(v));
+        }
+        if (c < C) {
+            int c0 = c;
+            for (; c < C; c++) xr[c] += bias[c];
+            vgelu_span_avx2(yr + c0, xr + c0, (size_t)(C - c0));
+        }
+    }
+}
+
+AVX2 static inline __m256 gelu_d8(__m256 x) {
+    __m256 t = gelu_inner8(x);
+    __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+    __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 a = _mm256_mul_ps(half, _mm256_add_ps(one, t));
+    __m256 b = _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_fnmadd_ps(t, t, one));
+    __m256 c = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_C), x2, one));
+    return _mm256_fmadd_ps(b, c, a);
+}
+AVX2 static void vgelu_backward_avx2(float *dx, const float *dy, const float *x, size_t n, int acc) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_mul_ps(_mm256_loadu_ps(dy + i), gelu_d8(_mm256_loadu_ps(x + i)));
+        if (acc) g = _mm256_add_ps(g, _mm256_loadu_ps(dx + i));
+        _mm256_storeu_ps(dx + i, g);
+    }
+    if (i < n) {
+        size_t m = n - i;
+        __m256 g = _mm256_mul_ps(load_tail(dy + i, m, 0.0f), gelu_d8(load_tail(x + i, m, 0.0f)));
+        if (acc) g = _mm256_add_ps(g, load_tail(dx + i, m, 0.0f));
+        store_tail(dx + i, g, m);
+    }
+}
+
+AVX2 static float vmax_avx2(const float *x, size_t n) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+    if (i < n) m = _mm256_max_ps(m, load_tail(x + i, n - i, -INFINITY));
+    return hmax8(m);
+}
+AVX2 static float vsum_avx2(const float *x, size_t n) {
+    __m256 s = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) s = _mm256_add_ps(s, _mm256_loadu_ps(x + i));
+    if (i < n) s = _mm256_add_ps(s, load_tail(x + i, n - i, 0.0f));
+    return hsum8(s);
+}
+AVX2 static float vdot_avx2(const float *x, const float *y, size_t n) {
+    __m256 s = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s);
+    if (i < n) s = _mm256_fmadd_ps(load_tail(x + i, n - i, 0.0f), load_tail(y + i, n - i, 0.0f), s);
+    return hsum8(s);
+}
+#endif
+
+static int use_avx2(void) {
+#ifdef HAVE_X86
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return cached;
+#else
+    return 0;
+#endif
+}
+
+#ifdef HAVE_X86
+#define DISPATCH_RET(call) do { if (use_avx2()) return call; } while (0)
+#else
+#define DISPATCH_RET(call) do { } while (0)
+#endif
+
+/* ---------------------------------------------------------------- public entry points */
+float tfm_vexp_sum(float *y, const float *x, float sub, size_t n) {
+    DISPATCH_RET(vexp_sum_avx2(y, x, sub, n));
+    float acc[8] = {0};
+    for (size_t i = 0; i < n; i++) {
+        y[i] = tfm_expf(x[i] - sub);
+        acc[i & 7] += y[i];
+    }
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+void tfm_vexp(float *y, const float *x, size_t n) {
+#ifdef HAVE_X86
+    if (use_avx2()) { vexp_avx2(y, x, n); return; }
+#endif
+    for (size_t i = 0; i < n; i++) y[i] = tfm_expf(x[i]);
+}
+
+void tfm_vtanh(float *y, const float *x, size_t n) {
+#ifdef HAVE_X86
+    if (use_avx2()) { vtanh_avx2(y, x, n); return; }
+#endif
+    for (size_t i = 0; i < n; i++) y[i] = tanh_s(x[i]);
+}
+
+void tfm_vsigmoid(float *y, const float *x, size_t n) {
+#ifdef HAVE_X86
+    if (use_avx2()) { vsigmoid_avx2(y, x, n); return; }
+#endif
+    for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + tfm_expf(-x[i]));
+}
+
+void tfm_vgelu(float *y, float *x, const float *bias, int C, size_t n) {
+#ifdef HAVE_X86
+    if (use_avx2()) { vgelu_avx2(y, x, bias, C, n); return; }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        if (bias) x[i] += bias[i % (size_t)C];
+        y[i] = gelu_s(x[i]);
+    }
+}
+
+void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, int accumulate) {
+#ifdef HAVE_X86
+    if (use_avx2()) { vgelu_backward_avx2(dx, dy, x, n, accumulate); return; }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        float g = dy[i] * gelu_d_s(x[i]);
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+float tfm_vmax(const float *x, size_t n) {
+    DISPATCH_RET(vmax_avx2(x, n));
+    float m = -INFINITY;
+    for (size_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+float tfm_vsum(const float *x, size_t n) {
+    DISPATCH_RET(vsum_avx2(x, n));
+    float acc[8] = {0};
+    for (size_t i = 0; i < n; i++) acc[i & 7] += x[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+float tfm_vdot(const float *x, const float *y, size_t n) {
+    DISPATCH_RET(vdot_avx2(x, y, n));
+    float acc[8] = {0};
+    for (size_t i = 0; i < n; i++) acc[i & 7] += x[i] * y[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
