@@ -49,6 +49,24 @@ void tfm_gpt_free(tfm_gpt *m);
 /* idx (B,T) token ids, T <= block_size -> logits (B,T,vocab) */
 tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int T);
 
+/* KV cache for generation (batch 1, causal attention): per layer, the projected keys and values of the
+ * positions seen so far, (block_size, n_embd) each, in the (T, H*d) layout the projections produce, so the
+ * attention reads them in place (no gather). Feeding token t costs O(t), not a full forward over t tokens.
+ * Positions are absolute: once len reaches block_size the window must be recomputed from an empty cache
+ * with the last block_size tokens (what tfm generate does), because the position embeddings shift. */
+typedef struct {
+    int n_layer, C, max_len;
+    int len;                 /* positions filled */
+    float *k, *v;            /* n_layer * max_len * C each (malloc'd once) */
+} tfm_gpt_cache;
+/* 0, or -1 with a tfm error (synthesizer attention has no cache; out of memory). */
+int tfm_gpt_cache_init(tfm_gpt_cache *c, const tfm_gpt *m);
+void tfm_gpt_cache_free(tfm_gpt_cache *c);
+/* Feed T tokens at positions len..len+T-1 (len + T <= block_size); appends their keys/values and returns
+ * their logits (1,T,vocab), equal to the last T rows of a full forward over all len+T tokens. Inference only
+ * (records no tape). */
+tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
+
 void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
                                    int n_head, int block_size, float dropout);
 tfm_tensor *tfm_SynthesizerAttention_forward(tfm_graph *g, const tfm_SynthesizerAttention *s, tfm_tensor *x);

@@ -59,6 +59,14 @@ typedef struct {
 tfm_tensor *tfm_softmax(tfm_graph *g, tfm_tensor *x);                         /* last dim */
 tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
 
+/* Fused multi-head attention softmax(scale * Q K^T, mask) V without materialising the score matrix
+ * (online softmax over key tiles; the backward recomputes scores from the saved row logsumexp).
+ * q (B,Tq,H*dk) -> out (B,Tq,H*dv). k, v: (B,Tk,H*dk), (B,Tk,H*dv), or with kv_heads_first
+ * (B,H,Tk,dk), (B,H,Tk,dv). mask: as tfm_masked_softmax with n_heads = H (its n_heads is ignored).
+ * No dropout on the weights and no weights output: use the exact path for those. */
+tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
+                          int kv_heads_first, const tfm_mask *mask, float scale);
+
 /* Inverted dropout: zero with prob p, scale kept by 1/(1-p). Identity unless g->training && p > 0. */
 tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p);
 

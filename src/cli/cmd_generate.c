@@ -1,12 +1,13 @@
 /* tfm generate: stream text sampled from a GPT checkpoint. */
 #include "cli/cli.h"
+#include "cli/rss.h"
 #include "tfm/lm.h"
 #include <stdlib.h>
 #include <string.h>
 
 int cmd_generate(int argc, char **argv) {
     const char *prompt = "\n";
-    int tokens = 500, top_k = 0, seed = 1, threads = 0;
+    int tokens = 500, top_k = 0, seed = 1, threads = 0, no_cache = 0;
     float temperature = 1.0f;
     cli_flag flags[] = {
         {"prompt", FLAG_STR, &prompt, "text to continue (every character must be in the model's vocabulary)", 0},
@@ -15,10 +16,13 @@ int cmd_generate(int argc, char **argv) {
         {"top-k", FLAG_INT, &top_k, "sample among the k most likely tokens (0 = all)", 0},
         {"seed", FLAG_INT, &seed, "random seed", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"no-kv-cache", FLAG_BOOL, &no_cache, "recompute the whole context for every token (slow; for comparison)", 0},
     };
     cli_spec spec = {"generate", "MODEL.tfm [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]",
                      "Continues the prompt one character at a time, streaming to stdout. The context is the\n"
-                     "last block_size characters.",
+                     "last block_size characters. Keys/values of the context are cached per layer, so a token\n"
+                     "costs O(context); once the context is longer than block_size the window slides and is\n"
+                     "recomputed for every token (positions shift), as without the cache.",
                      flags, sizeof flags / sizeof *flags, 1, 1};
     const char *pos[1];
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
@@ -51,17 +55,31 @@ int cmd_generate(int argc, char **argv) {
     g.grad_enabled = 0;
     tfm_rng r;
     tfm_rng_seed(&r, (uint64_t)seed);
+    tfm_gpt_cache cache;
+    int use_cache = !no_cache && tfm_gpt_cache_init(&cache, &m) == 0, cstart = 0;
     for (int n = n_prompt; n < total; n++) {
         int start = n > T ? n - T : 0, len = n - start;
         tfm_graph_reset(&g);
-        tfm_tensor *logits = tfm_gpt_forward(&g, &m, ctx + start, 1, len);
-        ctx[n] = tfm_sample_logits(logits->data + (size_t)(len - 1) * V, V, temperature, top_k, &r, scratch);
+        const float *last;
+        if (use_cache) { /* the cache holds ctx[cstart, cstart + cache.len) at positions 0.. */
+            if (start != cstart || cache.len >= len) { cache.len = 0; cstart = start; } /* window slid */
+            int feed = len - cache.len;
+            tfm_tensor *logits = tfm_gpt_forward_cached(&g, &m, &cache, ctx + cstart + cache.len, feed);
+            last = logits->data + (size_t)(feed - 1) * V;
+        } else {
+            tfm_tensor *logits = tfm_gpt_forward(&g, &m, ctx + start, 1, len);
+            last = logits->data + (size_t)(len - 1) * V;
+        }
+        ctx[n] = tfm_sample_logits(last, V, temperature, top_k, &r, scratch);
         char *s = tfm_char_decode(&v, ctx + n, 1);
         fputs(s, stdout);
         fflush(stdout);
         free(s);
     }
     fputc('\n', stdout);
+    fflush(stdout);
+    if (use_cache) tfm_gpt_cache_free(&cache);
+    cli_report_rss("generate");
     free(ctx);
     free(scratch);
     free(prompt_ids);

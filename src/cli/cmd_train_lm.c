@@ -1,5 +1,6 @@
 /* tfm train-lm: train a character-level GPT on a text file. */
 #include "cli/cli.h"
+#include "cli/rss.h"
 #include "tfm/kernels.h"
 #include "tfm/lm.h"
 #include <math.h>
@@ -210,6 +211,7 @@ int cmd_train_lm(int argc, char **argv) {
                 1e3 * t_train / (steps_this_run ? steps_this_run : 1),
                 steps_this_run ? (double)steps_this_run * B * T * st.grad_accum / t_train : 0.0, o.out);
         if (o.profile && steps_this_run) print_profile(&g, steps_this_run * st.grad_accum);
+        cli_report_rss("train-lm");
     }
     free(x);
     tfm_graph_free(&g);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int tfm_gpt_config_check(const tfm_gpt_config *c) {
     if (c->vocab_size < 1) return tfm_set_error("vocab_size must be >= 1, got %d", c->vocab_size), -1;
@@ -102,4 +103,61 @@ tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int
     for (int l = 0; l < c->n_layer; l++) x = block_forward(g, c, &m->blocks[l], x);
     x = tfm_LayerNorm_forward(g, &m->ln_f, x);
     return tfm_matmul(g, x, m->wte.weight, 0, 1);                                     /* (B,T,V) */
+}
+
+/* ---------------------------------------------------------------- KV-cached inference */
+int tfm_gpt_cache_init(tfm_gpt_cache *c, const tfm_gpt *m) {
+    memset(c, 0, sizeof *c);
+    if (m->cfg.attention != TFM_ATTN_CAUSAL) return tfm_set_error("KV cache needs causal attention"), -1;
+    c->n_layer = m->cfg.n_layer;
+    c->C = m->cfg.n_embd;
+    c->max_len = m->cfg.block_size;
+    size_t n = (size_t)c->n_layer * c->max_len * c->C;
+    c->k = malloc(n * sizeof(float));
+    c->v = malloc(n * sizeof(float));
+    if (!c->k || !c->v) {
+        tfm_gpt_cache_free(c);
+        return tfm_set_error("out of memory (KV cache of %zu floats)", 2 * n), -1;
+    }
+    return 0;
+}
+
+void tfm_gpt_cache_free(tfm_gpt_cache *c) {
+    free(c->k);
+    free(c->v);
+    c->k = c->v = NULL;
+}
+
+tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+    const tfm_gpt_config *cfg = &m->cfg;
+    int L0 = c->len, C = cfg->n_embd, H = cfg->n_head;
+    TFM_ASSERT(T >= 1 && L0 + T <= c->max_len, "gpt_forward_cached: %d + %d positions > block_size %d", L0, T,
+               c->max_len);
+    int grad = g->grad_enabled;
+    g->grad_enabled = 0;
+    int *pos = tfm_arena_alloc(&g->arena, sizeof(int) * T);
+    for (int t = 0; t < T; t++) pos[t] = L0 + t;
+    tfm_tensor *x = tfm_add(g, tfm_Embedding_forward(g, &m->wte, idx, 1, T), tfm_embedding(g, m->wpe.weight, pos, 1, &T));
+    tfm_mask causal = {.causal = 1};
+    for (int l = 0; l < cfg->n_layer; l++) {
+        tfm_gpt_block *b = &m->blocks[l];
+        tfm_MultiHeadAttention *a = &b->attn;
+        tfm_tensor *h = tfm_LayerNorm_forward(g, &b->ln1, x);
+        tfm_tensor *q = tfm_Linear_forward(g, &a->W_q, h);
+        tfm_tensor *k = tfm_Linear_forward(g, &a->W_k, h);
+        tfm_tensor *v = tfm_Linear_forward(g, &a->W_v, h);
+        float *kl = c->k + (size_t)l * c->max_len * C, *vl = c->v + (size_t)l * c->max_len * C;
+        memcpy(kl + (size_t)L0 * C, k->data, sizeof(float) * T * C);
+        memcpy(vl + (size_t)L0 * C, v->data, sizeof(float) * T * C);
+        int shape[3] = {1, L0 + T, C};
+        tfm_tensor *K = tfm_constant(g, kl, 3, shape), *V = tfm_constant(g, vl, 3, shape);
+        h = tfm_attention(g, q, K, V, H, 0, &causal, 1.0f / sqrtf((float)a->d_k));
+        x = tfm_add(g, x, tfm_Linear_forward(g, &a->W_o, h));
+        x = tfm_add(g, x, tfm_PositionWiseFFN_forward(g, &b->ffn, tfm_LayerNorm_forward(g, &b->ln2, x)));
+    }
+    x = tfm_LayerNorm_forward(g, &m->ln_f, x);
+    tfm_tensor *logits = tfm_matmul(g, x, m->wte.weight, 0, 1);
+    c->len = L0 + T;
+    g->grad_enabled = grad;
+    return logits;
 }

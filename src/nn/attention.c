@@ -1,6 +1,20 @@
 /* Scaled dot-product attention and multi-head attention. */
 #include "tfm/nn.h"
 #include <math.h>
+#include <stdlib.h>
+
+int tfm_fused_attention = 1;
+
+/* Fused when no weights are kept and attention dropout is off. While training short sequences (Tk <= 128)
+ * the exact path (batched GEMMs on the whole score matrix) is faster on CPU than the tiled kernel, whose
+ * advantage is memory, so it is used there; inference (no grad) always takes the fused path. */
+static int fused_ok(const tfm_graph *g, const tfm_MultiHeadAttention *m, int Tk) {
+    static int env = -1; /* TFM_EXACT_ATTENTION=1 forces the exact path (benchmarks, debugging) */
+    if (env < 0) env = getenv("TFM_EXACT_ATTENTION") && atoi(getenv("TFM_EXACT_ATTENTION")) ? 1 : 0;
+    if (tfm_fused_attention == 2) return !m->keep_weights && (m->dropout <= 0.0f || !g->training); /* tests */
+    if (g->grad_enabled && Tk <= 128) return 0;
+    return tfm_fused_attention && !env && !m->keep_weights && (m->dropout <= 0.0f || !g->training);
+}
 
 tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,
                                              const tfm_mask *mask, float dropout, tfm_tensor **weights_out) {
@@ -46,6 +60,12 @@ void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttentio
 tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                           tfm_tensor *K, tfm_tensor *V, const tfm_mask *mask) {
     int B = queries->shape[0], Tq = queries->shape[1], H = m->n_head, Tk = K->shape[2];
+    if (fused_ok(g, m, Tk)) { /* Q stays (B,Tq,H*d_k); K, V are head-major; output is (B,Tq,H*d_v) */
+        m->weights = NULL;
+        tfm_tensor *out = tfm_attention(g, tfm_Linear_forward(g, &m->W_q, queries), K, V, H, 1, mask,
+                                        1.0f / sqrtf((float)m->d_k));
+        return tfm_Linear_forward(g, &m->W_o, out);
+    }
     tfm_tensor *Q = tfm_split_heads(g, tfm_Linear_forward(g, &m->W_q, queries), H);   /* (B,H,Tq,d_k) */
     tfm_mask mk = {0};
     if (mask) mk = *mask;
@@ -61,6 +81,13 @@ tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *
 
 tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                            tfm_tensor *keys, tfm_tensor *values, const tfm_mask *mask) {
+    if (fused_ok(g, m, keys->shape[1])) { /* everything stays in the (B,T,H*d) layout of the projections: no permutes */
+        m->weights = NULL;
+        tfm_tensor *out = tfm_attention(g, tfm_Linear_forward(g, &m->W_q, queries), tfm_Linear_forward(g, &m->W_k, keys),
+                                        tfm_Linear_forward(g, &m->W_v, values), m->n_head, 0, mask,
+                                        1.0f / sqrtf((float)m->d_k));
+        return tfm_Linear_forward(g, &m->W_o, out);
+    }
     tfm_tensor *K, *V;
     tfm_MultiHeadAttention_project_kv(g, m, keys, values, &K, &V);
     return tfm_MultiHeadAttention_attend(g, m, queries, K, V, mask);

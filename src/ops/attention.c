@@ -1,2 +1,307 @@
+/* Fused multi-head attention (flash-attention style, for CPU).
+ *
+ * out[b,i,h,:] = sum_j softmax_j(scale * q[b,i,h,:] . k[b,h,j,:]) v[b,h,j,:], with the causal and
+ * valid-length masks of tfm_mask. Q and the output stay in the (B,T,H*d) layout the projections produce,
+ * K/V are read either in that layout or head-major (B,H,T,d) (a KV cache): no permute copies.
+ *
+ * Forward: per (batch, head) and query row, keys are visited in tiles of TILE; only one tile of scores
+ * exists at a time, combined with an online softmax (running max and sum). Only the row logsumexp is
+ * saved. Backward recomputes the probabilities tile by tile from the logsumexp:
+ *   p = exp(s - lse), dV_j += p_j dO_i, dp_j = dO_i . v_j, ds_j = p_j (dp_j - dO_i . O_i),
+ *   dQ_i += scale ds_j k_j, dK_j += scale ds_j q_i.
+ * One thread owns a whole (batch, head): no atomics, and the same bits for any thread count.
+ *
+ * Masked semantics equal tfm_masked_softmax (d2l): hidden keys get weight exp(-1e6 - max) = 0; a row
+ * with no visible key attends uniformly to all keys (and passes no gradient to q or k).
+ */
 #include "ops/op_impl.h"
-void tfm_bw_attention(tfm_node *n) { (void)n; tfm_fatal("todo"); }
+#include "ops/vmath.h"
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TILE 64
+
+typedef struct {
+    float *data, *grad;
+    size_t sb, sh, st; /* strides of batch, head, position (the feature stride is 1) */
+} view;
+
+static view make_view(tfm_tensor *t, int heads_first, int H, int T, int d) {
+    view v = {t->data, t->grad, 0, 0, 0};
+    if (heads_first) { v.sb = (size_t)H * T * d; v.sh = (size_t)T * d; v.st = (size_t)d; }
+    else { v.sb = (size_t)T * H * d; v.sh = (size_t)d; v.st = (size_t)H * d; }
+    return v;
+}
+
+typedef struct {
+    int B, H, Tq, Tk, dk, dv;
+    float scale;
+    view q, k, v, o;
+    const float *lse;
+    const tfm_mask *mask;
+} attn_args;
+
+static int visible(const attn_args *a, int b, int i) {
+    const tfm_mask *m = a->mask;
+    int lim = a->Tk;
+    if (!m) return lim;
+    if (m->causal) lim = i + 1 + (a->Tk - a->Tq);
+    if (m->valid_lens) {
+        int vl = m->per_query ? m->valid_lens[b * a->Tq + i] : m->valid_lens[b];
+        if (vl < lim) lim = vl;
+    }
+    return lim < 0 ? 0 : lim;
+}
+
+/* Per-thread scratch (grown outside parallel regions, then reused: no malloc in steady state). */
+static float *scratch;
+static size_t scratch_n;
+static float *thread_scratch(size_t per_thread, int nt) {
+    size_t need = per_thread * (size_t)nt;
+    if (need > scratch_n) {
+        free(scratch);
+        scratch = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+        if (!scratch) tfm_fatal("out of memory (attention scratch)");
+        scratch_n = need;
+    }
+    return scratch;
+}
+
+static size_t per_thread_floats(const attn_args *a) {
+    return ((size_t)a->dk * a->Tk + (size_t)a->dv * a->Tk + 4 * TILE + 16 + 15) & ~(size_t)15;
+}
+
+/* Kt[c][j] = k[b,h,j,c] (and the same for V when vt is non-NULL) */
+static void gather_t(const view *x, int b, int h, int T, int d, float *xt) {
+    const float *base = x->data + b * x->sb + h * x->sh;
+    for (int j = 0; j < T; j++) {
+        const float *row = base + j * x->st;
+        for (int c = 0; c < d; c++) xt[(size_t)c * T + j] = row[c];
+    }
+}
+
+/* s[0..n) = scale * q . k_j for keys j0..j0+n */
+static inline void scores(float *s, const float *q, const float *Kt, int Tk, int dk, int j0, int n, float scale) {
+    for (int jj = 0; jj < n; jj++) s[jj] = 0.0f;
+    for (int c = 0; c < dk; c++) {
+        float qc = q[c] * scale;
+        const float *row = Kt + (size_t)c * Tk + j0;
+        for (int jj = 0; jj < n; jj++) s[jj] += qc * row[jj];
+    }
+}
+
+static void attn_forward(const attn_args *a, float *lse, int nt) {
+    size_t per = per_thread_floats(a);
+    float *buf = thread_scratch(per, nt);
+    int nbh = a->B * a->H;
+    size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && work >= 65536)
+    for (int bh = 0; bh < nbh; bh++) {
+        int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
+        float *Kt = buf + per * omp_get_thread_num(), *s = Kt + (size_t)(dk + dv) * Tk;
+        gather_t(&a->k, b, h, Tk, dk, Kt);
+        const float *Vb = a->v.data + b * a->v.sb + h * a->v.sh;
+        for (int i = 0; i < a->Tq; i++) {
+            const float *qi = a->q.data + b * a->q.sb + h * a->q.sh + i * a->q.st;
+            float *o = a->o.data + b * a->o.sb + h * a->o.sh + i * a->o.st;
+            int lim = visible(a, b, i);
+            for (int c = 0; c < dv; c++) o[c] = 0.0f;
+            if (lim == 0) { /* uniform over all keys */
+                for (int j = 0; j < Tk; j++)
+                    for (int c = 0; c < dv; c++) o[c] += Vb[j * a->v.st + c];
+                for (int c = 0; c < dv; c++) o[c] /= Tk;
+                lse[(size_t)bh * a->Tq + i] = NAN;
+                continue;
+            }
+            float m = -INFINITY, l = 0.0f;
+            for (int j0 = 0; j0 < lim; j0 += TILE) {
+                int n = lim - j0 < TILE ? lim - j0 : TILE;
+                scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
+                float mt = tfm_vmax(s, (size_t)n), mnew = mt > m ? mt : m;
+                float corr = tfm_expf(m - mnew);
+                l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
+                if (corr != 1.0f)
+                    for (int c = 0; c < dv; c++) o[c] *= corr;
+                for (int jj = 0; jj < n; jj++) {
+                    const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
+                    float p = s[jj];
+                    for (int c = 0; c < dv; c++) o[c] += p * vr[c];
+                }
+                m = mnew;
+            }
+            float inv = 1.0f / l;
+            for (int c = 0; c < dv; c++) o[c] *= inv;
+            lse[(size_t)bh * a->Tq + i] = m + logf(l);
+        }
+    }
+}
+
+/* Backward, flash-attention-2 style, per (batch, head): for a block of up to QB query rows and a tile of
+ * TILE keys, the probabilities P and score gradients dS of that tile are formed (one tile of the score
+ * matrix, in scratch), then dV_j += sum_i P_ij dO_i and dK_j += sum_i dS_ij q_i run key-major (the
+ * accumulators stay in registers) and dQ_i += sum_j dS_ij k_j query-major. */
+#define QB 64
+#define MAXD 256
+
+static inline __attribute__((always_inline)) void tile_kv(int D, int qn, int n, const float *P, const float *dS,
+                                                          const float *X, size_t xst, const float *Y, size_t yst,
+                                                          float *dA, size_t ast, float *dB, size_t bst) {
+    /* dA_j += sum_i P[i][j] X_i (X: dO rows), dB_j += sum_i dS[i][j] Y_i (Y: q rows) */
+    for (int jj = 0; jj < n; jj++) {
+        float acc_a[MAXD], acc_b[MAXD];
+        for (int c = 0; c < D; c++) acc_a[c] = acc_b[c] = 0.0f;
+        for (int ii = 0; ii < qn; ii++) {
+            float p = P[ii * TILE + jj], ds = dS[ii * TILE + jj];
+            const float *x = X + ii * xst, *y = Y + ii * yst;
+            for (int c = 0; c < D; c++) {
+                acc_a[c] += p * x[c];
+                acc_b[c] += ds * y[c];
+            }
+        }
+        if (dA) for (int c = 0; c < D; c++) dA[jj * ast + c] += acc_a[c];
+        if (dB) for (int c = 0; c < D; c++) dB[jj * bst + c] += acc_b[c];
+    }
+}
+
+static inline __attribute__((always_inline)) void tile_q(int D, int qn, int n, const float *dS, const float *K,
+                                                         size_t kst, float *dQ, size_t qst) {
+    for (int ii = 0; ii < qn; ii++) {
+        float acc[MAXD];
+        for (int c = 0; c < D; c++) acc[c] = 0.0f;
+        for (int jj = 0; jj < n; jj++) {
+            float ds = dS[ii * TILE + jj];
+            const float *k = K + jj * kst;
+            for (int c = 0; c < D; c++) acc[c] += ds * k[c];
+        }
+        for (int c = 0; c < D; c++) dQ[ii * qst + c] += acc[c];
+    }
+}
+
+static void attn_backward(const attn_args *a, int nt) {
+    size_t per = per_thread_floats(a) + 2 * QB * TILE + 2 * QB + 16;
+    float *buf = thread_scratch(per, nt);
+    int nbh = a->B * a->H;
+    size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
+    int same_d = a->dk == a->dv && a->dk <= MAXD;
+    TFM_ASSERT(same_d, "attention backward: d_k == d_v <= %d required", MAXD);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && work >= 32768)
+    for (int bh = 0; bh < nbh; bh++) {
+        int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
+        float *Kt = buf + per * omp_get_thread_num(), *Vt = Kt + (size_t)dk * Tk;
+        float *P = Vt + (size_t)dv * Tk, *dS = P + QB * TILE, *Dv = dS + QB * TILE;
+        int *lims = (int *)(Dv + QB);
+        gather_t(&a->k, b, h, Tk, dk, Kt);
+        gather_t(&a->v, b, h, Tk, dv, Vt);
+        size_t kb = b * a->k.sb + h * a->k.sh, vb = b * a->v.sb + h * a->v.sh;
+        size_t qb = b * a->q.sb + h * a->q.sh, ob = b * a->o.sb + h * a->o.sh;
+        for (int i0 = 0; i0 < a->Tq; i0 += QB) {
+            int qn = a->Tq - i0 < QB ? a->Tq - i0 : QB, jmax = 0;
+            for (int ii = 0; ii < qn; ii++) {
+                int i = i0 + ii, lim = visible(a, b, i);
+                const float *oi = a->o.data + ob + i * a->o.st, *doi = a->o.grad + ob + i * a->o.st;
+                lims[ii] = lim;
+                Dv[ii] = tfm_vdot(doi, oi, (size_t)dv);
+                if (lim > jmax) jmax = lim;
+                if (lim == 0 && a->v.grad) /* uniform row: weights 1/Tk, no gradient to scores */
+                    for (int j = 0; j < Tk; j++) {
+                        float *dvr = a->v.grad + vb + j * a->v.st;
+                        for (int c = 0; c < dv; c++) dvr[c] += doi[c] / Tk;
+                    }
+            }
+            for (int j0 = 0; j0 < jmax; j0 += TILE) {
+                int n = jmax - j0 < TILE ? jmax - j0 : TILE;
+                for (int ii = 0; ii < qn; ii++) {
+                    int i = i0 + ii, cnt = lims[ii] - j0;
+                    cnt = cnt < 0 ? 0 : cnt > n ? n : cnt;
+                    float *pr = P + ii * TILE, *dsr = dS + ii * TILE;
+                    if (cnt > 0) {
+                        const float *qi = a->q.data + qb + i * a->q.st, *doi = a->o.grad + ob + i * a->o.st;
+                        scores(pr, qi, Kt, Tk, dk, j0, cnt, a->scale);
+                        tfm_vexp_sum(pr, pr, a->lse[(size_t)bh * a->Tq + i], (size_t)cnt);
+                        for (int jj = 0; jj < cnt; jj++) dsr[jj] = 0.0f;
+                        for (int c = 0; c < dv; c++) {
+                            float g = doi[c];
+                            const float *row = Vt + (size_t)c * Tk + j0;
+                            for (int jj = 0; jj < cnt; jj++) dsr[jj] += g * row[jj];
+                        }
+                        float D = Dv[ii], sc = a->scale;
+                        for (int jj = 0; jj < cnt; jj++) dsr[jj] = pr[jj] * (dsr[jj] - D) * sc;
+                    }
+                    for (int jj = cnt; jj < n; jj++) pr[jj] = dsr[jj] = 0.0f;
+                }
+                const float *dO = a->o.grad + ob + i0 * a->o.st, *Q = a->q.data + qb + i0 * a->q.st;
+                float *dV = a->v.grad ? a->v.grad + vb + j0 * a->v.st : NULL;
+                float *dK = a->k.grad ? a->k.grad + kb + j0 * a->k.st : NULL;
+                if (dk == 32) tile_kv(32, qn, n, P, dS, dO, a->o.st, Q, a->q.st, dV, a->v.st, dK, a->k.st);
+                else tile_kv(dk, qn, n, P, dS, dO, a->o.st, Q, a->q.st, dV, a->v.st, dK, a->k.st);
+                if (a->q.grad) {
+                    const float *K = a->k.data + kb + j0 * a->k.st;
+                    float *dQ = a->q.grad + qb + i0 * a->q.st;
+                    if (dk == 32) tile_q(32, qn, n, dS, K, a->k.st, dQ, a->q.st);
+                    else tile_q(dk, qn, n, dS, K, a->k.st, dQ, a->q.st);
+                }
+            }
+        }
+    }
+}
+
+/* ip: 0 n_head, 1 kv_heads_first; fp: 0 scale; saved: lse (B,H,Tq); aux: mask copy (or NULL) */
+tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
+                          int kv_heads_first, const tfm_mask *mask, float scale) {
+    OP_BEGIN(g);
+    int H = n_head;
+    TFM_ASSERT(q->ndim == 3 && q->shape[2] % H == 0, "attention: q must be (B,Tq,H*d)");
+    int B = q->shape[0], Tq = q->shape[1], dk = q->shape[2] / H, Tk, dv;
+    if (kv_heads_first) {
+        TFM_ASSERT(k->ndim == 4 && v->ndim == 4 && k->shape[0] == B && k->shape[1] == H && k->shape[3] == dk &&
+                       v->shape[0] == B && v->shape[1] == H && v->shape[2] == k->shape[2],
+                   "attention: k, v must be (B,H,Tk,d)");
+        Tk = k->shape[2];
+        dv = v->shape[3];
+    } else {
+        TFM_ASSERT(k->ndim == 3 && v->ndim == 3 && k->shape[0] == B && v->shape[0] == B && k->shape[2] == H * dk &&
+                       v->shape[1] == k->shape[1] && v->shape[2] % H == 0,
+                   "attention: k, v must be (B,Tk,H*d)");
+        Tk = k->shape[1];
+        dv = v->shape[2] / H;
+    }
+    tfm_tensor *in[3] = {q, k, v};
+    tfm_tensor *out = tfm_new3(g, B, Tq, H * dv);
+    if (tfm_any_grad(g, in, 3)) out->grad = tfm_arena_calloc(&g->arena, out->size * sizeof(float));
+    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
+    attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
+                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask};
+    attn_forward(&a, lse, tfm_get_threads());
+    tfm_node *n = tfm_graph_push(g, TFM_OP_ATTENTION, out, 3, in);
+    if (n) {
+        n->saved = lse;
+        n->ip[0] = H;
+        n->ip[1] = kv_heads_first;
+        n->fp[0] = scale;
+        if (mask) {
+            tfm_mask *mc = tfm_arena_alloc(&g->arena, sizeof *mc);
+            *mc = *mask;
+            if (mask->valid_lens) {
+                size_t cnt = (size_t)B * (mask->per_query ? Tq : 1);
+                int *vl = tfm_arena_alloc(&g->arena, cnt * sizeof(int));
+                memcpy(vl, mask->valid_lens, cnt * sizeof(int));
+                mc->valid_lens = vl;
+            }
+            n->aux = mc;
+        }
+    }
+    OP_END(g, TFM_OP_ATTENTION);
+    return out;
+}
+
+void tfm_bw_attention(tfm_node *n) {
+    tfm_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2], *out = n->out;
+    int H = n->ip[0], hf = n->ip[1];
+    int B = q->shape[0], Tq = q->shape[1], dk = q->shape[2] / H;
+    int Tk = hf ? k->shape[2] : k->shape[1], dv = out->shape[2] / H;
+    attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
+                   make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, n->aux};
+    attn_backward(&a, tfm_get_threads());
+}
