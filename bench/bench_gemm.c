@@ -1,5 +1,7 @@
 /* GEMM benchmark: tfm_gemm vs OpenBLAS cblas_sgemm (when built with -DBENCH_WITH_OPENBLAS).
  * Usage: bench_gemm [--rounds R] [--ms T] [--threads LIST e.g. 1,2] [--settle MS] [--cputime] [--only SUBSTR]
+ *   --settle MS: with more than 1 thread, sleep MS ms after every timing (default 200) so the idle
+ *              spinning worker threads of one library do not slow down the other's next timing.
  *   --cputime: measure the main thread's CPU time instead of wall time (only meaningful with 1 thread;
  *              useful on a shared, loaded machine). --only: run shapes whose label "case taX tbY MxNxK" contains SUBSTR.
  * For every thread count and shape, runs R rounds; each round times tfm then OpenBLAS (order
@@ -95,7 +97,7 @@ static int cmpd(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    int rounds = 7, settle_ms = 0;
+    int rounds = 7, settle_ms = 200;
     const char *only = NULL;
     double ms = 40;
     int threads[8] = {1, 2}, nthr = 2;
@@ -157,14 +159,20 @@ int main(int argc, char **argv) {
             int R = rounds > 64 ? 64 : rounds;
             for (int r = 0; r < R; r++) {
 #ifdef BENCH_WITH_OPENBLAS
+                /* With >1 thread, each library's idle worker threads keep spinning for a while
+                 * after its last call (OpenBLAS's for far longer than libgomp's) and steal a core
+                 * from the other library's next timing; sleeping lets them go idle first. */
+                int pause = nt > 1 ? settle_ms : 0;
                 if (r & 1) {
                     gb[r] = time_gflops(run_blas, &p, ms);
-                    if (settle_ms) usleep(settle_ms * 1000);
+                    if (pause) usleep(pause * 1000);
                     gt[r] = time_gflops(run_tfm, &p, ms);
+                    if (pause) usleep(pause * 1000);
                 } else {
                     gt[r] = time_gflops(run_tfm, &p, ms);
+                    if (pause) usleep(pause * 1000);
                     gb[r] = time_gflops(run_blas, &p, ms);
-                    if (settle_ms) usleep(settle_ms * 1000);
+                    if (pause) usleep(pause * 1000);
                 }
 #else
                 (void)settle_ms;
