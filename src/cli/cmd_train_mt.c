@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/rss.h"
 #include "tfm/eval.h"
 #include "tfm/kernels.h"
 #include "tfm/seq2seq.h"
@@ -347,6 +348,7 @@ int cmd_train_mt(int argc, char **argv) {
         goto done;
     }
     fprintf(stderr, "wrote %s\n", o.out);
+    cli_report_rss("train-mt");
     if (o.d2l_examples) d2l_examples(&tr);
 done:
     tfm_nmt_arrays_free(&atrain);

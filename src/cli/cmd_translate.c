@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/rss.h"
 #include "tfm/seq2seq.h"
 
 #define C "translate"
@@ -115,6 +116,7 @@ int cmd_translate(int argc, char **argv) {
     }
     if (!rc && n_total == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)");
     if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout");
+    if (!rc) cli_report_rss("translate");
     free(lines), free(todo), free(hyps), free(slot);
     tfm_graph_free(&g);
     tfm_translator_free(&tr);

@@ -69,10 +69,10 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
 #pragma omp parallel for schedule(static) if (total > 32768)
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < total ? i0 + NORM_BLOCK : total;
-        float acc[16] = {0};
-        for (size_t i = i0; i < i1; i++) acc[i & 15] += gr[i] * gr[i];
+        double acc[8] = {0};
+        for (size_t i = i0; i < i1; i++) acc[i & 7] += (double)gr[i] * gr[i];
         double s = 0;
-        for (int k = 0; k < 16; k++) s += acc[k];
+        for (int k = 0; k < 8; k++) s += acc[k];
         part[b] = s;
     }
     double s = 0;
