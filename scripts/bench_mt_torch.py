@@ -10,6 +10,7 @@ detokenized outputs (tfm_detokenize's rules) for scoring with `tfm bleu`.
 import argparse
 import math
 import os
+import resource
 import random
 import sys
 import time
@@ -144,6 +145,7 @@ def main():
     train_time = time.time() - t0
     print(f'torch train: {step} steps, {tok_total} target tokens in {train_time:.1f} s = '
           f'{tok_total / train_time:.0f} tok/s', flush=True)
+    print(f'peak_rss_mb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.1f}', flush=True)
     test = read_tokens(a.test)
     tsrc, tvalid = build_array(test, src_v, 200)
     order = sorted(range(len(test)), key=lambda i: -int(tvalid[i]))

@@ -57,6 +57,7 @@ int cmd_generate(int argc, char **argv) {
     tfm_rng_seed(&r, (uint64_t)seed);
     tfm_gpt_cache cache;
     int use_cache = !no_cache && tfm_gpt_cache_init(&cache, &m) == 0, cstart = 0;
+    double t_gen = tfm_now();
     for (int n = n_prompt; n < total; n++) {
         int start = n > T ? n - T : 0, len = n - start;
         tfm_graph_reset(&g);
@@ -78,6 +79,9 @@ int cmd_generate(int argc, char **argv) {
     }
     fputc('\n', stdout);
     fflush(stdout);
+    t_gen = tfm_now() - t_gen;
+    fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, %s)\n", tokens, t_gen, t_gen > 0 ? tokens / t_gen : 0.0,
+            use_cache ? "KV cache" : "full recompute");
     if (use_cache) tfm_gpt_cache_free(&cache);
     cli_report_rss("generate");
     free(ctx);
