@@ -6,7 +6,7 @@
 #include <string.h>
 
 void tfm_add_column_sums(const float *m, int rows, int cols, float *out) {
-#pragma omp parallel
+#pragma omp parallel if ((size_t)rows * cols >= 16384)
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int per = (cols + nt - 1) / nt, c0 = t * per, c1 = c0 + per < cols ? c0 + per : cols;
@@ -35,10 +35,10 @@ static tfm_tensor *add_sub(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, float sig
     tfm_tensor *out = like(g, a, tfm_any_grad(g, in, 2));
     size_t n = a->size, bs = b->size;
     if (bs == n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 16384)
         for (size_t i = 0; i < n; i++) out->data[i] = a->data[i] + sign * b->data[i];
     } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 16384)
         for (size_t r = 0; r < n / bs; r++)
             for (size_t j = 0; j < bs; j++) out->data[r * bs + j] = a->data[r * bs + j] + sign * b->data[j];
     }
@@ -57,12 +57,12 @@ static void bw_add_sub(tfm_node *n, float sign) {
     tfm_tensor *a = n->in[0], *b = n->in[1], *o = n->out;
     size_t sz = a->size;
     if (a->grad) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (sz >= 16384)
         for (size_t i = 0; i < sz; i++) a->grad[i] += o->grad[i];
     }
     if (b->grad) {
         if (b->size == sz) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (sz >= 16384)
             for (size_t i = 0; i < sz; i++) b->grad[i] += sign * o->grad[i];
         } else if (sign > 0) {
             tfm_add_column_sums(o->grad, (int)(sz / b->size), (int)b->size, b->grad);
@@ -80,7 +80,7 @@ tfm_tensor *tfm_mul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
     TFM_ASSERT(a->size == b->size, "mul: sizes %zu vs %zu", a->size, b->size);
     tfm_tensor *in[2] = {a, b};
     tfm_tensor *out = like(g, a, tfm_any_grad(g, in, 2));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (a->size >= 16384)
     for (size_t i = 0; i < a->size; i++) out->data[i] = a->data[i] * b->data[i];
     tfm_graph_push(g, TFM_OP_MUL, out, 2, in);
     OP_END(g, TFM_OP_MUL);
@@ -89,7 +89,7 @@ tfm_tensor *tfm_mul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
 
 void tfm_bw_mul(tfm_node *n) {
     tfm_tensor *a = n->in[0], *b = n->in[1], *o = n->out;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (a->size >= 16384)
     for (size_t i = 0; i < a->size; i++) {
         if (a->grad) a->grad[i] += o->grad[i] * b->data[i];
         if (b->grad) b->grad[i] += o->grad[i] * a->data[i];
@@ -99,7 +99,7 @@ void tfm_bw_mul(tfm_node *n) {
 static tfm_tensor *affine(tfm_graph *g, tfm_tensor *x, float mul, float add, tfm_op op) {
     OP_BEGIN(g);
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) out->data[i] = x->data[i] * mul + add;
     tfm_node *n = tfm_graph_push(g, op, out, 1, &x);
     if (n) n->fp[0] = mul;
@@ -114,7 +114,7 @@ tfm_tensor *tfm_add_scalar(tfm_graph *g, tfm_tensor *x, float s) {
 void tfm_bw_scale(tfm_node *n) {
     tfm_tensor *x = n->in[0];
     float s = n->fp[0];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) x->grad[i] += s * n->out->grad[i];
 }
 void tfm_bw_add_scalar(tfm_node *n) { tfm_bw_scale(n); }
@@ -240,7 +240,7 @@ tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
     uint64_t key = ((uint64_t)tfm_rng_u32(&g->rng) << 32) | tfm_rng_u32(&g->rng);
     uint32_t thresh = (uint32_t)((double)p * 4294967296.0);
     float scale = 1.0f / (1.0f - p);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) {
         mask[i] = hash64(key + i) >= thresh;
         out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
@@ -255,6 +255,6 @@ void tfm_bw_dropout(tfm_node *n) {
     tfm_tensor *x = n->in[0];
     const uint8_t *mask = n->saved;
     float scale = n->fp[0];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) if (mask[i]) x->grad[i] += n->out->grad[i] * scale;
 }

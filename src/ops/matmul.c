@@ -83,7 +83,7 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
     tfm_tensor *in[3] = {x, W, bias};
     tfm_tensor *y = tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
     if (bias) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)rows * out_f >= 16384)
         for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out_f, bias->data, sizeof(float) * out_f);
     }
     tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias ? 1.0f : 0.0f, y->data, out_f);

@@ -16,7 +16,7 @@ tfm_tensor *tfm_embedding(tfm_graph *g, tfm_tensor *table, const int *ids, int n
     oshape[ndim] = C;
     tfm_tensor *out = tfm_tensor_new(g, ndim + 1, oshape, tfm_any_grad(g, &table, 1));
     for (size_t i = 0; i < n; i++) TFM_ASSERT(ids[i] >= 0 && ids[i] < V, "embedding: id %d not in [0,%d)", ids[i], V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * C >= 16384)
     for (size_t i = 0; i < n; i++) memcpy(out->data + i * C, table->data + (size_t)ids[i] * C, sizeof(float) * C);
     tfm_node *node = tfm_graph_push(g, TFM_OP_EMBEDDING, out, 1, &table);
     if (node) {
@@ -34,7 +34,7 @@ void tfm_bw_embedding(tfm_node *n) {
     tfm_tensor *table = n->in[0];
     const int *ids = n->aux;
     int count = n->ip[0], C = table->shape[1];
-#pragma omp parallel
+#pragma omp parallel if ((size_t)count * C >= 16384)
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int per = (C + nt - 1) / nt, c0 = t * per, c1 = c0 + per < C ? c0 + per : C;

@@ -7,7 +7,7 @@ static void permute_kernel(float *dst, const float *src, const int *xs, const in
     size_t xstride[4] = {(size_t)xs[1] * xs[2] * xs[3], (size_t)xs[2] * xs[3], (size_t)xs[3], 1};
     int os[4] = {xs[perm[0]], xs[perm[1]], xs[perm[2]], xs[perm[3]]};
     size_t st[4] = {xstride[perm[0]], xstride[perm[1]], xstride[perm[2]], xstride[perm[3]]};
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)os[0] * os[1] * os[2] * os[3] >= 16384)
     for (int a = 0; a < os[0]; a++)
         for (int b = 0; b < os[1]; b++) {
             size_t o = ((size_t)a * os[1] + b) * os[2] * os[3];
