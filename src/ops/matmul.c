@@ -55,17 +55,27 @@ void tfm_bw_matmul(tfm_node *n) {
     int ta = n->ip[0], tb = n->ip[1], M = n->ip[2], N = n->ip[3], K = n->ip[4], batch = n->ip[5];
     int shared = n->ip[6];
     size_t sa = (size_t)M * K, sb = shared ? 0 : (size_t)K * N, sc = (size_t)M * N;
+    /* Many small independent GEMMs (attention heads): one thread per batch entry (each writes only its
+     * own grad slice, so the result is the same for any thread count); big ones thread inside tfm_gemm. */
+    int par = batch > 1 && (size_t)M * N * K <= ((size_t)1 << 21) && tfm_get_threads() > 1;
     if (a->grad) {
         if (shared && !ta) matmul_grad_a(0, tb, batch * M, N, K, c->grad, b->data, a->grad);
-        else
+        else {
+#pragma omp parallel for schedule(static) if (par)
             for (int i = 0; i < batch; i++)
                 matmul_grad_a(ta, tb, M, N, K, c->grad + i * sc, b->data + i * sb, a->grad + i * sa);
+        }
     }
     if (b->grad) {
         if (shared && !ta) matmul_grad_b(0, tb, batch * M, N, K, c->grad, a->data, b->grad, batch * M);
-        else
+        else if (shared) /* every batch entry accumulates into the one dB: keep the order */
+            for (int i = 0; i < batch; i++)
+                matmul_grad_b(ta, tb, M, N, K, c->grad + i * sc, a->data + i * sa, b->grad, M);
+        else {
+#pragma omp parallel for schedule(static) if (par)
             for (int i = 0; i < batch; i++)
                 matmul_grad_b(ta, tb, M, N, K, c->grad + i * sc, a->data + i * sa, b->grad + i * sb, M);
+        }
     }
 }
 
