@@ -83,7 +83,7 @@ if want gpt; then
                 t_ips="$t_ips $(awk -v m="$ms" 'BEGIN {printf "%.2f", 1000 / m}')"
                 t_rss="$t_rss $(sed -n 's/.*peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_gpt.$r.log")"
             else
-                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads 2 --eval-iters 1 --log-every 10 \
+                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads 2 --eval-iters 1 --log-every 1 \
                     --data "$SHAKES" >"$TMP/torch_gpt.$r.log" 2>&1
                 p_ips="$p_ips $(sed -n 's/^iters_per_s //p' "$TMP/torch_gpt.$r.log")"
                 p_rss="$p_rss $(sed -n 's/^peak_rss_mb //p' "$TMP/torch_gpt.$r.log")"
@@ -94,10 +94,10 @@ if want gpt; then
     row "GPT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss"
     echo "loss at equal steps (round 1; different random inits, same recipe and data):"
     printf '  %6s %10s %10s\n' step tfm torch
-    # tfm logs "step k/N | loss X" after k steps; torch logs "iter i loss X" for step i+1
-    join <(sed -n 's/^step \([0-9]*\)\/[0-9]* | loss \([0-9.]*\).*/\1 \2/p' "$TMP/tfm_gpt.1.log" | sort -k1,1) \
-         <(awk '/^iter/ {print $2 + 1, $4}' "$TMP/torch_gpt.1.log" | sort -k1,1) | sort -n | \
-        awk '{printf "  %6d %10s %10s\n", $1, $2, $3}'
+    # tfm logs "step k/N | loss X" after k steps (every 10); torch logs "iter i loss X" for step i+1 (every step)
+    awk 'NR == FNR { if ($1 == "iter") t[$2 + 1] = $4; next }
+         $1 == "step" { split($2, a, "/"); if (a[1] in t) printf "  %6d %10s %10s\n", a[1], $5, t[a[1]] }' \
+        "$TMP/torch_gpt.1.log" "$TMP/tfm_gpt.1.log"
     echo "tfm per-op profile (round 1):"; sed -n '/^profile/,/^tfm train-lm: peak/p' "$TMP/tfm_gpt.1.log" | sed 's/^/  /'
 fi
 

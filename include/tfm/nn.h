@@ -86,10 +86,8 @@ void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttentio
 tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                           tfm_tensor *K, tfm_tensor *V, const tfm_mask *mask);
 /* The fused attention op (tfm_attention) is used instead of the exact path (scores, masked softmax,
- * weights @ V, head permutes) when weights are not kept and attention dropout is inactive, for inference
- * and for training with Tk > 128 (below that the exact path's batched GEMMs are faster on CPU).
- * 0: always the exact path; 2: fused whenever allowed, also for short training sequences (tests);
- * the environment variable TFM_EXACT_ATTENTION=1 also forces the exact path. */
+ * weights @ V, head permutes) when weights are not kept and attention dropout is inactive. Set to 0 (or
+ * the environment variable TFM_EXACT_ATTENTION=1) to force the exact path (tests compare the two). */
 extern int tfm_fused_attention;
 
 /* (B,T,H*d) <-> (B,H,T,d) */

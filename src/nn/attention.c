@@ -5,14 +5,12 @@
 
 int tfm_fused_attention = 1;
 
-/* Fused when no weights are kept and attention dropout is off. While training short sequences (Tk <= 128)
- * the exact path (batched GEMMs on the whole score matrix) is faster on CPU than the tiled kernel, whose
- * advantage is memory, so it is used there; inference (no grad) always takes the fused path. */
+/* The fused op whenever no weights are kept and attention dropout is inactive (tfm_attention itself picks
+ * the tiled flash kernel or, for training on short sequences, its materialised strided-GEMM variant). */
 static int fused_ok(const tfm_graph *g, const tfm_MultiHeadAttention *m, int Tk) {
     static int env = -1; /* TFM_EXACT_ATTENTION=1 forces the exact path (benchmarks, debugging) */
     if (env < 0) env = getenv("TFM_EXACT_ATTENTION") && atoi(getenv("TFM_EXACT_ATTENTION")) ? 1 : 0;
-    if (tfm_fused_attention == 2) return !m->keep_weights && (m->dropout <= 0.0f || !g->training); /* tests */
-    if (g->grad_enabled && Tk <= 128) return 0;
+    (void)Tk;
     return tfm_fused_attention && !env && !m->keep_weights && (m->dropout <= 0.0f || !g->training);
 }
 

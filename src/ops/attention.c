@@ -22,6 +22,8 @@
 #include <string.h>
 
 #define TILE 64
+#define TFM_ATTN_MAT_MAX_TK 128
+int tfm_attention_force_tiled = 0;
 
 typedef struct {
     float *data, *grad;
@@ -247,6 +249,77 @@ static void attn_backward(const attn_args *a, int nt) {
     }
 }
 
+/* ---------------------------------------------------------------- materialised variant
+ * For short sequences with grad tracked (training at block 64), whole (Tq,Tk) score matrices per head
+ * through strided batched GEMMs are faster on a CPU than the tiled kernel: S = scale Q K^T, P = masked
+ * softmax(S) (saved: B*H*Tq*Tk floats, as the unfused path keeps), O = P V, written straight into the
+ * (B,T,H*d) layout (no permutes, no separate scale op). Backward: dP = dO V^T, dV += P^T dO,
+ * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch
+ * entry (the GEMMs inside run single-threaded), so results do not depend on the thread count. */
+static void mat_forward(const attn_args *a, float *P, int nt) {
+    int H = a->H, Tq = a->Tq, Tk = a->Tk;
+    size_t hs = (size_t)Tq * Tk;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
+    for (int b = 0; b < a->B; b++) {
+        float *Pb = P + (size_t)b * H * hs;
+        tfm_gemm_batched(H, 0, 1, Tq, Tk, a->dk, a->scale, a->q.data + b * a->q.sb, (int)a->q.st, a->q.sh,
+                         a->k.data + b * a->k.sb, (int)a->k.st, a->k.sh, 0.0f, Pb, Tk, hs);
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++) {
+                float *row = Pb + h * hs + (size_t)i * Tk;
+                int lim = visible(a, b, i);
+                if (lim <= 0) {
+                    for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
+                    continue;
+                }
+                float mx = tfm_vmax(row, (size_t)lim);
+                if (lim < Tk && mx < -1e6f) mx = -1e6f;
+                float sum = tfm_vexp_sum(row, row, mx, (size_t)lim);
+                float hid = lim < Tk ? tfm_expf(-1e6f - mx) : 0.0f;
+                for (int j = lim; j < Tk; j++) row[j] = hid;
+                sum += hid * (Tk - lim);
+                float inv = 1.0f / sum;
+                for (int j = 0; j < Tk; j++) row[j] *= inv;
+            }
+        tfm_gemm_batched(H, 0, 0, Tq, a->dv, Tk, 1.0f, Pb, Tk, hs, a->v.data + b * a->v.sb, (int)a->v.st, a->v.sh,
+                         0.0f, a->o.data + b * a->o.sb, (int)a->o.st, a->o.sh);
+    }
+}
+
+static void mat_backward(const attn_args *a, const float *P, int nt) {
+    int H = a->H, Tq = a->Tq, Tk = a->Tk;
+    size_t hs = (size_t)Tq * Tk;
+    float *buf = thread_scratch((size_t)H * hs + 16, nt);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
+    for (int b = 0; b < a->B; b++) {
+        const float *Pb = P + (size_t)b * H * hs;
+        float *dS = buf + ((size_t)H * hs + 16) * omp_get_thread_num();
+        const float *dO = a->o.grad + b * a->o.sb;
+        int ost = (int)a->o.st;
+        /* dP = dO V^T */
+        tfm_gemm_batched(H, 0, 1, Tq, Tk, a->dv, 1.0f, dO, ost, a->o.sh, a->v.data + b * a->v.sb, (int)a->v.st,
+                         a->v.sh, 0.0f, dS, Tk, hs);
+        if (a->v.grad) /* dV += P^T dO */
+            tfm_gemm_batched(H, 1, 0, Tk, a->dv, Tq, 1.0f, Pb, Tk, hs, dO, ost, a->o.sh, 1.0f,
+                             a->v.grad + b * a->v.sb, (int)a->v.st, a->v.sh);
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++) {
+                const float *p = Pb + h * hs + (size_t)i * Tk;
+                float *d = dS + h * hs + (size_t)i * Tk;
+                int lim = visible(a, b, i);
+                float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
+                for (int j = 0; j < lim; j++) d[j] = sc * p[j] * (d[j] - dot);
+                for (int j = lim > 0 ? lim : 0; j < Tk; j++) d[j] = 0.0f;
+            }
+        if (a->q.grad) /* dQ += dS K */
+            tfm_gemm_batched(H, 0, 0, Tq, a->dk, Tk, 1.0f, dS, Tk, hs, a->k.data + b * a->k.sb, (int)a->k.st, a->k.sh,
+                             1.0f, a->q.grad + b * a->q.sb, (int)a->q.st, a->q.sh);
+        if (a->k.grad) /* dK += dS^T Q */
+            tfm_gemm_batched(H, 1, 0, Tk, a->dk, Tq, 1.0f, dS, Tk, hs, a->q.data + b * a->q.sb, (int)a->q.st, a->q.sh,
+                             1.0f, a->k.grad + b * a->k.sb, (int)a->k.st, a->k.sh);
+    }
+}
+
 /* ip: 0 n_head, 1 kv_heads_first; fp: 0 scale; saved: lse (B,H,Tq); aux: mask copy (or NULL) */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale) {
@@ -270,15 +343,20 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
     tfm_tensor *in[3] = {q, k, v};
     tfm_tensor *out = tfm_new3(g, B, Tq, H * dv);
     if (tfm_any_grad(g, in, 3)) out->grad = tfm_arena_calloc(&g->arena, out->size * sizeof(float));
-    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
+    int grad = tfm_any_grad(g, in, 3);
+    /* training on short sequences: the materialised variant (see above); otherwise the tiled kernel */
+    int mat = grad && Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled;
+    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (mat ? (size_t)B * H * Tq * Tk : (size_t)B * H * Tq));
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
                    make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask};
-    attn_forward(&a, lse, tfm_get_threads());
+    if (mat) mat_forward(&a, lse, tfm_get_threads());
+    else attn_forward(&a, lse, tfm_get_threads());
     tfm_node *n = tfm_graph_push(g, TFM_OP_ATTENTION, out, 3, in);
     if (n) {
         n->saved = lse;
         n->ip[0] = H;
         n->ip[1] = kv_heads_first;
+        n->ip[2] = mat;
         n->fp[0] = scale;
         if (mask) {
             tfm_mask *mc = tfm_arena_alloc(&g->arena, sizeof *mc);
@@ -303,5 +381,6 @@ void tfm_bw_attention(tfm_node *n) {
     int Tk = hf ? k->shape[2] : k->shape[1], dv = out->shape[2] / H;
     attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
                    make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, n->aux};
-    attn_backward(&a, tfm_get_threads());
+    if (n->ip[2]) mat_backward(&a, n->saved, tfm_get_threads());
+    else attn_backward(&a, tfm_get_threads());
 }

@@ -139,25 +139,31 @@ static void test_attention_equal(void) {
         {"head-major K/V, valid lens", 3, 4, 7, 2, 4, 0, 1, {.valid_lens = vl_batch}},
         {"head-major K/V, causal + valid lens", 3, 4, 7, 2, 32, 0, 1, {.causal = 1, .valid_lens = vl_batch}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    for (size_t i = 0; i < 2 * sizeof cases / sizeof *cases; i++) {
+        const attn_case *c = &cases[i / 2];
+        int tiled = i % 2; /* with grad tracked and Tk <= 128 the op materialises P unless forced tiled */
         float *o0, *o1, *g0, *g1;
         size_t no, ng;
-        run_mha(&cases[i], 0, &o0, &g0, &no, &ng);
-        run_mha(&cases[i], 2, &o1, &g1, &no, &ng);
-        char name[160];
-        snprintf(name, sizeof name, "fused attention == exact (%s): values", cases[i].name);
+        run_mha(c, 0, &o0, &g0, &no, &ng);
+        tfm_attention_force_tiled = tiled;
+        run_mha(c, 1, &o1, &g1, &no, &ng);
+        tfm_attention_force_tiled = 0;
+        char name[200];
+        snprintf(name, sizeof name, "fused attention (%s) == exact (%s): values", tiled ? "tiled" : "materialised",
+                 c->name);
         double scale = 1;
         for (size_t j = 0; j < no; j++) scale = fabs(o0[j]) > scale ? fabs(o0[j]) : scale;
         CHECK(name, max_abs_diff(o1, o0, no) <= 1e-5 * scale, "max diff %g (max |value| %g)", max_abs_diff(o1, o0, no),
               scale);
-        snprintf(name, sizeof name, "fused attention == exact (%s): grads", cases[i].name);
+        snprintf(name, sizeof name, "fused attention (%s) == exact (%s): grads", tiled ? "tiled" : "materialised",
+                 c->name);
         CHECK(name, rel_err(g1, g0, ng) <= 1e-4, "rel err %g", rel_err(g1, g0, ng));
         free(o0), free(o1), free(g0), free(g1);
     }
 }
 
 /* Central differences of loss = sum(attention(q,k,v) * R) w.r.t. q, k, v (double-checked in float). */
-static void test_attention_fd(void) {
+static void test_attention_fd_one(void) {
     int B = 2, T = 5, H = 2, d = 3, C = H * d;
     static const int vl[2] = {4, 2};
     tfm_mask mask = {.causal = 1, .valid_lens = vl};
@@ -194,9 +200,20 @@ static void test_attention_fd(void) {
         den2 += an * an;
     }
     double err = sqrt(num2 / (den2 > 1e-24 ? den2 : 1e-24));
-    CHECK("fused attention backward vs finite differences (causal + valid lens)", err < 2e-2, "rel err %g", err);
+    char name[120];
+    snprintf(name, sizeof name, "fused attention (%s) backward vs finite differences (causal + valid lens)",
+             tfm_attention_force_tiled ? "tiled" : "materialised");
+    CHECK(name, err < 2e-2, "rel err %g", err);
     tfm_graph_free(&g);
     tfm_params_free(&p);
+}
+
+static void test_attention_fd(void) {
+    for (int t = 0; t < 2; t++) {
+        tfm_attention_force_tiled = t;
+        test_attention_fd_one();
+    }
+    tfm_attention_force_tiled = 0;
 }
 
 /* ---------------------------------------------------------------- GPT */
