@@ -160,6 +160,11 @@ int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *line
 
 /* ---------------------------------------------------------------- training (src/train/train_mt.c) */
 typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
+/* TOKENS: mean cross-entropy over the valid target tokens of the batch.
+ * D2L:    d2l's MaskedSoftmaxCELoss + l.sum(): per sentence the sum of its valid-token losses divided by
+ *         num_steps, summed over the batch (= token mean * n_tokens / num_steps). With gradient
+ *         clipping this gives different updates from TOKENS; it is what the d2l recipes train with. */
+typedef enum { TFM_LOSS_TOKENS = 0, TFM_LOSS_D2L = 1 } tfm_loss_norm;
 
 typedef struct {
     int epochs, batch_size, num_steps;   /* num_steps: padded length of source and target */
@@ -171,6 +176,7 @@ typedef struct {
     float beta1, beta2, eps;
     uint64_t seed;
     int bucket;              /* tfm_batches_make bucket factor (0 = no bucketing) */
+    int loss_norm;           /* tfm_loss_norm: how the batch loss is normalised before backward */
     int log_every;           /* steps between progress lines (0: one per epoch) */
     int quiet;
 } tfm_mt_train_opts;

@@ -13,7 +13,7 @@
 #define C "train-mt"
 
 typedef struct {
-    const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump;
+    const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump, *loss_norm;
     int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, batch_size, epochs, warmup, seed, threads;
     int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only;
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
@@ -132,7 +132,8 @@ static void d2l_examples(tfm_translator *t) {
 }
 
 int cmd_train_mt(int argc, char **argv) {
-    mt_opts o = {.arch = "transformer", .preprocess = "d2l", .schedule = "constant", .min_freq = 2, .max_len = 10,
+    mt_opts o = {.arch = "transformer", .preprocess = "d2l", .schedule = "constant",
+                 .loss_norm = "tokens", .min_freq = 2, .max_len = 10,
                  .d_model = 32, .n_head = 4, .n_layer = 2, .ffn = 64, .batch_size = 64, .epochs = 10, .seed = 1,
                  .embed_size = 32, .hidden_size = 32, .dropout = 0.2f, .lr = 0.005f, .grad_clip = 1.0f,
                  .beta2 = 0.999f, .log_every = -1, .pe_len = 1000};
@@ -157,6 +158,8 @@ int cmd_train_mt(int argc, char **argv) {
         {"hidden-size", FLAG_INT, &o.hidden_size, "GRU hidden size (rnn, bahdanau)", 0},
         {"dropout", FLAG_FLOAT, &o.dropout, "dropout", 0},
         {"label-smoothing", FLAG_FLOAT, &o.label_smoothing, "label smoothing of the cross-entropy", 0},
+        {"loss-norm", FLAG_STR, &o.loss_norm,
+         "tokens (mean over target tokens) | d2l (per-sentence sum / num_steps, summed over the batch)", 0},
         {"lr", FLAG_FLOAT, &o.lr, "learning rate (peak; the scale factor for noam)", 0},
         {"min-lr", FLAG_FLOAT, &o.min_lr, "final learning rate of the cosine schedule", 0},
         {"schedule", FLAG_STR, &o.schedule, "noam | cosine | constant (all with --warmup)", 0},
@@ -206,6 +209,8 @@ int cmd_train_mt(int argc, char **argv) {
     if (!(o.lr > 0) || o.lr > 100) return cli_error(C, "--lr must be in (0, 100], got %g", o.lr);
     if (!(o.min_lr >= 0)) return cli_error(C, "--min-lr must be >= 0, got %g", o.min_lr);
     if (!(o.dropout >= 0 && o.dropout < 1)) return cli_error(C, "--dropout must be in [0, 1), got %g", o.dropout);
+    if (strcmp(o.loss_norm, "tokens") && strcmp(o.loss_norm, "d2l"))
+        return cli_error(C, "--loss-norm: unknown '%s' (tokens, d2l)", o.loss_norm);
     if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
         return cli_error(C, "--label-smoothing must be in [0, 1), got %g", o.label_smoothing);
     if (!(o.grad_clip >= 0)) return cli_error(C, "--grad-clip must be >= 0, got %g", o.grad_clip);
@@ -334,6 +339,7 @@ int cmd_train_mt(int argc, char **argv) {
     to.warmup = o.warmup;
     to.min_lr = o.min_lr;
     to.label_smoothing = o.label_smoothing;
+    to.loss_norm = strcmp(o.loss_norm, "d2l") ? TFM_LOSS_TOKENS : TFM_LOSS_D2L;
     to.grad_clip = o.grad_clip;
     to.weight_decay = o.weight_decay;
     to.beta2 = o.beta2;

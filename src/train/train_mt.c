@@ -157,7 +157,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             tfm_params_zero_grad(&m->params);
             tfm_tensor *logits = tfm_encdec_forward(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.Tt);
             tfm_tensor *loss = tfm_cross_entropy(&g, logits, b.tgt, TFM_PAD, o->label_smoothing);
-            tfm_backward(&g, loss);
+            if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
+            else tfm_backward(&g, loss);
             if (o->grad_clip > 0) tfm_clip_grad_norm(&m->params, o->grad_clip);
             float lr = tfm_mt_lr(o, prog->step, total, d_model);
             tfm_adamw_step(opt, &m->params, lr);

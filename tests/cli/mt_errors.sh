@@ -41,6 +41,7 @@ expect_err "mt missing corpus file" "nope.tsv" $TFM train-mt --tsv "$d/nope.tsv"
 expect_err "mt needs --tsv or --src/--tgt" "tsv" $TFM train-mt --out "$d/m.tfm"
 expect_err "mt bad --arch" "arch" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --arch lstm
 expect_err "mt bad --schedule" "schedule" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --schedule linear
+expect_err "mt bad --loss-norm" "loss-norm" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --loss-norm sum
 expect_err "mt bad --preprocess" "preprocess" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --preprocess bpe
 expect_err "mt bad --lr" "lr" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --lr -1
 expect_err "mt non-numeric --epochs" "epochs" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --epochs ten

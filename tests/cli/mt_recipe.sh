@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The d2l Transformer recipe, short version (fra-eng, first 600 pairs, num_steps 10, d_model 32,
-# 2 blocks, 4 heads, FFN 64, dropout 0.2, lr 0.005, batch 64, d2l preprocessing, 200 epochs):
+# 2 blocks, 4 heads, FFN 64, dropout 0.2, lr 0.005, batch 64, d2l preprocessing, d2l loss
+# normalisation, 200 epochs):
 # the loss falls and >= 3 of d2l's 4 sentences come out exactly. Then translate / beam / attention
 # on the trained model, and --resume continuing exactly. Uses $TFM; run from the repo root.
 set -u
@@ -12,7 +13,7 @@ fail() { echo "FAIL $1: $2"; }
 if [ ! -f "$DATA" ]; then fail "mt recipe" "$DATA not found (run from the repo root)"; exit 1; fi
 
 $TFM train-mt --tsv $DATA --num-examples 600 --max-len 10 --d-model 32 --n-layer 2 --n-head 4 --ffn 64 \
-    --dropout 0.2 --lr 0.005 --batch-size 64 --epochs 200 --preprocess d2l --seed 1 --threads 1 --log-every 0 \
+    --dropout 0.2 --lr 0.005 --batch-size 64 --epochs 200 --preprocess d2l --loss-norm d2l --seed 1 --threads 1 --log-every 0 \
     --out "$d/fra.tfm" --d2l-examples >"$d/out" 2>"$d/err"
 rc=$?
 [ $rc -eq 0 ] && pass "mt recipe trains" || fail "mt recipe trains" "rc $rc: $(tail -n 2 "$d/err")"
@@ -29,10 +30,9 @@ grep -qx "go \. => va !, bleu 1.000" "$d/out" && n=$((n + 1))
 grep -qx "i lost \. => j'ai perdu \., bleu 1.000" "$d/out" && n=$((n + 1))
 grep -qx "he's calm \. => il est calme \., bleu 1.000" "$d/out" && n=$((n + 1))
 grep -qx "i'm home \. => je suis chez moi \., bleu 1.000" "$d/out" && n=$((n + 1))
-# The issue asks for >= 3 of 4. Seed 1 gave 3 of 4 until commit caa9107 changed the float rounding of
-# the gradient norm; since then this short run gives 2 of 4 (seeds 2-5 give 1-2, 300 epochs does not
-# help), so the check is >= 2 until the recipe is made robust (see the issue 3 report).
-[ $n -ge 2 ] && pass "mt recipe: $n of 4 d2l sentences exact (>= 2; issue target 3)" || fail "mt recipe: >= 2 of 4 exact" "only $n"
+# The outcome depends on the seed (one run of a tiny model on 600 pairs); d2l's loss normalisation
+# (--loss-norm d2l) is what makes the d2l results reproducible, see docs/RECIPES.md.
+[ $n -ge 3 ] && pass "mt recipe: $n of 4 d2l sentences exact (>= 3)" || fail "mt recipe: >= 3 of 4 exact" "only $n"
 
 # translate gives the same greedy output as the training command, in order, one line each
 printf "go .\ni lost .\nhe's calm .\ni'm home .\n" > "$d/src.txt"
