@@ -70,6 +70,12 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
 extern int tfm_attention_force_tiled;
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale);
+/* The same with inverted dropout p on the attention weights when g->training (the materialised variant
+ * only: requires tfm_attention_supports_dropout(Tk)); the mask bits equal tfm_dropout's on the
+ * (B*H,Tq,Tk) weights for the same graph RNG state. */
+tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
+                                  int kv_heads_first, const tfm_mask *mask, float scale, float dropout);
+int tfm_attention_supports_dropout(int Tk);
 
 /* Inverted dropout: zero with prob p, scale kept by 1/(1-p). Identity unless g->training && p > 0. */
 tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p);

@@ -10,8 +10,8 @@ int tfm_fused_attention = 1;
 static int fused_ok(const tfm_graph *g, const tfm_MultiHeadAttention *m, int Tk) {
     static int env = -1; /* TFM_EXACT_ATTENTION=1 forces the exact path (benchmarks, debugging) */
     if (env < 0) env = getenv("TFM_EXACT_ATTENTION") && atoi(getenv("TFM_EXACT_ATTENTION")) ? 1 : 0;
-    (void)Tk;
-    return tfm_fused_attention && !env && !m->keep_weights && (m->dropout <= 0.0f || !g->training);
+    return tfm_fused_attention && !env && !m->keep_weights &&
+           (m->dropout <= 0.0f || !g->training || tfm_attention_supports_dropout(Tk));
 }
 
 tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,
@@ -60,8 +60,8 @@ tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *
     int B = queries->shape[0], Tq = queries->shape[1], H = m->n_head, Tk = K->shape[2];
     if (fused_ok(g, m, Tk)) { /* Q stays (B,Tq,H*d_k); K, V are head-major; output is (B,Tq,H*d_v) */
         m->weights = NULL;
-        tfm_tensor *out = tfm_attention(g, tfm_Linear_forward(g, &m->W_q, queries), K, V, H, 1, mask,
-                                        1.0f / sqrtf((float)m->d_k));
+        tfm_tensor *out = tfm_attention_dropout(g, tfm_Linear_forward(g, &m->W_q, queries), K, V, H, 1, mask,
+                                                1.0f / sqrtf((float)m->d_k), m->dropout);
         return tfm_Linear_forward(g, &m->W_o, out);
     }
     tfm_tensor *Q = tfm_split_heads(g, tfm_Linear_forward(g, &m->W_q, queries), H);   /* (B,H,Tq,d_k) */
@@ -81,9 +81,9 @@ tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention 
                                            tfm_tensor *keys, tfm_tensor *values, const tfm_mask *mask) {
     if (fused_ok(g, m, keys->shape[1])) { /* everything stays in the (B,T,H*d) layout of the projections: no permutes */
         m->weights = NULL;
-        tfm_tensor *out = tfm_attention(g, tfm_Linear_forward(g, &m->W_q, queries), tfm_Linear_forward(g, &m->W_k, keys),
-                                        tfm_Linear_forward(g, &m->W_v, values), m->n_head, 0, mask,
-                                        1.0f / sqrtf((float)m->d_k));
+        tfm_tensor *out = tfm_attention_dropout(g, tfm_Linear_forward(g, &m->W_q, queries),
+                                                tfm_Linear_forward(g, &m->W_k, keys), tfm_Linear_forward(g, &m->W_v, values),
+                                                m->n_head, 0, mask, 1.0f / sqrtf((float)m->d_k), m->dropout);
         return tfm_Linear_forward(g, &m->W_o, out);
     }
     tfm_tensor *K, *V;

@@ -43,7 +43,18 @@ typedef struct {
     view q, k, v, o;
     const float *lse;
     const tfm_mask *mask;
+    uint8_t *keep;      /* attention dropout (materialised variant only): keep mask (B,H,Tq,Tk), or NULL */
+    uint64_t key;       /* its counter-based RNG key (the same bits tfm_dropout draws) */
+    uint32_t thresh;
+    float dscale;       /* 1 / (1 - p) */
 } attn_args;
+
+/* tfm_dropout's counter-based hash: element i keeps iff hash64(key + i) >= p 2^32 */
+static inline uint32_t hash64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
 
 static int visible(const attn_args *a, int b, int i) {
     const tfm_mask *m = a->mask;
@@ -259,6 +270,7 @@ static void attn_backward(const attn_args *a, int nt) {
 static void mat_forward(const attn_args *a, float *P, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk;
+    float *buf = a->keep ? thread_scratch((size_t)H * hs + 16, nt) : NULL;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
         float *Pb = P + (size_t)b * H * hs;
@@ -281,7 +293,18 @@ static void mat_forward(const attn_args *a, float *P, int nt) {
                 float inv = 1.0f / sum;
                 for (int j = 0; j < Tk; j++) row[j] *= inv;
             }
-        tfm_gemm_batched(H, 0, 0, Tq, a->dv, Tk, 1.0f, Pb, Tk, hs, a->v.data + b * a->v.sb, (int)a->v.st, a->v.sh,
+        const float *Pv = Pb;
+        if (a->keep) { /* dropout on the weights, element order (b,h,i,j) as tfm_dropout on (B*H,Tq,Tk) */
+            float *Pd = buf + ((size_t)H * hs + 16) * omp_get_thread_num();
+            size_t base = (size_t)b * H * hs;
+            for (size_t x = 0; x < (size_t)H * hs; x++) {
+                uint8_t k = hash64(a->key + base + x) >= a->thresh;
+                a->keep[base + x] = k;
+                Pd[x] = k ? Pb[x] * a->dscale : 0.0f;
+            }
+            Pv = Pd;
+        }
+        tfm_gemm_batched(H, 0, 0, Tq, a->dv, Tk, 1.0f, Pv, Tk, hs, a->v.data + b * a->v.sb, (int)a->v.st, a->v.sh,
                          0.0f, a->o.data + b * a->o.sb, (int)a->o.st, a->o.sh);
     }
 }
@@ -289,19 +312,28 @@ static void mat_forward(const attn_args *a, float *P, int nt) {
 static void mat_backward(const attn_args *a, const float *P, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk;
-    float *buf = thread_scratch((size_t)H * hs + 16, nt);
+    size_t per = (a->keep ? 2 : 1) * ((size_t)H * hs + 16);
+    float *buf = thread_scratch(per, nt);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
-        const float *Pb = P + (size_t)b * H * hs;
-        float *dS = buf + ((size_t)H * hs + 16) * omp_get_thread_num();
+        const float *Pb = P + (size_t)b * H * hs, *Pv = Pb;
+        float *dS = buf + per * omp_get_thread_num();
+        const uint8_t *keep = a->keep ? a->keep + (size_t)b * H * hs : NULL;
+        if (keep) { /* the dropped weights the forward multiplied V by */
+            float *Pd = dS + (size_t)H * hs + 16;
+            for (size_t x = 0; x < (size_t)H * hs; x++) Pd[x] = keep[x] ? Pb[x] * a->dscale : 0.0f;
+            Pv = Pd;
+        }
         const float *dO = a->o.grad + b * a->o.sb;
         int ost = (int)a->o.st;
         /* dP = dO V^T */
         tfm_gemm_batched(H, 0, 1, Tq, Tk, a->dv, 1.0f, dO, ost, a->o.sh, a->v.data + b * a->v.sb, (int)a->v.st,
                          a->v.sh, 0.0f, dS, Tk, hs);
-        if (a->v.grad) /* dV += P^T dO */
-            tfm_gemm_batched(H, 1, 0, Tk, a->dv, Tq, 1.0f, Pb, Tk, hs, dO, ost, a->o.sh, 1.0f,
+        if (a->v.grad) /* dV += P^T dO (P after dropout) */
+            tfm_gemm_batched(H, 1, 0, Tk, a->dv, Tq, 1.0f, Pv, Tk, hs, dO, ost, a->o.sh, 1.0f,
                              a->v.grad + b * a->v.sb, (int)a->v.st, a->v.sh);
+        if (keep)
+            for (size_t x = 0; x < (size_t)H * hs; x++) dS[x] = keep[x] ? dS[x] * a->dscale : 0.0f;
         for (int h = 0; h < H; h++)
             for (int i = 0; i < Tq; i++) {
                 const float *p = Pb + h * hs + (size_t)i * Tk;
@@ -323,6 +355,13 @@ static void mat_backward(const attn_args *a, const float *P, int nt) {
 /* ip: 0 n_head, 1 kv_heads_first; fp: 0 scale; saved: lse (B,H,Tq); aux: mask copy (or NULL) */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale) {
+    return tfm_attention_dropout(g, q, k, v, n_head, kv_heads_first, mask, scale, 0.0f);
+}
+
+int tfm_attention_supports_dropout(int Tk) { return Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled; }
+
+tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
+                                  int kv_heads_first, const tfm_mask *mask, float scale, float dropout) {
     OP_BEGIN(g);
     int H = n_head;
     TFM_ASSERT(q->ndim == 3 && q->shape[2] % H == 0, "attention: q must be (B,Tq,H*d)");
@@ -345,10 +384,20 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
     if (tfm_any_grad(g, in, 3)) out->grad = tfm_arena_calloc(&g->arena, out->size * sizeof(float));
     int grad = tfm_any_grad(g, in, 3);
     /* training on short sequences: the materialised variant (see above); otherwise the tiled kernel */
-    int mat = grad && Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled;
+    int drop = g->training && dropout > 0.0f;
+    TFM_ASSERT(!drop || (dropout < 1.0f && tfm_attention_supports_dropout(Tk)),
+               "attention: dropout %g needs the materialised variant (Tk %d <= %d)", dropout, Tk, TFM_ATTN_MAT_MAX_TK);
+    int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled;
     float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (mat ? (size_t)B * H * Tq * Tk : (size_t)B * H * Tq));
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
-                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask};
+                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask,
+                   NULL, 0, 0, 1.0f};
+    if (drop) {
+        a.keep = tfm_arena_alloc(&g->arena, (size_t)B * H * Tq * Tk);
+        a.key = ((uint64_t)tfm_rng_u32(&g->rng) << 32) | tfm_rng_u32(&g->rng);
+        a.thresh = (uint32_t)((double)dropout * 4294967296.0);
+        a.dscale = 1.0f / (1.0f - dropout);
+    }
     if (mat) mat_forward(&a, lse, tfm_get_threads());
     else attn_forward(&a, lse, tfm_get_threads());
     tfm_node *n = tfm_graph_push(g, TFM_OP_ATTENTION, out, 3, in);
@@ -357,6 +406,8 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
         n->ip[0] = H;
         n->ip[1] = kv_heads_first;
         n->ip[2] = mat;
+        n->aux2 = a.keep;
+        n->fp[1] = a.dscale;
         n->fp[0] = scale;
         if (mask) {
             tfm_mask *mc = tfm_arena_alloc(&g->arena, sizeof *mc);
@@ -380,7 +431,8 @@ void tfm_bw_attention(tfm_node *n) {
     int B = q->shape[0], Tq = q->shape[1], dk = q->shape[2] / H;
     int Tk = hf ? k->shape[2] : k->shape[1], dv = out->shape[2] / H;
     attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
-                   make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, n->aux};
+                   make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, n->aux,
+                   (uint8_t *)n->aux2, 0, 0, n->fp[1]};
     if (n->ip[2]) mat_backward(&a, n->saved, tfm_get_threads());
     else attn_backward(&a, tfm_get_threads());
 }

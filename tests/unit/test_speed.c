@@ -88,6 +88,7 @@ typedef struct {
     const char *name;
     int B, Tq, Tk, H, d, self, kv_heads_first;
     tfm_mask mask;
+    float dropout;   /* attention dropout, training mode */
 } attn_case;
 
 /* Multi-head attention through tfm_MultiHeadAttention with the fused path (mode 2) or the exact one (0). */
@@ -96,7 +97,7 @@ static void run_mha(const attn_case *c, int mode, float **out, float **grad, siz
     tfm_params_init(&p);
     tfm_MultiHeadAttention m;
     int C = c->H * c->d;
-    tfm_MultiHeadAttention_init(&m, &p, "a", C, C, C, c->H, c->d, c->d, C, 1, 0.0f);
+    tfm_MultiHeadAttention_init(&m, &p, "a", C, C, C, c->H, c->d, c->d, C, 1, c->dropout);
     tfm_tensor *q = tfm_param(&p, "q", 3, (int[]){c->B, c->Tq, C});
     tfm_tensor *kv = tfm_param(&p, "kv", 3, (int[]){c->B, c->Tk, C});
     tfm_params_alloc(&p);
@@ -104,6 +105,7 @@ static void run_mha(const attn_case *c, int mode, float **out, float **grad, siz
     fill(p.data, p.total, 0.5f);
     tfm_graph g;
     tfm_graph_init(&g, 1);
+    g.training = c->dropout > 0;
     tfm_params_zero_grad(&p);
     tfm_fused_attention = mode;
     tfm_tensor *y;
@@ -132,12 +134,14 @@ static void run_mha(const attn_case *c, int mode, float **out, float **grad, siz
 static void test_attention_equal(void) {
     static const int vl_batch[3] = {5, 0, 2}, vl_query[3 * 4] = {1, 2, 3, 4, 4, 4, 0, 1, 7, 7, 7, 7};
     attn_case cases[] = {
-        {"causal self-attention", 2, 9, 9, 2, 8, 1, 0, {.causal = 1}},
-        {"causal self-attention, T > tile", 1, 150, 150, 2, 32, 1, 0, {.causal = 1}},
-        {"cross-attention, per-batch valid lens (one empty)", 3, 4, 7, 2, 4, 0, 0, {.valid_lens = vl_batch}},
-        {"cross-attention, per-query valid lens", 3, 4, 7, 2, 4, 0, 0, {.valid_lens = vl_query, .per_query = 1}},
-        {"head-major K/V, valid lens", 3, 4, 7, 2, 4, 0, 1, {.valid_lens = vl_batch}},
-        {"head-major K/V, causal + valid lens", 3, 4, 7, 2, 32, 0, 1, {.causal = 1, .valid_lens = vl_batch}},
+        {"causal self-attention", 2, 9, 9, 2, 8, 1, 0, {.causal = 1}, 0.0f},
+        {"causal self-attention, T > tile", 1, 150, 150, 2, 32, 1, 0, {.causal = 1}, 0.0f},
+        {"cross-attention, per-batch valid lens (one empty)", 3, 4, 7, 2, 4, 0, 0, {.valid_lens = vl_batch}, 0.0f},
+        {"cross-attention, per-query valid lens", 3, 4, 7, 2, 4, 0, 0, {.valid_lens = vl_query, .per_query = 1}, 0.0f},
+        {"head-major K/V, valid lens", 3, 4, 7, 2, 4, 0, 1, {.valid_lens = vl_batch}, 0.0f},
+        {"head-major K/V, causal + valid lens", 3, 4, 7, 2, 32, 0, 1, {.causal = 1, .valid_lens = vl_batch}, 0.0f},
+        {"self-attention, attention dropout 0.3 (same masks)", 2, 9, 9, 2, 8, 1, 0, {.causal = 1}, 0.3f},
+        {"head-major K/V, valid lens, dropout 0.3", 3, 4, 7, 2, 4, 0, 1, {.valid_lens = vl_query, .per_query = 1}, 0.3f},
     };
     for (size_t i = 0; i < 2 * sizeof cases / sizeof *cases; i++) {
         const attn_case *c = &cases[i / 2];
