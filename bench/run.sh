@@ -3,7 +3,7 @@
 # alternately (the order flips every round), ROUNDS times, 2 threads each side, and prints the median
 # of each side and the tfm/PyTorch ratio (> 1 means tfm is faster; for RSS, < 1 means tfm uses less).
 #
-#   bench/run.sh [--quick] [--rounds R] [--build DIR] [all|gemm|gpt|mt|gen|translate ...]
+#   bench/run.sh [--quick] [--rounds R] [--threads N] [--build DIR] [all|gemm|gpt|mt|gen|translate ...]
 #
 #   gemm       (a) GEMM GFLOP/s, tfm vs OpenBLAS, 1 and 2 threads (bench/gemm.sh; it alternates itself)
 #   gpt        (b) GPT training iterations/s at the core config (4 layers, 4 heads, 128 wide, block 64,
@@ -17,19 +17,23 @@
 #                  PyTorch: full forward per token, scripts/bench_generate_torch.py)
 # --quick: 1 round, 40 GPT steps, 3200 Multi30k pairs (50 steps), 200 test sentences, short GEMM runs.
 # Defaults: 3 rounds, 100 GPT steps (after 1 warm-up step), 6400 pairs (100 steps), all 1000 test sentences.
-# The load average is printed before each workload: numbers taken on a busy machine are not comparable.
+# The load average is printed before each workload: numbers taken on a busy machine are not comparable
+# (with 2 threads on 2 busy cores both sides lose most of their time in OpenMP barriers; PyTorch more so).
+# --threads N (default 2) runs both sides with N threads (the GEMM part always measures 1 and 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
 BUILD=build
 ROUNDS=3
 QUICK=0
+THREADS=2
 which=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1; ROUNDS=1 ;;
         --rounds) ROUNDS=$2; shift ;;
         --build) BUILD=$2; shift ;;
+        --threads) THREADS=$2; shift ;;
         -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         all|gemm|gpt|mt|gen|translate) which+=("$1") ;;
         *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -41,7 +45,7 @@ want() { local w; for w in "${which[@]}"; do [ "$w" = all ] || [ "$w" = "$1" ] &
 if [ $QUICK = 1 ]; then GPT_ITERS=40; MT_N=3200; TEST_N=200; GEMM_ARGS="--rounds 1 --ms 100"
 else GPT_ITERS=100; MT_N=6400; TEST_N=1000; GEMM_ARGS="--rounds 3"; fi
 
-export OMP_NUM_THREADS=2
+export OMP_NUM_THREADS=$THREADS
 TFM="$BUILD/tfm"
 DATA=/work/shared/data
 [ -d "$DATA" ] || DATA=../shared/data
@@ -71,19 +75,19 @@ fi
 
 # ---------------------------------------------------------------- (b) GPT training
 if want gpt; then
-    header "(b) GPT training, core config, $GPT_ITERS steps, 2 threads"
+    header "(b) GPT training, core config, $GPT_ITERS steps, $THREADS threads"
     t_ips=""; p_ips=""; t_rss=""; p_rss=""
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
             if [ $side = tfm ]; then
                 "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 \
-                    --eval-iters 1 --threads 2 --log-every 10 --profile 2>"$TMP/tfm_gpt.$r.log"
+                    --eval-iters 1 --threads $THREADS --log-every 10 --profile 2>"$TMP/tfm_gpt.$r.log"
                 # ms/step over all steps (the first, warm-up step included; the torch twin's iters_per_s likewise)
                 ms=$(awk '/^done:/ {gsub(/[(]/,""); for (i=1;i<=NF;i++) if ($(i)=="ms/step,") print $(i-1)}' "$TMP/tfm_gpt.$r.log")
                 t_ips="$t_ips $(awk -v m="$ms" 'BEGIN {printf "%.2f", 1000 / m}')"
                 t_rss="$t_rss $(sed -n 's/.*peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_gpt.$r.log")"
             else
-                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads 2 --eval-iters 1 --log-every 1 \
+                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads $THREADS --eval-iters 1 --log-every 1 \
                     --data "$SHAKES" >"$TMP/torch_gpt.$r.log" 2>&1
                 p_ips="$p_ips $(sed -n 's/^iters_per_s //p' "$TMP/torch_gpt.$r.log")"
                 p_rss="$p_rss $(sed -n 's/^peak_rss_mb //p' "$TMP/torch_gpt.$r.log")"
@@ -103,10 +107,10 @@ fi
 
 # ---------------------------------------------------------------- (c) MT training, (e) translation
 if want mt || want translate; then
-    header "(c) encoder-decoder training, Multi30k, $MT_N pairs ($((MT_N / 64)) steps), 2 threads"
+    header "(c) encoder-decoder training, Multi30k, $MT_N pairs ($((MT_N / 64)) steps), $THREADS threads"
     COMMON="--preprocess moses --min-freq 2 --max-len 40 --d-model 256 --n-head 8 --n-layer 3 --ffn 512 --dropout 0.1
       --label-smoothing 0.1 --schedule noam --lr 0.3 --warmup 100 --batch-size 64 --bucket 8 --epochs 1
-      --num-examples $MT_N --seed 1 --threads 2"
+      --num-examples $MT_N --seed 1 --threads $THREADS"
     head -n "$TEST_N" "$M30K/test_2016_flickr.de" > "$TMP/test.de"
     head -n "$TEST_N" "$M30K/test_2016_flickr.en" > "$TMP/test.en"
     # shellcheck disable=SC2086
@@ -123,14 +127,14 @@ if want mt || want translate; then
                 t_rss="$t_rss $(sed -n 's/.*train-mt: peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_mt.$r.log")"
                 if want translate; then
                     s=$(date +%s.%N)
-                    "$TFM" translate "$TMP/mt.tfm" --beam 4 --alpha 0.6 --max-len 60 --threads 2 <"$TMP/test.de" \
+                    "$TFM" translate "$TMP/mt.tfm" --beam 4 --alpha 0.6 --max-len 60 --threads $THREADS <"$TMP/test.de" \
                         >"$TMP/tfm_beam4.en" 2>"$TMP/tfm_tr.$r.log"
                     e=$(date +%s.%N)
                     t_snt="$t_snt $(awk -v n="$TEST_N" -v s="$s" -v e="$e" 'BEGIN {printf "%.1f", n / (e - s)}')"
                 fi
             else
                 [ -f "$TMP/m30k.train.src" ] || { echo "(torch side needs the tfm dump first)"; continue; }
-                $PY scripts/bench_mt_torch.py --data "$TMP/m30k" --test "$TMP/test.train.src" --threads 2 \
+                $PY scripts/bench_mt_torch.py --data "$TMP/m30k" --test "$TMP/test.train.src" --threads $THREADS \
                     --out "$TMP" >"$TMP/torch_mt.$r.log" 2>&1
                 p_tok="$p_tok $(sed -n 's/^torch train:.* = \([0-9]*\) tok\/s.*/\1/p' "$TMP/torch_mt.$r.log")"
                 p_snt="$p_snt $(sed -n 's/^torch beam 4:.* = \([0-9.]*\) sentences\/s.*/\1/p' "$TMP/torch_mt.$r.log")"
@@ -151,18 +155,18 @@ fi
 if want gen; then
     header "(d) GPT generation, 256 new tokens, 4 layers, 128 wide, block 256"
     "$TFM" train-lm --data "$SHAKES" --out "$TMP/gen.tfm" --iters 1 --block-size 256 --batch-size 1 \
-        --eval-every 100000 --eval-iters 1 --threads 2 2>/dev/null
+        --eval-every 100000 --eval-iters 1 --threads $THREADS 2>/dev/null
     t_tps=""; p_tps=""; n_tps=""
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
             if [ $side = tfm ]; then
-                "$TFM" generate "$TMP/gen.tfm" --tokens 256 --seed $r --threads 2 >/dev/null 2>"$TMP/tfm_gen.$r.log"
+                "$TFM" generate "$TMP/gen.tfm" --tokens 256 --seed $r --threads $THREADS >/dev/null 2>"$TMP/tfm_gen.$r.log"
                 t_tps="$t_tps $(sed -n 's/^generated .*(\([0-9.]*\) tok\/s.*/\1/p' "$TMP/tfm_gen.$r.log")"
-                "$TFM" generate "$TMP/gen.tfm" --tokens 256 --seed $r --threads 2 --no-kv-cache >/dev/null \
+                "$TFM" generate "$TMP/gen.tfm" --tokens 256 --seed $r --threads $THREADS --no-kv-cache >/dev/null \
                     2>"$TMP/tfm_gen_nc.$r.log"
                 n_tps="$n_tps $(sed -n 's/^generated .*(\([0-9.]*\) tok\/s.*/\1/p' "$TMP/tfm_gen_nc.$r.log")"
             else
-                $PY scripts/bench_generate_torch.py --tokens 256 --block-size 256 --threads 2 --seed $r \
+                $PY scripts/bench_generate_torch.py --tokens 256 --block-size 256 --threads $THREADS --seed $r \
                     >"$TMP/torch_gen.$r.log" 2>&1
                 p_tps="$p_tps $(sed -n 's/^tokens_per_s //p' "$TMP/torch_gen.$r.log")"
             fi
