@@ -54,7 +54,7 @@ M30K=$DATA/multi30k
 TMP=$(mktemp -d /tmp/tfm_bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 [ -x "$TFM" ] || make --no-print-directory -j2 BUILD="$BUILD" "$TFM" >/dev/null
-echo "# tfm bench/run.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores;" \
+echo "# tfm bench/run.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores;" \
      "torch $($PY -c 'import torch; print(torch.__version__)'); rounds $ROUNDS; $(git log -1 --format=%h)"
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
