@@ -114,7 +114,10 @@ static void attn_forward(const attn_args *a, float *lse, int nt) {
     for (int bh = 0; bh < nbh; bh++) {
         int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
         float *Kt = buf + per * omp_get_thread_num(), *s = Kt + (size_t)(dk + dv) * Tk;
-        gather_t(&a->k, b, h, Tk, dk, Kt);
+        /* few queries (decoding): dot products on K rows; otherwise transpose K once for all queries */
+        int direct = a->Tq <= 2;
+        if (!direct) gather_t(&a->k, b, h, Tk, dk, Kt);
+        const float *Kb = a->k.data + b * a->k.sb + h * a->k.sh;
         const float *Vb = a->v.data + b * a->v.sb + h * a->v.sh;
         for (int i = 0; i < a->Tq; i++) {
             const float *qi = a->q.data + b * a->q.sb + h * a->q.sh + i * a->q.st;
@@ -131,7 +134,9 @@ static void attn_forward(const attn_args *a, float *lse, int nt) {
             float m = -INFINITY, l = 0.0f;
             for (int j0 = 0; j0 < lim; j0 += TILE) {
                 int n = lim - j0 < TILE ? lim - j0 : TILE;
-                scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
+                if (direct)
+                    for (int jj = 0; jj < n; jj++) s[jj] = a->scale * tfm_vdot(qi, Kb + (size_t)(j0 + jj) * a->k.st, (size_t)dk);
+                else scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
                 float mt = tfm_vmax(s, (size_t)n), mnew = mt > m ? mt : m;
                 float corr = tfm_expf(m - mnew);
                 l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
