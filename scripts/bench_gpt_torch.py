@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Benchmark twin: train the PyTorch GPT twin on tinyshakespeare (char level) with the same
-recipe as `tfm train-lm`, and print loss, speed and memory numbers.
+"""Benchmark twin: train the PyTorch GPT twin with --attention causal (gpt_twin.GPT) or synthesizer
+(synth_twin.SynthGPT) on tinyshakespeare (char level) with the same recipe as
+`tfm train-lm --attention ...`, and print loss, speed and memory.
 
-  scripts/bench_gpt_torch.py [--iters 2000] [--threads 2] [--data input.txt] [--eval-iters 20]
+  scripts/bench_gpt_torch.py [--attention causal|synthesizer] [--iters 2000] [--threads 2] [--data input.txt] [--eval-iters 20]
                              [--seed 1337] [--sample N]
 """
 import argparse
@@ -14,13 +15,15 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpt_twin import GPT, GPTConfig, get_lr, make_optimizer, set_lr  # noqa: E402
+from gpt_twin import GPTConfig, get_lr, make_optimizer, set_lr  # noqa: E402
+from synth_twin import make_gpt  # noqa: E402
 
 DEFAULT_DATA = '/work/shared/data/tinyshakespeare/input.txt'
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--attention', choices=('causal', 'synthesizer'), default='causal')
     ap.add_argument('--iters', type=int, default=2000)
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--data', default=DEFAULT_DATA)
@@ -54,7 +57,8 @@ def main():
 
     cfg = GPTConfig(vocab_size=len(chars), block_size=args.block_size, n_layer=args.n_layer,
                     n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout)
-    model = GPT(cfg)
+    model = make_gpt(cfg, args.attention)
+    print(f'attention {args.attention}')
     n_params = sum(p.numel() for p in model.parameters())
     opt = make_optimizer(model, args.lr, args.weight_decay, betas=(0.9, 0.99), eps=1e-8)
     gen = torch.Generator().manual_seed(args.seed)

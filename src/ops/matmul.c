@@ -79,19 +79,29 @@ void tfm_bw_matmul(tfm_node *n) {
     }
 }
 
-/* y = x W^T + b */
-tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
-    OP_BEGIN(g);
+/* Checks x (...,in), W (out,in), bias (out) or NULL and makes the (...,out) output of linear-like
+ * ops; in[] receives {x, W, bias} for the node. */
+static tfm_tensor *linear_output(tfm_graph *g, const char *op, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias,
+                                 tfm_tensor **in) {
     int in_f = tfm_last_dim(x), out_f = W->shape[0];
-    TFM_ASSERT(W->ndim == 2 && W->shape[1] == in_f, "linear: x last dim %d, W is (%d,%d)", in_f, W->shape[0],
+    TFM_ASSERT(W->ndim == 2 && W->shape[1] == in_f, "%s: x last dim %d, W is (%d,%d)", op, in_f, W->shape[0],
                W->shape[1]);
-    TFM_ASSERT(!bias || (int)bias->size == out_f, "linear: bias size %zu != %d", bias ? bias->size : 0, out_f);
-    int rows = (int)tfm_rows(x);
+    TFM_ASSERT(!bias || (int)bias->size == out_f, "%s: bias size %zu != %d", op, bias ? bias->size : 0, out_f);
     int shape[TFM_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out_f;
-    tfm_tensor *in[3] = {x, W, bias};
-    tfm_tensor *y = tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
+    in[0] = x;
+    in[1] = W;
+    in[2] = bias;
+    return tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
+}
+
+/* y = x W^T + b */
+tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
+    OP_BEGIN(g);
+    tfm_tensor *in[3];
+    tfm_tensor *y = linear_output(g, "linear", x, W, bias, in);
+    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
     if (bias) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * out_f >= 16384)
         for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out_f, bias->data, sizeof(float) * out_f);
@@ -124,17 +134,9 @@ static void rows_split(int rows, int cols, int *lo, int *hi) {
 /* saved: pre-activation (rows, out_f) */
 tfm_tensor *tfm_linear_gelu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
     OP_BEGIN(g);
-    int in_f = tfm_last_dim(x), out_f = W->shape[0];
-    TFM_ASSERT(W->ndim == 2 && W->shape[1] == in_f, "linear_gelu: x last dim %d, W is (%d,%d)", in_f,
-               W->shape[0], W->shape[1]);
-    TFM_ASSERT(!bias || (int)bias->size == out_f, "linear_gelu: bias size %zu != %d", bias ? bias->size : 0,
-               out_f);
-    int rows = (int)tfm_rows(x);
-    int shape[TFM_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[x->ndim - 1] = out_f;
-    tfm_tensor *in[3] = {x, W, bias};
-    tfm_tensor *y = tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
+    tfm_tensor *in[3];
+    tfm_tensor *y = linear_output(g, "linear_gelu", x, W, bias, in);
+    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
     float *pre = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f);
     tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, 0.0f, pre, out_f);
 #pragma omp parallel if ((size_t)rows * out_f >= 16384)
