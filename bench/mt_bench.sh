@@ -10,9 +10,10 @@ D=../shared/data/multi30k
 [ -d "$D" ] || D=/work/shared/data/multi30k
 TFM="$build/tfm"
 mkdir -p "$out"
-N=19200   # pairs used: 19200 / 64 = 300 steps (one epoch)
+N=${N:-19200}        # pairs used (0 = all 29,000): 19200 / 64 = 300 steps an epoch
+EPOCHS=${EPOCHS:-1}   # the same for both sides
 COMMON="--preprocess moses --min-freq 2 --max-len 40 --d-model 256 --n-head 8 --n-layer 3 --ffn 512 --dropout 0.1
-  --label-smoothing 0.1 --schedule noam --lr 0.3 --warmup 100 --batch-size 64 --bucket 8 --epochs 1 --num-examples $N
+  --label-smoothing 0.1 --schedule noam --lr 0.3 --warmup 100 --batch-size 64 --bucket 8 --epochs $EPOCHS --num-examples $N
   --seed 1 --threads 2"
 if [ "$which" != torch ]; then
   echo "== tfm train"; uptime
@@ -31,8 +32,10 @@ if [ "$which" != torch ]; then
 fi
 if [ "$which" != tfm ]; then
   echo "== torch train + translate"; uptime
-  /usr/bin/python3 scripts/bench_mt_torch.py --data "$out/m30k" --test "$out/test.train.src" --threads 2 \
-      --out "$out" 2>&1 | tee "$out/torch.log"
+  # PyTorch's fastest configuration here: OpenBLAS (its GEMMs) on 2 threads, 1 intra-op thread (see bench/run.sh)
+  env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_mt_torch.py --data "$out/m30k" \
+      --test "$out/test.train.src" --threads 1 \
+      --epochs $EPOCHS --out "$out" 2>&1 | tee "$out/torch.log"
   for beam in 1 4; do
     $TFM bleu "$out/torch_beam$beam.en" $D/test_2016_flickr.en | tee -a "$out/torch.log"
   done

@@ -46,6 +46,12 @@ if [ $QUICK = 1 ]; then GPT_ITERS=40; MT_N=3200; TEST_N=200; GEMM_ARGS="--rounds
 else GPT_ITERS=100; MT_N=6400; TEST_N=1000; GEMM_ARGS="--rounds 3"; fi
 
 export OMP_NUM_THREADS=$THREADS
+# PyTorch side: Debian's torch does its GEMMs in the system BLAS (OpenBLAS, with its own thread pool).
+# Its OpenMP pool and OpenBLAS's pool together oversubscribe 2 cores: measured on the GPT config,
+# 4.0 it/s with torch 2 threads + OpenBLAS 2, 11.1 with torch 2 + OpenBLAS 1, 14.7 with torch 1 +
+# OpenBLAS 2 (its fastest). So PyTorch runs with OpenBLAS on $THREADS threads and 1 intra-op thread.
+PY="env OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=1 $PY"
+TORCH_THREADS=1
 TFM="$BUILD/tfm"
 DATA=/work/shared/data
 [ -d "$DATA" ] || DATA=../shared/data
@@ -87,7 +93,7 @@ if want gpt; then
                 t_ips="$t_ips $(awk -v m="$ms" 'BEGIN {printf "%.2f", 1000 / m}')"
                 t_rss="$t_rss $(sed -n 's/.*peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_gpt.$r.log")"
             else
-                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads $THREADS --eval-iters 1 --log-every 1 \
+                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads $TORCH_THREADS --eval-iters 1 --log-every 1 \
                     --data "$SHAKES" >"$TMP/torch_gpt.$r.log" 2>&1
                 p_ips="$p_ips $(sed -n 's/^iters_per_s //p' "$TMP/torch_gpt.$r.log")"
                 p_rss="$p_rss $(sed -n 's/^peak_rss_mb //p' "$TMP/torch_gpt.$r.log")"
@@ -134,7 +140,7 @@ if want mt || want translate; then
                 fi
             else
                 [ -f "$TMP/m30k.train.src" ] || { echo "(torch side needs the tfm dump first)"; continue; }
-                $PY scripts/bench_mt_torch.py --data "$TMP/m30k" --test "$TMP/test.train.src" --threads $THREADS \
+                $PY scripts/bench_mt_torch.py --data "$TMP/m30k" --test "$TMP/test.train.src" --threads $TORCH_THREADS \
                     --out "$TMP" >"$TMP/torch_mt.$r.log" 2>&1
                 p_tok="$p_tok $(sed -n 's/^torch train:.* = \([0-9]*\) tok\/s.*/\1/p' "$TMP/torch_mt.$r.log")"
                 p_snt="$p_snt $(sed -n 's/^torch beam 4:.* = \([0-9.]*\) sentences\/s.*/\1/p' "$TMP/torch_mt.$r.log")"
@@ -166,7 +172,7 @@ if want gen; then
                     2>"$TMP/tfm_gen_nc.$r.log"
                 n_tps="$n_tps $(sed -n 's/^generated .*(\([0-9.]*\) tok\/s.*/\1/p' "$TMP/tfm_gen_nc.$r.log")"
             else
-                $PY scripts/bench_generate_torch.py --tokens 256 --block-size 256 --threads $THREADS --seed $r \
+                $PY scripts/bench_generate_torch.py --tokens 256 --block-size 256 --threads $TORCH_THREADS --seed $r \
                     >"$TMP/torch_gen.$r.log" 2>&1
                 p_tps="$p_tps $(sed -n 's/^tokens_per_s //p' "$TMP/torch_gen.$r.log")"
             fi
