@@ -80,6 +80,37 @@ def maxdiff(a, b):
     return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
 
 
+def gpt_entries(model, x, y, r32):
+    """The entries of a GPT fixture: config, optimizer settings, weights, the batch, logits, loss,
+    every gradient, the parameters after the AdamW steps, and per-step losses / grad norms / lrs."""
+    e = {}
+    for k in ('vocab_size', 'block_size', 'n_layer', 'n_head', 'n_embd'):
+        e[f'config.{k}'] = np.array([getattr(CFG, k)], np.int32)
+    e['config.dropout'] = np.array([CFG.dropout], np.float32)
+    for k in ('lr', 'min_lr'):
+        e[f'opt.{k}'] = np.array([OPT[k]], np.float32)
+    for k in ('warmup', 'max_iters'):
+        e[f'opt.{k}'] = np.array([OPT[k]], np.int32)
+    for k in ('weight_decay', 'beta1', 'beta2', 'eps', 'grad_clip'):
+        e[f'opt.{k}'] = np.array([OPT[k]], np.float32)
+    e['opt.steps'] = np.array([OPT['steps']], np.int32)
+    names = [n for n, _ in model.named_parameters()]
+    for n, p in model.named_parameters():
+        e[n] = p.detach().numpy().astype(np.float32)
+    e['x'] = x.numpy().astype(np.int32)
+    e['y'] = y.numpy().astype(np.int32)
+    e['logits'] = r32['logits'].numpy()
+    e['loss'] = r32['loss'].numpy()
+    for n in names:
+        e[f'grad.{n}'] = r32['grads'][n].numpy()
+    for n in names:
+        e[f'after.{n}'] = r32['after'][n].numpy()
+    e['losses'] = np.array(r32['losses'], np.float32)
+    e['grad_norms'] = np.array(r32['grad_norms'], np.float32)
+    e['lrs'] = np.array(r32['lrs'], np.float32)
+    return e
+
+
 def make_gpt(outdir):
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED)
@@ -132,31 +163,7 @@ def make_gpt(outdir):
     if margin < 1e-3:
         sys.exit('error: a grad norm is too close to grad_clip: whether it clips would depend on rounding')
 
-    e = {}
-    for k in ('vocab_size', 'block_size', 'n_layer', 'n_head', 'n_embd'):
-        e[f'config.{k}'] = np.array([getattr(CFG, k)], np.int32)
-    e['config.dropout'] = np.array([CFG.dropout], np.float32)
-    for k in ('lr', 'min_lr'):
-        e[f'opt.{k}'] = np.array([OPT[k]], np.float32)
-    for k in ('warmup', 'max_iters'):
-        e[f'opt.{k}'] = np.array([OPT[k]], np.int32)
-    for k in ('weight_decay', 'beta1', 'beta2', 'eps', 'grad_clip'):
-        e[f'opt.{k}'] = np.array([OPT[k]], np.float32)
-    e['opt.steps'] = np.array([OPT['steps']], np.int32)
-    names = [n for n, _ in model.named_parameters()]
-    for n, p in model.named_parameters():
-        e[n] = p.detach().numpy().astype(np.float32)
-    e['x'] = x.numpy().astype(np.int32)
-    e['y'] = y.numpy().astype(np.int32)
-    e['logits'] = r32['logits'].numpy()
-    e['loss'] = r32['loss'].numpy()
-    for n in names:
-        e[f'grad.{n}'] = r32['grads'][n].numpy()
-    for n in names:
-        e[f'after.{n}'] = r32['after'][n].numpy()
-    e['losses'] = np.array(r32['losses'], np.float32)
-    e['grad_norms'] = np.array(r32['grad_norms'], np.float32)
-    e['lrs'] = np.array(r32['lrs'], np.float32)
+    e = gpt_entries(model, x, y, r32)
     e['note'] = ('after.blocks.*.attn.W_k.bias is rounding noise amplified by AdamW (its exact gradient '
                  'is zero: softmax is invariant to q.b_k); do not compare it. losses[i] is the loss '
                  'before step i; grad_norms[i] the global norm before clipping at step i; lrs[i] the lr of step i.')
@@ -214,19 +221,7 @@ def main():
     torch.set_num_threads(1)   # deterministic reductions
     rc = 0
     for fname, fn in (('gpt_small.tfm', make_gpt), ('attn_small.tfm', make_attn)):
-        entries = fn(args.outdir)
-        path = os.path.join(args.outdir, fname)
-        data = tfmio.dumps(entries)
-        if args.check:
-            same = os.path.exists(path) and open(path, 'rb').read() == data
-            print(f'{path}: {"identical" if same else "DIFFERS"}')
-            rc |= 0 if same else 1
-        else:
-            os.makedirs(args.outdir, exist_ok=True)
-            n = tfmio.save(path, entries)
-            back = tfmio.load(path)
-            assert list(back) == list(entries)
-            print(f'wrote {path}: {len(entries)} entries, {n} bytes')
+        rc |= tfmio.write_or_check(os.path.join(args.outdir, fname), fn(args.outdir), args.check)
     return rc
 
 

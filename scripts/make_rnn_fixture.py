@@ -95,16 +95,7 @@ def main():
     rc = 0
     for fname, fn, arch, seed in (('rnn_small.tfm', make_rnn, 'rnn', SEED),
                                   ('bahdanau_small.tfm', make_bahdanau, 'bahdanau', SEED + 1)):
-        entries = make(fn, arch, seed)
-        path = os.path.join(args.outdir, fname)
-        data = tfmio.dumps(entries)
-        if args.check:
-            same = os.path.exists(path) and open(path, 'rb').read() == data
-            print(f'{path}: {"identical" if same else "DIFFERS"}')
-            rc |= 0 if same else 1
-        else:
-            n = tfmio.save(path, entries)
-            print(f'wrote {path}: {len(entries)} entries, {n} bytes')
+        rc |= tfmio.write_or_check(os.path.join(args.outdir, fname), make(fn, arch, seed), args.check)
     return rc
 
 

@@ -16,7 +16,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfmio  # noqa: E402
-from make_gpt_fixture import BATCH, CFG, OPT, SEED, TOL, T, init_fixture_weights, maxdiff, run_gpt  # noqa: E402
+from make_gpt_fixture import (BATCH, CFG, OPT, SEED, TOL, T, gpt_entries, init_fixture_weights, maxdiff,  # noqa: E402
+                              run_gpt)
 from synth_twin import SynthGPT  # noqa: E402
 
 
@@ -38,27 +39,7 @@ def make():
     print(f"synth_small: loss {r32['loss'].item():.6f}, clipped on "
           f"{sum(n > OPT['grad_clip'] for n in r32['grad_norms'])} of {OPT['steps']} steps")
     e = {'meta.attention': 'synthesizer'}
-    for k in ('vocab_size', 'block_size', 'n_layer', 'n_head', 'n_embd'):
-        e[f'config.{k}'] = np.array([getattr(CFG, k)], np.int32)
-    e['config.dropout'] = np.array([CFG.dropout], np.float32)
-    for k in ('lr', 'min_lr', 'weight_decay', 'beta1', 'beta2', 'eps', 'grad_clip'):
-        e[f'opt.{k}'] = np.array([OPT[k]], np.float32)
-    for k in ('warmup', 'max_iters', 'steps'):
-        e[f'opt.{k}'] = np.array([OPT[k]], np.int32)
-    names = [n for n, _ in model.named_parameters()]
-    for n, p in model.named_parameters():
-        e[n] = p.detach().numpy().astype(np.float32)
-    e['x'] = x.numpy().astype(np.int32)
-    e['y'] = y.numpy().astype(np.int32)
-    e['logits'] = r32['logits'].numpy()
-    e['loss'] = r32['loss'].numpy()
-    for n in names:
-        e[f'grad.{n}'] = r32['grads'][n].numpy()
-    for n in names:
-        e[f'after.{n}'] = r32['after'][n].numpy()
-    e['losses'] = np.array(r32['losses'], np.float32)
-    e['grad_norms'] = np.array(r32['grad_norms'], np.float32)
-    e['lrs'] = np.array(r32['lrs'], np.float32)
+    e.update(gpt_entries(model, x, y, r32))
     return e
 
 
@@ -69,16 +50,7 @@ def main():
     ap.add_argument('--check', action='store_true')
     args = ap.parse_args()
     torch.set_num_threads(1)
-    entries = make()
-    path = os.path.join(args.outdir, 'synth_small.tfm')
-    if args.check:
-        same = os.path.exists(path) and open(path, 'rb').read() == tfmio.dumps(entries)
-        print(f'{path}: {"identical" if same else "DIFFERS"}')
-        return 0 if same else 1
-    n = tfmio.save(path, entries)
-    print(f'wrote {path}: {len(entries)} entries, {n} bytes')
-    return 0
-
+    return tfmio.write_or_check(os.path.join(args.outdir, 'synth_small.tfm'), make(), args.check)
 
 if __name__ == '__main__':
     sys.exit(main())

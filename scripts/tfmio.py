@@ -176,6 +176,22 @@ def load(path):
         return loads(f.read(), path)
 
 
+def write_or_check(path, entries, check):
+    """Fixture scripts: write `entries` to path (atomically, then read back), or with check=True only
+    compare them byte for byte with the existing file. Prints what it did; returns 0, or 1 if
+    check found a difference."""
+    data = dumps(entries)
+    if check:
+        same = os.path.exists(path) and open(path, 'rb').read() == data
+        print(f'{path}: {"identical" if same else "DIFFERS"}')
+        return 0 if same else 1
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    n = save(path, entries)
+    assert list(load(path)) == list(entries)
+    print(f'wrote {path}: {len(entries)} entries, {n} bytes')
+    return 0
+
+
 def _summary(v):
     if isinstance(v, bytes):
         s = v[:40].decode('utf-8', errors='replace')
