@@ -7,12 +7,7 @@
 
 #include "cli/cli.h"
 #include "tfm/eval.h"
-#include "tfm/rnn.h"
 #include "tfm/road.h"
-
-/* seq2seq.c refers to the RNN translators weakly; naming them here links them into the tfm binary so
- * `tfm train-mt --arch rnn|bahdanau`, `tfm translate` and `tfm attention` can build them. */
-tfm_encdec *(*const tfm_road_translators[2])(const tfm_s2s_config *) = {tfm_rnn_s2s_create, tfm_bahdanau_create};
 
 static int demo_kernel_regression(int argc, char **argv) {
     const char *out_dir = ".";
