@@ -86,6 +86,7 @@ def main():
     ap.add_argument('--epochs', type=int, default=1)
     ap.add_argument('--max-len', type=int, default=40)
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--no-decode', action='store_true', help='train only (no test-set decoding)')
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -146,6 +147,8 @@ def main():
     print(f'torch train: {step} steps, {tok_total} target tokens in {train_time:.1f} s = '
           f'{tok_total / train_time:.0f} tok/s', flush=True)
     print(f'peak_rss_mb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.1f}', flush=True)
+    if a.no_decode:
+        return
     test = read_tokens(a.test)
     tsrc, tvalid = build_array(test, src_v, 200)
     order = sorted(range(len(test)), key=lambda i: -int(tvalid[i]))

@@ -42,17 +42,24 @@ float tfm_rng_uniform(tfm_rng *r);            /* [0,1) */
 float tfm_rng_normal(tfm_rng *r);             /* N(0,1), Box-Muller */
 
 /* ---------------------------------------------------------------- arena */
+/* A list of chunks kept for the arena's lifetime. Allocation bumps the current chunk and moves on to the
+ * next one when a request does not fit; a new chunk (as large as all earlier ones together, or the
+ * request) is malloc'd only when the list is exhausted. Reset rewinds to the first chunk, so once a
+ * loop has seen its largest step it never mallocs again, and no page is ever handed back and faulted in
+ * anew. */
 typedef struct tfm_arena_chunk tfm_arena_chunk;
 typedef struct {
-    tfm_arena_chunk *head;   /* current chunk (linked list, newest first) */
+    tfm_arena_chunk *head;   /* first chunk */
+    tfm_arena_chunk *cur;    /* chunk being filled */
     size_t used_total;       /* bytes handed out since the last reset */
     size_t peak;             /* max used_total ever seen */
+    size_t cap_total;        /* bytes in all chunks */
     size_t n_mallocs;        /* number of chunk mallocs (tests check this stops growing) */
 } tfm_arena;
 void tfm_arena_init(tfm_arena *a, size_t initial_bytes);
 void *tfm_arena_alloc(tfm_arena *a, size_t bytes);        /* 64-byte aligned, NOT zeroed */
 void *tfm_arena_calloc(tfm_arena *a, size_t bytes);       /* zeroed */
-void tfm_arena_reset(tfm_arena *a);  /* rewinds; if several chunks were needed, coalesces into one of `peak` bytes */
+void tfm_arena_reset(tfm_arena *a);  /* rewinds to the first chunk; keeps every chunk */
 void tfm_arena_free(tfm_arena *a);
 
 /* ---------------------------------------------------------------- tensors */
@@ -97,7 +104,8 @@ typedef enum {
     TFM_OP_ADD_SCALAR, TFM_OP_EMBEDDING, TFM_OP_LAYERNORM, TFM_OP_GELU, TFM_OP_RELU,
     TFM_OP_TANH, TFM_OP_SIGMOID, TFM_OP_EXP, TFM_OP_SQUARE, TFM_OP_SOFTMAX, TFM_OP_DROPOUT,
     TFM_OP_CROSS_ENTROPY, TFM_OP_PERMUTE, TFM_OP_CONCAT, TFM_OP_SLICE, TFM_OP_SUM, TFM_OP_MEAN,
-    TFM_OP_ATTENTION, TFM_OP_ADD_OUTER, TFM_OP_LINEAR_GELU, TFM_OP_COUNT
+    TFM_OP_ATTENTION, TFM_OP_ADD_OUTER, TFM_OP_LINEAR_GELU, TFM_OP_LINEAR_RELU, TFM_OP_ADD_LAYERNORM,
+    TFM_OP_GATHER_ROWS, TFM_OP_SCATTER_ROWS, TFM_OP_COUNT
 } tfm_op;
 const char *tfm_op_name(tfm_op op);
 
@@ -113,6 +121,13 @@ typedef struct tfm_node {
     const void *aux2;
 } tfm_node;
 
+/* --profile: the parts of a step that are not ops, timed by the loops that run them. */
+typedef enum {
+    TFM_PHASE_ZERO_GRAD, TFM_PHASE_CLIP, TFM_PHASE_OPTIMIZER, TFM_PHASE_KV_CACHE, TFM_PHASE_SEARCH,
+    TFM_PHASE_COUNT
+} tfm_phase;
+const char *tfm_phase_name(tfm_phase ph);
+
 typedef struct tfm_graph {
     tfm_arena arena;
     tfm_node *nodes;          /* the tape, grown by realloc only during warm-up */
@@ -121,6 +136,7 @@ typedef struct tfm_graph {
     int training;             /* dropout active */
     tfm_rng rng;              /* dropout randomness */
     double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
+    double phase_time[TFM_PHASE_COUNT]; /* --profile: seconds per non-op phase */
     int profile;
 } tfm_graph;
 
@@ -129,6 +145,12 @@ void tfm_graph_reset(tfm_graph *g);          /* rewinds arena and tape; keeps rn
 void tfm_graph_free(tfm_graph *g);
 void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
 void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
+/* --profile: time since t0 is added to phase ph when g->profile is set (t0 from tfm_profile_begin). */
+double tfm_profile_begin(const tfm_graph *g);
+void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0);
+/* Print ms per `unit` (a step, a sentence, a token) by op kind and phase, sorted by time, with the
+ * share of `wall` seconds each takes and the untracked remainder (data, bookkeeping, I/O). */
+void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, void *file /* FILE* */);
 
 /* New arena tensor in this graph (data uninitialised; grad allocated+zeroed if grad_enabled && want_grad). */
 tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad);

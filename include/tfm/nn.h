@@ -78,6 +78,14 @@ void tfm_MultiHeadAttention_init(tfm_MultiHeadAttention *m, tfm_params *p, const
  * mask: causal and/or key valid lengths (n_heads is filled in here). */
 tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                            tfm_tensor *keys, tfm_tensor *values, const tfm_mask *mask);
+/* On packed rows: xq (nq, query_size) holds the valid positions q_rows[i] = b*Tq + t of a padded (B,Tq)
+ * batch, xkv (nk, key_size) those of the (B,Tk) key/value batch (kv_rows; keys = values). The projections
+ * run on the packed rows only; the attention kernel sees the padded (B,T,H*d) layout with zeros at the
+ * padding (hidden by the mask, or discarded query rows). -> (nq, d_out), the same rows as the padded
+ * forward's. */
+tfm_tensor *tfm_MultiHeadAttention_forward_packed(tfm_graph *g, tfm_MultiHeadAttention *m, int B, tfm_tensor *xq,
+                                                  const int *q_rows, int Tq, tfm_tensor *xkv, const int *kv_rows,
+                                                  int Tk, const tfm_mask *mask);
 /* The two halves, for decoders that cache keys/values:
  * project keys/values to heads: (B,Tk,*) -> K (B,H,Tk,d_k), V (B,H,Tk,d_v) */
 void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttention *m, tfm_tensor *keys,

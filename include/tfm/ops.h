@@ -18,6 +18,8 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
  * (the pre-activation is kept for the backward, which overwrites it with its gradient: one backward
  * per forward, as everywhere in tfm). */
 tfm_tensor *tfm_linear_gelu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
+/* relu(x W^T + b), fused: no pre-activation tensor is kept (the backward masks by the output). */
+tfm_tensor *tfm_linear_relu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
 
 /* Elementwise. tfm_add/tfm_sub broadcast b over a's leading dims when b's shape equals a's trailing
  * dims (e.g. (B,T,C) + (T,C) or (B,T,C) + (C)). tfm_mul requires equal shapes. */
@@ -43,6 +45,12 @@ tfm_tensor *tfm_embedding(tfm_graph *g, tfm_tensor *table, const int *ids, int n
 
 /* LayerNorm over the last dim (biased variance, like PyTorch). w, b: (C) or NULL. */
 tfm_tensor *tfm_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *w, tfm_tensor *b, float eps);
+
+/* d2l's AddNorm as one op: LayerNorm(x + dropout(y, p)) over the last dim (w, b: (C) or NULL). Same
+ * numbers as tfm_layernorm(tfm_add(tfm_dropout(y, p), x)) (same dropout bits), with one saved (rows, C)
+ * buffer instead of three intermediate tensors, their grads and a mask. */
+tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float p, tfm_tensor *w, tfm_tensor *b,
+                              float eps);
 
 /* Masks for softmax over the last dim of x viewed as (n_batch, n_heads, Tq, Tk):
  *   causal:        key j is hidden from query i when j > i + (Tk - Tq)
@@ -93,5 +101,11 @@ tfm_tensor *tfm_permute(tfm_graph *g, tfm_tensor *x, int p0, int p1, int p2, int
 tfm_tensor *tfm_concat(tfm_graph *g, tfm_tensor **xs, int n, int axis);
 /* x[..., start:start+len, ...] along axis (copy). */
 tfm_tensor *tfm_slice(tfm_graph *g, tfm_tensor *x, int axis, int start, int len);
+/* Rows = vectors along the last dim (x viewed as (R, C)). gather: (n, C) with out[i] = x[idx[i]].
+ * scatter: a new tensor of `shape` (last dim C), zero except row idx[i] = x[i] (idx distinct). Each is the
+ * other's backward; idx is copied. Packing the valid positions of a padded batch: gather them, run
+ * row-wise ops on (n, C), scatter back where a padded layout is needed (attention). */
+tfm_tensor *tfm_gather_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int n);
+tfm_tensor *tfm_scatter_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int ndim, const int *shape);
 
 #endif

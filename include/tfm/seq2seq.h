@@ -37,6 +37,7 @@
  *                                                plain RNN: 0.
  *   init_weights(m, seed)                        fresh random weights
  *   destroy(m)                                   frees everything including m itself
+ *   loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, ls)   optional: see tfm_encdec_loss
  *
  * Config, params and vocabularies are saved generically (tfm_encdec_save): meta.kind = "seq2seq",
  * meta.arch = cfg.arch, config.<every field of tfm_s2s_config>, param.<dotted name>, and
@@ -96,6 +97,10 @@ typedef struct {
     int (*attention)(tfm_encdec *m, int b, tfm_attn_map *maps, int max);
     void (*init_weights)(tfm_encdec *m, uint64_t seed);
     void (*destroy)(tfm_encdec *m);
+    /* Optional (NULL: tfm_encdec_loss uses forward + cross-entropy): the teacher-forced loss computed on
+     * the valid positions only; may return NULL to fall back. */
+    tfm_tensor *(*loss)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                        const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
 } tfm_encdec_vtable;
 
 struct tfm_encdec {
@@ -118,6 +123,11 @@ void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
 /* Teacher-forced forward: encode + init_state(max_steps 0) + decode. tgt_in (B,Tt). -> logits (B,Tt,V) */
 tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                                const int *tgt_in, int Tt);
+/* Teacher-forced training loss: mean label-smoothed cross-entropy over the target tokens != <pad> (a scalar
+ * tensor), equal to tfm_cross_entropy(tfm_encdec_forward(...), tgt, TFM_PAD, label_smoothing). Architectures
+ * with vt->loss (the Transformer) compute it on packed rows: every row-wise op skips the padding. */
+tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                            const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
 /* Decoder input for teacher forcing: row b = <bos>, tgt[b][0 .. T-2]  (tgt padded (B,T)). */
 void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in);
 
@@ -179,6 +189,7 @@ typedef struct {
     int loss_norm;           /* tfm_loss_norm: how the batch loss is normalised before backward */
     int log_every;           /* steps between progress lines (0: one per epoch) */
     int quiet;
+    int profile;             /* at the end, print time per op kind and phase per step to stderr */
 } tfm_mt_train_opts;
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */

@@ -42,16 +42,6 @@ static int validate(const opts *o) {
     return 0;
 }
 
-static void print_profile(const tfm_graph *g, int steps) {
-    double total = 0;
-    for (int i = 0; i < TFM_OP_COUNT; i++) total += g->op_time[i];
-    fprintf(stderr, "profile (ms per step, forward+backward, by op):\n");
-    for (int i = 0; i < TFM_OP_COUNT; i++)
-        if (g->op_time[i] > 0)
-            fprintf(stderr, "  %-14s %8.3f  %5.1f%%\n", tfm_op_name(i), 1e3 * g->op_time[i] / steps,
-                    100 * g->op_time[i] / total);
-}
-
 int cmd_train_lm(int argc, char **argv) {
     opts o = {.data = NULL, .out = NULL, .resume = NULL, .attention = "causal", .n_layer = 4, .n_head = 4,
               .n_embd = 128, .block_size = 64, .batch_size = 12, .iters = 2000, .warmup = 100, .eval_every = 500,
@@ -155,7 +145,9 @@ int cmd_train_lm(int argc, char **argv) {
     float loss_ema = NAN;
     while (st.iter < st.iters) {
         double t0 = tfm_now();
+        double tp = tfm_profile_begin(&g);
         tfm_params_zero_grad(&m.params);
+        tfm_profile_end(&g, TFM_PHASE_ZERO_GRAD, tp);
         float loss_sum = 0;
         for (int micro = 0; micro < st.grad_accum; micro++) {
             tfm_graph_reset(&g);
@@ -166,9 +158,13 @@ int cmd_train_lm(int argc, char **argv) {
             tfm_backward(&g, loss);
             loss_sum += loss->data[0];
         }
+        tp = tfm_profile_begin(&g);
         tfm_clip_grad_norm(&m.params, st.grad_clip);
+        tfm_profile_end(&g, TFM_PHASE_CLIP, tp);
         float lr = tfm_lr_cosine(st.iter, st.lr, st.min_lr, st.warmup, st.iters);
+        tp = tfm_profile_begin(&g);
         tfm_adamw_step(&opt, &m.params, lr);
+        tfm_profile_end(&g, TFM_PHASE_OPTIMIZER, tp);
         if (!isfinite(loss_sum)) {
             fprintf(stderr, "\ntfm train-lm: loss became %g at step %d; try a lower --lr\n", loss_sum, st.iter);
             status = 1;
@@ -210,7 +206,7 @@ int cmd_train_lm(int argc, char **argv) {
         fprintf(stderr, "done: %d steps in %.1f s (%.1f ms/step, %.0f tok/s); saved %s\n", st.iter - start_iter, wall,
                 1e3 * t_train / (steps_this_run ? steps_this_run : 1),
                 steps_this_run ? (double)steps_this_run * B * T * st.grad_accum / t_train : 0.0, o.out);
-        if (o.profile && steps_this_run) print_profile(&g, steps_this_run * st.grad_accum);
+        if (o.profile && steps_this_run) tfm_profile_print(&g, steps_this_run, "step", t_train, stderr);
         cli_report_rss("train-lm");
     }
     free(x);

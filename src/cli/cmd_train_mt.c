@@ -15,7 +15,7 @@
 typedef struct {
     const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump, *loss_norm;
     int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, batch_size, epochs, warmup, seed, threads;
-    int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only;
+    int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only, profile;
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
 } mt_opts;
 
@@ -173,6 +173,7 @@ int cmd_train_mt(int argc, char **argv) {
         {"seed", FLAG_INT, &o.seed, "random seed (init, shuffling, dropout)", 0},
         {"threads", FLAG_INT, &o.threads, "threads (0 = all cores)", 0},
         {"log-every", FLAG_INT, &o.log_every, "steps between progress lines (default: live on a TTY, else per epoch)", 0},
+        {"profile", FLAG_BOOL, &o.profile, "at the end, print time per op kind and phase per step", 0},
         {"resume", FLAG_BOOL, &o.resume, "continue training the checkpoint at --out (same flags)", 0},
         {"d2l-examples", FLAG_BOOL, &o.d2l_examples, "after training, translate d2l's 4 English sentences", 0},
         {"dump-data", FLAG_STR, &o.dump, "write PREFIX.{train,valid}.{src,tgt} tokens and PREFIX.{src,tgt}.vocab", 0},
@@ -346,6 +347,7 @@ int cmd_train_mt(int argc, char **argv) {
     to.seed = (uint64_t)o.seed;
     to.bucket = o.bucket;
     to.log_every = o.log_every;
+    to.profile = o.profile;
     run_ctx x = {&o, &tr, &opt, tty};
     if (prog.epoch >= o.epochs) {
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);

@@ -15,7 +15,18 @@ static const char *op_names[TFM_OP_COUNT] = {
     [TFM_OP_CROSS_ENTROPY] = "cross_entropy", [TFM_OP_PERMUTE] = "permute", [TFM_OP_CONCAT] = "concat",
     [TFM_OP_SLICE] = "slice", [TFM_OP_SUM] = "sum", [TFM_OP_MEAN] = "mean", [TFM_OP_ATTENTION] = "attention",
     [TFM_OP_ADD_OUTER] = "add_outer", [TFM_OP_LINEAR_GELU] = "linear_gelu",
+    [TFM_OP_LINEAR_RELU] = "linear_relu", [TFM_OP_ADD_LAYERNORM] = "add_layernorm",
+    [TFM_OP_GATHER_ROWS] = "gather_rows", [TFM_OP_SCATTER_ROWS] = "scatter_rows",
 };
+
+static const char *phase_names[TFM_PHASE_COUNT] = {
+    [TFM_PHASE_ZERO_GRAD] = "zero_grad", [TFM_PHASE_CLIP] = "clip_grad", [TFM_PHASE_OPTIMIZER] = "optimizer",
+    [TFM_PHASE_KV_CACHE] = "kv_cache", [TFM_PHASE_SEARCH] = "search",
+};
+
+const char *tfm_phase_name(tfm_phase ph) {
+    return ph >= 0 && ph < TFM_PHASE_COUNT && phase_names[ph] ? phase_names[ph] : "?";
+}
 
 const char *tfm_op_name(tfm_op op) { return op >= 0 && op < TFM_OP_COUNT && op_names[op] ? op_names[op] : "?"; }
 
@@ -74,4 +85,38 @@ void tfm_graph_print(const tfm_graph *g, void *file) {
             if (n->in[k]) fprintf(f, " %s%s", n->in[k]->name ? n->in[k]->name : "", tfm_shape_str(n->in[k], b2, sizeof b2));
         fputc('\n', f);
     }
+}
+
+double tfm_profile_begin(const tfm_graph *g) { return g->profile ? tfm_now() : 0; }
+
+void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0) {
+    if (g->profile) g->phase_time[ph] += tfm_now() - t0;
+}
+
+typedef struct { const char *name; double t; } prof_row;
+
+static int prof_row_cmp(const void *a, const void *b) {
+    double x = ((const prof_row *)a)->t, y = ((const prof_row *)b)->t;
+    return (x < y) - (x > y);
+}
+
+void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, void *file) {
+    FILE *f = file ? file : stderr;
+    prof_row rows[TFM_OP_COUNT + TFM_PHASE_COUNT];
+    int n = 0;
+    double tracked = 0;
+    for (int i = 0; i < TFM_OP_COUNT; i++)
+        if (g->op_time[i] > 0) rows[n++] = (prof_row){tfm_op_name(i), g->op_time[i]};
+    for (int i = 0; i < TFM_PHASE_COUNT; i++)
+        if (g->phase_time[i] > 0) rows[n++] = (prof_row){tfm_phase_name(i), g->phase_time[i]};
+    for (int i = 0; i < n; i++) tracked += rows[i].t;
+    qsort(rows, (size_t)n, sizeof rows[0], prof_row_cmp);
+    if (units < 1) units = 1;
+    if (wall < tracked) wall = tracked;
+    fprintf(f, "profile (ms per %s over %ld %ss; ops are forward+backward):\n", unit, units, unit);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-14s %9.3f  %5.1f%%\n", rows[i].name, 1e3 * rows[i].t / units, 100 * rows[i].t / wall);
+    fprintf(f, "  %-14s %9.3f  %5.1f%%\n", "(untracked)", 1e3 * (wall - tracked) / units,
+            wall > 0 ? 100 * (wall - tracked) / wall : 0.0);
+    fprintf(f, "  %-14s %9.3f\n", "total", 1e3 * wall / units);
 }

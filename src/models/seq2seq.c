@@ -63,6 +63,14 @@ tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, cons
     return logits;
 }
 
+tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                            const int *tgt_in, const int *tgt, int Tt, float label_smoothing) {
+    tfm_tensor *loss = m->vt->loss ? m->vt->loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, label_smoothing) : NULL;
+    if (loss) return loss;
+    tfm_tensor *logits = tfm_encdec_forward(m, g, src, src_valid, B, Ts, tgt_in, Tt);
+    return tfm_cross_entropy(g, logits, tgt, TFM_PAD, label_smoothing);
+}
+
 void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
     for (int b = 0; b < B; b++) {
         tgt_in[(size_t)b * T] = TFM_BOS;

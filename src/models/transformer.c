@@ -50,8 +50,9 @@ typedef struct {
     int incremental;
     int B, Ts, cap, max_steps, t;
     /* training */
-    tfm_tensor *enc;
+    tfm_tensor *enc;                  /* (B,Ts,d), or (n,d) on packed rows */
     const int *src_valid;
+    const struct tf_packing *src_pack, *tgt_pack;   /* tf_loss: packed rows, else NULL */
     /* incremental */
     int *valid;                       /* cap */
     tfm_kv_cache self_kv;             /* per layer, cap x H x max_steps x d_k */
@@ -69,6 +70,46 @@ static void set_keep(tfm_encdec *m) {
     }
 }
 
+/* The valid positions of a padded (B,T) batch, b-major: rows[i] = b*T + t and pos[i] = t for t < len[b]. */
+typedef struct tf_packing {
+    int B, T, n;
+    int *rows, *pos;
+} tf_packing;
+
+static tf_packing tf_pack(tfm_graph *g, const int *len, int B, int T) {
+    tf_packing p = {B, T, 0, NULL, NULL};
+    for (int b = 0; b < B; b++) p.n += len[b];
+    p.rows = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(p.n > 0 ? p.n : 1));
+    p.pos = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(p.n > 0 ? p.n : 1));
+    for (int b = 0, i = 0; b < B; b++)
+        for (int t = 0; t < len[b]; t++, i++) p.rows[i] = b * T + t, p.pos[i] = t;
+    return p;
+}
+
+/* embed() on the packed positions: (n, d), row i = embedding(ids[rows[i]]) * sqrt(d) + PE(pos[i]) */
+static tfm_tensor *embed_packed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids,
+                                const tf_packing *p) {
+    int d = m->cfg.d_model;
+    int *id = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(p->n > 0 ? p->n : 1));
+    float *pe = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)p->n * d);
+    const float *P = IMPL(m)->pe.P;
+    TFM_ASSERT(p->T <= IMPL(m)->pe.max_len, "positional encoding: T=%d > table %d", p->T, IMPL(m)->pe.max_len);
+    for (int i = 0; i < p->n; i++) {
+        id[i] = ids[p->rows[i]];
+        memcpy(pe + (size_t)i * d, P + (size_t)p->pos[i] * d, sizeof(float) * (size_t)d);
+    }
+    tfm_tensor *x = tfm_scale(g, tfm_embedding(g, e->weight, id, 1, (int[]){p->n}), sqrtf((float)d));
+    x = tfm_add(g, x, tfm_constant(g, pe, 2, (int[]){p->n, d}));
+    return tfm_dropout(g, x, m->cfg.dropout);
+}
+
+/* Self- or cross-attention on padded (B,T,d) tensors, or on packed rows when q (and kv) packings are given. */
+static tfm_tensor *mha(tfm_graph *g, tfm_MultiHeadAttention *a, tfm_tensor *xq, const tf_packing *pq,
+                       tfm_tensor *xkv, const tf_packing *pkv, const tfm_mask *mask) {
+    if (!pq) return tfm_MultiHeadAttention_forward(g, a, xq, xkv, xkv, mask);
+    return tfm_MultiHeadAttention_forward_packed(g, a, pq->B, xq, pq->rows, pq->T, xkv, pkv->rows, pkv->T, mask);
+}
+
 /* embedding * sqrt(d) + positional encoding (from `offset`), dropout */
 static tfm_tensor *embed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids, int B, int T,
                          int offset) {
@@ -83,29 +124,34 @@ static tfm_tensor *pre_residual(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor 
     return tfm_add(g, x, tfm_dropout(g, y, an->dropout));
 }
 
-static tfm_tensor *tf_encode(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
+/* ps: packed rows of the source (tf_loss), or NULL for the padded (B,Ts,d) encoder output */
+static tfm_tensor *tf_encode_rows(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                                  const tf_packing *ps) {
     tf_impl *t = IMPL(m);
     set_keep(m);
     t->last_B = B;
     int *vl = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);   /* must outlive the caller's buffer */
     memcpy(vl, src_valid, sizeof(int) * (size_t)B);
     tfm_mask mask = {.valid_lens = vl};
-    tfm_tensor *x = embed(g, m, &t->enc_emb, src, B, Ts, 0);
+    tfm_tensor *x = ps ? embed_packed(g, m, &t->enc_emb, src, ps) : embed(g, m, &t->enc_emb, src, B, Ts, 0);
     for (int l = 0; l < m->cfg.n_layer; l++) {
         enc_block *b = &t->eb[l];
         if (m->cfg.pre_ln) {
             tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
-            x = pre_residual(g, &b->addnorm1, x, tfm_MultiHeadAttention_forward(g, &b->attention, h, h, h, &mask));
+            x = pre_residual(g, &b->addnorm1, x, mha(g, &b->attention, h, ps, h, ps, &mask));
             h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
             x = pre_residual(g, &b->addnorm2, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h));
         } else {
-            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x,
-                                                tfm_MultiHeadAttention_forward(g, &b->attention, x, x, x, &mask));
+            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x, mha(g, &b->attention, x, ps, x, ps, &mask));
             x = tfm_AddNorm_forward(g, &b->addnorm2, y, tfm_PositionWiseFFN_forward(g, &b->ffn, y));
         }
     }
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->enc_lnf, x);
     return x;
+}
+
+static tfm_tensor *tf_encode(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
+    return tf_encode_rows(m, g, src, src_valid, B, Ts, NULL);
 }
 
 static void *tf_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
@@ -150,19 +196,43 @@ static void *tf_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const i
     return s;
 }
 
+/* Decoder self-attention of layer l. Full sequences (training, scoring): causal mask, in the (B,T,H*d)
+ * layout of the projections (no permutes). Incremental: this step's keys/values are appended to the
+ * layer's cache and the query attends over all cached positions. */
+static tfm_tensor *dec_self_attention(tfm_graph *g, tf_state *s, dec_block *b, int l, tfm_tensor *h) {
+    if (!s->incremental) {
+        tfm_mask causal = {.causal = 1};
+        return mha(g, &b->attention1, h, s->tgt_pack, h, s->tgt_pack, &causal);
+    }
+    tfm_tensor *K, *V;
+    tfm_MultiHeadAttention_project_kv(g, &b->attention1, h, h, &K, &V);
+    tfm_kv_cache_append(&s->self_kv, l, K, V, s->B, s->t);
+    tfm_kv_cache_view(g, &s->self_kv, l, s->B, s->t + 1, &K, &V);
+    return tfm_MultiHeadAttention_attend(g, &b->attention1, h, K, V, NULL);
+}
+
+/* Encoder-decoder attention of layer l: keys/values from the encoder output (projected here for full
+ * sequences, cached once per sentence when incremental). */
+static tfm_tensor *dec_cross_attention(tfm_graph *g, tf_state *s, dec_block *b, int l, tfm_tensor *h,
+                                       const tfm_mask *src_mask) {
+    if (!s->incremental) return mha(g, &b->attention2, h, s->tgt_pack, s->enc, s->src_pack, src_mask);
+    tfm_tensor *EK, *EV;
+    tfm_kv_cache_view(g, &s->enc_kv, l, s->B, s->Ts, &EK, &EV);
+    return tfm_MultiHeadAttention_attend(g, &b->attention2, h, EK, EV, src_mask);
+}
+
 static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
     tf_impl *t = IMPL(m);
     tf_state *s = state;
     set_keep(m);
     t->last_B = B;
-    int H = m->cfg.n_head;
     TFM_ASSERT(B == s->B, "transformer decode: %d rows but the state has %d", B, s->B);
     int offset = s->incremental ? s->t : 0;
     if (s->incremental)
         TFM_ASSERT(T == 1 && s->t < s->max_steps, "transformer decode: incremental step T=%d t=%d max=%d", T, s->t,
                    s->max_steps);
-    tfm_tensor *x = embed(g, m, &t->dec_emb, tgt_in, B, T, offset);
-    tfm_mask causal = {.causal = 1};
+    tfm_tensor *x = s->tgt_pack ? embed_packed(g, m, &t->dec_emb, tgt_in, s->tgt_pack)
+                                : embed(g, m, &t->dec_emb, tgt_in, B, T, offset);
     tfm_mask src_mask = {.valid_lens = s->incremental ? s->valid : s->src_valid};
     if (s->incremental) {   /* the mask must be stable while tensors may be read: copy to the arena */
         int *vl = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);
@@ -171,38 +241,19 @@ static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int
     }
     for (int l = 0; l < m->cfg.n_layer; l++) {
         dec_block *b = &t->db[l];
-        /* self-attention keys/values */
-        tfm_tensor *h = m->cfg.pre_ln ? tfm_LayerNorm_forward(g, &b->addnorm1.ln, x) : x;
-        tfm_tensor *K, *V, *sa;
-        tfm_MultiHeadAttention_project_kv(g, &b->attention1, h, h, &K, &V);
-        if (s->incremental) {
-            tfm_kv_cache_append(&s->self_kv, l, K, V, B, s->t);
-            tfm_kv_cache_view(g, &s->self_kv, l, B, s->t + 1, &K, &V);
-            sa = tfm_MultiHeadAttention_attend(g, &b->attention1, h, K, V, NULL);
-        } else {
-            sa = tfm_MultiHeadAttention_attend(g, &b->attention1, h, K, V, &causal);
-        }
-        /* enc-dec attention */
-        tfm_tensor *EK, *EV;
-        if (s->incremental) {
-            tfm_kv_cache_view(g, &s->enc_kv, l, B, s->Ts, &EK, &EV);
-        } else {
-            tfm_MultiHeadAttention_project_kv(g, &b->attention2, s->enc, s->enc, &EK, &EV);
-        }
         if (m->cfg.pre_ln) {
-            x = pre_residual(g, &b->addnorm1, x, sa);
+            tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
+            x = pre_residual(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, h));
             h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
-            x = pre_residual(g, &b->addnorm2, x, tfm_MultiHeadAttention_attend(g, &b->attention2, h, EK, EV, &src_mask));
+            x = pre_residual(g, &b->addnorm2, x, dec_cross_attention(g, s, b, l, h, &src_mask));
             h = tfm_LayerNorm_forward(g, &b->addnorm3.ln, x);
             x = pre_residual(g, &b->addnorm3, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h));
         } else {
-            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x, sa);
-            tfm_tensor *z = tfm_AddNorm_forward(g, &b->addnorm2, y,
-                                                tfm_MultiHeadAttention_attend(g, &b->attention2, y, EK, EV, &src_mask));
+            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, x));
+            tfm_tensor *z = tfm_AddNorm_forward(g, &b->addnorm2, y, dec_cross_attention(g, s, b, l, y, &src_mask));
             x = tfm_AddNorm_forward(g, &b->addnorm3, z, tfm_PositionWiseFFN_forward(g, &b->ffn, z));
         }
     }
-    (void)H;
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->dec_lnf, x);
     if (s->incremental) {
         s->t++;
@@ -325,9 +376,40 @@ static void tf_destroy(tfm_encdec *m) {
     free(m);
 }
 
+/* Training loss on packed rows: every row-wise op (embedding, projections, AddNorm, FFN, the output layer,
+ * the cross-entropy) runs on the valid source and target positions only; attention pads its inputs
+ * (tfm_MultiHeadAttention_forward_packed). Pad positions never influence valid ones in the padded
+ * forward (masked keys, causal mask, ignored targets), so this is the same loss. NULL (caller falls back
+ * to the padded forward) when attention maps are kept or a row is not "tokens, then only <pad>". */
+static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                           const int *tgt_in, const int *tgt, int Tt, float label_smoothing) {
+    if (m->keep_attention) return NULL;
+    int *tlen = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);
+    for (int b = 0; b < B; b++) {
+        if (src_valid[b] < 1 || src_valid[b] > Ts) return NULL;
+        const int *row = tgt + (size_t)b * Tt;
+        int n = 0;
+        while (n < Tt && row[n] != TFM_PAD) n++;
+        for (int t = n; t < Tt; t++)
+            if (row[t] != TFM_PAD) return NULL;
+        tlen[b] = n;
+    }
+    tf_packing *ps = tfm_arena_alloc(&g->arena, sizeof *ps), *pt = tfm_arena_alloc(&g->arena, sizeof *pt);
+    *ps = tf_pack(g, src_valid, B, Ts);
+    *pt = tf_pack(g, tlen, B, Tt);
+    tfm_tensor *enc = tf_encode_rows(m, g, src, src_valid, B, Ts, ps);
+    tf_state *s = tf_init_state(m, g, enc, src_valid, B, Ts, 0, B);
+    s->src_pack = ps;
+    s->tgt_pack = pt;
+    tfm_tensor *logits = tf_decode(m, g, s, tgt_in, B, Tt);   /* (n_tgt, V) */
+    int *tp = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(pt->n > 0 ? pt->n : 1));
+    for (int i = 0; i < pt->n; i++) tp[i] = tgt[pt->rows[i]];
+    return tfm_cross_entropy(g, logits, tp, TFM_PAD, label_smoothing);
+}
+
 static const tfm_encdec_vtable tf_vtable = {
     "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
-    tf_init_weights, tf_destroy,
+    tf_init_weights, tf_destroy, tf_loss,
 };
 
 tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {

@@ -90,3 +90,25 @@ tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention 
     tfm_MultiHeadAttention_project_kv(g, m, keys, values, &K, &V);
     return tfm_MultiHeadAttention_attend(g, m, queries, K, V, mask);
 }
+
+tfm_tensor *tfm_MultiHeadAttention_forward_packed(tfm_graph *g, tfm_MultiHeadAttention *m, int B, tfm_tensor *xq,
+                                                  const int *q_rows, int Tq, tfm_tensor *xkv, const int *kv_rows,
+                                                  int Tk, const tfm_mask *mask) {
+    int nq = (int)tfm_rows(xq), H = m->n_head;
+    if (fused_ok(g, m, Tk)) { /* project the packed rows, pad only for the attention kernel */
+        tfm_tensor *q = tfm_Linear_forward(g, &m->W_q, xq), *k = tfm_Linear_forward(g, &m->W_k, xkv),
+                   *v = tfm_Linear_forward(g, &m->W_v, xkv);
+        q = tfm_scatter_rows(g, q, q_rows, 3, (int[]){B, Tq, tfm_last_dim(q)});
+        k = tfm_scatter_rows(g, k, kv_rows, 3, (int[]){B, Tk, tfm_last_dim(k)});
+        v = tfm_scatter_rows(g, v, kv_rows, 3, (int[]){B, Tk, tfm_last_dim(v)});
+        m->weights = NULL;
+        tfm_tensor *out = tfm_attention_dropout(g, q, k, v, H, 0, mask, 1.0f / sqrtf((float)m->d_k), m->dropout);
+        return tfm_Linear_forward(g, &m->W_o, tfm_gather_rows(g, out, q_rows, nq));
+    }
+    /* exact path (weights kept, attention dropout on long keys, TFM_EXACT_ATTENTION): pad the inputs */
+    int C = tfm_last_dim(xq);
+    tfm_tensor *Xq = tfm_scatter_rows(g, xq, q_rows, 3, (int[]){B, Tq, C});
+    tfm_tensor *Xkv = xkv == xq && kv_rows == q_rows ? Xq
+                                                     : tfm_scatter_rows(g, xkv, kv_rows, 3, (int[]){B, Tk, tfm_last_dim(xkv)});
+    return tfm_gather_rows(g, tfm_MultiHeadAttention_forward(g, m, Xq, Xkv, Xkv, mask), q_rows, nq);
+}

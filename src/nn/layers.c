@@ -74,7 +74,7 @@ void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char 
 
 tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x) {
     tfm_tensor *h = m->act == TFM_ACT_GELU ? tfm_linear_gelu(g, x, m->dense1.W, m->dense1.b)
-                                           : tfm_relu(g, tfm_Linear_forward(g, &m->dense1, x));
+                                           : tfm_linear_relu(g, x, m->dense1.W, m->dense1.b);
     return tfm_Linear_forward(g, &m->dense2, h);
 }
 
@@ -85,5 +85,5 @@ void tfm_AddNorm_init(tfm_AddNorm *m, tfm_params *p, const char *name, int C, fl
 }
 
 tfm_tensor *tfm_AddNorm_forward(tfm_graph *g, const tfm_AddNorm *m, tfm_tensor *X, tfm_tensor *Y) {
-    return tfm_LayerNorm_forward(g, &m->ln, tfm_add(g, tfm_dropout(g, Y, m->dropout), X));
+    return tfm_add_layernorm(g, X, Y, m->dropout, m->ln.weight, m->ln.bias, m->ln.eps);   /* LN(X + dropout(Y)) */
 }

@@ -49,12 +49,6 @@ typedef struct {
     float dscale;       /* 1 / (1 - p) */
 } attn_args;
 
-/* tfm_dropout's counter-based hash: element i keeps iff hash64(key + i) >= p 2^32 */
-static inline uint32_t hash64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
 
 static int visible(const attn_args *a, int b, int i) {
     const tfm_mask *m = a->mask;
@@ -303,7 +297,7 @@ static void mat_forward(const attn_args *a, float *P, int nt) {
             float *Pd = buf + ((size_t)H * hs + 16) * omp_get_thread_num();
             size_t base = (size_t)b * H * hs;
             for (size_t x = 0; x < (size_t)H * hs; x++) {
-                uint8_t k = hash64(a->key + base + x) >= a->thresh;
+                uint8_t k = tfm_drop_hash(a->key + base + x) >= a->thresh;
                 a->keep[base + x] = k;
                 Pd[x] = k ? Pb[x] * a->dscale : 0.0f;
             }
@@ -399,8 +393,8 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
                    NULL, 0, 0, 1.0f};
     if (drop) {
         a.keep = tfm_arena_alloc(&g->arena, (size_t)B * H * Tq * Tk);
-        a.key = ((uint64_t)tfm_rng_u32(&g->rng) << 32) | tfm_rng_u32(&g->rng);
-        a.thresh = (uint32_t)((double)dropout * 4294967296.0);
+        a.key = tfm_drop_key(g);
+        a.thresh = tfm_drop_thresh(dropout);
         a.dscale = 1.0f / (1.0f - dropout);
     }
     if (mat) mat_forward(&a, lse, tfm_get_threads());

@@ -22,7 +22,11 @@ void tfm_op_backward(tfm_node *n) {
     case TFM_OP_CONCAT: tfm_bw_concat(n); break;
     case TFM_OP_SLICE: tfm_bw_slice(n); break;
     case TFM_OP_ADD_OUTER: tfm_bw_add_outer(n); break;
-    case TFM_OP_LINEAR_GELU: tfm_bw_linear_gelu(n); break;
+    case TFM_OP_LINEAR_GELU:
+    case TFM_OP_LINEAR_RELU: tfm_bw_linear_act(n); break;
+    case TFM_OP_ADD_LAYERNORM: tfm_bw_add_layernorm(n); break;
+    case TFM_OP_GATHER_ROWS:
+    case TFM_OP_SCATTER_ROWS: tfm_bw_rows(n); break;
     case TFM_OP_ATTENTION: tfm_bw_attention(n); break;
     default: tfm_fatal("no backward for op %s", tfm_op_name(n->op));
     }

@@ -225,11 +225,6 @@ void tfm_bw_reduce(tfm_node *n) {
 /* ---------------------------------------------------------------- dropout */
 /* Counter-based randomness: element i of a call keyed by k keeps iff hash(k + i) >= p * 2^32,
  * so any thread count gives the same mask. */
-static inline uint32_t hash64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
 
 tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
     if (!g->training || p <= 0.0f) return x;
@@ -237,12 +232,12 @@ tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
     TFM_ASSERT(p < 1.0f, "dropout p=%g must be < 1", p);
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
     uint8_t *mask = tfm_arena_alloc(&g->arena, x->size);
-    uint64_t key = ((uint64_t)tfm_rng_u32(&g->rng) << 32) | tfm_rng_u32(&g->rng);
-    uint32_t thresh = (uint32_t)((double)p * 4294967296.0);
+    uint64_t key = tfm_drop_key(g);
+    uint32_t thresh = tfm_drop_thresh(p);
     float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) {
-        mask[i] = hash64(key + i) >= thresh;
+        mask[i] = tfm_drop_hash(key + i) >= thresh;
         out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);

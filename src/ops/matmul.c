@@ -131,41 +131,53 @@ static void rows_split(int rows, int cols, int *lo, int *hi) {
     if (t >= nt) *lo = *hi = rows;
 }
 
-/* saved: pre-activation (rows, out_f) */
-tfm_tensor *tfm_linear_gelu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
+/* y = act(x W^T + b), act = GELU (saved: the pre-activation, overwritten by its gradient in backward)
+ * or ReLU (no saved buffer: y > 0 exactly where the pre-activation is > 0; backward masks y->grad in
+ * place). ip[7] guards against a second backward over the same forward. */
+static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
     OP_BEGIN(g);
     tfm_tensor *in[3];
-    tfm_tensor *y = linear_output(g, "linear_gelu", x, W, bias, in);
+    tfm_tensor *y = linear_output(g, tfm_op_name(op), x, W, bias, in);
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
-    float *pre = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f);
+    float *pre = op == TFM_OP_LINEAR_GELU ? tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f) : y->data;
     tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, 0.0f, pre, out_f);
+    const float *b = bias ? bias->data : NULL;
 #pragma omp parallel if ((size_t)rows * out_f >= 16384)
     {
         int r0, r1;
         rows_split(rows, out_f, &r0, &r1);
-        if (r1 > r0)
-            tfm_vgelu(y->data + (size_t)r0 * out_f, pre + (size_t)r0 * out_f, bias ? bias->data : NULL, out_f,
-                      (size_t)(r1 - r0) * out_f);
+        size_t o = (size_t)r0 * out_f, n = (size_t)(r1 - r0) * out_f;
+        if (r1 > r0 && op == TFM_OP_LINEAR_GELU) tfm_vgelu(y->data + o, pre + o, b, out_f, n);
+        else if (r1 > r0) tfm_vbias_relu(y->data + o, b, out_f, n);
     }
-    tfm_node *n = tfm_graph_push(g, TFM_OP_LINEAR_GELU, y, bias ? 3 : 2, in);
-    if (n) n->saved = pre;
-    OP_END(g, TFM_OP_LINEAR_GELU);
+    tfm_node *n = tfm_graph_push(g, op, y, bias ? 3 : 2, in);
+    if (n && op == TFM_OP_LINEAR_GELU) n->saved = pre;
+    OP_END(g, op);
     return y;
 }
 
-void tfm_bw_linear_gelu(tfm_node *n) {
+tfm_tensor *tfm_linear_gelu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
+    return linear_act(g, TFM_OP_LINEAR_GELU, x, W, bias);
+}
+
+tfm_tensor *tfm_linear_relu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
+    return linear_act(g, TFM_OP_LINEAR_RELU, x, W, bias);
+}
+
+void tfm_bw_linear_act(tfm_node *n) {
     tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL, *y = n->out;
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
-    TFM_ASSERT(!n->ip[7], "linear_gelu: backward called twice on one forward");
+    TFM_ASSERT(!n->ip[7], "%s: backward called twice on one forward", tfm_op_name(n->op));
     n->ip[7] = 1;
-    float *d = n->saved; /* pre-activation, overwritten by its gradient */
+    int gelu = n->op == TFM_OP_LINEAR_GELU;
+    float *d = gelu ? n->saved : y->grad; /* becomes the gradient of the pre-activation */
 #pragma omp parallel if ((size_t)rows * out_f >= 16384)
     {
         int r0, r1;
         rows_split(rows, out_f, &r0, &r1);
-        if (r1 > r0)
-            tfm_vgelu_backward(d + (size_t)r0 * out_f, y->grad + (size_t)r0 * out_f, d + (size_t)r0 * out_f,
-                               (size_t)(r1 - r0) * out_f, 0);
+        size_t o = (size_t)r0 * out_f, m = (size_t)(r1 - r0) * out_f;
+        if (r1 > r0 && gelu) tfm_vgelu_backward(d + o, y->grad + o, d + o, m, 0);
+        else if (r1 > r0) tfm_vrelu_mask(d + o, y->data + o, m);
     }
     if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, 1.0f, x->grad, in_f);
     if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, d, out_f, x->data, in_f, 1.0f, W->grad, in_f);

@@ -47,25 +47,28 @@ void tfm_bw_embedding(tfm_node *n) {
 }
 
 /* ---------------------------------------------------------------- layernorm */
-/* Forward: per row, mean (vector sum), centred values written to the output, variance from them (the row
- * stays in L1), then scale/shift in place. Rows are split over threads. */
+/* One row: mean (vector sum), centred values written to the output, variance from them (the row
+ * stays in L1), then scale/shift in place. */
+static inline void ln_row(float *o, float *mean, float *rstd, const float *xr, const float *w, const float *b, int C,
+                          float eps) {
+    float m = tfm_vsum(xr, (size_t)C) / C;
+    for (int c = 0; c < C; c++) o[c] = xr[c] - m;
+    float v = tfm_vdot(o, o, (size_t)C) / C;
+    float s = 1.0f / sqrtf(v + eps);
+    if (w && b)
+        for (int c = 0; c < C; c++) o[c] = o[c] * s * w[c] + b[c];
+    else
+        for (int c = 0; c < C; c++) o[c] = o[c] * s * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
+    *mean = m;
+    *rstd = s;
+}
+
+/* Forward: rows split over threads. */
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * C;
-        float *o = out + (size_t)r * C;
-        float m = tfm_vsum(xr, (size_t)C) / C;
-        for (int c = 0; c < C; c++) o[c] = xr[c] - m;
-        float v = tfm_vdot(o, o, (size_t)C) / C;
-        float s = 1.0f / sqrtf(v + eps);
-        if (w && b)
-            for (int c = 0; c < C; c++) o[c] = o[c] * s * w[c] + b[c];
-        else
-            for (int c = 0; c < C; c++) o[c] = o[c] * s * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
-        mean[r] = m;
-        rstd[r] = s;
-    }
+    for (int r = 0; r < rows; r++)
+        ln_row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C, eps);
 }
 
 /* Backward in one pass over (dout, x): per row, dx += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
@@ -76,8 +79,18 @@ void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
 static float *ln_scratch;
 static size_t ln_scratch_n;
 
-void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
-                            const float *mean, const float *rstd, int rows, int C) {
+/* AddNorm's backward: the input z = x + dropout(y) of the LayerNorm gets dz, which goes to dx as is and to
+ * dy through the dropout mask (regenerated from its key) and scale. dy NULL: plain LayerNorm. */
+typedef struct {
+    float *dy;
+    int drop;
+    uint64_t key;
+    uint32_t thresh;
+    float scale;
+} ln_split;
+
+static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, const float *dout, const float *x,
+                        const float *w, const float *mean, const float *rstd, int rows, int C) {
     int nch = (rows + LN_CHUNK - 1) / LN_CHUNK;
     int want_p = dw || db;
     size_t need = want_p ? (size_t)nch * 2 * C : 0;
@@ -111,13 +124,24 @@ void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, 
                 sum_d += acc_d[k];
                 sum_dn += acc_dn[k];
             }
-            if (!dx) continue;
+            if (!dx && !(sp && sp->dy)) continue;
             sum_d /= C;
             sum_dn /= C;
-            float *o = dx + (size_t)r * C;
+            float *o = dx ? dx + (size_t)r * C : NULL;
+            if (!sp || !sp->dy) {
+                for (int c = 0; c < C; c++) {
+                    float dn = dr[c] * (w ? w[c] : 1.0f);
+                    o[c] += s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
+                }
+                continue;
+            }
+            float *oy = sp->dy + (size_t)r * C;
             for (int c = 0; c < C; c++) {
                 float dn = dr[c] * (w ? w[c] : 1.0f);
-                o[c] += s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
+                float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
+                if (o) o[c] += dz;
+                if (!sp->drop) oy[c] += dz;
+                else if (tfm_drop_hash(sp->key + (size_t)r * C + c) >= sp->thresh) oy[c] += dz * sp->scale;
             }
         }
     }
@@ -133,6 +157,11 @@ void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, 
             if (db) db[c] += sb;
         }
     }
+}
+
+void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                            const float *mean, const float *rstd, int rows, int C) {
+    ln_backward(dx, NULL, dw, db, dout, x, w, mean, rstd, rows, C);
 }
 
 tfm_tensor *tfm_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *w, tfm_tensor *b, float eps) {
@@ -156,4 +185,61 @@ void tfm_bw_layernorm(tfm_node *n) {
     const float *stats = n->saved;
     tfm_layernorm_backward(x->grad, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, x->data,
                            w ? w->data : NULL, stats, stats + rows, rows, C);
+}
+
+/* ---------------------------------------------------------------- AddNorm: LayerNorm(x + dropout(y)) */
+/* saved: z = x + dropout(y) (rows, C), then mean and rstd (rows each). The dropout key is drawn exactly
+ * as tfm_dropout draws it (only when dropout is active), so this op gives the same numbers as
+ * tfm_layernorm(tfm_add(tfm_dropout(y), x)) with one saved tensor instead of four tensors and a mask. */
+typedef struct {
+    float *z, *stats;
+    ln_split sp;
+} add_ln_saved;
+
+tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float p, tfm_tensor *w, tfm_tensor *b,
+                              float eps) {
+    OP_BEGIN(g);
+    int C = tfm_last_dim(x), rows = (int)tfm_rows(x);
+    TFM_ASSERT(tfm_same_shape(x, y), "add_layernorm: x and y shapes differ");
+    TFM_ASSERT((!w || (int)w->size == C) && (!b || (int)b->size == C), "add_layernorm: weight size != %d", C);
+    TFM_ASSERT(p >= 0.0f && p < 1.0f, "add_layernorm: dropout p=%g must be in [0,1)", p);
+    tfm_tensor *in[4] = {x, y, w, b};
+    tfm_tensor *out = tfm_tensor_new(g, x->ndim, x->shape, tfm_any_grad(g, in, 4));
+    add_ln_saved *sv = tfm_arena_alloc(&g->arena, sizeof *sv);
+    sv->z = tfm_arena_alloc(&g->arena, sizeof(float) * x->size);
+    sv->stats = tfm_arena_alloc(&g->arena, sizeof(float) * 2 * (size_t)rows);
+    sv->sp = (ln_split){.drop = g->training && p > 0.0f};
+    if (sv->sp.drop) {
+        sv->sp.key = tfm_drop_key(g);
+        sv->sp.thresh = tfm_drop_thresh(p);
+        sv->sp.scale = 1.0f / (1.0f - p);
+    }
+    const ln_split *sp = &sv->sp;
+    const float *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+    for (int r = 0; r < rows; r++) {
+        size_t o = (size_t)r * C;
+        float *z = sv->z + o;
+        const float *xr = x->data + o, *yr = y->data + o;
+        if (!sp->drop)
+            for (int c = 0; c < C; c++) z[c] = yr[c] + xr[c];
+        else
+            for (int c = 0; c < C; c++)
+                z[c] = (tfm_drop_hash(sp->key + o + c) >= sp->thresh ? yr[c] * sp->scale : 0.0f) + xr[c];
+        ln_row(out->data + o, sv->stats + r, sv->stats + rows + r, z, wd, bd, C, eps);
+    }
+    tfm_node *n = tfm_graph_push(g, TFM_OP_ADD_LAYERNORM, out, 4, in);
+    if (n) n->saved = sv;
+    OP_END(g, TFM_OP_ADD_LAYERNORM);
+    return out;
+}
+
+void tfm_bw_add_layernorm(tfm_node *n) {
+    tfm_tensor *x = n->in[0], *y = n->in[1], *w = n->in[2], *b = n->in[3];
+    int C = tfm_last_dim(x), rows = (int)tfm_rows(x);
+    add_ln_saved *sv = n->saved;
+    ln_split sp = sv->sp;
+    sp.dy = y->grad;
+    ln_backward(x->grad, y->grad ? &sp : NULL, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, sv->z, w ? w->data : NULL,
+                sv->stats, sv->stats + rows, rows, C);
 }

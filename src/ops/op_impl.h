@@ -16,6 +16,20 @@ static inline int tfm_any_grad(const tfm_graph *g, tfm_tensor **in, int n) {
     return 0;
 }
 
+/* Dropout's counter-based RNG: with a 64-bit key drawn from g->rng per op (tfm_drop_key), element i is
+ * kept iff tfm_drop_hash(key + i) >= p * 2^32. Fused ops that include a dropout draw the same key and
+ * bits as tfm_dropout would, so fusing changes no number; a backward regenerates the mask. */
+static inline uint32_t tfm_drop_hash(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+static inline uint64_t tfm_drop_key(tfm_graph *g) {
+    uint64_t hi = tfm_rng_u32(&g->rng);
+    return (hi << 32) | tfm_rng_u32(&g->rng);
+}
+static inline uint32_t tfm_drop_thresh(float p) { return (uint32_t)((double)p * 4294967296.0); }
+
 /* Profile bracket for forward kernels: time is added to g->op_time[op]. */
 #define OP_BEGIN(g) double op_t0_ = (g)->profile ? tfm_now() : 0
 #define OP_END(g, op) do { if ((g)->profile) (g)->op_time[op] += tfm_now() - op_t0_; } while (0)
@@ -43,6 +57,8 @@ void tfm_bw_permute(tfm_node *n);
 void tfm_bw_concat(tfm_node *n);
 void tfm_bw_slice(tfm_node *n);
 void tfm_bw_add_outer(tfm_node *n);   /* broadcast.c */
-void tfm_bw_linear_gelu(tfm_node *n); /* matmul.c */
+void tfm_bw_linear_act(tfm_node *n);  /* matmul.c: linear_gelu, linear_relu */
+void tfm_bw_add_layernorm(tfm_node *n); /* norm.c */
+void tfm_bw_rows(tfm_node *n);          /* shape.c: gather_rows, scatter_rows */
 void tfm_bw_attention(tfm_node *n);   /* attention.c (fused, flash-style) */
 #endif

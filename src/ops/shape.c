@@ -121,3 +121,62 @@ void tfm_bw_slice(tfm_node *n) {
         for (size_t j = 0; j < oin; j++) dst[j] += src[j];
     }
 }
+
+/* ---------------------------------------------------------------- gather / scatter rows
+ * Rows are the last dim's vectors of a tensor viewed as (R, C). gather: out[i] = x[idx[i]]; scatter:
+ * out (R, C) is zero except out[idx[i]] = x[i] (idx distinct). Each is the other's backward. Used to
+ * run row-wise ops on the valid positions of a padded batch only (src/models/transformer.c). */
+static void copy_rows(float *dst, const float *src, const int *idx, int n, int C, int gather, int accumulate) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= 32768)
+    for (int i = 0; i < n; i++) {
+        float *d = dst + (size_t)(gather ? i : idx[i]) * C;
+        const float *s = src + (size_t)(gather ? idx[i] : i) * C;
+        if (accumulate)
+            for (int c = 0; c < C; c++) d[c] += s[c];
+        else
+            memcpy(d, s, sizeof(float) * (size_t)C);
+    }
+}
+
+static const int *rows_idx_copy(tfm_graph *g, const int *idx, int n, size_t R) {
+    int *copy = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) {
+        TFM_ASSERT(idx[i] >= 0 && (size_t)idx[i] < R, "rows: index %d not in [0,%zu)", idx[i], R);
+        copy[i] = idx[i];
+    }
+    return copy;
+}
+
+tfm_tensor *tfm_gather_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int n) {
+    OP_BEGIN(g);
+    int C = tfm_last_dim(x);
+    const int *id = rows_idx_copy(g, idx, n, tfm_rows(x));
+    tfm_tensor *out = tfm_tensor_new(g, 2, (int[]){n, C}, tfm_any_grad(g, &x, 1));
+    copy_rows(out->data, x->data, id, n, C, 1, 0);
+    tfm_node *nd = tfm_graph_push(g, TFM_OP_GATHER_ROWS, out, 1, &x);
+    if (nd) nd->aux = id, nd->ip[0] = n;
+    OP_END(g, TFM_OP_GATHER_ROWS);
+    return out;
+}
+
+tfm_tensor *tfm_scatter_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int ndim, const int *shape) {
+    OP_BEGIN(g);
+    int C = tfm_last_dim(x), n = (int)tfm_rows(x);
+    TFM_ASSERT(shape[ndim - 1] == C, "scatter_rows: last dim %d vs %d", shape[ndim - 1], C);
+    tfm_tensor *out = tfm_tensor_new(g, ndim, shape, tfm_any_grad(g, &x, 1));
+    const int *id = rows_idx_copy(g, idx, n, tfm_rows(out));
+    memset(out->data, 0, sizeof(float) * out->size);
+    copy_rows(out->data, x->data, id, n, C, 0, 0);
+    tfm_node *nd = tfm_graph_push(g, TFM_OP_SCATTER_ROWS, out, 1, &x);
+    if (nd) nd->aux = id, nd->ip[0] = n;
+    OP_END(g, TFM_OP_SCATTER_ROWS);
+    return out;
+}
+
+void tfm_bw_rows(tfm_node *n) {
+    tfm_tensor *x = n->in[0];
+    if (!x->grad) return;
+    int C = tfm_last_dim(x);
+    if (n->op == TFM_OP_GATHER_ROWS) copy_rows(x->grad, n->out->grad, n->aux, n->ip[0], C, 0, 1);
+    else copy_rows(x->grad, n->out->grad, n->aux, n->ip[0], C, 1, 1);
+}

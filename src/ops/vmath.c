@@ -336,3 +336,19 @@ float tfm_vdot(const float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) acc[i & 7] += x[i] * y[i];
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
+
+/* Plain loops: gcc and clang vectorise these at -O3 (no transcendental to approximate). */
+void tfm_vbias_relu(float *y, const float *bias, int C, size_t n) {
+    if (bias)
+        for (size_t r = 0; r < n; r += (size_t)C)
+            for (int c = 0; c < C; c++) {
+                float v = y[r + c] + bias[c];
+                y[r + c] = v > 0 ? v : 0.0f;
+            }
+    else
+        for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0.0f;
+}
+
+void tfm_vrelu_mask(float *d, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = y[i] > 0 ? d[i] : 0.0f;
+}

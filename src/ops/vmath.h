@@ -25,6 +25,10 @@ void tfm_vsigmoid(float *y, const float *x, size_t n);
 void tfm_vgelu(float *y, float *x, const float *bias, int C, size_t n);
 /* dx[i] (+)= dy[i] * gelu'(x[i]); accumulate != 0 adds into dx. */
 void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, int accumulate);
+/* y[i] = max(0, y[i] + bias[i % C]) in place (bias NULL: max(0, y[i])); n a multiple of C. */
+void tfm_vbias_relu(float *y, const float *bias, int C, size_t n);
+/* d[i] = y[i] > 0 ? d[i] : 0 (the ReLU backward from its output) */
+void tfm_vrelu_mask(float *d, const float *y, size_t n);
 /* max of x[0..n) (n >= 1) */
 float tfm_vmax(const float *x, size_t n);
 /* sum of x, and sum of x*y (fixed lane order) */

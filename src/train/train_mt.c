@@ -6,6 +6,7 @@
  * keys (encoder), later positions (causal decoder) or ignored targets, so this changes nothing but
  * the cost. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,8 +112,7 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
         tfm_graph_reset(g);
         mt_batch b;
         gather(g, data, idx, nb, &b);
-        tfm_tensor *logits = tfm_encdec_forward(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.Tt);
-        tfm_tensor *loss = tfm_cross_entropy(g, logits, b.tgt, TFM_PAD, 0.0f);
+        tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, 0.0f);
         sum += (double)loss->data[0] * b.n_tok;
         n_tok += b.n_tok;
     }
@@ -137,6 +137,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.rng = prog->drop_rng;
+    g.profile = o->profile;
+    double t_steps = 0;   /* wall time of the training steps (without validation and reporting) */
     int d_model = m->cfg.d_model > 0 ? m->cfg.d_model : m->cfg.hidden_size;
     double t0 = tfm_now(), t_last = t0, loss_sum = 0;
     long tok_since = 0, tok_total = 0;
@@ -149,19 +151,26 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         }
         for (int bi = 0; bi < bt.n_batches; bi++) {
             int nb = bt.off[bi + 1] - bt.off[bi];
+            double t_step = tfm_now();
             tfm_graph_reset(&g);
             g.grad_enabled = 1;
             g.training = 1;
             mt_batch b;
             gather(&g, train, bt.idx + bt.off[bi], nb, &b);
+            double tp = tfm_profile_begin(&g);
             tfm_params_zero_grad(&m->params);
-            tfm_tensor *logits = tfm_encdec_forward(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.Tt);
-            tfm_tensor *loss = tfm_cross_entropy(&g, logits, b.tgt, TFM_PAD, o->label_smoothing);
+            tfm_profile_end(&g, TFM_PHASE_ZERO_GRAD, tp);
+            tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
             if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
             else tfm_backward(&g, loss);
+            tp = tfm_profile_begin(&g);
             if (o->grad_clip > 0) tfm_clip_grad_norm(&m->params, o->grad_clip);
+            tfm_profile_end(&g, TFM_PHASE_CLIP, tp);
             float lr = tfm_mt_lr(o, prog->step, total, d_model);
+            tp = tfm_profile_begin(&g);
             tfm_adamw_step(opt, &m->params, lr);
+            tfm_profile_end(&g, TFM_PHASE_OPTIMIZER, tp);
+            t_steps += tfm_now() - t_step;
             prog->step++;
             steps_this_run++;
             float lv = loss->data[0];
@@ -204,6 +213,10 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         if (on_epoch && on_epoch(prog, user)) rc = -1;
     }
     (void)t_last;
+    if (o->profile && steps_this_run) {
+        tfm_profile_print(&g, steps_this_run, "step", t_steps, stderr);
+        fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", g.arena.peak / 1048576.0, g.arena.n_mallocs);
+    }
     tfm_graph_free(&g);
     free(lens);
     return rc;

@@ -87,6 +87,22 @@ static tfm_tensor *f_matmul_tn(tfm_graph *g, tfm_tensor **x) { return tfm_matmul
 static tfm_tensor *f_matmul_tt(tfm_graph *g, tfm_tensor **x) { return tfm_matmul(g, x[0], x[1], 1, 1); }
 static tfm_tensor *f_linear(tfm_graph *g, tfm_tensor **x) { return tfm_linear(g, x[0], x[1], x[2]); }
 static tfm_tensor *f_linear_nb(tfm_graph *g, tfm_tensor **x) { return tfm_linear(g, x[0], x[1], NULL); }
+static tfm_tensor *f_linear_relu(tfm_graph *g, tfm_tensor **x) { return tfm_linear_relu(g, x[0], x[1], x[2]); }
+static tfm_tensor *f_linear_gelu(tfm_graph *g, tfm_tensor **x) { return tfm_linear_gelu(g, x[0], x[1], x[2]); }
+static tfm_tensor *f_add_layernorm(tfm_graph *g, tfm_tensor **x) {
+    return tfm_add_layernorm(g, x[0], x[1], 0.0f, x[2], x[3], 1e-5f);
+}
+static tfm_tensor *f_add_layernorm_drop(tfm_graph *g, tfm_tensor **x) {
+    g->training = 1;
+    tfm_tensor *y = tfm_add_layernorm(g, x[0], x[1], 0.3f, x[2], x[3], 1e-5f);
+    g->training = 0;
+    return y;
+}
+static const int rows_idx[4] = {5, 0, 3, 2};
+static tfm_tensor *f_gather_rows(tfm_graph *g, tfm_tensor **x) { return tfm_gather_rows(g, x[0], rows_idx, 4); }
+static tfm_tensor *f_scatter_rows(tfm_graph *g, tfm_tensor **x) {
+    return tfm_scatter_rows(g, x[0], rows_idx, 3, (int[]){2, 3, 5});
+}
 static tfm_tensor *f_add(tfm_graph *g, tfm_tensor **x) { return tfm_add(g, x[0], x[1]); }
 static tfm_tensor *f_sub(tfm_graph *g, tfm_tensor **x) { return tfm_sub(g, x[0], x[1]); }
 static tfm_tensor *f_mul(tfm_graph *g, tfm_tensor **x) { return tfm_mul(g, x[0], x[1]); }
@@ -193,5 +209,11 @@ int main(void) {
     GC("grad slice", f_slice, 1, 1.0f, {{2, 4, 3}});
     GC("grad reshape view", f_reshape, 1, 1.0f, {{2, 3, 4}});
     GC("grad dropout", f_dropout, 1, 1.0f, {{4, 6}});
+    GC("grad linear_relu (fused)", f_linear_relu, 3, 3.0f, /* wide pre-activations: rarely within h of the kink */ {{2, 3, 4}, {5, 4}, {5}});
+    GC("grad linear_gelu (fused)", f_linear_gelu, 3, 1.0f, {{2, 3, 4}, {5, 4}, {5}});
+    GC("grad add_layernorm (AddNorm)", f_add_layernorm, 4, 1.0f, {{2, 3, 8}, {2, 3, 8}, {8}, {8}});
+    GC("grad gather_rows", f_gather_rows, 1, 1.0f, {{2, 3, 5}});
+    GC("grad scatter_rows", f_scatter_rows, 1, 1.0f, {{4, 5}});
+    GC("grad add_layernorm with dropout", f_add_layernorm_drop, 4, 1.0f, {{2, 3, 8}, {2, 3, 8}, {8}, {8}});
     CHECK_EXIT();
 }

@@ -1,6 +1,7 @@
 /* The fast paths of issue 5 against the exact ones:
  *   - vectorised exp/tanh/GELU vs libm;
- *   - fused linear+bias+GELU vs linear then gelu (values and grads);
+ *   - fused linear+bias+GELU / +ReLU and AddNorm (LayerNorm(x + dropout(y))) vs the compositions they
+ *     replace (values and grads; ReLU and AddNorm bit for bit, dropout bits included);
  *   - fused (flash-style) attention vs the exact path (scores, masked softmax, weights @ V, permutes):
  *     causal, per-batch and per-query valid lengths (including an empty row), both K/V layouts;
  *     values <= 1e-5, grads <= 1e-4 relative; and finite differences of the fused op itself;
@@ -51,35 +52,52 @@ static void test_vmath(void) {
 }
 
 /* ---------------------------------------------------------------- linear + gelu */
-static void test_linear_gelu(void) {
+/* Fused ops against the compositions they replace, on a training graph (dropout active), the same
+ * graph seed for both. x, y: (2,5,12); W (12,12), b (12); ln weight/bias (12). */
+typedef enum { FUSE_LINEAR_GELU, FUSE_LINEAR_RELU, FUSE_ADD_LN, FUSE_ADD_LN_DROP } fuse_case;
+
+static tfm_tensor *fused_or_composed(tfm_graph *g, fuse_case c, int fused, tfm_tensor **t) {
+    tfm_tensor *x = t[0], *y = t[1], *W = t[2], *b = t[3], *w = t[4], *lb = t[5];
+    switch (c) {
+    case FUSE_LINEAR_GELU: return fused ? tfm_linear_gelu(g, x, W, b) : tfm_gelu(g, tfm_linear(g, x, W, b));
+    case FUSE_LINEAR_RELU: return fused ? tfm_linear_relu(g, x, W, b) : tfm_relu(g, tfm_linear(g, x, W, b));
+    default: {
+        float p = c == FUSE_ADD_LN_DROP ? 0.3f : 0.0f;
+        return fused ? tfm_add_layernorm(g, x, y, p, w, lb, 1e-5f)
+                     : tfm_layernorm(g, tfm_add(g, tfm_dropout(g, y, p), x), w, lb, 1e-5f);
+    }
+    }
+}
+
+static void test_fused_equal(fuse_case c, const char *name, double tol_out, double tol_grad) {
     tfm_params p;
     tfm_params_init(&p);
-    tfm_tensor *x = tfm_param(&p, "x", 3, (int[]){2, 5, 12});
-    tfm_tensor *W = tfm_param2(&p, "W", 20, 12), *b = tfm_param1(&p, "b", 20);
+    tfm_tensor *t[6] = {tfm_param(&p, "x", 3, (int[]){2, 5, 12}), tfm_param(&p, "y", 3, (int[]){2, 5, 12}),
+                        tfm_param2(&p, "W", 12, 12), tfm_param1(&p, "b", 12), tfm_param1(&p, "w", 12),
+                        tfm_param1(&p, "lb", 12)};
     tfm_params_alloc(&p);
     fill(p.data, p.total, 1.0f);
-    float *R = malloc(2 * 5 * 20 * sizeof(float));
-    fill(R, 200, 1.0f);
-    float *out[2], *grad[2];
+    float R[120];
+    fill(R, 120, 1.0f);
+    float out[2][120], *grad[2];
     tfm_graph g;
-    tfm_graph_init(&g, 1);
     for (int k = 0; k < 2; k++) {
-        tfm_graph_reset(&g);
+        tfm_graph_init(&g, 5);
+        g.training = 1;
         tfm_params_zero_grad(&p);
-        tfm_tensor *y = k ? tfm_linear_gelu(&g, x, W, b) : tfm_gelu(&g, tfm_linear(&g, x, W, b));
+        tfm_tensor *y = fused_or_composed(&g, c, k, t);
         tfm_backward(&g, tfm_sum(&g, tfm_mul(&g, y, tfm_constant(&g, R, y->ndim, y->shape))));
-        out[k] = malloc(y->size * sizeof(float));
-        memcpy(out[k], y->data, y->size * sizeof(float));
+        memcpy(out[k], y->data, sizeof out[k]);
         grad[k] = malloc(p.total * sizeof(float));
         memcpy(grad[k], p.grad, p.total * sizeof(float));
+        tfm_graph_free(&g);
     }
-    CHECK("linear_gelu forward == linear + gelu", max_abs_diff(out[1], out[0], 200) <= 1e-6, "%g",
-          max_abs_diff(out[1], out[0], 200));
-    CHECK("linear_gelu grads == linear + gelu", rel_err(grad[1], grad[0], p.total) <= 1e-5, "%g",
-          rel_err(grad[1], grad[0], p.total));
-    for (int k = 0; k < 2; k++) free(out[k]), free(grad[k]);
-    free(R);
-    tfm_graph_free(&g);
+    char what[96];
+    snprintf(what, sizeof what, "%s forward == composition", name);
+    CHECK(what, max_abs_diff(out[1], out[0], 120) <= tol_out, "%g", max_abs_diff(out[1], out[0], 120));
+    snprintf(what, sizeof what, "%s grads == composition", name);
+    CHECK(what, rel_err(grad[1], grad[0], p.total) <= tol_grad, "%g", rel_err(grad[1], grad[0], p.total));
+    for (int k = 0; k < 2; k++) free(grad[k]);
     tfm_params_free(&p);
 }
 
@@ -290,7 +308,10 @@ static void test_no_malloc_after_warmup(void) {
 int main(void) {
     tfm_rng_seed(&rng, 42);
     test_vmath();
-    test_linear_gelu();
+    test_fused_equal(FUSE_LINEAR_GELU, "linear_gelu", 1e-6, 1e-5);
+    test_fused_equal(FUSE_LINEAR_RELU, "linear_relu", 0, 0);
+    test_fused_equal(FUSE_ADD_LN, "add_layernorm", 0, 0);
+    test_fused_equal(FUSE_ADD_LN_DROP, "add_layernorm with dropout", 0, 0);
     test_attention_equal();
     test_attention_fd();
     test_kv_cache();

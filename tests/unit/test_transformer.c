@@ -1,6 +1,7 @@
 /* The encoder-decoder Transformer against its PyTorch twin (tests/fixtures/transformer_small.tfm,
  * written by scripts/make_transformer_fixture.py): logits, loss (label smoothing, <pad> ignored,
- * padded sources masked), every gradient, and the weights after 10 Adam steps (Noam schedule,
+ * padded sources masked), every gradient, both through the padded forward and through the packed
+ * training loss (tfm_encdec_loss: row-wise ops on the valid positions only), and the weights after 10 Adam steps (Noam schedule,
  * clipping); the pre-LN variant's logits and gradients. Then the decoding machinery: incremental
  * decoding with KV caches equals the teacher-forced forward, reorder keeps rows, beam search finds a
  * hypothesis at least as likely as greedy, a checkpoint round trip, and no malloc in steady-state
@@ -82,22 +83,34 @@ static void load_batch(batch *b) {
     tfm_s2s_shift_right(b->tgt, b->B, b->Tt, b->tgt_in);
 }
 
-/* forward + backward; checks logits, loss, grads against prefix's fixture entries */
-static void check_forward_backward(tfm_encdec *m, const batch *b, const char *prefix, const char *label) {
+/* forward + backward; checks logits, loss, grads against prefix's fixture entries. packed: the loss
+ * through tfm_encdec_loss (the training path: row-wise ops on the valid positions only), else the padded
+ * forward + cross-entropy (which also checks the logits). */
+static void check_forward_backward(tfm_encdec *m, const batch *b, const char *prefix, const char *label0, int packed) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
-    char n[300], name[300];
+    char n[300], name[300], label[100];
+    snprintf(label, sizeof label, "%s%s", label0, packed ? " packed" : "");
     float ls = getf("opt.label_smoothing");
     tfm_params_zero_grad(&m->params);
-    tfm_tensor *logits = tfm_encdec_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
-    tfm_tensor *loss = tfm_cross_entropy(&g, logits, b->tgt, TFM_PAD, ls);
+    tfm_tensor *loss;
+    if (packed) {
+        loss = tfm_encdec_loss(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->tgt, b->Tt, ls);
+        int n_gather = 0;
+        for (int i = 0; i < g.n_nodes; i++) n_gather += g.nodes[i].op == TFM_OP_GATHER_ROWS;
+        snprintf(name, sizeof name, "%s: the training loss runs on packed rows", label);
+        CHECK(name, n_gather > 0, "no gather_rows node on the tape");
+    } else {
+        tfm_tensor *logits = tfm_encdec_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
+        loss = tfm_cross_entropy(&g, logits, b->tgt, TFM_PAD, ls);
+        snprintf(n, sizeof n, "%slogits", prefix);
+        const tfm_entry *el = get(n);
+        snprintf(name, sizeof name, "%s logits", label);
+        double dl = el->nbytes == logits->size * sizeof(float) ? max_abs_diff(logits->data, el->data, logits->size) : 1e9;
+        CHECK(name, dl <= 1e-5, "max |dlogits| = %.3g", dl);
+        printf("  %s: max |dlogits| = %.3g\n", label, dl);
+    }
     tfm_backward(&g, loss);
-    snprintf(n, sizeof n, "%slogits", prefix);
-    const tfm_entry *el = get(n);
-    snprintf(name, sizeof name, "%s logits", label);
-    double dl = el->nbytes == logits->size * sizeof(float) ? max_abs_diff(logits->data, el->data, logits->size) : 1e9;
-    CHECK(name, dl <= 1e-5, "max |dlogits| = %.3g", dl);
-    printf("  %s: max |dlogits| = %.3g\n", label, dl);
     snprintf(n, sizeof n, "%sloss", prefix);
     snprintf(name, sizeof name, "%s loss", label);
     double dloss = fabs(loss->data[0] - getf(n));
@@ -138,8 +151,9 @@ static void check_steps(tfm_encdec *m, const batch *b) {
     for (int it = 0; it < steps; it++) {
         tfm_graph_reset(&g);
         tfm_params_zero_grad(&m->params);
-        tfm_tensor *logits = tfm_encdec_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
-        tfm_tensor *loss = tfm_cross_entropy(&g, logits, b->tgt, TFM_PAD, o.label_smoothing);
+        /* the training path (packed rows), as tfm_mt_train runs it */
+        tfm_tensor *loss = tfm_encdec_loss(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->tgt, b->Tt,
+                                           o.label_smoothing);
         tfm_backward(&g, loss);
         tfm_clip_grad_norm(&m->params, o.grad_clip);
         float lr = tfm_mt_lr(&o, it, steps, m->cfg.d_model);
@@ -329,9 +343,9 @@ int main(void) {
     batch b;
     load_batch(&b);
     tfm_encdec *m = build("");
-    check_forward_backward(m, &b, "", "post-LN");
+    for (int packed = 0; packed < 2; packed++) check_forward_backward(m, &b, "", "post-LN", packed);
     tfm_encdec *mp = build("pre.");
-    check_forward_backward(mp, &b, "pre.", "pre-LN");
+    for (int packed = 0; packed < 2; packed++) check_forward_backward(mp, &b, "pre.", "pre-LN", packed);
     check_incremental(mp, &b);   /* also with the pre-LN model */
     check_incremental(m, &b);
     check_checkpoint(m);
