@@ -80,12 +80,10 @@ static float *ln_scratch;
 static size_t ln_scratch_n;
 
 /* AddNorm's backward: the input z = x + dropout(y) of the LayerNorm gets dz, which goes to dx as is and to
- * dy through the dropout mask (regenerated from its key) and scale. dy NULL: plain LayerNorm. */
+ * dy through the dropout keep mask (saved by the forward) and scale. dy NULL: plain LayerNorm. */
 typedef struct {
     float *dy;
-    int drop;
-    uint64_t key;
-    uint32_t thresh;
+    const uint8_t *keep;     /* NULL: no dropout */
     float scale;
 } ln_split;
 
@@ -140,8 +138,8 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
                 float dn = dr[c] * (w ? w[c] : 1.0f);
                 float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
                 if (o) o[c] += dz;
-                if (!sp->drop) oy[c] += dz;
-                else if (tfm_drop_hash(sp->key + (size_t)r * C + c) >= sp->thresh) oy[c] += dz * sp->scale;
+                if (!sp->keep) oy[c] += dz;
+                else if (sp->keep[(size_t)r * C + c]) oy[c] += dz * sp->scale;
             }
         }
     }
@@ -188,9 +186,10 @@ void tfm_bw_layernorm(tfm_node *n) {
 }
 
 /* ---------------------------------------------------------------- AddNorm: LayerNorm(x + dropout(y)) */
-/* saved: z = x + dropout(y) (rows, C), then mean and rstd (rows each). The dropout key is drawn exactly
- * as tfm_dropout draws it (only when dropout is active), so this op gives the same numbers as
- * tfm_layernorm(tfm_add(tfm_dropout(y), x)) with one saved tensor instead of four tensors and a mask. */
+/* saved: z = x + dropout(y) (rows, C), mean and rstd (rows each), and the dropout keep mask (rows, C
+ * bytes) when dropout is active. The dropout key is drawn exactly as tfm_dropout draws it, so this op
+ * gives the same numbers as tfm_layernorm(tfm_add(tfm_dropout(y), x)) with one saved tensor instead of
+ * four tensors. */
 typedef struct {
     float *z, *stats;
     ln_split sp;
@@ -208,24 +207,31 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
     add_ln_saved *sv = tfm_arena_alloc(&g->arena, sizeof *sv);
     sv->z = tfm_arena_alloc(&g->arena, sizeof(float) * x->size);
     sv->stats = tfm_arena_alloc(&g->arena, sizeof(float) * 2 * (size_t)rows);
-    sv->sp = (ln_split){.drop = g->training && p > 0.0f};
-    if (sv->sp.drop) {
-        sv->sp.key = tfm_drop_key(g);
-        sv->sp.thresh = tfm_drop_thresh(p);
+    sv->sp = (ln_split){0};
+    uint64_t key = 0;
+    uint32_t thresh = 0;
+    uint8_t *keep = NULL;
+    if (g->training && p > 0.0f) {
+        key = tfm_drop_key(g);
+        thresh = tfm_drop_thresh(p);
+        keep = tfm_arena_alloc(&g->arena, x->size);
+        sv->sp.keep = keep;
         sv->sp.scale = 1.0f / (1.0f - p);
     }
-    const ln_split *sp = &sv->sp;
+    float scale = sv->sp.scale;
     const float *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
 #pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * C;
         float *z = sv->z + o;
         const float *xr = x->data + o, *yr = y->data + o;
-        if (!sp->drop)
+        if (!keep)
             for (int c = 0; c < C; c++) z[c] = yr[c] + xr[c];
         else
-            for (int c = 0; c < C; c++)
-                z[c] = (tfm_drop_hash(sp->key + o + c) >= sp->thresh ? yr[c] * sp->scale : 0.0f) + xr[c];
+            for (int c = 0; c < C; c++) {
+                keep[o + c] = tfm_drop_hash(key + o + c) >= thresh;
+                z[c] = (keep[o + c] ? yr[c] * scale : 0.0f) + xr[c];
+            }
         ln_row(out->data + o, sv->stats + r, sv->stats + rows + r, z, wd, bd, C, eps);
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_ADD_LAYERNORM, out, 4, in);

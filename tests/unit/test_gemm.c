@@ -100,7 +100,10 @@ static void shape_suite(const char *tag) {
             static const int shapes[][3] = {{37, 41, 43},  {64, 64, 32},   {97, 65, 128},  {150, 33, 257},
                                             {145, 130, 300}, {6, 16, 520}, {7, 17, 1},     {1, 384, 128},
                                             {1, 37, 300},  {384, 1, 129},  {1, 1, 77},     {2, 200, 64},
-                                            {200, 2, 64},  {301, 70, 70}, {12, 3100, 20}, {5, 5, 1000}};
+                                            {200, 2, 64},  {301, 70, 70}, {12, 3100, 20}, {5, 5, 1000},
+                                            /* the unpacked small path's limits (attention heads) */
+                                            {16, 16, 32},  {128, 17, 16}, {9, 128, 20},   {128, 128, 16},
+                                            {129, 16, 8},  {40, 40, 129}};
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && ok; s++)
                 for (int v = 0; v < 5 && ok; v++) {
                     ok = check_one(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], ab[v][0], ab[v][1],
