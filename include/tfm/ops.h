@@ -84,6 +84,21 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
 tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                                   int kv_heads_first, const tfm_mask *mask, float scale, float dropout);
 int tfm_attention_supports_dropout(int Tk);
+/* Keys/values read in place from a decoding cache instead of tensors: for batch row b, head h and key
+ * position j < len, the key is k + slot*sb + h*sh + j*st (feature stride 1; d_k = q's head size) and the
+ * value the same offset of v (d_v = dv), with slot = row[b] (row NULL: slot = b). Rows may share a slot
+ * (the encoder keys/values of one sentence read by all its beams). See tfm_kv_cache_ref (decode.h). */
+typedef struct {
+    const float *k, *v;
+    const int *row;          /* batch row -> slot, or NULL */
+    size_t sb, sh, st;       /* strides (floats) of slot, head and position */
+    int len, dv;
+} tfm_kv_ref;
+/* tfm_attention with K/V from a tfm_kv_ref: the tiled kernel, so the same numbers as tfm_attention on a
+ * contiguous copy (B,H,len,d) of the cached rows, without the copy. Inference only: q must not track grad
+ * (no node is recorded). */
+tfm_tensor *tfm_attention_kv(tfm_graph *g, tfm_tensor *q, const tfm_kv_ref *kv, int n_head, const tfm_mask *mask,
+                             float scale);
 
 /* Inverted dropout: zero with prob p, scale kept by 1/(1-p). Identity unless g->training && p > 0. */
 tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p);

@@ -5,87 +5,110 @@
 
 #include "tfm/decode.h"
 
-int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int cap_rows, int n_head, int max_len, int d) {
+int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d) {
     memset(c, 0, sizeof *c);
-    if (n_layer < 1 || cap_rows < 1 || n_head < 1 || max_len < 1 || d < 1)
+    if (n_layer < 1 || n_slot < 1 || cap_rows < 1 || n_head < 1 || max_len < 1 || d < 1)
         return tfm_set_error("kv cache: bad sizes"), -1;
-    size_t per_layer = (size_t)cap_rows * n_head * max_len * d;
+    size_t per_layer = (size_t)n_slot * n_head * max_len * d;
     if (per_layer > ((size_t)1 << 34) / sizeof(float) / (size_t)n_layer)
-        return tfm_set_error("kv cache: %d rows x %d positions is too large", cap_rows, max_len), -1;
+        return tfm_set_error("kv cache: %d rows x %d positions is too large", n_slot, max_len), -1;
     c->n_layer = n_layer;
+    c->n_slot = n_slot;
     c->cap = cap_rows;
     c->n_head = n_head;
     c->max_len = max_len;
     c->d = d;
     c->k = malloc(per_layer * n_layer * sizeof(float));
     c->v = malloc(per_layer * n_layer * sizeof(float));
-    c->tmp = malloc(per_layer * sizeof(float));
-    if (!c->k || !c->v || !c->tmp) {
+    c->slot = malloc(sizeof(int) * (size_t)cap_rows);
+    c->scratch = malloc(sizeof(int) * ((size_t)cap_rows + n_slot));
+    if (!c->k || !c->v || !c->slot || !c->scratch) {
         tfm_kv_cache_free(c);
         return tfm_set_error("kv cache: out of memory"), -1;
     }
+    for (int r = 0; r < cap_rows; r++) c->slot[r] = r < n_slot ? r : 0;
     return 0;
 }
 
 void tfm_kv_cache_free(tfm_kv_cache *c) {
     free(c->k);
     free(c->v);
-    free(c->tmp);
-    c->k = c->v = c->tmp = NULL;
+    free(c->slot);
+    free(c->scratch);
+    c->k = c->v = NULL;
+    c->slot = c->scratch = NULL;
 }
 
-static float *row_ptr(const tfm_kv_cache *c, float *base, int layer, int row, int head, int pos) {
-    return base + ((((size_t)layer * c->cap + row) * c->n_head + head) * c->max_len + pos) * c->d;
+static float *slot_ptr(const tfm_kv_cache *c, float *base, int layer, int slot, int head, int pos) {
+    return base + ((((size_t)layer * c->n_slot + slot) * c->n_head + head) * c->max_len + pos) * c->d;
 }
 
 void tfm_kv_cache_append(tfm_kv_cache *c, int layer, const tfm_tensor *K, const tfm_tensor *V, int rows, int pos) {
-    int T = K->shape[2], H = c->n_head, d = c->d;
-    TFM_ASSERT(K->ndim == 4 && K->shape[0] == rows && K->shape[1] == H && K->shape[3] == d && rows <= c->cap &&
-                   pos + T <= c->max_len && layer < c->n_layer && tfm_same_shape(K, V),
-               "kv cache append: shape mismatch (rows %d, pos %d, T %d)", rows, pos, T);
-    for (int r = 0; r < rows; r++)
-        for (int h = 0; h < H; h++) {
-            size_t src = (((size_t)r * H + h) * T) * d;
-            memcpy(row_ptr(c, c->k, layer, r, h, pos), K->data + src, sizeof(float) * (size_t)T * d);
-            memcpy(row_ptr(c, c->v, layer, r, h, pos), V->data + src, sizeof(float) * (size_t)T * d);
+    int H = c->n_head, d = c->d;
+    TFM_ASSERT(K->ndim == 3 && K->shape[0] == rows && K->shape[2] == H * d && tfm_same_shape(K, V) &&
+                   rows <= c->cap && pos >= 0 && pos + K->shape[1] <= c->max_len && layer < c->n_layer,
+               "kv cache append: shape mismatch (rows %d, pos %d)", rows, pos);
+    int T = K->shape[1];
+    size_t row = (size_t)H * d;
+    for (int r = 0; r < rows; r++) {
+        int s = c->slot[r];
+        TFM_ASSERT(s >= 0 && s < c->n_slot, "kv cache append: row %d has no slot", r);
+        for (int t = 0; t < T; t++) {
+            const float *kr = K->data + ((size_t)r * T + t) * row, *vr = V->data + ((size_t)r * T + t) * row;
+            for (int h = 0; h < H; h++) {
+                memcpy(slot_ptr(c, c->k, layer, s, h, pos + t), kr + (size_t)h * d, sizeof(float) * (size_t)d);
+                memcpy(slot_ptr(c, c->v, layer, s, h, pos + t), vr + (size_t)h * d, sizeof(float) * (size_t)d);
+            }
         }
+    }
 }
 
-void tfm_kv_cache_view(tfm_graph *g, const tfm_kv_cache *c, int layer, int rows, int len, tfm_tensor **K,
-                       tfm_tensor **V) {
-    int H = c->n_head, d = c->d;
-    TFM_ASSERT(rows <= c->cap && len <= c->max_len && layer < c->n_layer, "kv cache view: out of range");
-    if (len == c->max_len) {   /* full rows are already contiguous */
-        *K = tfm_constant(g, row_ptr(c, c->k, layer, 0, 0, 0), 4, (int[]){rows, H, len, d});
-        *V = tfm_constant(g, row_ptr(c, c->v, layer, 0, 0, 0), 4, (int[]){rows, H, len, d});
-        return;
-    }
-    *K = tfm_new4(g, rows, H, len, d);
-    *V = tfm_new4(g, rows, H, len, d);
-    for (int r = 0; r < rows; r++)
-        for (int h = 0; h < H; h++) {
-            size_t dst = (((size_t)r * H + h) * len) * d;
-            memcpy((*K)->data + dst, row_ptr(c, c->k, layer, r, h, 0), sizeof(float) * (size_t)len * d);
-            memcpy((*V)->data + dst, row_ptr(c, c->v, layer, r, h, 0), sizeof(float) * (size_t)len * d);
+tfm_kv_ref tfm_kv_cache_ref(const tfm_kv_cache *c, int layer, int len) {
+    TFM_ASSERT(layer < c->n_layer && len >= 1 && len <= c->max_len, "kv cache ref: layer %d len %d", layer, len);
+    size_t sh = (size_t)c->max_len * c->d, sb = sh * c->n_head, off = (size_t)layer * c->n_slot * sb;
+    return (tfm_kv_ref){c->k + off, c->v + off, c->slot, sb, sh, (size_t)c->d, len, c->d};
+}
+
+/* positions 0..len-1 of every layer and head: slot `from` -> slot `to` */
+static void copy_slot(tfm_kv_cache *c, int from, int to) {
+    size_t seg = sizeof(float) * (size_t)c->len * c->d;
+    for (int l = 0; l < c->n_layer; l++)
+        for (int h = 0; h < c->n_head; h++) {
+            memcpy(slot_ptr(c, c->k, l, to, h, 0), slot_ptr(c, c->k, l, from, h, 0), seg);
+            memcpy(slot_ptr(c, c->v, l, to, h, 0), slot_ptr(c, c->v, l, from, h, 0), seg);
         }
+    c->n_copied++;
 }
 
 void tfm_kv_cache_reorder(tfm_kv_cache *c, const int *idx, int old_rows, int n_new) {
-    TFM_ASSERT(n_new <= c->cap && old_rows <= c->cap, "kv cache reorder: %d rows, cap %d", n_new, c->cap);
-    int H = c->n_head, d = c->d, len = c->len;
-    if (len <= 0) return;
-    size_t seg = (size_t)len * d;
-    for (int pass = 0; pass < 2; pass++) {
-        float *base = pass ? c->v : c->k;
-        for (int l = 0; l < c->n_layer; l++) {
-            for (int i = 0; i < n_new; i++) {
-                TFM_ASSERT(idx[i] >= 0 && idx[i] < old_rows, "kv cache reorder: index %d", idx[i]);
-                for (int h = 0; h < H; h++)
-                    memcpy(c->tmp + ((size_t)i * H + h) * seg, row_ptr(c, base, l, idx[i], h, 0), seg * sizeof(float));
-            }
-            for (int i = 0; i < n_new; i++)
-                for (int h = 0; h < H; h++)
-                    memcpy(row_ptr(c, base, l, i, h, 0), c->tmp + ((size_t)i * H + h) * seg, seg * sizeof(float));
-        }
+    TFM_ASSERT(n_new <= c->cap && n_new <= c->n_slot && old_rows <= c->cap, "kv cache reorder: %d rows, cap %d",
+               n_new, c->cap);
+    int *ns = c->scratch, *owner = c->scratch + c->cap;   /* new row -> slot; slot -> new row or -1 */
+    for (int s = 0; s < c->n_slot; s++) owner[s] = -1;
+    for (int i = 0; i < n_new; i++) {   /* the first child keeps its parent's slot */
+        TFM_ASSERT(idx[i] >= 0 && idx[i] < old_rows, "kv cache reorder: index %d", idx[i]);
+        int p = c->slot[idx[i]];
+        if (owner[p] < 0) owner[p] = i, ns[i] = p;
+        else ns[i] = -1 - p;
     }
+    /* further children: a slot no new row owns (its old contents are dead), with the parent's prefix.
+     * Parents' slots are owned, so no copy overwrites a source. */
+    for (int i = 0, f = 0; i < n_new; i++) {
+        if (ns[i] >= 0) continue;
+        while (owner[f] >= 0) f++;   /* n_new <= n_slot: a free slot exists */
+        owner[f] = i;
+        if (c->len > 0) copy_slot(c, -1 - ns[i], f);
+        ns[i] = f;
+    }
+    memcpy(c->slot, ns, sizeof(int) * (size_t)n_new);
+}
+
+void tfm_kv_cache_select(tfm_kv_cache *c, const int *idx, int old_rows, int n_new) {
+    TFM_ASSERT(n_new <= c->cap && old_rows <= c->cap, "kv cache select: %d rows, cap %d", n_new, c->cap);
+    int *ns = c->scratch;
+    for (int i = 0; i < n_new; i++) {
+        TFM_ASSERT(idx[i] >= 0 && idx[i] < old_rows, "kv cache select: index %d", idx[i]);
+        ns[i] = c->slot[idx[i]];
+    }
+    memcpy(c->slot, ns, sizeof(int) * (size_t)n_new);
 }

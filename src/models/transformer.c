@@ -12,9 +12,11 @@
  * MHA projections have no bias (d2l); FFN and the output layer do.
  *
  * Incremental decoding keeps, per decoder layer, the projected self-attention keys/values of every
- * earlier position in a cache (rows x H x max_steps x d_k) and the encoder keys/values computed once
- * (rows x H x Ts x d_k), so a step costs O(t) work. All attention math goes through
- * tfm_MultiHeadAttention_project_kv / _attend (src/nn/attention.c): no second copy.
+ * earlier position in a cache (one slot per row: rows x H x max_steps x d_k) and the encoder keys/values
+ * computed once (one slot per sentence: B x H x Ts x d_k, read by all of its beams through the row ->
+ * slot index), so a step costs O(t) work. The attention reads both caches in place (tfm_attention_kv);
+ * reorder remaps slots and copies only the self-attention prefix of a second child of one parent
+ * (include/tfm/decode.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -54,9 +56,9 @@ typedef struct {
     const int *src_valid;
     const struct tf_packing *src_pack, *tgt_pack;   /* tf_loss: packed rows, else NULL */
     /* incremental */
-    int *valid;                       /* cap */
-    tfm_kv_cache self_kv;             /* per layer, cap x H x max_steps x d_k */
-    tfm_kv_cache enc_kv;              /* per layer, cap x H x Ts x d_k (full) */
+    int *valid, *valid_tmp;           /* cap: source valid length per row; reorder scratch */
+    tfm_kv_cache self_kv;             /* per layer, one slot per row: cap x H x max_steps x d_k */
+    tfm_kv_cache enc_kv;              /* per layer, one slot per sentence: B x H x Ts x d_k; rows share it */
 } tf_state;
 
 #define IMPL(m) ((tf_impl *)(m)->impl)
@@ -177,23 +179,35 @@ static void *tf_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const i
     s->max_steps = max_steps;
     int L = m->cfg.n_layer, H = m->cfg.n_head, dk = m->cfg.d_model / H;
     s->valid = malloc(sizeof(int) * (size_t)cap_rows);
-    if (!s->valid || tfm_kv_cache_init(&s->self_kv, L, cap_rows, H, max_steps, dk) ||
-        tfm_kv_cache_init(&s->enc_kv, L, cap_rows, H, Ts, dk)) {
+    s->valid_tmp = malloc(sizeof(int) * (size_t)cap_rows);
+    if (!s->valid || !s->valid_tmp || tfm_kv_cache_init(&s->self_kv, L, cap_rows, cap_rows, H, max_steps, dk) ||
+        tfm_kv_cache_init(&s->enc_kv, L, B, cap_rows, H, Ts, dk)) {
         free(s->valid);
+        free(s->valid_tmp);
         tfm_kv_cache_free(&s->self_kv);
         tfm_kv_cache_free(&s->enc_kv);
         free(s);
         return NULL;
     }
     memcpy(s->valid, src_valid, sizeof(int) * (size_t)B);
-    /* encoder keys/values of every decoder layer, once per sentence */
+    /* encoder keys/values of every decoder layer, once per sentence (slot b = sentence b) */
     for (int l = 0; l < L; l++) {
-        tfm_tensor *K, *V;
-        tfm_MultiHeadAttention_project_kv(g, &t->db[l].attention2, enc, enc, &K, &V);   /* (B,H,Ts,dk) */
+        const tfm_MultiHeadAttention *a = &t->db[l].attention2;
+        tfm_tensor *K = tfm_Linear_forward(g, &a->W_k, enc), *V = tfm_Linear_forward(g, &a->W_v, enc); /* (B,Ts,H*dk) */
         tfm_kv_cache_append(&s->enc_kv, l, K, V, B, 0);
     }
     s->enc_kv.len = Ts;
     return s;
+}
+
+/* Incremental decoding: the query attends over a KV cache read in place (tfm_attention_kv: the cache's
+ * strides and row -> slot index, no copy), with MHA's projections and scale (the fused kernel's numbers). */
+static tfm_tensor *cached_attend(tfm_graph *g, tfm_MultiHeadAttention *a, tfm_tensor *h, const tfm_kv_ref *kv,
+                                 const tfm_mask *mask) {
+    a->weights = NULL;
+    tfm_tensor *o = tfm_attention_kv(g, tfm_Linear_forward(g, &a->W_q, h), kv, a->n_head, mask,
+                                     1.0f / sqrtf((float)a->d_k));
+    return tfm_Linear_forward(g, &a->W_o, o);
 }
 
 /* Decoder self-attention of layer l. Full sequences (training, scoring): causal mask, in the (B,T,H*d)
@@ -204,11 +218,13 @@ static tfm_tensor *dec_self_attention(tfm_graph *g, tf_state *s, dec_block *b, i
         tfm_mask causal = {.causal = 1};
         return mha(g, &b->attention1, h, s->tgt_pack, h, s->tgt_pack, &causal);
     }
-    tfm_tensor *K, *V;
-    tfm_MultiHeadAttention_project_kv(g, &b->attention1, h, h, &K, &V);
+    tfm_MultiHeadAttention *a = &b->attention1;
+    tfm_tensor *K = tfm_Linear_forward(g, &a->W_k, h), *V = tfm_Linear_forward(g, &a->W_v, h);   /* (B,1,H*dk) */
+    double tp = tfm_profile_begin(g);
     tfm_kv_cache_append(&s->self_kv, l, K, V, s->B, s->t);
-    tfm_kv_cache_view(g, &s->self_kv, l, s->B, s->t + 1, &K, &V);
-    return tfm_MultiHeadAttention_attend(g, &b->attention1, h, K, V, NULL);
+    tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
+    tfm_kv_ref kv = tfm_kv_cache_ref(&s->self_kv, l, s->t + 1);
+    return cached_attend(g, a, h, &kv, NULL);
 }
 
 /* Encoder-decoder attention of layer l: keys/values from the encoder output (projected here for full
@@ -216,9 +232,8 @@ static tfm_tensor *dec_self_attention(tfm_graph *g, tf_state *s, dec_block *b, i
 static tfm_tensor *dec_cross_attention(tfm_graph *g, tf_state *s, dec_block *b, int l, tfm_tensor *h,
                                        const tfm_mask *src_mask) {
     if (!s->incremental) return mha(g, &b->attention2, h, s->tgt_pack, s->enc, s->src_pack, src_mask);
-    tfm_tensor *EK, *EV;
-    tfm_kv_cache_view(g, &s->enc_kv, l, s->B, s->Ts, &EK, &EV);
-    return tfm_MultiHeadAttention_attend(g, &b->attention2, h, EK, EV, src_mask);
+    tfm_kv_ref kv = tfm_kv_cache_ref(&s->enc_kv, l, s->Ts);   /* each row reads its sentence's slot */
+    return cached_attend(g, &b->attention2, h, &kv, src_mask);
 }
 
 static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
@@ -266,16 +281,13 @@ static void tf_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
     (void)m;
     tf_state *s = state;
     TFM_ASSERT(s->incremental && n <= s->cap, "transformer reorder: n=%d cap=%d", n, s->cap);
-    int *tmp = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    if (!tmp) tfm_fatal("out of memory (reorder)");
     for (int i = 0; i < n; i++) {
         TFM_ASSERT(idx[i] >= 0 && idx[i] < s->B, "transformer reorder: idx %d not in 0..%d", idx[i], s->B - 1);
-        tmp[i] = s->valid[idx[i]];
+        s->valid_tmp[i] = s->valid[idx[i]];
     }
-    memcpy(s->valid, tmp, sizeof(int) * (size_t)n);
-    free(tmp);
-    tfm_kv_cache_reorder(&s->self_kv, idx, s->B, n);
-    tfm_kv_cache_reorder(&s->enc_kv, idx, s->B, n);
+    memcpy(s->valid, s->valid_tmp, sizeof(int) * (size_t)n);
+    tfm_kv_cache_reorder(&s->self_kv, idx, s->B, n);   /* copies only the prefixes of second children */
+    tfm_kv_cache_select(&s->enc_kv, idx, s->B, n);     /* rows -> sentence slots: never copies */
     s->B = n;
 }
 
@@ -284,6 +296,7 @@ static void tf_free_state(tfm_encdec *m, void *state) {
     tf_state *s = state;
     if (!s || !s->incremental) return;
     free(s->valid);
+    free(s->valid_tmp);
     tfm_kv_cache_free(&s->self_kv);
     tfm_kv_cache_free(&s->enc_kv);
     free(s);

@@ -28,10 +28,16 @@ int tfm_attention_force_tiled = 0;
 typedef struct {
     float *data, *grad;
     size_t sb, sh, st; /* strides of batch, head, position (the feature stride is 1) */
+    const int *row;    /* batch row -> slot of a KV cache (tfm_attention_kv, forward only), or NULL */
 } view;
 
+/* start of (batch b, head h) */
+static inline size_t view_at(const view *x, int b, int h) {
+    return (size_t)(x->row ? x->row[b] : b) * x->sb + (size_t)h * x->sh;
+}
+
 static view make_view(tfm_tensor *t, int heads_first, int H, int T, int d) {
-    view v = {t->data, t->grad, 0, 0, 0};
+    view v = {t->data, t->grad, 0, 0, 0, NULL};
     if (heads_first) { v.sb = (size_t)H * T * d; v.sh = (size_t)T * d; v.st = (size_t)d; }
     else { v.sb = (size_t)T * H * d; v.sh = (size_t)d; v.st = (size_t)H * d; }
     return v;
@@ -82,7 +88,7 @@ static size_t per_thread_floats(const attn_args *a) {
 
 /* Kt[c][j] = k[b,h,j,c] (and the same for V when vt is non-NULL) */
 static void gather_t(const view *x, int b, int h, int T, int d, float *xt) {
-    const float *base = x->data + b * x->sb + h * x->sh;
+    const float *base = x->data + view_at(x, b, h);
     for (int j = 0; j < T; j++) {
         const float *row = base + j * x->st;
         for (int c = 0; c < d; c++) xt[(size_t)c * T + j] = row[c];
@@ -111,8 +117,8 @@ static void attn_forward(const attn_args *a, float *lse, int nt) {
         /* few queries (decoding): dot products on K rows; otherwise transpose K once for all queries */
         int direct = a->Tq <= 2;
         if (!direct) gather_t(&a->k, b, h, Tk, dk, Kt);
-        const float *Kb = a->k.data + b * a->k.sb + h * a->k.sh;
-        const float *Vb = a->v.data + b * a->v.sb + h * a->v.sh;
+        const float *Kb = a->k.data + view_at(&a->k, b, h);
+        const float *Vb = a->v.data + view_at(&a->v, b, h);
         for (int i = 0; i < a->Tq; i++) {
             const float *qi = a->q.data + b * a->q.sb + h * a->q.sh + i * a->q.st;
             float *o = a->o.data + b * a->o.sb + h * a->o.sh + i * a->o.st;
@@ -420,6 +426,27 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
             n->aux = mc;
         }
     }
+    OP_END(g, TFM_OP_ATTENTION);
+    return out;
+}
+
+/* K/V read in place from a cache (decoding): the tiled forward with the cache's strides and row -> slot
+ * index; no node (inference only). */
+tfm_tensor *tfm_attention_kv(tfm_graph *g, tfm_tensor *q, const tfm_kv_ref *kv, int n_head, const tfm_mask *mask,
+                             float scale) {
+    OP_BEGIN(g);
+    int H = n_head;
+    TFM_ASSERT(q->ndim == 3 && q->shape[2] % H == 0, "attention_kv: q must be (B,Tq,H*d)");
+    TFM_ASSERT(!tfm_any_grad(g, &q, 1), "attention_kv: inference only (q tracks grad)");
+    TFM_ASSERT(kv->len >= 1 && kv->dv >= 1, "attention_kv: %d keys of size %d", kv->len, kv->dv);
+    int B = q->shape[0], Tq = q->shape[1], dk = q->shape[2] / H, Tk = kv->len, dv = kv->dv;
+    tfm_tensor *out = tfm_new3(g, B, Tq, H * dv);
+    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
+    view k = {(float *)kv->k, NULL, kv->sb, kv->sh, kv->st, kv->row};
+    view v = {(float *)kv->v, NULL, kv->sb, kv->sh, kv->st, kv->row};
+    attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), k, v, make_view(out, 0, H, Tq, dv), lse,
+                   mask, NULL, 0, 0, 1.0f};
+    attn_forward(&a, lse, tfm_get_threads());
     OP_END(g, TFM_OP_ATTENTION);
     return out;
 }
