@@ -9,8 +9,7 @@
  *   - Each C element is produced by one thread with a summation order that depends only on K
  *     (KC blocking, then k order inside the kernel), so results do not depend on the thread count.
  *   - Ragged right-edge tiles use narrower kernels (6x8, or 6 rows x <=3 columns); M==1 / N==1
- *     use a GEMV path; problems that fit in L1 (attention heads) use an unpacked register-tiled path;
- *     batched GEMMs that are individually small are parallelised over the batch.
+ *     use a GEMV path; batched GEMMs that are individually small are parallelised over the batch.
  *   - The AVX2+FMA kernels are compiled with target attributes and chosen at run time; the portable
  *     path uses the same blocking with plain C kernels.
  * Built with -DTFM_USE_OPENBLAS, tfm_gemm forwards to cblas_sgemm instead. */
@@ -509,89 +508,6 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int av
     }
 }
 
-/* ---------------------------------- small GEMMs (attention heads) ----------------------------
- * Problems that fit in L1 (per-head QK^T, PV and their gradients: e.g. 16x16x32) spend more in packing
- * and blocking than in multiply-adds. Here op(B) is read in place (transposed once into a K x N scratch
- * when trans_b), and 4 rows x 16 columns of C accumulate in registers over k = 0..K-1 in order. */
-#define SMALL_MAX_MN 128
-#define SMALL_MAX_WORK (64 * 64 * 64)
-
-static inline float small_a(const gemm_args *g, int i, int k) {
-    return g->ta ? g->A[(size_t)k * g->lda + i] : g->A[(size_t)i * g->lda + k];
-}
-
-static void small_c(const gemm_args *g, const float *Bk, int ldbk) {
-    for (int i = 0; i < g->M; i++) {
-        float *c = g->C + (size_t)i * g->ldc;
-        for (int j = 0; j < g->N; j++) {
-            float acc = 0.0f;
-            for (int k = 0; k < g->K; k++) acc += small_a(g, i, k) * Bk[(size_t)k * ldbk + j];
-            c[j] = g->beta == 0.0f ? g->alpha * acc : g->alpha * acc + g->beta * c[j];
-        }
-    }
-}
-
-#if TFM_HAVE_X86
-TFM_AVX2 static inline __m256i small_mask(int n) { /* lanes [0, n) on, n in 0..8 */
-    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
-}
-
-TFM_AVX2 static void small_avx2(const gemm_args *g, const float *Bk, int ldbk) {
-    const int M = g->M, N = g->N, K = g->K;
-    const __m256 va = _mm256_set1_ps(g->alpha), vb = _mm256_set1_ps(g->beta);
-    for (int j0 = 0; j0 < N; j0 += 16) {
-        const int nj = N - j0 < 16 ? N - j0 : 16;
-        const __m256i m0 = small_mask(nj < 8 ? nj : 8), m1 = small_mask(nj > 8 ? nj - 8 : 0);
-        for (int i0 = 0; i0 < M; i0 += 4) {
-            const int mi = M - i0 < 4 ? M - i0 : 4;
-            __m256 c[4][2];
-            for (int r = 0; r < 4; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
-            for (int k = 0; k < K; k++) {
-                const float *b = Bk + (size_t)k * ldbk + j0;
-                const __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
-                for (int r = 0; r < mi; r++) {
-                    const __m256 a = _mm256_set1_ps(small_a(g, i0 + r, k));
-                    c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
-                    c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
-                }
-            }
-            for (int r = 0; r < mi; r++) {
-                float *cp = g->C + (size_t)(i0 + r) * g->ldc + j0;
-                __m256 o0 = _mm256_mul_ps(va, c[r][0]), o1 = _mm256_mul_ps(va, c[r][1]);
-                if (g->beta != 0.0f) {
-                    o0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cp, m0), o0);
-                    o1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cp + 8, m1), o1);
-                }
-                _mm256_maskstore_ps(cp, m0, o0);
-                _mm256_maskstore_ps(cp + 8, m1, o1);
-            }
-        }
-    }
-}
-#endif
-
-static int small_ok(int M, int N, int K, int nt) {
-    return nt == 1 && M <= SMALL_MAX_MN && N <= SMALL_MAX_MN && (long long)M * N * K <= SMALL_MAX_WORK;
-}
-
-static void gemm_small(const gemm_args *g, int avx) {
-    const float *Bk = g->B;
-    int ldbk = g->ldb;
-    if (g->tb) { /* op(B)(k, j) = B[j*ldb + k]: transpose to K x N once */
-        float *t = get_buf((size_t)g->K * g->N);
-        for (int j = 0; j < g->N; j++)
-            for (int k = 0; k < g->K; k++) t[(size_t)k * g->N + j] = g->B[(size_t)j * g->ldb + k];
-        Bk = t;
-        ldbk = g->N;
-    }
-#if TFM_HAVE_X86
-    if (avx) { small_avx2(g, Bk, ldbk); return; }
-#endif
-    (void)avx;
-    small_c(g, Bk, ldbk);
-}
-
 /* ---------------------------------- GEMV (M == 1 or N == 1) ------------------------------ */
 /* y[j*incy] = alpha * sum_k x[k] * W(k,j) + beta * y[j*incy], j in [j0,j1), with
  * W(k,j) = W[k*ldw + j] (wt == 0) or W[j*ldw + k] (wt == 1). x is contiguous, length K. */
@@ -772,7 +688,6 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
         long long w = work / TFM_GEMM_MIN_WORK;
         nt = w < 1 ? 1 : (int)w;
     }
-    if (small_ok(M, N, K, nt)) { gemm_small(&g, avx); return; }
     const int mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR; /* micro-panels */
     int best_tm = 1, best_tn = 1;
     if (nt > 1) {

@@ -101,7 +101,7 @@ static void shape_suite(const char *tag) {
                                             {145, 130, 300}, {6, 16, 520}, {7, 17, 1},     {1, 384, 128},
                                             {1, 37, 300},  {384, 1, 129},  {1, 1, 77},     {2, 200, 64},
                                             {200, 2, 64},  {301, 70, 70}, {12, 3100, 20}, {5, 5, 1000},
-                                            /* the unpacked small path's limits (attention heads) */
+                                            /* attention-head and ragged small shapes */
                                             {16, 16, 32},  {128, 17, 16}, {9, 128, 20},   {128, 128, 16},
                                             {129, 16, 8},  {40, 40, 129}};
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && ok; s++)
