@@ -11,16 +11,17 @@
 
 static int demo_kernel_regression(int argc, char **argv) {
     const char *out_dir = ".";
-    int seed = 1, epochs = 5;
+    int seed = 1, epochs = 5, threads = 0;
     float lr = 0.5f;
     cli_flag flags[] = {
         {"out-dir", FLAG_STR, &out_dir, "directory for kernel_regression_fit.svg and kernel_regression_attention.svg (default .)", 0},
         {"seed", FLAG_INT, &seed, "random seed of the data and of w's initial value (default 1)", 0},
         {"epochs", FLAG_INT, &epochs, "SGD epochs of the parametric model (default 5, like d2l)", 0},
         {"lr", FLAG_FLOAT, &lr, "SGD learning rate (default 0.5, like d2l)", 0},
+        {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
     };
     cli_spec spec = {
-        "demo kernel-regression", "[--out-dir DIR] [--seed S] [--epochs N] [--lr LR]",
+        "demo kernel-regression", "[--out-dir DIR] [--seed S] [--epochs N] [--lr LR] [--threads N]",
         "Nadaraya-Watson kernel regression (d2l, attention pooling): 50 training inputs uniform in [0,5),\n"
         "y = 2 sin(x) + x^0.8 + N(0, 0.5); 50 test inputs 0, 0.1, ..., 4.9. Prints the test error of\n"
         "Gaussian-kernel pooling (w = 1) and of the parametric version whose width w is trained by SGD on\n"
@@ -33,6 +34,8 @@ static int demo_kernel_regression(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (epochs < 0 || epochs > 100000) return cli_error("demo", "--epochs must be in 0..100000");
     if (!(lr > 0)) return cli_error("demo", "--lr must be > 0");
+    if (threads < 0) return cli_error("demo", "--threads must be >= 0 (0 = all cores), got %d", threads);
+    tfm_set_threads(threads);
     struct stat st;
     if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);
 
