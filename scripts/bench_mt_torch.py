@@ -87,6 +87,9 @@ def main():
     ap.add_argument('--max-len', type=int, default=40)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--no-decode', action='store_true', help='train only (no test-set decoding)')
+    ap.add_argument('--max-steps', type=int, default=0, help='stop after N optimizer steps (0 = all epochs)')
+    ap.add_argument('--decode-weights', help="a tfm checkpoint of the same config and vocabularies: decode with its "
+                    "weights (the model tfm translate uses) instead of the twin's own, so both sides decode the same")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -121,6 +124,8 @@ def main():
         random.shuffle(batches)
         loss_sum, tok_since = 0.0, 0
         for b in batches:
+            if a.max_steps and step >= a.max_steps:
+                break
             idx = torch.tensor(b)
             Ts, Tt = int(src_valid[idx].max()), int(tgt_valid[idx].max())
             s, v, t = src[idx, :Ts], src_valid[idx], tgt[idx, :Tt]
@@ -138,17 +143,29 @@ def main():
             tok_total += ntok
             loss_sum += loss.item() * ntok
             tok_since += ntok
-            if step % 50 == 0 or step == total:
+            if step % 50 == 0 or step == total or step == a.max_steps:
                 el = time.time() - t0
                 print(f'step {step}/{total}  loss {loss_sum / tok_since:.4f}  lr {lr:.2e}  '
                       f'{tok_total / el:.0f} tok/s', flush=True)
                 loss_sum, tok_since = 0.0, 0
+        if a.max_steps and step >= a.max_steps:
+            break
     train_time = time.time() - t0
     print(f'torch train: {step} steps, {tok_total} target tokens in {train_time:.1f} s = '
           f'{tok_total / train_time:.0f} tok/s', flush=True)
     print(f'peak_rss_mb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.1f}', flush=True)
     if a.no_decode:
         return
+    if a.decode_weights:
+        import tfmio
+        entries = tfmio.load(a.decode_weights)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                w = entries.get('param.' + name)
+                if w is None or tuple(w.shape) != tuple(p.shape):
+                    sys.exit(f'{a.decode_weights}: param.{name} missing or not of shape {tuple(p.shape)}')
+                p.copy_(torch.from_numpy(w))
+        print(f'decoding with the weights of {a.decode_weights}', flush=True)
     test = read_tokens(a.test)
     tsrc, tvalid = build_array(test, src_v, 200)
     order = sorted(range(len(test)), key=lambda i: -int(tvalid[i]))

@@ -71,16 +71,17 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
  * (online softmax over key tiles; the backward recomputes scores from the saved row logsumexp).
  * q (B,Tq,H*dk) -> out (B,Tq,H*dv). k, v: (B,Tk,H*dk), (B,Tk,H*dv), or with kv_heads_first
  * (B,H,Tk,dk), (B,H,Tk,dv). mask: as tfm_masked_softmax with n_heads = H (its n_heads is ignored).
- * No dropout on the weights and no weights output: use the exact path for those.
- * When grad is tracked and Tk <= 128 (training on short sequences) the op materialises the per-head
- * (Tq,Tk) probabilities instead (strided batched GEMMs, still no permutes): faster on CPU at these sizes.
- * tfm_attention_force_tiled = 1 disables that (tests). */
+ * No weights output: use the exact path for that. Only the row logsumexp (B,H,Tq) is saved.
+ * When grad is tracked and Tk <= 128 (training on short sequences) the tile is one batch entry's
+ * (H,Tq,Tk) block instead of a key tile: scores and probabilities through strided batched small GEMMs
+ * in per-thread scratch (faster on CPU at these sizes), recomputed in the backward; still no permutes
+ * and no (B,H,Tq,Tk) tensor. tfm_attention_force_tiled = 1 disables that (tests). */
 extern int tfm_attention_force_tiled;
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale);
-/* The same with inverted dropout p on the attention weights when g->training (the materialised variant
- * only: requires tfm_attention_supports_dropout(Tk)); the mask bits equal tfm_dropout's on the
- * (B*H,Tq,Tk) weights for the same graph RNG state. */
+/* The same with inverted dropout p on the attention weights when g->training (the per-batch-entry
+ * variant only: requires tfm_attention_supports_dropout(Tk)); the mask bits equal tfm_dropout's on the
+ * (B*H,Tq,Tk) weights for the same graph RNG state, and the backward regenerates them from the key. */
 tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                                   int kv_heads_first, const tfm_mask *mask, float scale, float dropout);
 int tfm_attention_supports_dropout(int Tk);

@@ -28,6 +28,11 @@
  *                                                selects surviving hypotheses; greedy drops finished
  *                                                rows). n <= cap_rows given at init_state time:
  *                                                cap_rows = B * beam (see tfm_encdec_init_state).
+ *                                                Called every step: it must not allocate, and should
+ *                                                move only what differs per row (the Transformer never
+ *                                                copies encoder keys/values, which are per sentence,
+ *                                                and copies a self-attention prefix only for a second
+ *                                                child of one parent; include/tfm/decode.h).
  *   free_state(m, state)
  *   attention(m, b, maps, max)                   after a forward with m->keep_attention = 1 and before
  *                                                the graph is reset: fill up to max attention maps of
@@ -190,6 +195,8 @@ typedef struct {
     int log_every;           /* steps between progress lines (0: one per epoch) */
     int quiet;
     int profile;             /* at the end, print time per op kind and phase per step to stderr */
+    int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
+                                with the epoch not counted as done) */
 } tfm_mt_train_opts;
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */

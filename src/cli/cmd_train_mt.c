@@ -16,6 +16,7 @@ typedef struct {
     const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump, *loss_norm;
     int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, batch_size, epochs, warmup, seed, threads;
     int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only, profile;
+    int max_steps;
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
 } mt_opts;
 
@@ -173,6 +174,8 @@ int cmd_train_mt(int argc, char **argv) {
         {"seed", FLAG_INT, &o.seed, "random seed (init, shuffling, dropout)", 0},
         {"threads", FLAG_INT, &o.threads, "threads (0 = all cores)", 0},
         {"log-every", FLAG_INT, &o.log_every, "steps between progress lines (default: live on a TTY, else per epoch)", 0},
+        {"max-steps", FLAG_INT, &o.max_steps,
+         "stop after N optimizer steps (0 = run all epochs); the checkpoint is written, its epoch not counted", 0},
         {"profile", FLAG_BOOL, &o.profile, "at the end, print time per op kind and phase per step", 0},
         {"resume", FLAG_BOOL, &o.resume, "continue training the checkpoint at --out (same flags)", 0},
         {"d2l-examples", FLAG_BOOL, &o.d2l_examples, "after training, translate d2l's 4 English sentences", 0},
@@ -219,6 +222,7 @@ int cmd_train_mt(int argc, char **argv) {
     if (!(o.beta2 > 0 && o.beta2 < 1)) return cli_error(C, "--beta2 must be in (0, 1), got %g", o.beta2);
     if (o.threads < 0) return cli_error(C, "--threads must be >= 0 (0 = all cores), got %d", o.threads);
     if (o.bucket < 0) return cli_error(C, "--bucket must be >= 0, got %d", o.bucket);
+    if (o.max_steps < 0) return cli_error(C, "--max-steps must be >= 0 (0 = no limit), got %d", o.max_steps);
     if (o.d_model < 2 || o.d_model > 65536) return cli_error(C, "--d-model must be in 2..65536, got %d", o.d_model);
     if (o.n_head < 1 || o.d_model % o.n_head)
         return cli_error(C, "--n-head must divide --d-model (%d), got %d", o.d_model, o.n_head);
@@ -348,6 +352,7 @@ int cmd_train_mt(int argc, char **argv) {
     to.bucket = o.bucket;
     to.log_every = o.log_every;
     to.profile = o.profile;
+    to.max_steps = o.max_steps;
     run_ctx x = {&o, &tr, &opt, tty};
     if (prog.epoch >= o.epochs) {
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);

@@ -21,7 +21,7 @@ int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, in
     c->k = malloc(per_layer * n_layer * sizeof(float));
     c->v = malloc(per_layer * n_layer * sizeof(float));
     c->slot = malloc(sizeof(int) * (size_t)cap_rows);
-    c->scratch = malloc(sizeof(int) * ((size_t)cap_rows + n_slot));
+    c->scratch = malloc(sizeof(int) * (3 * (size_t)cap_rows + n_slot));
     if (!c->k || !c->v || !c->slot || !c->scratch) {
         tfm_kv_cache_free(c);
         return tfm_set_error("kv cache: out of memory"), -1;
@@ -69,21 +69,27 @@ tfm_kv_ref tfm_kv_cache_ref(const tfm_kv_cache *c, int layer, int len) {
     return (tfm_kv_ref){c->k + off, c->v + off, c->slot, sb, sh, (size_t)c->d, len, c->d};
 }
 
-/* positions 0..len-1 of every layer and head: slot `from` -> slot `to` */
-static void copy_slot(tfm_kv_cache *c, int from, int to) {
+/* positions 0..len-1 of every layer and head: slot from[i] -> slot to[i], i < n (distinct targets, and
+ * no target is a source: the copies are independent, so threads split them) */
+static void copy_slots(tfm_kv_cache *c, const int *from, const int *to, int n) {
     size_t seg = sizeof(float) * (size_t)c->len * c->d;
-    for (int l = 0; l < c->n_layer; l++)
-        for (int h = 0; h < c->n_head; h++) {
-            memcpy(slot_ptr(c, c->k, l, to, h, 0), slot_ptr(c, c->k, l, from, h, 0), seg);
-            memcpy(slot_ptr(c, c->v, l, to, h, 0), slot_ptr(c, c->v, l, from, h, 0), seg);
-        }
-    c->n_copied++;
+    int L = c->n_layer, nt = tfm_get_threads();
+    size_t bytes = 2 * seg * (size_t)n * L * c->n_head;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nt) if (nt > 1 && bytes >= (1u << 18))
+    for (int i = 0; i < n; i++)
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h < c->n_head; h++) {
+                memcpy(slot_ptr(c, c->k, l, to[i], h, 0), slot_ptr(c, c->k, l, from[i], h, 0), seg);
+                memcpy(slot_ptr(c, c->v, l, to[i], h, 0), slot_ptr(c, c->v, l, from[i], h, 0), seg);
+            }
+    c->n_copied += n;
 }
 
 void tfm_kv_cache_reorder(tfm_kv_cache *c, const int *idx, int old_rows, int n_new) {
     TFM_ASSERT(n_new <= c->cap && n_new <= c->n_slot && old_rows <= c->cap, "kv cache reorder: %d rows, cap %d",
                n_new, c->cap);
-    int *ns = c->scratch, *owner = c->scratch + c->cap;   /* new row -> slot; slot -> new row or -1 */
+    int *ns = c->scratch, *from = ns + c->cap, *to = from + c->cap;   /* new row -> slot; copies */
+    int *owner = to + c->cap;                                         /* slot -> new row or -1 */
     for (int s = 0; s < c->n_slot; s++) owner[s] = -1;
     for (int i = 0; i < n_new; i++) {   /* the first child keeps its parent's slot */
         TFM_ASSERT(idx[i] >= 0 && idx[i] < old_rows, "kv cache reorder: index %d", idx[i]);
@@ -93,13 +99,16 @@ void tfm_kv_cache_reorder(tfm_kv_cache *c, const int *idx, int old_rows, int n_n
     }
     /* further children: a slot no new row owns (its old contents are dead), with the parent's prefix.
      * Parents' slots are owned, so no copy overwrites a source. */
+    int n_copy = 0;
     for (int i = 0, f = 0; i < n_new; i++) {
         if (ns[i] >= 0) continue;
         while (owner[f] >= 0) f++;   /* n_new <= n_slot: a free slot exists */
         owner[f] = i;
-        if (c->len > 0) copy_slot(c, -1 - ns[i], f);
+        from[n_copy] = -1 - ns[i];
+        to[n_copy++] = f;
         ns[i] = f;
     }
+    if (c->len > 0 && n_copy > 0) copy_slots(c, from, to, n_copy);
     memcpy(c->slot, ns, sizeof(int) * (size_t)n_new);
 }
 

@@ -27,15 +27,14 @@ static float length_penalty(int len, float alpha) {
     return alpha == 0.0f ? 1.0f : powf((5.0f + (float)len) / 6.0f, alpha);
 }
 
-/* log-softmax of one row into out (double accumulation) */
-static void log_softmax(const float *x, int V, float *out) {
+/* logsumexp of one row (double accumulation); log-softmax is x[v] - lse */
+static float row_lse(const float *x, int V) {
     float mx = x[0];
     for (int v = 1; v < V; v++)
         if (x[v] > mx) mx = x[v];
     double s = 0;
     for (int v = 0; v < V; v++) s += exp((double)(x[v] - mx));
-    float lse = mx + (float)log(s);
-    for (int v = 0; v < V; v++) out[v] = x[v] - lse;
+    return mx + (float)log(s);
 }
 
 typedef struct {
@@ -85,16 +84,18 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
     int *hist = malloc(sizeof(int) * (size_t)nb * (max_len + 1));
     int *prev = malloc(sizeof(int) * (size_t)nb);
     int *keep = malloc(sizeof(int) * (size_t)nb);
-    if (!row_sent || !hist || !prev || !keep) {
-        free(row_sent), free(hist), free(prev), free(keep);
+    int *len = malloc(sizeof(int) * (size_t)nb);
+    if (!row_sent || !hist || !prev || !keep || !len) {
+        free(row_sent), free(hist), free(prev), free(keep), free(len);
         m->vt->free_state(m, st);
         return -1;
     }
-    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS;
+    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0;
     int rows = nb, rc = 0;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
         tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);   /* (rows,1,V) */
+        double tp = tfm_profile_begin(g);
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
             const float *x = logits->data + (size_t)r * V;
@@ -103,9 +104,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
                 if (x[v] > x[best]) best = v;
             int s = row_sent[r];
             if (best == TFM_EOS || step == max_len) {
-                out[sent[s]] = dup_ids(hist + (size_t)s * (max_len + 1), step);
-                out_len[sent[s]] = step;
-                if (!out[sent[s]]) rc = -1;
+                len[s] = step;
             } else {
                 hist[(size_t)s * (max_len + 1) + step] = best;
                 keep[n_keep] = r;
@@ -114,11 +113,19 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
                 n_keep++;
             }
         }
+        tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+        tp = tfm_profile_begin(g);
         if (n_keep < rows && n_keep > 0) m->vt->reorder(m, st, keep, n_keep);
+        tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         rows = n_keep;
     }
     m->vt->free_state(m, st);
-    free(row_sent), free(hist), free(prev), free(keep);
+    for (int s = 0; s < nb; s++) {   /* outputs are allocated after the decoding loop */
+        out[sent[s]] = dup_ids(hist + (size_t)s * (max_len + 1), len[s]);
+        out_len[sent[s]] = len[s];
+        if (!out[sent[s]]) rc = -1;
+    }
+    free(row_sent), free(hist), free(prev), free(keep), free(len);
     return rc;
 }
 
@@ -132,14 +139,15 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     float *score = malloc(sizeof(float) * R), *new_score = malloc(sizeof(float) * R);
     int *hist = malloc(sizeof(int) * (size_t)R * H), *new_hist = malloc(sizeof(int) * (size_t)R * H);
     int *prev = malloc(sizeof(int) * R), *idx = malloc(sizeof(int) * R);
-    float *lp = malloc(sizeof(float) * (size_t)V);
-    cand *top = malloc(sizeof(cand) * 2 * K);
-    /* finished: best hypothesis per sentence */
+    cand *tops = malloc(sizeof(cand) * 2 * K * nb);   /* the best 2K candidates of each row group */
+    int *n_tops = malloc(sizeof(int) * nb);
+    /* finished: best hypothesis per sentence (copied to out[] after the decoding loop) */
     float *best_score = malloc(sizeof(float) * nb);
+    int *best_hyp = malloc(sizeof(int) * (size_t)nb * H), *best_len = calloc((size_t)nb, sizeof(int));
     int *n_fin = calloc((size_t)nb, sizeof(int)), *done = calloc((size_t)nb, sizeof(int));
     int rc = 0;
-    if (!row_sent || !new_row_sent || !score || !new_score || !hist || !new_hist || !prev || !idx || !lp || !top ||
-        !best_score || !n_fin || !done) {
+    if (!row_sent || !new_row_sent || !score || !new_score || !hist || !new_hist || !prev || !idx || !tops || !n_tops ||
+        !best_score || !best_hyp || !best_len || !n_fin || !done) {
         rc = -1;
         goto end;
     }
@@ -155,26 +163,40 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         score[r] = (r % K) ? -INFINITY : 0.0f;
         prev[r] = TFM_BOS;
     }
+    double tp = tfm_profile_begin(g);
     m->vt->reorder(m, st, idx, R);
+    tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
     int rows = R;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
         tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);
-        int n_new = 0;
-        for (int r0 = 0; r0 < rows; r0 += K) {   /* rows come in groups of K per live sentence */
-            int s = row_sent[r0], n_top = 0;
-            for (int k = 0; k < K; k++) {
-                int r = r0 + k;
+        tp = tfm_profile_begin(g);
+        /* rows come in groups of K per live sentence: the best 2K (row, token) candidates of each group,
+         * groups split over threads (each group's scan is sequential: the same bits for any thread count) */
+        int nt = tfm_get_threads(), n_groups = rows / K;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
+        for (int gi = 0; gi < n_groups; gi++) {
+            cand *top = tops + (size_t)gi * 2 * K;
+            int n_top = 0;
+            for (int r = gi * K; r < gi * K + K; r++) {
                 if (score[r] == -INFINITY) continue;
-                log_softmax(logits->data + (size_t)r * V, V, lp);
+                const float *x = logits->data + (size_t)r * V;
+                float lse = row_lse(x, V);
                 for (int v = 0; v < V; v++) {
-                    float sc = score[r] + lp[v];
+                    float lp = x[v] - lse;   /* log-softmax */
+                    float sc = score[r] + lp;
                     if (n_top == 2 * K && sc <= top[n_top - 1].score) continue;
                     int j = n_top < 2 * K ? n_top++ : n_top - 1;
                     while (j > 0 && top[j - 1].score < sc) top[j] = top[j - 1], j--;
                     top[j] = (cand){sc, r, v};
                 }
             }
+            n_tops[gi] = n_top;
+        }
+        int n_new = 0;
+        for (int r0 = 0; r0 < rows; r0 += K) {
+            int s = row_sent[r0], n_top = n_tops[r0 / K];
+            const cand *top = tops + (size_t)(r0 / K) * 2 * K;
             int n_live = 0;
             for (int j = 0; j < n_top && n_live < K; j++) {
                 const cand *c = &top[j];
@@ -184,13 +206,10 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
                     float ns = c->score / length_penalty(len + 1, o->alpha);
                     if (c->tok == TFM_EOS && j >= K) continue;   /* only top-K candidates may finish */
                     if (ns > best_score[s]) {
-                        int *ids = malloc(sizeof(int) * (size_t)(len > 0 ? len : 1));
-                        if (!ids) { rc = -1; goto end; }
+                        int *ids = best_hyp + (size_t)s * H;
                         memcpy(ids, h, sizeof(int) * (size_t)step);
                         if (len > step) ids[step] = c->tok;
-                        free(out[sent[s]]);
-                        out[sent[s]] = ids;
-                        out_len[sent[s]] = len;
+                        best_len[s] = len;
                         best_score[s] = ns;
                     }
                     n_fin[s]++;
@@ -217,22 +236,26 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
             }
             n_new += K;
         }
-        if (n_new > 0) m->vt->reorder(m, st, idx, n_new);
         for (int r = 0; r < n_new; r++) prev[r] = new_hist[(size_t)r * H + step];
         int *ti = hist; hist = new_hist; new_hist = ti;
         float *tf = score; score = new_score; new_score = tf;
         ti = row_sent; row_sent = new_row_sent; new_row_sent = ti;
+        tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+        tp = tfm_profile_begin(g);
+        if (n_new > 0) m->vt->reorder(m, st, idx, n_new);
+        tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         rows = n_new;
     }
-    for (int s = 0; s < nb; s++)
-        if (!out[sent[s]]) {
-            out[sent[s]] = malloc(sizeof(int));
-            if (!out[sent[s]]) rc = -1;
-        }
+    for (int s = 0; s < nb; s++) {   /* outputs are allocated after the decoding loop */
+        out[sent[s]] = dup_ids(best_hyp + (size_t)s * H, best_len[s]);
+        out_len[sent[s]] = best_len[s];
+        if (!out[sent[s]]) rc = -1;
+    }
 end:
     m->vt->free_state(m, st);
     free(row_sent), free(new_row_sent), free(score), free(new_score), free(hist), free(new_hist);
-    free(prev), free(idx), free(lp), free(top), free(best_score), free(n_fin), free(done);
+    free(prev), free(idx), free(tops), free(n_tops), free(best_score), free(best_hyp), free(best_len), free(n_fin),
+        free(done);
     return rc;
 }
 

@@ -147,8 +147,10 @@ tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, c
         tfm_tensor *k = tfm_Linear_forward(g, &a->W_k, h);
         tfm_tensor *v = tfm_Linear_forward(g, &a->W_v, h);
         float *kl = c->k + (size_t)l * c->max_len * C, *vl = c->v + (size_t)l * c->max_len * C;
+        double tp = tfm_profile_begin(g);
         memcpy(kl + (size_t)L0 * C, k->data, sizeof(float) * T * C);
         memcpy(vl + (size_t)L0 * C, v->data, sizeof(float) * T * C);
+        tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         int shape[3] = {1, L0 + T, C};
         tfm_tensor *K = tfm_constant(g, kl, 3, shape), *V = tfm_constant(g, vl, 3, shape);
         h = tfm_attention(g, q, K, V, H, 0, &causal, 1.0f / sqrtf((float)a->d_k));

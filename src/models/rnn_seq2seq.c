@@ -65,7 +65,8 @@ tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, c
         s = calloc(1, sizeof *s);
         if (!s) tfm_fatal("out of memory (decoder state)");
         s->incremental = 1;
-        s->valid = malloc(sizeof(int) * (size_t)cap);
+        s->valid = malloc(sizeof(int) * 2 * (size_t)cap);   /* + cap ints of reorder scratch */
+        if (!s->valid) tfm_fatal("out of memory (decoder state)");
         size_t row = (size_t)(r->bahdanau ? Ts : 1) * H;
         s->h_buf = xmalloc(sizeof(float) * L * cap * H);
         s->scratch = xmalloc(sizeof(float) * cap * (row > (size_t)L * H ? row : (size_t)L * H));
@@ -111,11 +112,9 @@ void tfm_rnn_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
     (void)m;
     tfm_rnn_state *s = state;
     TFM_ASSERT(s->incremental && n <= s->cap, "rnn reorder: %d rows > capacity %d", n, s->cap);
-    int *v = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    if (!v) tfm_fatal("out of memory");
+    int *v = s->valid + s->cap;   /* scratch allocated with valid: no malloc per step */
     for (int i = 0; i < n; i++) v[i] = s->valid[idx[i]];
     memcpy(s->valid, v, sizeof(int) * n);
-    free(v);
     gather_rows(s->h_buf, s->scratch, s->L, s->B, n, idx, (size_t)s->H);
     if (s->ctx_buf) gather_rows(s->ctx_buf, s->scratch, 1, s->B, n, idx, (size_t)s->H);
     if (s->keys_buf) {

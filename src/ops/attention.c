@@ -49,8 +49,9 @@ typedef struct {
     view q, k, v, o;
     const float *lse;
     const tfm_mask *mask;
-    uint8_t *keep;      /* attention dropout (materialised variant only): keep mask (B,H,Tq,Tk), or NULL */
-    uint64_t key;       /* its counter-based RNG key (the same bits tfm_dropout draws) */
+    int drop;           /* attention dropout (materialised variant only) */
+    uint64_t key;       /* its counter-based RNG key (the same bits tfm_dropout draws; the backward
+                           regenerates the mask from it) */
     uint32_t thresh;
     float dscale;       /* 1 / (1 - p) */
 } attn_args;
@@ -265,83 +266,104 @@ static void attn_backward(const attn_args *a, int nt) {
     }
 }
 
-/* ---------------------------------------------------------------- materialised variant
- * For short sequences with grad tracked (training at block 64), whole (Tq,Tk) score matrices per head
- * through strided batched GEMMs are faster on a CPU than the tiled kernel: S = scale Q K^T, P = masked
- * softmax(S) (saved: B*H*Tq*Tk floats, as the unfused path keeps), O = P V, written straight into the
- * (B,T,H*d) layout (no permutes, no separate scale op). Backward: dP = dO V^T, dV += P^T dO,
- * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch
- * entry (the GEMMs inside run single-threaded), so results do not depend on the thread count. */
-static void mat_forward(const attn_args *a, float *P, int nt) {
-    int H = a->H, Tq = a->Tq, Tk = a->Tk;
+/* ---------------------------------------------------------------- per-batch-entry variant
+ * For short sequences with grad tracked (training), whole (Tq,Tk) score blocks of one batch entry through
+ * strided batched GEMMs (tfm_gemm's small path) are faster on a CPU than the row-by-row tiled kernel. The
+ * forward forms S = scale Q K^T and P = masked softmax(S) for one batch entry's H heads in per-thread
+ * scratch, O = P V straight into the (B,T,H*d) layout, and saves only the row logsumexp, like the tiled
+ * kernel: no (B,H,Tq,Tk) tensor is kept. The backward recomputes that entry's P = exp(S - lse) (one more
+ * small GEMM), regenerates the dropout mask from its key, then dP = dO V^T, dV += P^T dO,
+ * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch entry
+ * (the GEMMs inside run single-threaded), so results do not depend on the thread count. */
+
+/* S = scale Q K^T for batch entry b, all heads: (H, Tq, Tk) */
+static void block_scores(const attn_args *a, int b, float *S) {
+    size_t hs = (size_t)a->Tq * a->Tk;
+    tfm_gemm_batched(a->H, 0, 1, a->Tq, a->Tk, a->dk, a->scale, a->q.data + b * a->q.sb, (int)a->q.st, a->q.sh,
+                     a->k.data + b * a->k.sb, (int)a->k.st, a->k.sh, 0.0f, S, a->Tk, hs);
+}
+
+/* Scores -> probabilities in place. Forward (lse_out): the d2l masked softmax, saving each row's
+ * logsumexp (NAN for a row with no visible key, which is uniform). Backward: exp(S - lse) from the saved
+ * values. Hidden keys get exp(-1e6 - max) (0 unless every visible score is below -1e6). */
+static void block_probs(const attn_args *a, int b, float *P, float *lse_out) {
+    int Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk;
-    float *buf = a->keep ? thread_scratch((size_t)H * hs + 16, nt) : NULL;
+    for (int h = 0; h < a->H; h++)
+        for (int i = 0; i < Tq; i++) {
+            float *row = P + h * hs + (size_t)i * Tk;
+            size_t li = ((size_t)b * a->H + h) * Tq + i;
+            int lim = visible(a, b, i);
+            if (lim <= 0) {
+                for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
+                if (lse_out) lse_out[li] = NAN;
+                continue;
+            }
+            if (!lse_out) {
+                float l = a->lse[li], hid = lim < Tk ? tfm_expf(-1e6f - l) : 0.0f;
+                tfm_vexp_sum(row, row, l, (size_t)lim);
+                for (int j = lim; j < Tk; j++) row[j] = hid;
+                continue;
+            }
+            float mx = tfm_vmax(row, (size_t)lim);
+            if (lim < Tk && mx < -1e6f) mx = -1e6f;
+            float sum = tfm_vexp_sum(row, row, mx, (size_t)lim);
+            float hid = lim < Tk ? tfm_expf(-1e6f - mx) : 0.0f;
+            for (int j = lim; j < Tk; j++) row[j] = hid;
+            sum += hid * (Tk - lim);
+            float inv = 1.0f / sum;
+            for (int j = 0; j < Tk; j++) row[j] *= inv;
+            lse_out[li] = mx + logf(sum);
+        }
+}
+
+/* Pd = dropout(P) for batch entry b: element order (b,h,i,j), as tfm_dropout on (B*H,Tq,Tk). With g
+ * non-NULL, also g *= the same mask and scale (the backward's dP). */
+static void block_dropout(const attn_args *a, int b, const float *P, float *Pd, float *g) {
+    size_t n = (size_t)a->H * a->Tq * a->Tk, base = (size_t)b * n;
+    for (size_t x = 0; x < n; x++) {
+        int k = tfm_drop_hash(a->key + base + x) >= a->thresh;
+        Pd[x] = k ? P[x] * a->dscale : 0.0f;
+        if (g) g[x] = k ? g[x] * a->dscale : 0.0f;
+    }
+}
+
+static void mat_forward(const attn_args *a, float *lse, int nt) {
+    int H = a->H, Tq = a->Tq, Tk = a->Tk;
+    size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 2 : 1) * blk;
+    float *buf = thread_scratch(per, nt);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
-        float *Pb = P + (size_t)b * H * hs;
-        tfm_gemm_batched(H, 0, 1, Tq, Tk, a->dk, a->scale, a->q.data + b * a->q.sb, (int)a->q.st, a->q.sh,
-                         a->k.data + b * a->k.sb, (int)a->k.st, a->k.sh, 0.0f, Pb, Tk, hs);
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < Tq; i++) {
-                float *row = Pb + h * hs + (size_t)i * Tk;
-                int lim = visible(a, b, i);
-                if (lim <= 0) {
-                    for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
-                    continue;
-                }
-                float mx = tfm_vmax(row, (size_t)lim);
-                if (lim < Tk && mx < -1e6f) mx = -1e6f;
-                float sum = tfm_vexp_sum(row, row, mx, (size_t)lim);
-                float hid = lim < Tk ? tfm_expf(-1e6f - mx) : 0.0f;
-                for (int j = lim; j < Tk; j++) row[j] = hid;
-                sum += hid * (Tk - lim);
-                float inv = 1.0f / sum;
-                for (int j = 0; j < Tk; j++) row[j] *= inv;
-            }
-        const float *Pv = Pb;
-        if (a->keep) { /* dropout on the weights, element order (b,h,i,j) as tfm_dropout on (B*H,Tq,Tk) */
-            float *Pd = buf + ((size_t)H * hs + 16) * omp_get_thread_num();
-            size_t base = (size_t)b * H * hs;
-            for (size_t x = 0; x < (size_t)H * hs; x++) {
-                uint8_t k = tfm_drop_hash(a->key + base + x) >= a->thresh;
-                a->keep[base + x] = k;
-                Pd[x] = k ? Pb[x] * a->dscale : 0.0f;
-            }
-            Pv = Pd;
-        }
+        float *P = buf + per * omp_get_thread_num(), *Pv = P;
+        block_scores(a, b, P);
+        block_probs(a, b, P, lse);
+        if (a->drop) block_dropout(a, b, P, Pv = P + blk, NULL);
         tfm_gemm_batched(H, 0, 0, Tq, a->dv, Tk, 1.0f, Pv, Tk, hs, a->v.data + b * a->v.sb, (int)a->v.st, a->v.sh,
                          0.0f, a->o.data + b * a->o.sb, (int)a->o.st, a->o.sh);
     }
 }
 
-static void mat_backward(const attn_args *a, const float *P, int nt) {
+static void mat_backward(const attn_args *a, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
-    size_t hs = (size_t)Tq * Tk;
-    size_t per = (a->keep ? 2 : 1) * ((size_t)H * hs + 16);
+    size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 3 : 2) * blk;
     float *buf = thread_scratch(per, nt);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
-        const float *Pb = P + (size_t)b * H * hs, *Pv = Pb;
-        float *dS = buf + per * omp_get_thread_num();
-        const uint8_t *keep = a->keep ? a->keep + (size_t)b * H * hs : NULL;
-        if (keep) { /* the dropped weights the forward multiplied V by */
-            float *Pd = dS + (size_t)H * hs + 16;
-            for (size_t x = 0; x < (size_t)H * hs; x++) Pd[x] = keep[x] ? Pb[x] * a->dscale : 0.0f;
-            Pv = Pd;
-        }
+        float *P = buf + per * omp_get_thread_num(), *dS = P + blk, *Pv = P;
+        block_scores(a, b, P);
+        block_probs(a, b, P, NULL);
         const float *dO = a->o.grad + b * a->o.sb;
         int ost = (int)a->o.st;
         /* dP = dO V^T */
         tfm_gemm_batched(H, 0, 1, Tq, Tk, a->dv, 1.0f, dO, ost, a->o.sh, a->v.data + b * a->v.sb, (int)a->v.st,
                          a->v.sh, 0.0f, dS, Tk, hs);
+        if (a->drop) block_dropout(a, b, P, Pv = dS + blk, dS); /* the dropped weights, and dP through the mask */
         if (a->v.grad) /* dV += P^T dO (P after dropout) */
             tfm_gemm_batched(H, 1, 0, Tk, a->dv, Tq, 1.0f, Pv, Tk, hs, dO, ost, a->o.sh, 1.0f,
                              a->v.grad + b * a->v.sb, (int)a->v.st, a->v.sh);
-        if (keep)
-            for (size_t x = 0; x < (size_t)H * hs; x++) dS[x] = keep[x] ? dS[x] * a->dscale : 0.0f;
         for (int h = 0; h < H; h++)
             for (int i = 0; i < Tq; i++) {
-                const float *p = Pb + h * hs + (size_t)i * Tk;
+                const float *p = P + h * hs + (size_t)i * Tk;
                 float *d = dS + h * hs + (size_t)i * Tk;
                 int lim = visible(a, b, i);
                 float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
@@ -393,12 +415,12 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     TFM_ASSERT(!drop || (dropout < 1.0f && tfm_attention_supports_dropout(Tk)),
                "attention: dropout %g needs the materialised variant (Tk %d <= %d)", dropout, Tk, TFM_ATTN_MAT_MAX_TK);
     int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled;
-    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (mat ? (size_t)B * H * Tq * Tk : (size_t)B * H * Tq));
+    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
                    make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask,
-                   NULL, 0, 0, 1.0f};
+                   0, 0, 0, 1.0f};
     if (drop) {
-        a.keep = tfm_arena_alloc(&g->arena, (size_t)B * H * Tq * Tk);
+        a.drop = 1;
         a.key = tfm_drop_key(g);
         a.thresh = tfm_drop_thresh(dropout);
         a.dscale = 1.0f / (1.0f - dropout);
@@ -411,7 +433,10 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
         n->ip[0] = H;
         n->ip[1] = kv_heads_first;
         n->ip[2] = mat;
-        n->aux2 = a.keep;
+        n->ip[3] = a.drop;   /* the dropout key and threshold, for the backward to regenerate the mask */
+        n->ip[4] = (int)(uint32_t)(a.key & 0xffffffffu);
+        n->ip[5] = (int)(uint32_t)(a.key >> 32);
+        n->ip[6] = (int)a.thresh;
         n->fp[1] = a.dscale;
         n->fp[0] = scale;
         if (mask) {
@@ -445,7 +470,7 @@ tfm_tensor *tfm_attention_kv(tfm_graph *g, tfm_tensor *q, const tfm_kv_ref *kv, 
     view k = {(float *)kv->k, NULL, kv->sb, kv->sh, kv->st, kv->row};
     view v = {(float *)kv->v, NULL, kv->sb, kv->sh, kv->st, kv->row};
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), k, v, make_view(out, 0, H, Tq, dv), lse,
-                   mask, NULL, 0, 0, 1.0f};
+                   mask, 0, 0, 0, 1.0f};
     attn_forward(&a, lse, tfm_get_threads());
     OP_END(g, TFM_OP_ATTENTION);
     return out;
@@ -458,7 +483,8 @@ void tfm_bw_attention(tfm_node *n) {
     int Tk = hf ? k->shape[2] : k->shape[1], dv = out->shape[2] / H;
     attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
                    make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, n->aux,
-                   (uint8_t *)n->aux2, 0, 0, n->fp[1]};
-    if (n->ip[2]) mat_backward(&a, n->saved, tfm_get_threads());
+                   n->ip[3], (uint64_t)(uint32_t)n->ip[4] | (uint64_t)(uint32_t)n->ip[5] << 32, (uint32_t)n->ip[6],
+                   n->fp[1]};
+    if (n->ip[2]) mat_backward(&a, tfm_get_threads());
     else attn_backward(&a, tfm_get_threads());
 }

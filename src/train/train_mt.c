@@ -149,7 +149,12 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             rc = -1;
             break;
         }
+        int stopped = 0;
         for (int bi = 0; bi < bt.n_batches; bi++) {
+            if (o->max_steps > 0 && steps_this_run >= o->max_steps) {
+                stopped = 1;
+                break;
+            }
             int nb = bt.off[bi + 1] - bt.off[bi];
             double t_step = tfm_now();
             tfm_graph_reset(&g);
@@ -182,8 +187,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             loss_sum += (double)lv * b.n_tok;
             tok_since += b.n_tok;
             tok_total += b.n_tok;
-            int last = bi == bt.n_batches - 1;
-            if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last)) {
+            int last = bi == bt.n_batches - 1, stop_now = o->max_steps > 0 && steps_this_run == o->max_steps;
+            if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
                 double now = tfm_now();
                 tfm_mt_report r = {0};
                 r.epoch = epoch + 1;
@@ -208,6 +213,11 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         }
         tfm_batches_free(&bt);
         if (rc) break;
+        if (stopped) { /* --max-steps: save where we are (the epoch counts as not done) */
+            prog->drop_rng = g.rng;
+            if (on_epoch && on_epoch(prog, user)) rc = -1;
+            break;
+        }
         prog->epoch = epoch + 1;
         prog->drop_rng = g.rng;
         if (on_epoch && on_epoch(prog, user)) rc = -1;

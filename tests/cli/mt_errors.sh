@@ -66,3 +66,14 @@ if [ -f "$d/e.tfm" ]; then
 else
     fail "translate tests" "no model trained"
 fi
+
+# --max-steps: a bad value is an error; a good one stops after N steps and writes a usable checkpoint
+expect_err "mt --max-steps negative" "max-steps must be >= 0" \
+    $TFM train-mt --tsv "$d/e.tsv" --out "$d/ms.tfm" $TINY --max-steps -1
+$TFM train-mt --tsv "$d/e.tsv" --out "$d/ms.tfm" --d-model 8 --n-head 2 --n-layer 1 --ffn 8 --epochs 5 --batch-size 1 \
+    --min-freq 1 --threads 1 --log-every 1 --max-steps 2 >"$d/out" 2>"$d/err"; rc=$?
+steps=$(grep -c '^epoch .* step ' "$d/err")
+if [ $rc -eq 0 ] && grep -q "step 2/15 " "$d/err" && ! grep -q "step 3/" "$d/err" && [ -s "$d/ms.tfm" ] \
+    && echo "go ." | $TFM translate "$d/ms.tfm" --threads 1 >/dev/null 2>&1; then
+    pass "mt --max-steps 2 stops after 2 of 15 steps and writes a checkpoint that translates"
+else fail "mt --max-steps 2" "rc $rc, $steps step lines: $(head -c 400 "$d/err")"; fi

@@ -228,6 +228,177 @@ static void check_incremental(tfm_encdec *m, const batch *b) {
     tfm_graph_free(&g);
 }
 
+/* Random reorders at every step (permutations, duplicated parents, dropped rows, the batch growing to
+ * 3B and shrinking) with a different random token fed to every row: each row's logits must equal the
+ * teacher-forced forward of its own source and history, so a row that reads another row's self-attention
+ * cache, a stale slot or another sentence's encoder keys/values is caught (rows with equal histories
+ * would hide it: here no two rows share one after a reorder that duplicates). */
+static void check_reorder_random(tfm_encdec *m, const batch *b) {
+    tfm_graph g, gr;
+    tfm_graph_init(&g, 1);
+    tfm_graph_init(&gr, 1);
+    g.grad_enabled = gr.grad_enabled = 0;
+    int V = m->cfg.tgt_vocab, B = b->B, T = b->Tt, Ts = b->Ts, cap = 3 * B;
+    tfm_tensor *enc = m->vt->encode(m, &g, b->src, b->valid, B, Ts);
+    void *st = m->vt->init_state(m, &g, enc, b->valid, B, Ts, T, cap);
+    int *sent = malloc(sizeof(int) * cap), *nsent = malloc(sizeof(int) * cap), *idx = malloc(sizeof(int) * cap);
+    int *hist = malloc(sizeof(int) * cap * T), *nhist = malloc(sizeof(int) * cap * T), *tok = malloc(sizeof(int) * cap);
+    int *src = malloc(sizeof(int) * cap * Ts), *valid = malloc(sizeof(int) * cap);
+    tfm_rng r;
+    tfm_rng_seed(&r, 11);
+    int rows = B;
+    for (int i = 0; i < B; i++) sent[i] = i;
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        tfm_graph_reset(&g);
+        int n = 1 + (int)(tfm_rng_u32(&r) % (unsigned)cap);
+        if (t == 0) n = cap;   /* expand like beam search, before the first step */
+        for (int i = 0; i < n; i++) {
+            idx[i] = (int)(tfm_rng_u32(&r) % (unsigned)rows);
+            nsent[i] = sent[idx[i]];
+            memcpy(nhist + (size_t)i * T, hist + (size_t)idx[i] * T, sizeof(int) * t);
+        }
+        m->vt->reorder(m, st, idx, n);
+        rows = n;
+        int *ti = sent; sent = nsent; nsent = ti;
+        ti = hist; hist = nhist; nhist = ti;
+        for (int i = 0; i < rows; i++) tok[i] = hist[(size_t)i * T + t] = 4 + (int)(tfm_rng_u32(&r) % (unsigned)(V - 4));
+        tfm_tensor *lg = m->vt->decode(m, &g, st, tok, rows, 1);
+        /* the reference: a batch of rows x (t+1) teacher-forced */
+        int *tin = malloc(sizeof(int) * rows * (t + 1));
+        for (int i = 0; i < rows; i++) {
+            memcpy(tin + (size_t)i * (t + 1), hist + (size_t)i * T, sizeof(int) * (t + 1));
+            memcpy(src + (size_t)i * Ts, b->src + (size_t)sent[i] * Ts, sizeof(int) * Ts);
+            valid[i] = b->valid[sent[i]];
+        }
+        tfm_graph_reset(&gr);
+        tfm_tensor *ref = tfm_encdec_forward(m, &gr, src, valid, rows, Ts, tin, t + 1);
+        for (int i = 0; i < rows; i++) {
+            double d = max_abs_diff(lg->data + (size_t)i * V, ref->data + ((size_t)i * (t + 1) + t) * V, V);
+            if (!(d <= worst)) worst = d;
+        }
+        free(tin);
+    }
+    m->vt->free_state(m, st);
+    CHECK("random reorders every step (duplicates, drops, 3B rows): cached logits == teacher forcing",
+          worst <= 1e-5, "max diff %.3g", worst);
+    free(sent), free(nsent), free(idx), free(hist), free(nhist), free(tok), free(src), free(valid);
+    tfm_graph_free(&g);
+    tfm_graph_free(&gr);
+}
+
+/* tfm_kv_cache on its own: random reorders keep every row's positions and copy a prefix only for the
+ * second and later children of one parent; select (read-only caches) shares slots and never copies; and
+ * tfm_attention_kv reading the cache in place gives the same bits as tfm_attention on a contiguous copy
+ * (Tq 1: the decoding path; Tq 3: the transposed-K path; with a valid-length mask). */
+static void check_kv_cache(void) {
+    enum { L = 2, CAP = 6, H = 2, TM = 5, D = 4, NS = 2 };
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    g.grad_enabled = 0;
+    tfm_rng r;
+    tfm_rng_seed(&r, 7);
+    static float ek[2][CAP][L][H][TM][D], ev[2][CAP][L][H][TM][D];   /* expected per row (double-buffered) */
+    int cur = 0, rows = 3, ok_content = 1, ok_copies = 1, ok_bits = 1;
+    tfm_kv_cache c, e;
+    int rc = tfm_kv_cache_init(&c, L, CAP, CAP, H, TM, D) | tfm_kv_cache_init(&e, L, NS, CAP, H, TM, D);
+    CHECK("kv cache init", !rc, "%s", tfm_last_error());
+    if (rc) return;
+    int idx[CAP];
+    for (int t = 0; t < TM; t++) {
+        tfm_graph_reset(&g);
+        int n = 1 + (int)(tfm_rng_u32(&r) % CAP), seen[CAP] = {0}, distinct = 0;
+        for (int i = 0; i < n; i++) {
+            idx[i] = (int)(tfm_rng_u32(&r) % (unsigned)rows);
+            distinct += !seen[idx[i]];
+            seen[idx[i]] = 1;
+            memcpy(ek[!cur][i], ek[cur][idx[i]], sizeof ek[0][0]);
+            memcpy(ev[!cur][i], ev[cur][idx[i]], sizeof ev[0][0]);
+        }
+        long before = c.n_copied;
+        tfm_kv_cache_reorder(&c, idx, rows, n);
+        if (c.n_copied - before != (t ? n - distinct : 0)) ok_copies = 0;
+        cur = !cur;
+        rows = n;
+        tfm_tensor *K = tfm_new3(&g, rows, 1, H * D), *V = tfm_new3(&g, rows, 1, H * D);
+        for (int l = 0; l < L; l++) {
+            for (size_t x = 0; x < K->size; x++) K->data[x] = tfm_rng_normal(&r), V->data[x] = tfm_rng_normal(&r);
+            tfm_kv_cache_append(&c, l, K, V, rows, t);
+            for (int i = 0; i < rows; i++)
+                for (int h = 0; h < H; h++) {
+                    memcpy(ek[cur][i][l][h][t], K->data + ((size_t)i * H + h) * D, sizeof(float) * D);
+                    memcpy(ev[cur][i][l][h][t], V->data + ((size_t)i * H + h) * D, sizeof(float) * D);
+                }
+        }
+        c.len = t + 1;
+        for (int l = 0; l < L; l++) {
+            tfm_kv_ref ref = tfm_kv_cache_ref(&c, l, t + 1);
+            tfm_tensor *Kc = tfm_new4(&g, rows, H, t + 1, D), *Vc = tfm_new4(&g, rows, H, t + 1, D);
+            for (int i = 0; i < rows; i++)
+                for (int h = 0; h < H; h++)
+                    for (int p = 0; p <= t; p++) {
+                        const float *kk = ref.k + ref.row[i] * ref.sb + h * ref.sh + p * ref.st;
+                        const float *vv = ref.v + ref.row[i] * ref.sb + h * ref.sh + p * ref.st;
+                        if (memcmp(kk, ek[cur][i][l][h][p], sizeof(float) * D) ||
+                            memcmp(vv, ev[cur][i][l][h][p], sizeof(float) * D))
+                            ok_content = 0;
+                        memcpy(Kc->data + (((size_t)i * H + h) * (t + 1) + p) * D, ek[cur][i][l][h][p], sizeof(float) * D);
+                        memcpy(Vc->data + (((size_t)i * H + h) * (t + 1) + p) * D, ev[cur][i][l][h][p], sizeof(float) * D);
+                    }
+            tfm_tensor *q = tfm_new3(&g, rows, 1, H * D);
+            for (size_t x = 0; x < q->size; x++) q->data[x] = tfm_rng_normal(&r);
+            tfm_tensor *o1 = tfm_attention_kv(&g, q, &ref, H, NULL, 0.5f), *o2 = tfm_attention(&g, q, Kc, Vc, H, 1, NULL, 0.5f);
+            if (memcmp(o1->data, o2->data, sizeof(float) * o1->size)) ok_bits = 0;
+        }
+    }
+    CHECK("kv cache reorder keeps every row's positions (random permutations, duplicates, drops)", ok_content,
+          "contents differ");
+    CHECK("kv cache reorder copies a prefix only for a parent's second and later children", ok_copies,
+          "n_copied %ld", c.n_copied);
+    CHECK("attention_kv in place == attention on a contiguous copy (bits)", ok_bits, "outputs differ");
+    /* read-only cache: NS sentences, rows select them (shared slots) */
+    tfm_graph_reset(&g);
+    int Ts = 4, vl[CAP];
+    tfm_tensor *K = tfm_new3(&g, NS, Ts, H * D), *V = tfm_new3(&g, NS, Ts, H * D);
+    for (size_t x = 0; x < K->size; x++) K->data[x] = tfm_rng_normal(&r), V->data[x] = tfm_rng_normal(&r);
+    tfm_kv_cache_append(&e, 1, K, V, NS, 0);
+    int sel[CAP] = {1, 1, 0, 0, 1, 0}, sent[CAP], ok_sel = 1;
+    tfm_kv_cache_select(&e, sel, NS, CAP);
+    for (int i = 0; i < CAP; i++) sent[i] = sel[i];
+    rows = CAP;
+    for (int round = 0; round < 4; round++) {   /* shrink, then grow back to CAP rows */
+        int n = round == 3 ? CAP : 1 + (int)(tfm_rng_u32(&r) % CAP), ns[CAP];
+        for (int i = 0; i < n; i++) idx[i] = (int)(tfm_rng_u32(&r) % (unsigned)rows), ns[i] = sent[idx[i]];
+        tfm_kv_cache_select(&e, idx, rows, n);
+        memcpy(sent, ns, sizeof(int) * n);
+        rows = n;
+    }
+    tfm_kv_ref ref = tfm_kv_cache_ref(&e, 1, Ts);
+    for (int i = 0; i < CAP; i++) ok_sel &= ref.row[i] == sent[i];
+    tfm_tensor *Kc = tfm_new4(&g, CAP, H, Ts, D), *Vc = tfm_new4(&g, CAP, H, Ts, D);
+    for (int i = 0; i < CAP; i++)
+        for (int h = 0; h < H; h++)
+            for (int p = 0; p < Ts; p++) {
+                memcpy(Kc->data + (((size_t)i * H + h) * Ts + p) * D, K->data + (((size_t)sent[i] * Ts + p) * H + h) * D,
+                       sizeof(float) * D);
+                memcpy(Vc->data + (((size_t)i * H + h) * Ts + p) * D, V->data + (((size_t)sent[i] * Ts + p) * H + h) * D,
+                       sizeof(float) * D);
+            }
+    for (int i = 0; i < CAP; i++) vl[i] = 1 + i % Ts;
+    tfm_mask mask = {.valid_lens = vl};
+    for (int Tq = 1; Tq <= 3; Tq += 2) {
+        tfm_tensor *q = tfm_new3(&g, CAP, Tq, H * D);
+        for (size_t x = 0; x < q->size; x++) q->data[x] = tfm_rng_normal(&r);
+        tfm_tensor *o1 = tfm_attention_kv(&g, q, &ref, H, &mask, 0.5f), *o2 = tfm_attention(&g, q, Kc, Vc, H, 1, &mask, 0.5f);
+        if (memcmp(o1->data, o2->data, sizeof(float) * o1->size)) ok_sel = 0;
+    }
+    CHECK("kv cache select shares sentence slots (no copy) and attention_kv reads them (masked, Tq 1 and 3)",
+          ok_sel && e.n_copied == 0, "rows/outputs differ or %ld copies", e.n_copied);
+    tfm_kv_cache_free(&c);
+    tfm_kv_cache_free(&e);
+    tfm_graph_free(&g);
+}
+
 /* log p(y | x) of a hypothesis (ids without <eos>; <eos> appended) by teacher forcing */
 static double seq_logprob(tfm_encdec *m, tfm_graph *g, const int *src, int valid, int Ts, const int *y, int n) {
     int T = n + 1;
@@ -348,6 +519,9 @@ int main(void) {
     for (int packed = 0; packed < 2; packed++) check_forward_backward(mp, &b, "pre.", "pre-LN", packed);
     check_incremental(mp, &b);   /* also with the pre-LN model */
     check_incremental(m, &b);
+    check_reorder_random(mp, &b);
+    check_reorder_random(m, &b);
+    check_kv_cache();
     check_checkpoint(m);
     check_steps(m, &b);           /* changes m's weights */
     check_search(m, &b);
