@@ -16,11 +16,19 @@ typedef struct {
 
 void tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
+/* The training loops' step: AdamW on grad * grad_scale (the same float products as scaling the grads
+ * first, so the same bits as tfm_clip_grad_norm + tfm_adamw_step), and with zero_grad the grads are
+ * zeroed as they are read: one pass over the parameters instead of three. */
+void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad);
 void tfm_adamw_free(tfm_adamw *o);
 
 /* Global L2 norm of all grads; if it exceeds max_norm (> 0), scale grads by max_norm/(norm+1e-6)
  * (torch.nn.utils.clip_grad_norm_). Returns the norm before clipping. */
 float tfm_clip_grad_norm(tfm_params *p, float max_norm);
+/* The norm alone (fixed block order: the same bits for any thread count), and the factor
+ * clip_grad_norm_ multiplies the grads by: max_norm / (norm + 1e-6) if norm > max_norm > 0, else 1. */
+float tfm_grad_norm(const tfm_params *p);
+float tfm_clip_coef(float norm, float max_norm);
 
 /* Linear warmup then cosine decay (nanoGPT):
  *   it < warmup:      lr * (it+1) / (warmup+1)

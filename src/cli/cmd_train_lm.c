@@ -146,7 +146,7 @@ int cmd_train_lm(int argc, char **argv) {
     while (st.iter < st.iters) {
         double t0 = tfm_now();
         double tp = tfm_profile_begin(&g);
-        tfm_params_zero_grad(&m.params);
+        if (steps_this_run == 0) tfm_params_zero_grad(&m.params);   /* later: the optimizer zeroes them */
         tfm_profile_end(&g, TFM_PHASE_ZERO_GRAD, tp);
         float loss_sum = 0;
         for (int micro = 0; micro < st.grad_accum; micro++) {
@@ -159,11 +159,11 @@ int cmd_train_lm(int argc, char **argv) {
             loss_sum += loss->data[0];
         }
         tp = tfm_profile_begin(&g);
-        tfm_clip_grad_norm(&m.params, st.grad_clip);
+        float coef = tfm_clip_coef(tfm_grad_norm(&m.params), st.grad_clip);
         tfm_profile_end(&g, TFM_PHASE_CLIP, tp);
         float lr = tfm_lr_cosine(st.iter, st.lr, st.min_lr, st.warmup, st.iters);
         tp = tfm_profile_begin(&g);
-        tfm_adamw_step(&opt, &m.params, lr);
+        tfm_adamw_step_fused(&opt, &m.params, lr, coef, 1);   /* clipped grads, zeroed for the next step */
         tfm_profile_end(&g, TFM_PHASE_OPTIMIZER, tp);
         if (!isfinite(loss_sum)) {
             fprintf(stderr, "\ntfm train-lm: loss became %g at step %d; try a lower --lr\n", loss_sum, st.iter);

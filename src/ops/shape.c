@@ -1,5 +1,6 @@
 /* Data movement: permute, concat, slice (copies with backward). */
 #include "ops/op_impl.h"
+#include <stdint.h>
 #include <string.h>
 
 /* out.shape[i] = x.shape[perm[i]]; if back, accumulate dout into dx instead. */
@@ -164,8 +165,12 @@ tfm_tensor *tfm_scatter_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int nd
     int C = tfm_last_dim(x), n = (int)tfm_rows(x);
     TFM_ASSERT(shape[ndim - 1] == C, "scatter_rows: last dim %d vs %d", shape[ndim - 1], C);
     tfm_tensor *out = tfm_tensor_new(g, ndim, shape, tfm_any_grad(g, &x, 1));
-    const int *id = rows_idx_copy(g, idx, n, tfm_rows(out));
-    memset(out->data, 0, sizeof(float) * out->size);
+    size_t R = tfm_rows(out);
+    const int *id = rows_idx_copy(g, idx, n, R);
+    uint8_t *hit = tfm_arena_calloc(&g->arena, R);   /* zero only the rows no index writes */
+    for (int i = 0; i < n; i++) hit[id[i]] = 1;
+    for (size_t r = 0; r < R; r++)
+        if (!hit[r]) memset(out->data + r * C, 0, sizeof(float) * (size_t)C);
     copy_rows(out->data, x->data, id, n, C, 0, 0);
     tfm_node *nd = tfm_graph_push(g, TFM_OP_SCATTER_ROWS, out, 1, &x);
     if (nd) nd->aux = id, nd->ip[0] = n;

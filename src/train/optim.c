@@ -26,7 +26,9 @@ void tfm_adamw_free(tfm_adamw *o) {
 /* One parallel region over the flat parameter block: each thread takes a contiguous, 16-aligned slice and
  * walks the tensors overlapping it (weight decay depends on the tensor). Elementwise, so the result does not
  * depend on the thread count; the inner loop vectorises (sqrt/div, no libm calls). */
-void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) {
+void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) { tfm_adamw_step_fused(o, p, lr, 1.0f, 0); }
+
+void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad) {
     o->t++;
     /* bias corrections in double, as PyTorch computes them in Python floats */
     float bc1 = (float)(1.0 - pow(o->beta1, o->t)), bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, o->t));
@@ -47,7 +49,8 @@ void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) {
             float decay = t->ndim >= 2 ? 1.0f - lr * wd : 1.0f;
             float *m = o->m, *v = o->v, *w = p->data, *g = p->grad;
             for (size_t i = i0; i < i1; i++) { /* PyTorch order: decay, moments, update */
-                float gi = g[i];
+                float gi = g[i] * grad_scale;
+                if (zero_grad) g[i] = 0.0f;
                 float mi = b1 * m[i] + (1.0f - b1) * gi;
                 float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
                 m[i] = mi;
@@ -61,7 +64,22 @@ void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) {
 
 /* Sum of squares in fixed blocks (partials in double, summed in block order): same bits for any thread count. */
 #define NORM_BLOCK 16384
+float tfm_clip_coef(float norm, float max_norm) {
+    return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+}
+
 float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
+    float norm = tfm_grad_norm(p), c = tfm_clip_coef(norm, max_norm);
+    if (c != 1.0f) {
+        float *g = p->grad;
+        size_t total = p->total;
+#pragma omp parallel for schedule(static) if (total > 32768)
+        for (size_t i = 0; i < total; i++) g[i] *= c;
+    }
+    return norm;
+}
+
+float tfm_grad_norm(const tfm_params *p) {
     size_t total = p->total, nb = (total + NORM_BLOCK - 1) / NORM_BLOCK;
     double part_stack[1024], *part = nb <= 1024 ? part_stack : malloc(nb * sizeof(double));
     if (!part) tfm_fatal("out of memory (grad norm)");
@@ -78,14 +96,7 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
     double s = 0;
     for (size_t b = 0; b < nb; b++) s += part[b];
     if (part != part_stack) free(part);
-    float norm = (float)sqrt(s);
-    if (max_norm > 0 && norm > max_norm) {
-        float c = max_norm / (norm + 1e-6f);
-        float *g = p->grad;
-#pragma omp parallel for schedule(static) if (total > 32768)
-        for (size_t i = 0; i < total; i++) g[i] *= c;
-    }
-    return norm;
+    return (float)sqrt(s);
 }
 
 float tfm_lr_cosine(int it, float lr, float min_lr, int warmup, int max_iters) {
