@@ -156,7 +156,7 @@ if want mt || want translate; then
     [ -n "$p_rss" ] && row "MT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss" \
         || echo "MT training peak RSS [MiB]: tfm $t_rss (torch script does not report it)"
     if want translate; then
-        header "(e) translation, beam 4, $TEST_N sentences of test_2016_flickr (each side's own model)"
+        header "(e) translation, beam 4, $TEST_N sentences of test_2016_flickr (both sides decode tfm's trained weights)"
         row "translation sentences/s (beam 4)" "sent/s" "$t_snt" "$p_snt"
         same=$(paste -d '\t' "$TMP/tfm_beam4.en" "$TMP/torch_beam4.en" | awk -F '\t' '$1 == $2' | wc -l)
         echo "identical translations (last round, same weights): $same of $TEST_N"
