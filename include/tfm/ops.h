@@ -73,7 +73,7 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
  * (B,H,Tk,dk), (B,H,Tk,dv). mask: as tfm_masked_softmax with n_heads = H (its n_heads is ignored).
  * No weights output: use the exact path for that. Only the row logsumexp (B,H,Tq) is saved.
  * When grad is tracked and Tk <= 128 (training on short sequences) the tile is one batch entry's
- * (H,Tq,Tk) block instead of a key tile: scores and probabilities through strided batched small GEMMs
+ * (H,Tq,Tk) block instead of a key tile: scores and probabilities through strided batched GEMMs
  * in per-thread scratch (faster on CPU at these sizes), recomputed in the backward; still no permutes
  * and no (B,H,Tq,Tk) tensor. tfm_attention_force_tiled = 1 disables that (tests). */
 extern int tfm_attention_force_tiled;

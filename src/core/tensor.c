@@ -1,6 +1,5 @@
 /* Tensors, parameter sets, graph-owned tensors and views. */
 #include "tfm/core.h"
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,16 +75,8 @@ void tfm_params_alloc(tfm_params *p) {
     }
 }
 
-void tfm_params_zero_grad(tfm_params *p) {
-    size_t total = p->total;
-#pragma omp parallel if (total > 65536)
-    {
-        int nt = omp_get_num_threads(), th = omp_get_thread_num();
-        size_t per = ((total + nt - 1) / nt + 15) & ~(size_t)15;
-        size_t lo = (size_t)th * per < total ? (size_t)th * per : total, hi = lo + per < total ? lo + per : total;
-        if (hi > lo) memset(p->grad + lo, 0, (hi - lo) * sizeof(float));
-    }
-}
+/* Not on the hot path: the training loops zero once per run, then tfm_adamw_step_fused zeroes as it reads. */
+void tfm_params_zero_grad(tfm_params *p) { memset(p->grad, 0, p->total * sizeof(float)); }
 
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name) {
     for (int i = 0; i < p->n; i++)

@@ -49,13 +49,12 @@ typedef struct {
     view q, k, v, o;
     const float *lse;
     const tfm_mask *mask;
-    int drop;           /* attention dropout (materialised variant only) */
+    int drop;           /* attention dropout (per-batch-entry variant only) */
     uint64_t key;       /* its counter-based RNG key (the same bits tfm_dropout draws; the backward
                            regenerates the mask from it) */
     uint32_t thresh;
     float dscale;       /* 1 / (1 - p) */
 } attn_args;
-
 
 static int visible(const attn_args *a, int b, int i) {
     const tfm_mask *m = a->mask;
@@ -268,11 +267,11 @@ static void attn_backward(const attn_args *a, int nt) {
 
 /* ---------------------------------------------------------------- per-batch-entry variant
  * For short sequences with grad tracked (training), whole (Tq,Tk) score blocks of one batch entry through
- * strided batched GEMMs (tfm_gemm's small path) are faster on a CPU than the row-by-row tiled kernel. The
+ * strided batched GEMMs are faster on a CPU than the row-by-row tiled kernel. The
  * forward forms S = scale Q K^T and P = masked softmax(S) for one batch entry's H heads in per-thread
  * scratch, O = P V straight into the (B,T,H*d) layout, and saves only the row logsumexp, like the tiled
  * kernel: no (B,H,Tq,Tk) tensor is kept. The backward recomputes that entry's P = exp(S - lse) (one more
- * small GEMM), regenerates the dropout mask from its key, then dP = dO V^T, dV += P^T dO,
+ * batched GEMM), regenerates the dropout mask from its key, then dP = dO V^T, dV += P^T dO,
  * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch entry
  * (the GEMMs inside run single-threaded), so results do not depend on the thread count. */
 

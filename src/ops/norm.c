@@ -125,21 +125,14 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
             if (!dx && !(sp && sp->dy)) continue;
             sum_d /= C;
             sum_dn /= C;
-            float *o = dx ? dx + (size_t)r * C : NULL;
-            if (!sp || !sp->dy) {
-                for (int c = 0; c < C; c++) {
-                    float dn = dr[c] * (w ? w[c] : 1.0f);
-                    o[c] += s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
-                }
-                continue;
-            }
-            float *oy = sp->dy + (size_t)r * C;
+            float *o = dx ? dx + (size_t)r * C : NULL, *oy = sp && sp->dy ? sp->dy + (size_t)r * C : NULL;
+            const uint8_t *keep = oy && sp->keep ? sp->keep + (size_t)r * C : NULL;
             for (int c = 0; c < C; c++) {
                 float dn = dr[c] * (w ? w[c] : 1.0f);
                 float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
                 if (o) o[c] += dz;
-                if (!sp->keep) oy[c] += dz;
-                else if (sp->keep[(size_t)r * C + c]) oy[c] += dz * sp->scale;
+                if (oy && !keep) oy[c] += dz;
+                else if (oy && keep[c]) oy[c] += dz * sp->scale;
             }
         }
     }
@@ -246,6 +239,6 @@ void tfm_bw_add_layernorm(tfm_node *n) {
     add_ln_saved *sv = n->saved;
     ln_split sp = sv->sp;
     sp.dy = y->grad;
-    ln_backward(x->grad, y->grad ? &sp : NULL, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, sv->z, w ? w->data : NULL,
+    ln_backward(x->grad, &sp, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, sv->z, w ? w->data : NULL,
                 sv->stats, sv->stats + rows, rows, C);
 }

@@ -143,7 +143,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     double t0 = tfm_now(), t_last = t0, loss_sum = 0;
     long tok_since = 0, tok_total = 0;
     int steps_this_run = 0, rc = 0;
-    for (int epoch = prog->epoch; epoch < o->epochs && !rc; epoch++) {
+    int limit = o->max_steps > 0;   /* --max-steps: stop after that many steps of this run */
+    for (int epoch = prog->epoch; epoch < o->epochs && !rc && !(limit && steps_this_run >= o->max_steps); epoch++) {
         tfm_batches bt;
         if (tfm_batches_make(&bt, train->n, o->batch_size, lens, o->bucket, &prog->rng)) {
             rc = -1;
@@ -151,7 +152,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         }
         int stopped = 0;
         for (int bi = 0; bi < bt.n_batches; bi++) {
-            if (o->max_steps > 0 && steps_this_run >= o->max_steps) {
+            if (limit && steps_this_run >= o->max_steps) {
                 stopped = 1;
                 break;
             }
@@ -187,7 +188,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             loss_sum += (double)lv * b.n_tok;
             tok_since += b.n_tok;
             tok_total += b.n_tok;
-            int last = bi == bt.n_batches - 1, stop_now = o->max_steps > 0 && steps_this_run == o->max_steps;
+            int last = bi == bt.n_batches - 1, stop_now = limit && steps_this_run == o->max_steps;
             if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
                 double now = tfm_now();
                 tfm_mt_report r = {0};
@@ -213,12 +214,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         }
         tfm_batches_free(&bt);
         if (rc) break;
-        if (stopped) { /* --max-steps: save where we are (the epoch counts as not done) */
-            prog->drop_rng = g.rng;
-            if (on_epoch && on_epoch(prog, user)) rc = -1;
-            break;
-        }
-        prog->epoch = epoch + 1;
+        if (!stopped) prog->epoch = epoch + 1;   /* a --max-steps stop mid-epoch: not counted as done */
         prog->drop_rng = g.rng;
         if (on_epoch && on_epoch(prog, user)) rc = -1;
     }
