@@ -2,25 +2,26 @@
 # Runs every test and prints "N passed, N failed" as the last line.
 #   tests/run.sh BUILD_DIR [SAN_BUILD_DIR]
 # Unit test binaries print "PASS name" / "FAIL name: why" lines; CLI tests (tests/cli/*.sh) do the same.
+# A test that needs an optional tool (spm_train, mpirun, qemu-x86_64) prints "SKIP name: why" where it is missing.
 set -u
 build=${1:-build}
 san=${2:-}
 cd "$(dirname "$0")/.."
 export TFM="$PWD/$build/tfm"
-pass=0; fail=0
+pass=0; fail=0; skip=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 run_one() {  # label, command...
     local label=$1; shift
     "$@" >"$log" 2>&1
     local rc=$?
     local p f
-    p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log")
-    grep '^FAIL ' "$log" | sed "s|^|[$label] |"
+    p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log"); s=$(grep -c '^SKIP ' "$log")
+    grep -E '^(FAIL|SKIP) ' "$log" | sed "s|^|[$label] |"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; f=1
     fi
-    printf '%-40s %4d passed %3d failed\n' "$label" "$p" "$f"
-    pass=$((pass + p)); fail=$((fail + f))
+    printf '%-40s %4d passed %3d failed %3d skipped\n' "$label" "$p" "$f" "$s"
+    pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 }
 for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
@@ -45,5 +46,5 @@ if [ -n "$san" ]; then
         run_one "asan/$(basename "$t")" "$t"
     done
 fi
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

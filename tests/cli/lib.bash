@@ -6,6 +6,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }   # an optional tool is missing
 
 # expect_error NAME PATTERN CMD...: non-zero exit (not a crash), exactly one line on stderr that
 # matches PATTERN (grep -E), nothing on stdout.
