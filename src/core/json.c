@@ -191,8 +191,9 @@ static tfm_json *parse_container(parser *p, int depth, int is_obj) {
             if (!(key = parse_string(p, &klen))) goto err;
             for (const tfm_json *m = v->child; m; m = m->next)
                 if (!strcmp(m->key, key)) {
+                    tfm_set_error("invalid JSON at byte %zu: duplicate key '%.100s'", p->i, key);
+                    p->failed = 1;
                     free(key);
-                    fail(p, "duplicate key");
                     goto err;
                 }
             skip_ws(p);
