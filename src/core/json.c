@@ -172,6 +172,29 @@ static tfm_json *parse_number(parser *p) {
 
 static tfm_json *parse_value(parser *p, int depth);
 
+static int cmp_key(const void *a, const void *b) {
+    return strcmp((*(const tfm_json *const *)a)->key, (*(const tfm_json *const *)b)->key);
+}
+
+/* No two members of an object share a key: sort the members by key (O(n log n), an object may have
+ * millions of members in a hostile file) and compare neighbours. */
+static int check_unique_keys(parser *p, const tfm_json *obj) {
+    if (obj->n < 2) return 0;
+    const tfm_json **m = malloc((size_t)obj->n * sizeof *m);
+    if (!m) return fail(p, "out of memory");
+    int k = 0;
+    for (const tfm_json *c = obj->child; c; c = c->next) m[k++] = c;
+    qsort(m, (size_t)k, sizeof *m, cmp_key);
+    int rc = 0;
+    for (int i = 1; i < k && !rc; i++)
+        if (!strcmp(m[i - 1]->key, m[i]->key)) {
+            tfm_set_error("invalid JSON at byte %zu (the end of an object): duplicate key '%.100s'", p->i, m[i]->key);
+            p->failed = 1, rc = -1;
+        }
+    free(m);
+    return rc;
+}
+
 /* Parse the members / elements of an object or array after its opening bracket. */
 static tfm_json *parse_container(parser *p, int depth, int is_obj) {
     if (depth >= TFM_JSON_MAX_DEPTH) return fail(p, "nesting too deep"), NULL;
@@ -189,13 +212,6 @@ static tfm_json *parse_container(parser *p, int depth, int is_obj) {
             skip_ws(p);
             if (p->i >= p->n || p->s[p->i] != '"') { fail(p, "expected a string key"); goto err; }
             if (!(key = parse_string(p, &klen))) goto err;
-            for (const tfm_json *m = v->child; m; m = m->next)
-                if (!strcmp(m->key, key)) {
-                    tfm_set_error("invalid JSON at byte %zu: duplicate key '%.100s'", p->i, key);
-                    p->failed = 1;
-                    free(key);
-                    goto err;
-                }
             skip_ws(p);
             if (p->i >= p->n || p->s[p->i] != ':') { free(key); fail(p, "expected ':'"); goto err; }
             p->i++;
@@ -207,7 +223,11 @@ static tfm_json *parse_container(parser *p, int depth, int is_obj) {
         v->n++;
         skip_ws(p);
         if (p->i < p->n && p->s[p->i] == ',') { p->i++; continue; }
-        if (p->i < p->n && p->s[p->i] == close) { p->i++; return v; }
+        if (p->i < p->n && p->s[p->i] == close) {
+            p->i++;
+            if (is_obj && check_unique_keys(p, v)) goto err;
+            return v;
+        }
         fail(p, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
         goto err;
     }
