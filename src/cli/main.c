@@ -2,6 +2,9 @@
 #include "cli/cli.h"
 #include <string.h>
 
+int cmd_export(int argc, char **argv);   /* cmd_export.c, cmd_import.c (declared here: cli.h is shared) */
+int cmd_import(int argc, char **argv);
+
 typedef struct {
     const char *name;
     int (*fn)(int, char **);
@@ -15,6 +18,8 @@ static const command commands[] = {
     {"train-mt", cmd_train_mt, "train a translator (transformer | rnn | bahdanau) on a parallel corpus"},
     {"translate", cmd_translate, "translate stdin line by line with a train-mt checkpoint (greedy or beam)"},
     {"attention", cmd_attention, "SVG heatmaps of a translator's attention weights for one sentence"},
+    {"export", cmd_export, "write a checkpoint's weights, config and tokenizer as safetensors (PyTorch names)"},
+    {"import", cmd_import, "read a safetensors file (from tfm export or the PyTorch twins) into a checkpoint"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
     {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},

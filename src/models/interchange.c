@@ -1,0 +1,272 @@
+/* tfm checkpoints <-> safetensors (see include/tfm/interchange.h). */
+#include "tfm/interchange.h"
+#include "core/json.h"
+#include "tfm/safetensors.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S2S_INT_FIELDS(X) X(src_vocab) X(tgt_vocab) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(n_layer) \
+    X(embed_size) X(hidden_size)
+#define GPT_INT_FIELDS(X) X(vocab_size) X(block_size) X(n_layer) X(n_head) X(n_embd)
+
+/* ------------------------------------------------------------------ export */
+
+static int save(const char *path, const tfm_params *p, const tfm_st_meta *meta, int n_meta) {
+    tfm_st_tensor *t = calloc((size_t)p->n, sizeof *t);
+    if (!t) return tfm_set_error("%s: out of memory", path), -1;
+    for (int i = 0; i < p->n; i++) {
+        t[i].name = p->t[i]->name;
+        t[i].ndim = p->t[i]->ndim;
+        memcpy(t[i].shape, p->t[i]->shape, sizeof t[i].shape);
+        t[i].data = p->t[i]->data;
+    }
+    int rc = tfm_st_save(path, t, p->n, meta, n_meta);
+    free(t);
+    return rc;
+}
+
+int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v) {
+    const tfm_gpt_config *c = &m->cfg;
+    char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_embd\":%d,\"dropout\":%.9g,"
+             "\"attention\":\"%s\"}",
+             c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, c->dropout,
+             c->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal");
+    tfm_st_meta meta[] = {{"format", "pt"}, {"tfm.format", "1"}, {"tfm.kind", "gpt"}, {"tfm.arch", "gpt"},
+                          {"tfm.config", cfg}, {"tfm.tokenizer.chars", v->chars}};
+    return save(path, &m->params, meta, (int)(sizeof meta / sizeof *meta));
+}
+
+int tfm_translator_save_safetensors(const char *path, const tfm_translator *t) {
+    const tfm_s2s_config *c = &t->model->cfg;
+    tfm_strbuf b = {0};
+    tfm_strbuf_put(&b, "{", 1);
+#define PUT(f) tfm_strbuf_printf(&b, "%s\"" #f "\":%d", b.len > 1 ? "," : "", c->f);
+    S2S_INT_FIELDS(PUT)
+#undef PUT
+    tfm_strbuf_printf(&b, ",\"dropout\":%.9g}", c->dropout);
+    char *src = tfm_vocab_serialize(&t->src_vocab), *tgt = tfm_vocab_serialize(&t->tgt_vocab);
+    int rc = -1;
+    if (b.oom || !src || !tgt) {
+        tfm_set_error("%s: out of memory", path);
+    } else {
+        tfm_st_meta meta[] = {{"format", "pt"},
+                              {"tfm.format", "1"},
+                              {"tfm.kind", "seq2seq"},
+                              {"tfm.arch", c->arch},
+                              {"tfm.config", b.s},
+                              {"tfm.tokenizer.src_vocab", src},
+                              {"tfm.tokenizer.tgt_vocab", tgt},
+                              {"tfm.tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind)}};
+        rc = save(path, &t->model->params, meta, (int)(sizeof meta / sizeof *meta));
+    }
+    free(src), free(tgt);
+    tfm_strbuf_free(&b);
+    return rc;
+}
+
+int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
+    tfm_container c;
+    if (tfm_container_load(&c, tfm_path)) return tfm_container_free(&c), -1;
+    const char *kind = tfm_container_str(&c, "meta.kind");
+    int rc = -1;
+    if (kind && !strcmp(kind, "gpt")) {
+        tfm_gpt m;
+        tfm_char_vocab v;
+        if (!tfm_gpt_load(tfm_path, &m, &v, NULL, NULL)) {
+            rc = tfm_gpt_save_safetensors(st_path, &m, &v);
+            tfm_gpt_free(&m);
+            tfm_char_vocab_free(&v);
+        }
+    } else if (kind) {   /* seq2seq, or an error naming the kind */
+        tfm_translator t;
+        if (!tfm_translator_get(&t, &c, tfm_path)) {
+            rc = tfm_translator_save_safetensors(st_path, &t);
+            tfm_translator_free(&t);
+        }
+    }
+    tfm_container_free(&c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ import */
+
+/* Every file tensor is a parameter of the model with its shape, every parameter has a tensor; then copy. */
+static int load_params(const tfm_st_file *f, tfm_params *p) {
+    char a[64], b[64];
+    for (int i = 0; i < f->n; i++)
+        if (!tfm_params_find(p, f->t[i].name))
+            return tfm_set_error("%s: tensor '%.200s' is not a parameter of the model its config describes", f->path,
+                                 f->t[i].name), -1;
+    for (int i = 0; i < p->n; i++) {
+        const tfm_tensor *w = p->t[i];
+        const tfm_st_tensor *t = tfm_st_find(f, w->name);
+        tfm_shape_str(w, a, sizeof a);
+        if (!t) return tfm_set_error("%s: tensor '%s' missing (the config needs shape %s)", f->path, w->name, a), -1;
+        int same = t->ndim == w->ndim;
+        for (int d = 0; same && d < w->ndim; d++) same = t->shape[d] == w->shape[d];
+        if (!same) {
+            tfm_tensor tmp = {.ndim = t->ndim};
+            memcpy(tmp.shape, t->shape, sizeof tmp.shape);
+            tfm_shape_str(&tmp, b, sizeof b);
+            return tfm_set_error("%s: tensor '%s' has shape %s but the config needs %s", f->path, w->name, b, a), -1;
+        }
+    }
+    for (int i = 0; i < p->n; i++) tfm_st_read_f32(tfm_st_find(f, p->t[i]->name), p->t[i]->data);
+    return 0;
+}
+
+static const char *need_meta(const tfm_st_file *f, const char *key) {
+    const char *v = tfm_st_meta_get(f, key);
+    if (!v) tfm_set_error("%s: __metadata__ has no '%s' (not exported by tfm?)", f->path, key);
+    return v;
+}
+
+/* Parse __metadata__["tfm.config"]; every key must be one of `known` (NULL-terminated). */
+static tfm_json *config_json(const tfm_st_file *f, const char *const *known) {
+    const char *s = need_meta(f, "tfm.config");
+    if (!s) return NULL;
+    tfm_json *j = tfm_json_parse(s, strlen(s));
+    if (!j) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        return tfm_set_error("%s: tfm.config: %s", f->path, msg), NULL;
+    }
+    if (j->type != TFM_JSON_OBJECT) return tfm_json_free(j), tfm_set_error("%s: tfm.config is not a JSON object", f->path), NULL;
+    for (const tfm_json *m = j->child; m; m = m->next) {
+        int ok = 0;
+        for (int k = 0; known[k] && !ok; k++) ok = !strcmp(known[k], m->key);
+        if (!ok) return tfm_set_error("%s: tfm.config: unknown field '%.60s'", f->path, m->key), tfm_json_free(j), NULL;
+    }
+    return j;
+}
+
+static int cfg_int(const tfm_st_file *f, const tfm_json *j, const char *key, int *out) {
+    if (tfm_json_int(tfm_json_get(j, key), out))
+        return tfm_set_error("%s: tfm.config: '%s' missing or not an integer", f->path, key), -1;
+    return 0;
+}
+
+static int cfg_float(const tfm_st_file *f, const tfm_json *j, const char *key, float *out) {
+    if (tfm_json_float(tfm_json_get(j, key), out))
+        return tfm_set_error("%s: tfm.config: '%s' missing or not a number", f->path, key), -1;
+    return 0;
+}
+
+/* Prefix the current error with "PATH: what: ". */
+static int wrap_error(const char *path, const char *what) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", tfm_last_error());
+    tfm_set_error("%s: %s: %s", path, what, msg);
+    return -1;
+}
+
+static int import_gpt(const tfm_st_file *f, const char *out) {
+    static const char *const known[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout",
+                                        "attention", NULL};
+    tfm_json *j = config_json(f, known);
+    if (!j) return -1;
+    tfm_gpt_config c = {0};
+    const tfm_json *attn = tfm_json_get(j, "attention");
+    int rc = -1;
+#define GET(k) cfg_int(f, j, #k, &c.k) ||
+    if (GPT_INT_FIELDS(GET) cfg_float(f, j, "dropout", &c.dropout)) goto done;
+#undef GET
+    if (!attn || attn->type != TFM_JSON_STRING || (strcmp(attn->text, "causal") && strcmp(attn->text, "synthesizer"))) {
+        tfm_set_error("%s: tfm.config: 'attention' must be \"causal\" or \"synthesizer\"", f->path);
+        goto done;
+    }
+    c.attention = !strcmp(attn->text, "synthesizer") ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL;
+    if (tfm_gpt_config_check(&c)) { wrap_error(f->path, "tfm.config"); goto done; }
+    const char *chars = need_meta(f, "tfm.tokenizer.chars");
+    tfm_char_vocab v;
+    if (!chars) goto done;
+    if (tfm_char_vocab_from_string(&v, chars)) { wrap_error(f->path, "tfm.tokenizer.chars"); goto done; }
+    if (v.n != c.vocab_size) {
+        tfm_set_error("%s: tfm.tokenizer.chars has %d characters but vocab_size is %d", f->path, v.n, c.vocab_size);
+    } else {
+        tfm_gpt m;
+        if (tfm_gpt_init(&m, &c)) wrap_error(f->path, "tfm.config");
+        else {
+            if (!load_params(f, &m.params)) rc = tfm_gpt_save(out, &m, &v, NULL, NULL);
+            tfm_gpt_free(&m);
+        }
+    }
+    tfm_char_vocab_free(&v);
+done:
+    tfm_json_free(j);
+    return rc;
+}
+
+static int get_vocab(const tfm_st_file *f, const char *key, tfm_vocab *v, int want) {
+    const char *s = need_meta(f, key);
+    if (!s) return -1;
+    if (tfm_vocab_deserialize(v, s)) return wrap_error(f->path, key);
+    if (v->n != want) {
+        tfm_set_error("%s: %s has %d tokens but the config says %d", f->path, key, v->n, want);
+        tfm_vocab_free(v);
+        return -1;
+    }
+    return 0;
+}
+
+static int import_seq2seq(const tfm_st_file *f, const char *out) {
+    static const char *const known[] = {
+#define NAME(k) #k,
+        S2S_INT_FIELDS(NAME)
+#undef NAME
+        "dropout", NULL};
+    const char *arch = need_meta(f, "tfm.arch");
+    tfm_json *j = arch ? config_json(f, known) : NULL;
+    if (!j) return -1;
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+    tfm_translator t;
+    memset(&t, 0, sizeof t);
+    int rc = -1;
+    if (strlen(arch) >= sizeof c.arch) {
+        tfm_set_error("%s: unknown tfm.arch '%.40s'", f->path, arch);
+        goto done;
+    }
+    snprintf(c.arch, sizeof c.arch, "%s", arch);
+#define GET(k) cfg_int(f, j, #k, &c.k) ||
+    if (S2S_INT_FIELDS(GET) cfg_float(f, j, "dropout", &c.dropout)) goto done;
+#undef GET
+    const char *kind = need_meta(f, "tfm.tokenizer.kind");
+    if (!kind) goto done;
+    t.tok_kind = tfm_tok_kind_parse(kind);
+    if (t.tok_kind < 0) {
+        tfm_set_error("%s: unknown tfm.tokenizer.kind '%.40s'", f->path, kind);
+        goto done;
+    }
+    if (get_vocab(f, "tfm.tokenizer.src_vocab", &t.src_vocab, c.src_vocab) ||
+        get_vocab(f, "tfm.tokenizer.tgt_vocab", &t.tgt_vocab, c.tgt_vocab))
+        goto done;
+    t.model = tfm_s2s_create(&c);
+    if (!t.model) { wrap_error(f->path, "tfm.config"); goto done; }
+    if (load_params(f, &t.model->params)) goto done;
+    tfm_container ck;
+    tfm_container_init(&ck);
+    tfm_translator_put(&ck, &t);
+    rc = tfm_container_save(&ck, out);
+    tfm_container_free(&ck);
+done:
+    if (t.src_vocab.tok || t.tgt_vocab.tok || t.model) tfm_translator_free(&t);
+    tfm_json_free(j);
+    return rc;
+}
+
+int tfm_import_safetensors(const char *st_path, const char *tfm_path) {
+    tfm_st_file f;
+    int rc = -1;
+    if (!tfm_st_load(&f, st_path)) {
+        const char *kind = need_meta(&f, "tfm.kind");
+        if (kind && !strcmp(kind, "gpt")) rc = import_gpt(&f, tfm_path);
+        else if (kind && !strcmp(kind, "seq2seq")) rc = import_seq2seq(&f, tfm_path);
+        else if (kind) tfm_set_error("%s: unknown tfm.kind '%.40s' (gpt, seq2seq)", st_path, kind);
+    }
+    tfm_st_free(&f);
+    return rc;
+}
