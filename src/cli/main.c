@@ -16,6 +16,7 @@ static const command commands[] = {
     {"translate", cmd_translate, "translate stdin line by line with a train-mt checkpoint (greedy or beam)"},
     {"attention", cmd_attention, "SVG heatmaps of a translator's attention weights for one sentence"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
+    {"bpe", cmd_bpe, "BPE subword tokenizer: learn | encode | decode (SentencePiece-compatible .model files)"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
     {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},
 };
