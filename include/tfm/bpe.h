@@ -45,6 +45,8 @@ typedef struct {
     int byte_fallback;              /* unknown characters become <0xNN> pieces */
     int byte_id[256];               /* id of <0xNN>, -1 without byte fallback */
     int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces;   /* normalizer */
+    int literal_ws_bytes;           /* tfm's models: a '▁' in the input is encoded as its 3 bytes, so
+                                       decoding gives '▁' back (SentencePiece would give a space) */
     char *unk_surface;              /* what decode prints for <unk> (SentencePiece: " \u2047 ") */
     /* lookup tables (open addressing, -1 = empty): normal/user-defined/unused pieces (merge
      * candidates), and reserved ones (control, unknown, byte) */

@@ -32,8 +32,8 @@ static int chunk_len(const tfm_bpe *m, const char *s, size_t n) {
     return k ? k : 1;
 }
 
-char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len) {
-    bpe_buf b = {0};
+char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit) {
+    bpe_buf b = {0}, lits = {0};
     bpe_buf_put(&b, "", 0);
     size_t i = 0;
     if (m->remove_extra_whitespaces)
@@ -47,6 +47,8 @@ char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_
             size_t k = (size_t)chunk_len(m, text + i, len - i), j = 0;
             while (prev_space && j < k && text[i + j] == ' ') j++;   /* collapse runs of spaces */
             if (j < k) {
+                if (lit && m->literal_ws_bytes && k == BPE_WS_LEN && !memcmp(text + i, BPE_WS, BPE_WS_LEN))
+                    bpe_buf_put(&lits, &b.n, sizeof b.n);
                 for (size_t q = j; q < k; q++) {
                     if (text[i + q] == ' ') bpe_buf_put(&b, ws, ws_len);
                     else bpe_buf_put(&b, text + i + q, 1);
@@ -60,11 +62,16 @@ char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_
             while (b.n >= ws_len && !memcmp(b.p + b.n - ws_len, ws, ws_len)) b.n -= ws_len;
         if (b.p) b.p[b.n] = 0;
     }
-    if (b.oom) {
+    if (b.oom || lits.oom) {
         free(b.p);
+        free(lits.p);
         return NULL;
     }
     *out_len = b.n;
+    if (lit) {
+        *lit = (size_t *)(void *)lits.p;
+        *n_lit = lits.n / sizeof(size_t);
+    }
     return (char *)b.p;
 }
 
@@ -119,7 +126,7 @@ static pair_cand heap_pop(cand_heap *q) {
 typedef struct {
     int off, len;        /* bytes of the normalized text; len 0 = merged away */
     int prev, next;
-    int freeze;          /* a user-defined piece: never merged */
+    int freeze;          /* never merged: 1 a user-defined piece, 2 a literal '▁' of the input */
 } symbol;
 
 typedef struct {
@@ -225,23 +232,31 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
     long bad = tfm_utf8_first_invalid(text, len);
     if (bad >= 0) return tfm_set_error("invalid UTF-8 (byte 0x%02x at offset %ld)", (unsigned char)text[bad], bad), -1;
     size_t n;
-    char *norm = bpe_normalize(m, text, len, &n);
+    size_t *lit = NULL, n_lit = 0, li = 0;
+    char *norm = bpe_normalize(m, text, len, &n, &lit, &n_lit);
     if (!norm || n > (size_t)1 << 30) {
         free(norm);
+        free(lit);
         return tfm_set_error("out of memory encoding a line"), -1;
     }
     e->norm = norm;
     *norm_out = norm;
     e->sym = malloc((n ? n : 1) * sizeof *e->sym);
-    if (!e->sym) return tfm_set_error("out of memory encoding a line"), -1;
+    if (!e->sym) {
+        free(lit);
+        return tfm_set_error("out of memory encoding a line"), -1;
+    }
     int ns = 0;
     for (size_t i = 0; i < n;) {   /* characters (or user-defined pieces) */
         int u = m->n_user ? user_match(m, norm + i, n - i) : 0;
         int k = u ? u : chunk_len(m, norm + i, n - i);
-        e->sym[ns] = (symbol){(int)i, k, ns - 1, i + (size_t)k < n ? ns + 1 : -1, u > 0};
+        int literal = li < n_lit && lit[li] == i;   /* a '▁' of the input: frozen, output as bytes */
+        li += literal;
+        e->sym[ns] = (symbol){(int)i, k, ns - 1, i + (size_t)k < n ? ns + 1 : -1, u > 0 ? 1 : literal ? 2 : 0};
         ns++;
         i += (size_t)k;
     }
+    free(lit);
     for (int i = 1; i < ns; i++) maybe_add_pair(e, i - 1, i);
     while (e->q.n > 0 && !e->oom) {
         pair_cand top = heap_pop(&e->q);
@@ -254,7 +269,10 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
         maybe_add_pair(e, l->prev, top.left);
         maybe_add_pair(e, top.left, l->next);
     }
-    for (int i = ns ? 0 : -1; i >= 0 && !e->oom; i = e->sym[i].next) resegment(e, e->sym[i].off, e->sym[i].len);
+    for (int i = ns ? 0 : -1; i >= 0 && !e->oom; i = e->sym[i].next) {
+        if (e->sym[i].freeze == 2) output_piece(e, e->sym[i].off, e->sym[i].len, m->unk_id);
+        else resegment(e, e->sym[i].off, e->sym[i].len);
+    }
     if (e->oom) return tfm_set_error("out of memory encoding a line"), -1;
     return 0;
 }

@@ -28,13 +28,20 @@ typedef struct {
     int vocab_size, unk_id, bos_id, eos_id, pad_id, byte_fallback, max_piece_chars;
     float character_coverage;
     int add_dummy_prefix, remove_extra_whitespaces;
+    int literal_ws_bytes;
 } bpe_proto_spec;
+
+/* NormalizerSpec field (in its extension range 200..max, ignored by SentencePiece) marking tfm's
+ * models: a literal U+2581 in the input is encoded as its bytes so that decoding gives it back. */
+#define BPE_FIELD_LITERAL_WS 2581
 /* Serialize as a SentencePiece ModelProto (model_type BPE, normalizer "identity"). */
 unsigned char *bpe_proto_write(const bpe_proto_spec *s, size_t *len);
 
 /* Normalize text[0..len) with the model's settings (identity rule). Returns a malloc'd buffer of
- * *out_len bytes (NUL-terminated), or NULL when out of memory. */
-char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len);
+ * *out_len bytes (NUL-terminated), or NULL when out of memory. With m->literal_ws_bytes and lit != NULL,
+ * *lit receives the (increasing) offsets in the output of the '▁' characters that were literally in
+ * the input (malloc'd, *n_lit of them). */
+char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit);
 
 /* FNV-1a of a byte string. */
 uint64_t bpe_hash(const char *s, size_t n);

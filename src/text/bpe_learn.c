@@ -332,7 +332,7 @@ static int count_words(trainer *t, const char *const *lines, int n_lines) {
         size_t len = strlen(lines[li]), n;
         long bad = tfm_utf8_first_invalid(lines[li], len);
         if (bad >= 0) return tfm_set_error("line %d: invalid UTF-8 (byte 0x%02x)", li + 1, (unsigned char)lines[li][bad]), -1;
-        char *norm = bpe_normalize(&norm_spec, lines[li], len, &n);
+        char *norm = bpe_normalize(&norm_spec, lines[li], len, &n, NULL, NULL);
         if (!norm) return tfm_set_error("out of memory learning BPE"), -1;
         for (size_t i = 0; i < n;) {   /* a word starts at each '▁' */
             size_t j = i + BPE_WS_LEN;
@@ -566,7 +566,7 @@ static int build_learned(tfm_bpe *m, const trainer *t, const int *merged, int n_
         type[N_SPECIAL + i] = TFM_PIECE_NORMAL;
     }
     bpe_proto_spec spec = {n, piece, score, type, n, 3, 1, 2, 0, 1, t->o->max_piece_chars,
-                           t->o->character_coverage, 1, 0};
+                           t->o->character_coverage, 1, 0, 1};
     size_t len;
     unsigned char *proto = bpe_proto_write(&spec, &len);
     if (!proto) goto done;

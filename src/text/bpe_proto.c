@@ -93,6 +93,7 @@ unsigned char *bpe_proto_write(const bpe_proto_spec *s, size_t *len) {
     put_int(&sub, 3, s->add_dummy_prefix);
     put_int(&sub, 4, s->remove_extra_whitespaces);
     put_int(&sub, 5, 1);                          /* escape_whitespaces */
+    if (s->literal_ws_bytes) put_int(&sub, BPE_FIELD_LITERAL_WS, 1);
     put_bytes(&out, 3, sub.p, sub.n);
     free(sub.p);
     if (out.oom || sub.oom) {
@@ -188,7 +189,7 @@ typedef struct {
     pb unk_surface;
     int has_unk_surface;
     pb norm_name, charsmap, denorm_charsmap;
-    int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces;
+    int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, literal_ws_bytes;
 } proto_fields;
 
 static int read_trainer_spec(pb *r, proto_fields *f) {
@@ -233,6 +234,9 @@ static int read_normalizer_spec(pb *r, proto_fields *f, int denorm) {
             if (field == 3) f->add_dummy_prefix = v != 0;
             else if (field == 4) f->remove_extra_whitespaces = v != 0;
             else f->escape_whitespaces = v != 0;
+        } else if (field == BPE_FIELD_LITERAL_WS && !denorm) {
+            if (pb_expect(r, wire, 0) || pb_varint(r, &v)) return -1;
+            f->literal_ws_bytes = v != 0;
         } else if (pb_skip(r, wire)) {
             return -1;
         }
@@ -473,6 +477,7 @@ static int build_model(tfm_bpe *m, proto_fields *f, const char *name) {
     m->add_dummy_prefix = f->add_dummy_prefix;
     m->remove_extra_whitespaces = f->remove_extra_whitespaces;
     m->escape_whitespaces = f->escape_whitespaces;
+    m->literal_ws_bytes = f->literal_ws_bytes && m->byte_fallback;
     m->unk_surface = f->has_unk_surface ? pb_strdup(&f->unk_surface) : strdup(" \xe2\x81\x87 ");
     if (!m->unk_surface) goto oom;
     /* user-defined pieces: longest first, so the first match is the longest one */
