@@ -91,6 +91,10 @@ int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
 int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
 void tfm_bpe_free(tfm_bpe *m);
 
+/* 1 if ids 0..3 are <pad> <s> </s> <unk> as in tfm's word vocabularies (TFM_PAD/BOS/EOS/UNK): true
+ * for tfm's models and for spm_train --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3. */
+int tfm_bpe_has_tfm_specials(const tfm_bpe *m);
+
 /* ---------------------------------------------------------------- encoding and decoding */
 /* id of a piece string as SentencePiece's PieceToId: reserved pieces, then the others, else unk_id. */
 int tfm_bpe_piece_id(const tfm_bpe *m, const char *piece, size_t len);

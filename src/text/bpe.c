@@ -13,6 +13,10 @@
 #include "tfm/core.h"
 #include "tfm/text.h"
 
+int tfm_bpe_has_tfm_specials(const tfm_bpe *m) {
+    return m->pad_id == 0 && m->bos_id == 1 && m->eos_id == 2 && m->unk_id == 3;
+}
+
 /* ---------------------------------------------------------------- normalizer */
 /* Length of the user-defined piece that text[i..n) starts with (longest), or 0. */
 static int user_match(const tfm_bpe *m, const char *s, size_t n) {

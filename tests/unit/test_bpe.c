@@ -92,7 +92,7 @@ static void test_merge_order(void) {
     CHECK("bpe_merge_order", ok, "merges differ from the hand-computed order");
     CHECK("bpe_layout", !strcmp(m.piece[0], "<pad>") && !strcmp(m.piece[1], "<s>") && !strcmp(m.piece[2], "</s>") &&
                             !strcmp(m.piece[3], "<unk>") && m.pad_id == 0 && m.bos_id == 1 && m.eos_id == 2 &&
-                            m.unk_id == 3 && !strcmp(m.piece[4], "<0x00>") && !strcmp(m.piece[259], "<0xFF>") &&
+                            m.unk_id == 3 && tfm_bpe_has_tfm_specials(&m) && !strcmp(m.piece[4], "<0x00>") && !strcmp(m.piece[259], "<0xFF>") &&
                             m.byte_id[0x41] == 4 + 0x41 && m.type[270] == TFM_PIECE_NORMAL && m.score[270] == -10.0f,
           "special / byte / character layout");
     /* characters by frequency: e 17, then w and '▁' 16 each (ties by code point) */
@@ -421,7 +421,8 @@ static int load_variant(tfm_bpe *m, int model_type, const char *rule, int charsm
 static void test_model_variants(void) {
     tfm_bpe m;
     int rc = load_variant(&m, 2, "identity", 0, 1);
-    CHECK("bpe_variant_ok", rc == 0 && m.n == 3 && m.unk_id == 0 && m.remove_extra_whitespaces == 1 && !m.byte_fallback,
+    CHECK("bpe_variant_ok", rc == 0 && m.n == 3 && m.unk_id == 0 && m.remove_extra_whitespaces == 1 && !m.byte_fallback &&
+                                !tfm_bpe_has_tfm_specials(&m),
           "%s", tfm_last_error());
     if (!rc) {
         check_enc("bpe_variant_encode", &m, " ab  a", WS " a b " WS " a", NULL);   /* '▁' is <unk>, printed as text */
