@@ -54,6 +54,8 @@ static int bpe_learn(int argc, char **argv) {
     if (tfm_bpe_learn_files(&m, pos, n_pos, &o)) {
         const char *e = tfm_last_error();
         if (!strncmp(e, "vocabulary size", 15)) return cli_error("bpe learn", "--vocab-size: %s", e);
+        if (!strncmp(e, "character coverage", 18)) return cli_error("bpe learn", "--character-coverage: %s", e);
+        if (!strncmp(e, "max piece length", 16)) return cli_error("bpe learn", "--max-piece-chars: %s", e);
         return cli_error("bpe learn", "%s", e);
     }
     rc = 0;

@@ -121,6 +121,8 @@ expect_error bpe_vocab_absurd "--vocab-size 2000000 is out of range" \
     "$TFM" bpe learn --vocab-size 2000000 -o "$TMP/x.model" "$TMP/500.txt"
 expect_error bpe_vocab_too_large_for_text "--vocab-size: vocabulary size 100000 is too large for this text: it yields at most [0-9]+ pieces" \
     "$TFM" bpe learn --vocab-size 100000 -o "$TMP/x.model" "$TMP/500.txt"
+expect_error bpe_coverage_range "--character-coverage: character coverage 2 must be in \[0.5, 1\]" \
+    "$TFM" bpe learn --vocab-size 1000 --character-coverage 2 -o "$TMP/x.model" "$TMP/500.txt"
 expect_error bpe_vocab_missing "--vocab-size N is required" "$TFM" bpe learn -o "$TMP/x.model" "$TMP/500.txt"
 expect_error bpe_output_missing "-o FILE.model is required" "$TFM" bpe learn --vocab-size 1000 "$TMP/500.txt"
 expect_error bpe_missing_text "cannot open '.*nope.txt'" "$TFM" bpe learn --vocab-size 1000 -o "$TMP/x.model" "$TMP/nope.txt"
