@@ -48,4 +48,5 @@ int cmd_translate(int argc, char **argv);
 int cmd_bleu(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_bpe(int argc, char **argv);
 #endif

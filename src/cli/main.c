@@ -21,6 +21,7 @@ static const command commands[] = {
     {"export", cmd_export, "write a checkpoint's weights, config and tokenizer as safetensors (PyTorch names)"},
     {"import", cmd_import, "read a safetensors file (from tfm export or the PyTorch twins) into a checkpoint"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
+    {"bpe", cmd_bpe, "BPE subword tokenizer: learn | encode | decode (SentencePiece-compatible .model files)"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
     {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},
 };

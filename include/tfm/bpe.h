@@ -1,0 +1,113 @@
+/* tfm bpe: a SentencePiece-compatible BPE subword tokenizer (no dependency).
+ *
+ * A model is a list of pieces (id = position) with a score and a type, plus the normalizer settings,
+ * exactly SentencePiece's ModelProto. It is stored as that protobuf: `tfm bpe learn` writes a .model
+ * file that spm_encode reads, and tfm_bpe_load reads the .model files of `spm_train --model_type=bpe`
+ * (identity normalization only). Inside a tfm checkpoint the same bytes are one raw-bytes entry
+ * (TFM_BPE_ENTRY). docs/FORMAT.md describes the fields used.
+ *
+ * Text: the normalizer maps ' ' to U+2581 ('▁'), adds one '▁' in front of a non-empty line
+ * (add_dummy_prefix) and, when remove_extra_whitespaces is set, drops leading/trailing spaces and
+ * collapses runs of spaces (SentencePiece's default; tfm's own models keep every space so that
+ * decode(encode(x)) == x). Encoding merges the adjacent pair whose concatenation is the piece with the
+ * highest score (leftmost first), like spm_encode; a character that is not a piece becomes its UTF-8
+ * bytes <0xNN> when byte_fallback is on (always on for tfm's models), else <unk>.
+ *
+ * Functions that can fail on user input return NULL / -1 and set a one-line tfm error naming the file.
+ */
+#ifndef TFM_BPE_H
+#define TFM_BPE_H
+
+#include <stddef.h>
+
+#include "tfm/io.h"
+
+/* The checkpoint entry (raw bytes: the serialized ModelProto) that tfm_bpe_to_container writes. */
+#define TFM_BPE_ENTRY "tokenizer.bpe"
+
+/* SentencePiece's piece types (ModelProto.SentencePiece.Type). */
+typedef enum {
+    TFM_PIECE_NORMAL = 1,
+    TFM_PIECE_UNKNOWN = 2,
+    TFM_PIECE_CONTROL = 3,
+    TFM_PIECE_USER_DEFINED = 4,
+    TFM_PIECE_UNUSED = 5,
+    TFM_PIECE_BYTE = 6
+} tfm_piece_type;
+
+typedef struct {
+    int n;                          /* number of pieces (the vocabulary size) */
+    char **piece;                   /* id -> piece, NUL-terminated UTF-8 (one allocation) */
+    int *len;                       /* id -> byte length of the piece */
+    float *score;                   /* id -> score (higher merges first) */
+    unsigned char *type;            /* id -> tfm_piece_type */
+    int unk_id, bos_id, eos_id, pad_id;   /* ids of <unk> <s> </s> <pad>, -1 when absent */
+    int byte_fallback;              /* unknown characters become <0xNN> pieces */
+    int byte_id[256];               /* id of <0xNN>, -1 without byte fallback */
+    int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces;   /* normalizer */
+    int literal_ws_bytes;           /* tfm's models: a '▁' in the input is encoded as its 3 bytes, so
+                                       decoding gives '▁' back (SentencePiece would give a space) */
+    char *unk_surface;              /* what decode prints for <unk> (SentencePiece: " \u2047 ") */
+    /* lookup tables (open addressing, -1 = empty): normal/user-defined/unused pieces (merge
+     * candidates), and reserved ones (control, unknown, byte) */
+    int *slots, *rslots, n_slots;
+    int *user_ids, n_user;          /* user-defined pieces, matched greedily (longest) before merging */
+    unsigned char *proto;           /* the serialized ModelProto: what save / to_container write */
+    size_t proto_len;
+} tfm_bpe;
+
+/* ---------------------------------------------------------------- learning */
+typedef struct {
+    int vocab_size;             /* pieces in total: 4 specials + 256 bytes + characters + merges */
+    float character_coverage;   /* keep the most frequent characters covering this share (0.98..1) */
+    int max_piece_chars;        /* longest piece, in characters (SentencePiece: 16) */
+    int split_by_class;         /* 1: a piece never mixes letters, digits and punctuation/symbols */
+} tfm_bpe_learn_opts;
+
+/* vocab_size 8000, character_coverage 0.9995, max_piece_chars 16 (SentencePiece's defaults),
+ * split_by_class 1. */
+void tfm_bpe_learn_defaults(tfm_bpe_learn_opts *o);
+/* Learn one model from lines of valid UTF-8 text (deterministic). The model has ids
+ * 0 <pad>, 1 <s>, 2 </s>, 3 <unk> (tfm's TFM_PAD/BOS/EOS/UNK), 4..259 <0x00>..<0xFF>, then the merged
+ * pieces in the order they were learned (score -rank), then the characters (most frequent first).
+ * Identity normalization, add_dummy_prefix, every space kept. Errors: vocab_size below
+ * 260 + the number of characters, or above what the text can yield, or above 1,000,000. */
+int tfm_bpe_learn_lines(tfm_bpe *m, const char *const *lines, int n_lines, const tfm_bpe_learn_opts *o);
+/* The same over the lines of every file (read with tfm_read_text_file: errors name the file and
+ * line; "\r\n" line ends count as "\n"). */
+int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const tfm_bpe_learn_opts *o);
+
+/* ---------------------------------------------------------------- loading and saving */
+/* A SentencePiece .model file (tfm's or spm_train's), or a tfm container holding TFM_BPE_ENTRY.
+ * Refused with a one-line error naming the file: truncated or foreign files, non-BPE models,
+ * normalization rules other than identity, treat_whitespace_as_suffix, inconsistent pieces. */
+int tfm_bpe_load(tfm_bpe *m, const char *path);
+/* Parse a serialized ModelProto (name is used in error messages). The bytes are copied. */
+int tfm_bpe_from_bytes(tfm_bpe *m, const void *data, size_t n, const char *name);
+/* Write m->proto to path atomically (PATH.tmp.PID, fsync, rename). */
+int tfm_bpe_save(const tfm_bpe *m, const char *path);
+/* Store / read the model as one raw-bytes entry of a tfm container (entry NULL = TFM_BPE_ENTRY). */
+int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
+int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
+void tfm_bpe_free(tfm_bpe *m);
+
+/* 1 if ids 0..3 are <pad> <s> </s> <unk> as in tfm's word vocabularies (TFM_PAD/BOS/EOS/UNK): true
+ * for tfm's models and for spm_train --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3. */
+int tfm_bpe_has_tfm_specials(const tfm_bpe *m);
+
+/* ---------------------------------------------------------------- encoding and decoding */
+/* id of a piece string as SentencePiece's PieceToId: reserved pieces, then the others, else unk_id. */
+int tfm_bpe_piece_id(const tfm_bpe *m, const char *piece, size_t len);
+/* Encode text[0..len) (valid UTF-8; checked) into a malloc'd array of *n_ids ids. An empty line
+ * gives n_ids = 0 (and a non-NULL pointer). */
+int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids);
+/* The pieces of the same encoding joined by single spaces, as spm_encode --output_format=piece prints
+ * them (without byte fallback an unknown run is printed as its text). */
+char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len);
+/* Decode ids (each in [0, n), else an error) / piece strings into text, as spm_decode: '▁' -> ' ',
+ * the dummy-prefix space removed, runs of byte pieces turned back into UTF-8 (U+FFFD for an invalid
+ * byte), control pieces dropped, <unk> printed as unk_surface, an unknown piece string kept as is. */
+char *tfm_bpe_decode(const tfm_bpe *m, const int *ids, int n_ids);
+char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_pieces);
+
+#endif

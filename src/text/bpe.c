@@ -1,0 +1,418 @@
+/* BPE encoding and decoding, with SentencePiece's exact rules (bpe_model.cc, normalizer.cc and
+ * sentencepiece_processor.cc of sentencepiece 0.1.97, re-implemented):
+ *   normalize:  identity; ' ' -> '▁'; a dummy '▁' in front; optionally strip/collapse spaces;
+ *   segment:    characters (or user-defined pieces, never merged further);
+ *   merge:      repeatedly take the adjacent pair whose concatenation is a piece with the highest
+ *               score (leftmost among equals), from a max-heap of candidate pairs, O(n log n);
+ *   output:     unused pieces split back into their parts; an unknown character becomes its bytes
+ *               <0xNN> with byte fallback, else runs of unknown characters become one <unk>. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/bpe_internal.h"
+#include "tfm/core.h"
+#include "tfm/text.h"
+
+int tfm_bpe_has_tfm_specials(const tfm_bpe *m) {
+    return m->pad_id == 0 && m->bos_id == 1 && m->eos_id == 2 && m->unk_id == 3;
+}
+
+/* ---------------------------------------------------------------- normalizer */
+/* Length of the user-defined piece that text[i..n) starts with (longest), or 0. */
+static int user_match(const tfm_bpe *m, const char *s, size_t n) {
+    for (int k = 0; k < m->n_user; k++) {   /* sorted longest first */
+        int id = m->user_ids[k];
+        if ((size_t)m->len[id] <= n && !memcmp(s, m->piece[id], (size_t)m->len[id])) return m->len[id];
+    }
+    return 0;
+}
+
+/* Byte length of the character (or user-defined piece) at s[0..n): at least 1. */
+static int chunk_len(const tfm_bpe *m, const char *s, size_t n) {
+    int u = m->n_user ? user_match(m, s, n) : 0;
+    if (u) return u;
+    uint32_t cp;
+    int k = tfm_utf8_decode(s, n, &cp);
+    return k ? k : 1;
+}
+
+char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit) {
+    bpe_buf b = {0}, lits = {0};
+    bpe_buf_put(&b, "", 0);
+    size_t i = 0;
+    if (m->remove_extra_whitespaces)
+        while (i < len && text[i] == ' ') i++;
+    if (i < len) {
+        const char *ws = m->escape_whitespaces ? BPE_WS : " ";
+        size_t ws_len = m->escape_whitespaces ? BPE_WS_LEN : 1;
+        if (m->add_dummy_prefix) bpe_buf_put(&b, ws, ws_len);
+        int prev_space = m->remove_extra_whitespaces;
+        while (i < len) {
+            size_t k = (size_t)chunk_len(m, text + i, len - i), j = 0;
+            while (prev_space && j < k && text[i + j] == ' ') j++;   /* collapse runs of spaces */
+            if (j < k) {
+                if (lit && m->literal_ws_bytes && k == BPE_WS_LEN && !memcmp(text + i, BPE_WS, BPE_WS_LEN))
+                    bpe_buf_put(&lits, &b.n, sizeof b.n);
+                for (size_t q = j; q < k; q++) {
+                    if (text[i + q] == ' ') bpe_buf_put(&b, ws, ws_len);
+                    else bpe_buf_put(&b, text + i + q, 1);
+                }
+                prev_space = text[i + k - 1] == ' ';
+            }
+            if (!m->remove_extra_whitespaces) prev_space = 0;
+            i += k;
+        }
+        if (m->remove_extra_whitespaces)   /* drop trailing spaces */
+            while (b.n >= ws_len && !memcmp(b.p + b.n - ws_len, ws, ws_len)) b.n -= ws_len;
+        if (b.p) b.p[b.n] = 0;
+    }
+    if (b.oom || lits.oom) {
+        free(b.p);
+        free(lits.p);
+        return NULL;
+    }
+    *out_len = b.n;
+    if (lit) {
+        *lit = (size_t *)(void *)lits.p;
+        *n_lit = lits.n / sizeof(size_t);
+    }
+    return (char *)b.p;
+}
+
+/* ---------------------------------------------------------------- merging */
+typedef struct {
+    float score;
+    int left, right, size;
+} pair_cand;
+
+/* SentencePiece's order: higher score first, then the leftmost. */
+static int cand_better(const pair_cand *a, const pair_cand *b) {
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+typedef struct {
+    pair_cand *h;
+    int n, cap;
+} cand_heap;
+
+static int heap_push(cand_heap *q, pair_cand c) {
+    if (q->n == q->cap) {
+        int nc = q->cap ? q->cap * 2 : 64;
+        pair_cand *nh = realloc(q->h, (size_t)nc * sizeof *nh);
+        if (!nh) return -1;
+        q->h = nh;
+        q->cap = nc;
+    }
+    int i = q->n++;
+    while (i > 0 && cand_better(&c, &q->h[(i - 1) / 2])) {
+        q->h[i] = q->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->h[i] = c;
+    return 0;
+}
+
+static pair_cand heap_pop(cand_heap *q) {
+    pair_cand top = q->h[0], last = q->h[--q->n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= q->n) break;
+        if (c + 1 < q->n && cand_better(&q->h[c + 1], &q->h[c])) c++;
+        if (!cand_better(&q->h[c], &last)) break;
+        q->h[i] = q->h[c];
+        i = c;
+    }
+    if (q->n) q->h[i] = last;
+    return top;
+}
+
+typedef struct {
+    int off, len;        /* bytes of the normalized text; len 0 = merged away */
+    int prev, next;
+    int freeze;          /* never merged: 1 a user-defined piece, 2 a literal '▁' of the input */
+} symbol;
+
+typedef struct {
+    int id;              /* piece id */
+    int off, len;        /* the text it covers in the normalized string */
+    int is_byte;
+} segment;
+
+typedef struct {
+    const tfm_bpe *m;
+    const char *norm;
+    symbol *sym;
+    cand_heap q;
+    int *rev_id, *rev_left, n_rev;   /* unused pieces seen: id -> byte length of the left part */
+    segment *seg;
+    int n_seg, cap_seg;
+    int prev_unk;
+    int oom;
+} encoder;
+
+static int normal_find(const tfm_bpe *m, const char *s, size_t n) {
+    size_t mask = (size_t)m->n_slots - 1;
+    for (size_t k = bpe_hash(s, n) & mask;; k = (k + 1) & mask) {
+        int o = m->slots[k];
+        if (o < 0) return -1;
+        if ((size_t)m->len[o] == n && !memcmp(m->piece[o], s, n)) return o;
+    }
+}
+
+static void maybe_add_pair(encoder *e, int left, int right) {
+    if (left < 0 || right < 0 || e->sym[left].freeze || e->sym[right].freeze) return;
+    int size = e->sym[left].len + e->sym[right].len;
+    int id = normal_find(e->m, e->norm + e->sym[left].off, (size_t)size);
+    if (id < 0) return;
+    if (heap_push(&e->q, (pair_cand){e->m->score[id], left, right, size})) {
+        e->oom = 1;
+        return;
+    }
+    if (e->m->type[id] == TFM_PIECE_UNUSED) {   /* remember how to split it back */
+        int k = 0;
+        while (k < e->n_rev && e->rev_id[k] != id) k++;
+        if (k == e->n_rev) {
+            int *a = realloc(e->rev_id, (size_t)(k + 1) * sizeof *a);
+            if (a) e->rev_id = a;
+            int *b = realloc(e->rev_left, (size_t)(k + 1) * sizeof *b);
+            if (b) e->rev_left = b;
+            if (!a || !b) {
+                e->oom = 1;
+                return;
+            }
+            e->rev_id[k] = id;
+            e->n_rev++;
+        }
+        e->rev_left[k] = e->sym[left].len;
+    }
+}
+
+static void emit(encoder *e, segment s) {
+    if (e->n_seg == e->cap_seg) {
+        int nc = e->cap_seg ? e->cap_seg * 2 : 64;
+        segment *ns = realloc(e->seg, (size_t)nc * sizeof *ns);
+        if (!ns) {
+            e->oom = 1;
+            return;
+        }
+        e->seg = ns;
+        e->cap_seg = nc;
+    }
+    e->seg[e->n_seg++] = s;
+}
+
+/* SentencePieceProcessor::PopulateSentencePieceText for one final piece. */
+static void output_piece(encoder *e, int off, int len, int id) {
+    const tfm_bpe *m = e->m;
+    int unk = id == m->unk_id;
+    if (unk && m->byte_fallback) {
+        for (int i = 0; i < len; i++) emit(e, (segment){m->byte_id[(unsigned char)e->norm[off + i]], off + i, 1, 1});
+    } else if (unk && e->prev_unk && e->n_seg > 0) {
+        e->seg[e->n_seg - 1].len += len;   /* a run of unknown characters is one <unk> */
+    } else {
+        emit(e, (segment){id, off, len, 0});
+    }
+    e->prev_unk = unk;
+}
+
+static void resegment(encoder *e, int off, int len) {
+    int id = tfm_bpe_piece_id(e->m, e->norm + off, (size_t)len);
+    if (e->m->type[id] == TFM_PIECE_UNUSED) {
+        for (int k = 0; k < e->n_rev; k++)
+            if (e->rev_id[k] == id) {
+                resegment(e, off, e->rev_left[k]);
+                resegment(e, off + e->rev_left[k], len - e->rev_left[k]);
+                return;
+            }
+    }
+    output_piece(e, off, len, id);
+}
+
+/* Encode into segments; *norm_out receives the normalized text they point into. */
+static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encoder *e, char **norm_out) {
+    memset(e, 0, sizeof *e);
+    e->m = m;
+    long bad = tfm_utf8_first_invalid(text, len);
+    if (bad >= 0) return tfm_set_error("invalid UTF-8 (byte 0x%02x at offset %ld)", (unsigned char)text[bad], bad), -1;
+    size_t n;
+    size_t *lit = NULL, n_lit = 0, li = 0;
+    char *norm = bpe_normalize(m, text, len, &n, &lit, &n_lit);
+    if (!norm || n > (size_t)1 << 30) {
+        free(norm);
+        free(lit);
+        return tfm_set_error("out of memory encoding a line"), -1;
+    }
+    e->norm = norm;
+    *norm_out = norm;
+    e->sym = malloc((n ? n : 1) * sizeof *e->sym);
+    if (!e->sym) {
+        free(lit);
+        return tfm_set_error("out of memory encoding a line"), -1;
+    }
+    int ns = 0;
+    for (size_t i = 0; i < n;) {   /* characters (or user-defined pieces) */
+        int u = m->n_user ? user_match(m, norm + i, n - i) : 0;
+        int k = u ? u : chunk_len(m, norm + i, n - i);
+        int literal = li < n_lit && lit[li] == i;   /* a '▁' of the input: frozen, output as bytes */
+        li += literal;
+        e->sym[ns] = (symbol){(int)i, k, ns - 1, i + (size_t)k < n ? ns + 1 : -1, u > 0 ? 1 : literal ? 2 : 0};
+        ns++;
+        i += (size_t)k;
+    }
+    free(lit);
+    for (int i = 1; i < ns; i++) maybe_add_pair(e, i - 1, i);
+    while (e->q.n > 0 && !e->oom) {
+        pair_cand top = heap_pop(&e->q);
+        symbol *l = &e->sym[top.left], *r = &e->sym[top.right];
+        if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue;   /* stale */
+        l->len += r->len;
+        l->next = r->next;
+        if (r->next >= 0) e->sym[r->next].prev = top.left;
+        r->len = 0;
+        maybe_add_pair(e, l->prev, top.left);
+        maybe_add_pair(e, top.left, l->next);
+    }
+    for (int i = ns ? 0 : -1; i >= 0 && !e->oom; i = e->sym[i].next) {
+        if (e->sym[i].freeze == 2) output_piece(e, e->sym[i].off, e->sym[i].len, m->unk_id);
+        else resegment(e, e->sym[i].off, e->sym[i].len);
+    }
+    if (e->oom) return tfm_set_error("out of memory encoding a line"), -1;
+    return 0;
+}
+
+static void encoder_free(encoder *e) {
+    free(e->sym);
+    free(e->q.h);
+    free(e->rev_id);
+    free(e->rev_left);
+    free(e->seg);
+}
+
+int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) {
+    encoder e;
+    char *norm = NULL;
+    int *ids = NULL;
+    if (!encode_segments(m, text, len, &e, &norm)) {
+        ids = malloc((size_t)(e.n_seg ? e.n_seg : 1) * sizeof *ids);
+        if (!ids) tfm_set_error("out of memory encoding a line");
+        else {
+            for (int i = 0; i < e.n_seg; i++) ids[i] = e.seg[i].id;
+            *n_ids = e.n_seg;
+        }
+    }
+    encoder_free(&e);
+    free(norm);
+    return ids;
+}
+
+char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len) {
+    encoder e;
+    char *norm = NULL;
+    bpe_buf b = {0};
+    if (encode_segments(m, text, len, &e, &norm)) {
+        encoder_free(&e);
+        free(norm);
+        return NULL;
+    }
+    bpe_buf_put(&b, "", 0);
+    for (int i = 0; i < e.n_seg; i++) {
+        const segment *s = &e.seg[i];
+        if (i) bpe_buf_put(&b, " ", 1);
+        if (s->is_byte) bpe_buf_put(&b, m->piece[s->id], (size_t)m->len[s->id]);
+        else bpe_buf_put(&b, norm + s->off, (size_t)s->len);
+    }
+    encoder_free(&e);
+    free(norm);
+    if (b.oom) {
+        free(b.p);
+        tfm_set_error("out of memory encoding a line");
+        return NULL;
+    }
+    return (char *)b.p;
+}
+
+/* ---------------------------------------------------------------- decoding */
+/* A run of byte pieces back to text: each valid UTF-8 character as is, each invalid byte as U+FFFD. */
+static void flush_bytes(bpe_buf *out, bpe_buf *bytes) {
+    for (size_t i = 0; i < bytes->n;) {
+        uint32_t cp;
+        int k = tfm_utf8_decode((const char *)bytes->p + i, bytes->n - i, &cp);
+        if (k) bpe_buf_put(out, bytes->p + i, (size_t)k);
+        else bpe_buf_put(out, "\xef\xbf\xbd", 3);
+        i += k ? (size_t)k : 1;
+    }
+    bytes->n = 0;
+}
+
+/* Append a piece with '▁' -> ' '. */
+static void put_unescaped(bpe_buf *out, const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        if (n - i >= BPE_WS_LEN && !memcmp(s + i, BPE_WS, BPE_WS_LEN)) {
+            bpe_buf_put(out, " ", 1);
+            i += BPE_WS_LEN;
+        } else {
+            bpe_buf_put(out, s + i, 1);
+            i++;
+        }
+    }
+}
+
+char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_pieces) {
+    bpe_buf out = {0}, bytes = {0};
+    bpe_buf_put(&out, "", 0);
+    int is_bos_ws = 1, bos_ws_seen = 0;
+    for (int i = 0; i < n_pieces; i++) {
+        const char *w = pieces[i];
+        size_t n = strlen(w);
+        int id = tfm_bpe_piece_id(m, w, n);
+        int type = m->type[id];
+        if (type == TFM_PIECE_BYTE) {
+            unsigned char b = 0;
+            for (int v = 0; v < 256; v++)
+                if (m->byte_id[v] == id) b = (unsigned char)v;
+            bpe_buf_put(&bytes, &b, 1);
+            continue;
+        }
+        flush_bytes(&out, &bytes);
+        if (bos_ws_seen || out.n > 0) is_bos_ws = 0;
+        bos_ws_seen = 0;
+        if (type == TFM_PIECE_CONTROL) continue;
+        if (type == TFM_PIECE_UNKNOWN) {
+            if (!strcmp(m->piece[id], w)) bpe_buf_put(&out, m->unk_surface, strlen(m->unk_surface));
+            else bpe_buf_put(&out, w, n);
+            continue;
+        }
+        if (is_bos_ws && (m->add_dummy_prefix || m->remove_extra_whitespaces) && n >= BPE_WS_LEN &&
+            !memcmp(w, BPE_WS, BPE_WS_LEN)) {
+            w += BPE_WS_LEN;
+            n -= BPE_WS_LEN;
+            bos_ws_seen = !m->remove_extra_whitespaces;
+        }
+        put_unescaped(&out, w, n);
+    }
+    flush_bytes(&out, &bytes);
+    free(bytes.p);
+    if (out.oom || bytes.oom) {
+        free(out.p);
+        tfm_set_error("out of memory decoding");
+        return NULL;
+    }
+    return (char *)out.p;
+}
+
+char *tfm_bpe_decode(const tfm_bpe *m, const int *ids, int n_ids) {
+    const char **p = malloc((size_t)(n_ids > 0 ? n_ids : 1) * sizeof *p);
+    if (!p) return tfm_set_error("out of memory decoding"), NULL;
+    for (int i = 0; i < n_ids; i++) {
+        if (ids[i] < 0 || ids[i] >= m->n) {
+            free(p);
+            tfm_set_error("id %d is out of range (the model has %d pieces)", ids[i], m->n);
+            return NULL;
+        }
+        p[i] = m->piece[ids[i]];
+    }
+    char *s = tfm_bpe_decode_pieces(m, p, n_ids);
+    free(p);
+    return s;
+}
