@@ -54,6 +54,49 @@ char *tfm_tokenize_13a(const char *line);
  * matches / (len_pred - n + 1). */
 double tfm_bleu_d2l(const char *pred, const char *label, int k);
 
+/* The sacreBLEU release whose metrics and signature strings tfm reproduces. */
+#define TFM_SACREBLEU_VERSION "2.6.0"
+
+/* sacreBLEU's signature of corpus BLEU as computed above:
+ * "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (case:lc when lowercased). */
+const char *tfm_bleu_signature(int lowercase, int n_refs, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- chrF
+ * sacreBLEU 2.x's default chrF (CHRF(), `sacrebleu -m chrf`), named chrF2:
+ *   - each segment: optional lowercasing (as for BLEU), then every whitespace code point removed
+ *     (Python's ''.join(s.split())); n-grams are of Unicode code points, not bytes;
+ *   - for n = 1..6 and each segment: hyp = number of hypothesis n-grams (0 if the reference has no
+ *     n-gram of that order), ref = number of reference n-grams, match = sum over distinct n-grams of
+ *     min(hyp count, ref count); with several references the one with the best segment F wins;
+ *   - the counts are summed over the corpus; precision P_n = match/hyp and recall R_n = match/ref are
+ *     averaged over the orders where hyp > 0 and ref > 0 ("effective order", eff:yes), and
+ *     chrF = 100 * (1 + b^2) P R / (b^2 P + R) with b = 2 (0 when P + R = 0).
+ * No word n-grams (chrF++ is not implemented). */
+#define TFM_CHRF_ORDER 6
+#define TFM_CHRF_BETA 2
+
+typedef struct {
+    int lowercase;
+    long counts[TFM_CHRF_ORDER][3];     /* per order: hyp, ref, match */
+    long n_segments;
+} tfm_chrf_stats;
+
+typedef struct {
+    double score;                       /* 0..100 */
+    double precision, recall;           /* averaged over the effective orders, percent */
+    long counts[TFM_CHRF_ORDER][3];
+} tfm_chrf_result;
+
+void tfm_chrf_init(tfm_chrf_stats *s, int lowercase);
+/* Add one segment against n_refs >= 1 references. Returns 0, or -1 with an error. */
+int tfm_chrf_add(tfm_chrf_stats *s, const char *hyp, const char *const *refs, int n_refs);
+void tfm_chrf_compute(const tfm_chrf_stats *s, tfm_chrf_result *r);
+int tfm_corpus_chrf(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_chrf_result *r);
+/* "chrF2 = 59.27" */
+const char *tfm_chrf_format(const tfm_chrf_result *r, char *buf, size_t n);
+/* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
+const char *tfm_chrf_signature(int lowercase, int n_refs, char *buf, size_t n);
+
 /* ---------------------------------------------------------------- SVG */
 /* One matrix of a heatmap grid (e.g. one attention head). */
 typedef struct {
