@@ -97,6 +97,27 @@ const char *tfm_chrf_format(const tfm_chrf_result *r, char *buf, size_t n);
 /* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
 const char *tfm_chrf_signature(int lowercase, int n_refs, char *buf, size_t n);
 
+/* ---------------------------------------------------------------- checkpoint averaging
+ * tfm_checkpoint_average: writes to out_path the mean of n >= 2 checkpoints of one model, working on
+ * the container entries alone (checkpoint.h names), so every model kind (GPT, transformer, rnn,
+ * bahdanau) is handled without model code:
+ *   - param.<name> (f32): averaged elementwise. The sum is taken in double in input order, divided
+ *     by n and rounded to float once (so the mean of n equal models is that model bit for bit, and
+ *     the mean of two is the correctly rounded (a + b) / 2). Shapes must match; a NaN/Inf value is
+ *     refused (a diverged model);
+ *   - adam.* and train.* (optimizer moments, RNG, step counters): dropped. The result is a model for
+ *     inference (translate, generate, info, attention), not a state to --resume from;
+ *   - every other entry (meta.*, config.*, tokenizer.*, ...) must be present in every input with the
+ *     same dtype, shape and bytes, and is copied from the first;
+ *   - meta.averaged (str) records "mean of N checkpoints: IN1 IN2 ..." (file names without directories;
+ *     an input's own meta.averaged
+ *     is ignored, so averages can be averaged).
+ * Refused with one error line naming the file and the entry (missing, extra, different shape or
+ * value, first differing vocabulary line) before anything is written; out_path equal to an input
+ * (same path or same inode) is refused. The output is written atomically (tfm_container_save).
+ * Memory: the first input, one other input at a time, and a double per parameter. */
+int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_path);
+
 /* ---------------------------------------------------------------- SVG */
 /* One matrix of a heatmap grid (e.g. one attention head). */
 typedef struct {

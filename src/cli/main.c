@@ -17,6 +17,8 @@ static const command commands[] = {
     {"attention", cmd_attention, "SVG heatmaps of a translator's attention weights for one sentence"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
+    {"average", cmd_average, "average the weights of checkpoints of one model (for inference)"},
+    {"plot", cmd_plot, "SVG loss and BLEU curves of a JSON-lines training log (--log-file)"},
     {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},
 };
 
