@@ -140,7 +140,8 @@ typedef struct {
  * (temporary file + rename). Labels are XML-escaped. Returns 0 or -1 with an error. */
 int tfm_svg_heatmaps(const char *path, const tfm_heatmap *maps, int n_maps, const tfm_heatmap_opts *opts);
 
-typedef enum { TFM_SERIES_LINE = 0, TFM_SERIES_DASHED, TFM_SERIES_POINTS } tfm_series_style;
+/* LINE_MARKERS: a line with a dot on every point (sparse curves such as per-epoch validation). */
+typedef enum { TFM_SERIES_LINE = 0, TFM_SERIES_DASHED, TFM_SERIES_POINTS, TFM_SERIES_LINE_MARKERS } tfm_series_style;
 
 typedef struct {
     const char *label;                  /* legend entry, may be NULL */
@@ -157,6 +158,41 @@ typedef struct {
 /* A line plot of several series with axes, ticks, grid and a legend; points style draws circles
  * (training samples). Non-finite values are skipped. Written atomically. */
 int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts);
+
+/* Several line plots side by side in one SVG (each panel opts.width x opts.height, default 640 x 420),
+ * under an optional figure title. Written atomically. */
+typedef struct {
+    const tfm_series *series;
+    int n_series;
+    tfm_plot_opts opts;
+} tfm_line_panel;
+int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_panels, const char *title);
+
+/* ---------------------------------------------------------------- training logs (docs/LOGS.md)
+ * A JSON-lines log: one flat JSON object a line (blank lines skipped). The fields below are read
+ * where their value is a number (Python's NaN / Infinity accepted); strings, booleans, null, nested
+ * objects/arrays and unknown keys are parsed and ignored, so a line may carry other information.
+ * Lines without a numeric "step" (e.g. a configuration line) are read but not plotted. A line that
+ * is not valid JSON or not an object is an error "FILE:LINE: column C: what". */
+enum {
+    TFM_LOG_STEP = 0, TFM_LOG_EPOCH, TFM_LOG_LOSS, TFM_LOG_LR, TFM_LOG_TOKENS_PER_S,
+    TFM_LOG_VALID_LOSS, TFM_LOG_VALID_BLEU, TFM_LOG_VALID_CHRF, TFM_LOG_N_FIELDS
+};
+typedef struct {
+    int n;                              /* records with a step */
+    int n_lines;                        /* JSON lines read */
+    float *v[TFM_LOG_N_FIELDS];         /* v[field][record]; NAN where the line lacks the field */
+} tfm_train_log;
+
+/* JSON key of a field: "step", "epoch", "loss", "lr", "tokens_per_s", "valid_loss", "valid_bleu",
+ * "valid_chrf". */
+const char *tfm_train_log_field_name(int field);
+/* Returns 0, or -1 with an error naming the file (and line); also an error if no line has a step. */
+int tfm_train_log_load(const char *path, tfm_train_log *log);
+void tfm_train_log_free(tfm_train_log *log);
+/* SVG of the curves vs step, one panel each where there is data: loss (train loss, valid loss),
+ * BLEU (valid_bleu, valid_chrf), learning rate. Error if no curve has a point. */
+int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const char *title);
 
 /* XML-escape s (& < > " ') into a malloc'd string. */
 char *tfm_xml_escape(const char *s);
