@@ -16,6 +16,9 @@ Usage:
   scripts/chrf_ref.py score HYP REF [--lowercase]   print "chrF2 = xx.xx"
   scripts/chrf_ref.py fixtures OUT_DIR                write OUT_DIR/chrf_expected.txt for the
                                                       hyp.txt/ref.txt pair already in OUT_DIR
+  scripts/chrf_ref.py both HYP REF                    "metric lowercase score" rows (6 decimals) for
+                                                      BLEU (scripts/sacrebleu_ref.py) and chrF2, cased
+                                                      and lowercased: tests/fixtures/bleu/real_expected.txt
 """
 import sys
 from collections import Counter
@@ -94,6 +97,16 @@ def main(argv):
         print(f'chrF2 = {s:.2f}')
     elif len(argv) == 2 and argv[0] == 'fixtures':
         make_fixture(argv[1])
+    elif len(argv) == 3 and argv[0] == 'both':
+        sys.path.insert(0, __import__('os').path.dirname(__import__('os').path.abspath(__file__)))
+        import sacrebleu_ref
+        hyps, refs = read_lines(argv[1]), read_lines(argv[2])
+        assert len(hyps) == len(refs), 'line counts differ'
+        print(f'# metric lowercase score  ({argv[1]} vs {argv[2]}; scripts/chrf_ref.py both)')
+        for lc in (0, 1):
+            print(f'bleu {lc} {sacrebleu_ref.corpus_bleu(hyps, refs, bool(lc))[0]:.6f}')
+        for lc in (0, 1):
+            print(f'chrf {lc} {corpus_chrf(hyps, refs, bool(lc))[0]:.6f}')
     else:
         print(__doc__, file=sys.stderr)
         return 2
