@@ -28,7 +28,7 @@ int cmd_bleu(int argc, char **argv) {
     int lowercase = 0;
     const char *metric = "bleu";
     cli_flag flags[] = {
-        {"lowercase", FLAG_BOOL, &lowercase, "case-insensitive (lowercase both sides first; sacrebleu -lc)", 0},
+        {"lowercase", FLAG_BOOL, &lowercase, "case-insensitive: lowercase both sides first (sacrebleu -lc; with chrf: --chrf-lowercase)", 0},
         {"metric", FLAG_STR, &metric, "bleu (default) or chrf (sacreBLEU's chrF2)", 0},
     };
     cli_spec spec = {
