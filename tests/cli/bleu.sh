@@ -60,6 +60,16 @@ done
 out=$("$TFM" bleu "$fix/ref.txt" "$fix/ref.txt" --metric chrf 2>&1 | head -n 1)
 [ "$out" = "chrF2 = 100.00" ] && pass bleu_cli_chrf_identical || fail bleu_cli_chrf_identical "'$out'"
 
+# a real translation (tests/fixtures/bleu/real_*): all four printed scores equal scripts/chrf_ref.py both's
+bad=
+while read -r metric lc want; do
+    case "$metric" in \#*) continue ;; esac
+    flag=; [ "$lc" = 1 ] && flag=--lowercase
+    got=$("$TFM" bleu "$fix/real_hyp.en" "$fix/real_ref.en" --metric "$metric" $flag 2>&1 | head -n 1 | awk '{print $3}')
+    [ "$got" = "$(printf '%.2f' "$want")" ] || bad="$bad $metric/lc$lc: $got vs $want"
+done <"$fix/real_expected.txt"
+[ -z "$bad" ] && pass bleu_cli_real_output_both_metrics || fail bleu_cli_real_output_both_metrics "$bad"
+
 # identical files -> 100
 out=$("$TFM" bleu "$fix/ref.txt" "$fix/ref.txt" 2>&1)
 case "$out" in "BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 "*) pass bleu_cli_identical ;;

@@ -118,8 +118,46 @@ static void test_fixture(void) {
     free(be);
 }
 
+/* A real translation (tfm translate, a small Transformer after 350 steps on Multi30k, cased moses
+ * tokens; test_2016_flickr, 1000 lines) scored by both metrics against scripts/chrf_ref.py both. */
+static void test_real_output(void) {
+    size_t lh, lr, le;
+    char *bh = tfm_read_text_file(FIX "real_hyp.en", &lh), *br = tfm_read_text_file(FIX "real_ref.en", &lr);
+    char *be = tfm_read_text_file(FIX "real_expected.txt", &le);
+    CHECK("real_fixture_files", bh && br && be, "%s", tfm_last_error());
+    if (!bh || !br || !be) return;
+    int nh, nr, ne, rows = 0, bad = 0;
+    char **h = tfm_split_lines(bh, lh, &nh), **r = tfm_split_lines(br, lr, &nr), **e = tfm_split_lines(be, le, &ne);
+    for (int i = 0; i < ne && nh == nr && nh == 1000; i++) {
+        char metric[8];
+        int lc;
+        double want, got = -1;
+        if (e[i][0] == '#' || sscanf(e[i], "%7s %d %lf", metric, &lc, &want) != 3) continue;
+        rows++;
+        if (!strcmp(metric, "bleu")) {
+            tfm_bleu_result res;
+            if (!tfm_corpus_bleu((const char *const *)h, (const char *const *)r, nh, lc, &res)) got = res.score;
+        } else {
+            tfm_chrf_result res;
+            if (!tfm_corpus_chrf((const char *const *)h, (const char *const *)r, nh, lc, &res)) got = res.score;
+        }
+        if (!(fabs(got - want) < 1e-4)) {
+            bad++;
+            printf("  %s lc=%d: got %.6f want %.6f\n", metric, lc, got, want);
+        }
+    }
+    CHECK("real_output_bleu_and_chrf", rows == 4 && bad == 0, "%d rows, %d differ (%d / %d lines)", rows, bad, nh, nr);
+    free(h);
+    free(r);
+    free(e);
+    free(bh);
+    free(br);
+    free(be);
+}
+
 int main(void) {
     test_hand();
     test_fixture();
+    test_real_output();
     return check_failures ? 1 : 0;
 }
