@@ -165,6 +165,7 @@ typedef struct {
     const tfm_series *series;
     int n_series;
     tfm_plot_opts opts;
+    float xmin, xmax;                   /* x axis range, e.g. shared by all panels (xmin >= xmax: from the data) */
 } tfm_line_panel;
 int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_panels, const char *title);
 

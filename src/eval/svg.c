@@ -329,7 +329,8 @@ static int series_valid(const char *path, const tfm_series *series, int n_series
 }
 
 /* One line plot (axes, grid, series, legend) drawn into b with its top-left corner at (0, 0). */
-static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, const tfm_plot_opts *opts) {
+static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, const tfm_plot_opts *opts, float xmin,
+                            float xmax) {
     tfm_plot_opts o = {0};
     if (opts) o = *opts;
     double W = o.width > 0 ? o.width : 640, H = o.height > 0 ? o.height : 420;
@@ -342,6 +343,7 @@ static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, co
         }
     }
     if (!(x0 <= x1)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+    if (xmin < xmax) x0 = xmin, x1 = xmax;  /* shared with other panels */
     if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
     if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
     double padx = (x1 - x0) * 0.03, pady = (y1 - y0) * 0.05;
@@ -460,7 +462,7 @@ int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, cons
     if (series_valid(path, series, n_series)) return -1;
     sbuf b = {0};
     svg_header(&b, panel_width(opts), panel_height(opts));
-    draw_line_panel(&b, series, n_series, opts);
+    draw_line_panel(&b, series, n_series, opts, 0, 0);
     sb_printf(&b, "</svg>\n");
     int rc = write_atomic(path, &b);
     free(b.s);
@@ -488,7 +490,7 @@ int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_pa
     double x = 0;
     for (int p = 0; p < n_panels; p++) {
         sb_printf(&b, "<g class=\"panel\" transform=\"translate(%.0f %.0f)\">\n", x, top);
-        draw_line_panel(&b, panels[p].series, panels[p].n_series, &panels[p].opts);
+        draw_line_panel(&b, panels[p].series, panels[p].n_series, &panels[p].opts, panels[p].xmin, panels[p].xmax);
         sb_printf(&b, "</g>\n");
         x += panel_width(&panels[p].opts);
     }

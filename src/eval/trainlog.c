@@ -285,6 +285,13 @@ int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const cha
     };
     enum { N_CURVES = sizeof curves / sizeof curves[0] };
     static const char *const ylabels[3] = {"loss", "BLEU / chrF2", "learning rate"};
+    float xmin = INFINITY, xmax = -INFINITY;  /* one step axis for every panel */
+    for (int i = 0; i < log->n; i++)
+        for (size_t k = 0; k < N_CURVES; k++)
+            if (isfinite(log->v[curves[k].field][i]) && isfinite(log->v[TFM_LOG_STEP][i])) {
+                xmin = fminf(xmin, log->v[TFM_LOG_STEP][i]);
+                xmax = fmaxf(xmax, log->v[TFM_LOG_STEP][i]);
+            }
     float *xy = malloc(2 * (size_t)N_CURVES * ((size_t)log->n + 1) * sizeof *xy);
     if (!xy) {
         tfm_set_error("out of memory plotting '%s'", svg_path);
@@ -302,7 +309,7 @@ int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const cha
             if (n) series[n_series++] = (tfm_series){curves[k].label, x, y, n, curves[k].style};
         }
         if (n_series == first) continue;
-        panels[n_panels++] = (tfm_line_panel){series + first, n_series - first, {NULL, "step", ylabels[p], 480, 360}};
+        panels[n_panels++] = (tfm_line_panel){series + first, n_series - first, {NULL, "step", ylabels[p], 480, 360}, xmin, xmax};
     }
     int rc = -1;
     if (!n_panels)

@@ -233,14 +233,15 @@ static void test_lines(void) {
 
     /* two panels side by side in one file (tfm plot), a line-with-markers series */
     tfm_series m = {"valid", xs, ys, 20, TFM_SERIES_LINE_MARKERS};
-    tfm_line_panel panels[2] = {{s, 2, {NULL, "step", "loss", 300, 200}}, {&m, 1, {NULL, "step", "BLEU", 300, 200}}};
+    tfm_line_panel panels[2] = {{s, 2, {NULL, "step", "loss", 300, 200}, 0, 0},
+                                {&m, 1, {NULL, "step", "BLEU", 300, 200}, -10, 10}};
     rc = tfm_svg_line_panels(path, panels, 2, "run <1>");
     t = rc == 0 ? slurp(path, &n) : NULL;
     why = t ? xml_check(t, &elems) : "not written";
     CHECK("panels_well_formed", !why, "%s", why ? why : "");
     CHECK("panels_content", t && count(t, "<g class=\"panel\"") == 2 && count(t, "<polyline") == 4 &&
                                 count(t, "<circle") == 21 && strstr(t, "width=\"600\"") && strstr(t, ">run &lt;1&gt;<") &&
-                                strstr(t, "translate(300 30)"),
+                                strstr(t, "translate(300 30)") && strstr(t, ">-10<") && strstr(t, ">10<"),
           "panels %d polylines %d circles %d", t ? count(t, "<g class=\"panel\"") : -1, t ? count(t, "<polyline") : -1,
           t ? count(t, "<circle") : -1);
     free(t);
