@@ -48,6 +48,4 @@ int cmd_translate(int argc, char **argv);
 int cmd_bleu(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
-int cmd_average(int argc, char **argv);
-int cmd_plot(int argc, char **argv);
 #endif

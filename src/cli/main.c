@@ -8,6 +8,9 @@ typedef struct {
     const char *summary;
 } command;
 
+int cmd_average(int argc, char **argv);  /* cmd_average.c, cmd_plot.c (declared here: cli.h is shared) */
+int cmd_plot(int argc, char **argv);
+
 static const command commands[] = {
     /* one line per command; keep in the order shown by `tfm --help` */
     {"train-lm", cmd_train_lm, "train a character-level GPT on a text file"},
