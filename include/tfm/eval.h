@@ -54,6 +54,70 @@ char *tfm_tokenize_13a(const char *line);
  * matches / (len_pred - n + 1). */
 double tfm_bleu_d2l(const char *pred, const char *label, int k);
 
+/* The sacreBLEU release whose metrics and signature strings tfm reproduces. */
+#define TFM_SACREBLEU_VERSION "2.6.0"
+
+/* sacreBLEU's signature of corpus BLEU as computed above:
+ * "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (case:lc when lowercased). */
+const char *tfm_bleu_signature(int lowercase, int n_refs, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- chrF
+ * sacreBLEU 2.x's default chrF (CHRF(), `sacrebleu -m chrf`), named chrF2:
+ *   - each segment: optional lowercasing (as for BLEU), then every whitespace code point removed
+ *     (Python's ''.join(s.split())); n-grams are of Unicode code points, not bytes;
+ *   - for n = 1..6 and each segment: hyp = number of hypothesis n-grams (0 if the reference has no
+ *     n-gram of that order), ref = number of reference n-grams, match = sum over distinct n-grams of
+ *     min(hyp count, ref count); with several references the one with the best segment F wins;
+ *   - the counts are summed over the corpus; precision P_n = match/hyp and recall R_n = match/ref are
+ *     averaged over the orders where hyp > 0 and ref > 0 ("effective order", eff:yes), and
+ *     chrF = 100 * (1 + b^2) P R / (b^2 P + R) with b = 2 (0 when P + R = 0).
+ * No word n-grams (chrF++ is not implemented). */
+#define TFM_CHRF_ORDER 6
+#define TFM_CHRF_BETA 2
+
+typedef struct {
+    int lowercase;
+    long counts[TFM_CHRF_ORDER][3];     /* per order: hyp, ref, match */
+    long n_segments;
+} tfm_chrf_stats;
+
+typedef struct {
+    double score;                       /* 0..100 */
+    double precision, recall;           /* averaged over the effective orders, percent */
+    long counts[TFM_CHRF_ORDER][3];
+} tfm_chrf_result;
+
+void tfm_chrf_init(tfm_chrf_stats *s, int lowercase);
+/* Add one segment against n_refs >= 1 references. Returns 0, or -1 with an error. */
+int tfm_chrf_add(tfm_chrf_stats *s, const char *hyp, const char *const *refs, int n_refs);
+void tfm_chrf_compute(const tfm_chrf_stats *s, tfm_chrf_result *r);
+int tfm_corpus_chrf(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_chrf_result *r);
+/* "chrF2 = 59.27" */
+const char *tfm_chrf_format(const tfm_chrf_result *r, char *buf, size_t n);
+/* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
+const char *tfm_chrf_signature(int lowercase, int n_refs, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- checkpoint averaging
+ * tfm_checkpoint_average: writes to out_path the mean of n >= 2 checkpoints of one model, working on
+ * the container entries alone (checkpoint.h names), so every model kind (GPT, transformer, rnn,
+ * bahdanau) is handled without model code:
+ *   - param.<name> (f32): averaged elementwise. The sum is taken in double in input order, divided
+ *     by n and rounded to float once (so the mean of n equal models is that model bit for bit, and
+ *     the mean of two is the correctly rounded (a + b) / 2). Shapes must match; a NaN/Inf value is
+ *     refused (a diverged model);
+ *   - adam.* and train.* (optimizer moments, RNG, step counters): dropped. The result is a model for
+ *     inference (translate, generate, info, attention), not a state to --resume from;
+ *   - every other entry (meta.*, config.*, tokenizer.*, ...) must be present in every input with the
+ *     same dtype, shape and bytes, and is copied from the first;
+ *   - meta.averaged (str) records "mean of N checkpoints: IN1 IN2 ..." (file names without directories;
+ *     an input's own meta.averaged
+ *     is ignored, so averages can be averaged).
+ * Refused with one error line naming the file and the entry (missing, extra, different shape or
+ * value, first differing vocabulary line) before anything is written; out_path equal to an input
+ * (same path or same inode) is refused. The output is written atomically (tfm_container_save).
+ * Memory: the first input, one other input at a time, and a double per parameter. */
+int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_path);
+
 /* ---------------------------------------------------------------- SVG */
 /* One matrix of a heatmap grid (e.g. one attention head). */
 typedef struct {
@@ -76,7 +140,8 @@ typedef struct {
  * (temporary file + rename). Labels are XML-escaped. Returns 0 or -1 with an error. */
 int tfm_svg_heatmaps(const char *path, const tfm_heatmap *maps, int n_maps, const tfm_heatmap_opts *opts);
 
-typedef enum { TFM_SERIES_LINE = 0, TFM_SERIES_DASHED, TFM_SERIES_POINTS } tfm_series_style;
+/* LINE_MARKERS: a line with a dot on every point (sparse curves such as per-epoch validation). */
+typedef enum { TFM_SERIES_LINE = 0, TFM_SERIES_DASHED, TFM_SERIES_POINTS, TFM_SERIES_LINE_MARKERS } tfm_series_style;
 
 typedef struct {
     const char *label;                  /* legend entry, may be NULL */
@@ -93,6 +158,42 @@ typedef struct {
 /* A line plot of several series with axes, ticks, grid and a legend; points style draws circles
  * (training samples). Non-finite values are skipped. Written atomically. */
 int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts);
+
+/* Several line plots side by side in one SVG (each panel opts.width x opts.height, default 640 x 420),
+ * under an optional figure title. Written atomically. */
+typedef struct {
+    const tfm_series *series;
+    int n_series;
+    tfm_plot_opts opts;
+    float xmin, xmax;                   /* x axis range, e.g. shared by all panels (xmin >= xmax: from the data) */
+} tfm_line_panel;
+int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_panels, const char *title);
+
+/* ---------------------------------------------------------------- training logs (docs/LOGS.md)
+ * A JSON-lines log: one flat JSON object a line (blank lines skipped). The fields below are read
+ * where their value is a number (Python's NaN / Infinity accepted); strings, booleans, null, nested
+ * objects/arrays and unknown keys are parsed and ignored, so a line may carry other information.
+ * Lines without a numeric "step" (e.g. a configuration line) are read but not plotted. A line that
+ * is not valid JSON or not an object is an error "FILE:LINE: column C: what". */
+enum {
+    TFM_LOG_STEP = 0, TFM_LOG_EPOCH, TFM_LOG_LOSS, TFM_LOG_LR, TFM_LOG_TOKENS_PER_S,
+    TFM_LOG_VALID_LOSS, TFM_LOG_VALID_BLEU, TFM_LOG_VALID_CHRF, TFM_LOG_N_FIELDS
+};
+typedef struct {
+    int n;                              /* records with a step */
+    int n_lines;                        /* JSON lines read */
+    float *v[TFM_LOG_N_FIELDS];         /* v[field][record]; NAN where the line lacks the field */
+} tfm_train_log;
+
+/* JSON key of a field: "step", "epoch", "loss", "lr", "tokens_per_s", "valid_loss", "valid_bleu",
+ * "valid_chrf". */
+const char *tfm_train_log_field_name(int field);
+/* Returns 0, or -1 with an error naming the file (and line); also an error if no line has a step. */
+int tfm_train_log_load(const char *path, tfm_train_log *log);
+void tfm_train_log_free(tfm_train_log *log);
+/* SVG of the curves vs step, one panel each where there is data: loss (train loss, valid loss),
+ * BLEU (valid_bleu, valid_chrf), learning rate. Error if no curve has a point. */
+int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const char *title);
 
 /* XML-escape s (& < > " ') into a malloc'd string. */
 char *tfm_xml_escape(const char *s);

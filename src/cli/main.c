@@ -11,6 +11,9 @@ typedef struct {
     const char *summary;
 } command;
 
+int cmd_average(int argc, char **argv);  /* cmd_average.c, cmd_plot.c (declared here: cli.h is shared) */
+int cmd_plot(int argc, char **argv);
+
 static const command commands[] = {
     /* one line per command; keep in the order shown by `tfm --help` */
     {"train-lm", cmd_train_lm, "train a character-level GPT on a text file"},
@@ -23,6 +26,8 @@ static const command commands[] = {
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
     {"bpe", cmd_bpe, "BPE subword tokenizer: learn | encode | decode (SentencePiece-compatible .model files)"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},
+    {"average", cmd_average, "average the weights of checkpoints of one model (for inference)"},
+    {"plot", cmd_plot, "SVG loss and BLEU curves of a JSON-lines training log (--log-file)"},
     {"demo", cmd_demo, "the road to the Transformer: tfm demo kernel-regression (Nadaraya-Watson, SVG plots)"},
 };
 

@@ -314,20 +314,28 @@ static double nice_step(double range, int target) {
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
 }
 
-int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts) {
-    tfm_plot_opts o = {0};
-    if (opts) o = *opts;
-    double W = o.width > 0 ? o.width : 640, H = o.height > 0 ? o.height : 420;
+/* Checks a panel's series; error names the plot file. */
+static int series_valid(const char *path, const tfm_series *series, int n_series) {
     if (n_series < 1) {
         tfm_set_error("plot '%s': nothing to plot", path);
         return -1;
     }
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    for (int s = 0; s < n_series; s++) {
+    for (int s = 0; s < n_series; s++)
         if (series[s].n < 0 || (series[s].n > 0 && (!series[s].x || !series[s].y))) {
             tfm_set_error("plot '%s': series %d has no data", path, s);
             return -1;
         }
+    return 0;
+}
+
+/* One line plot (axes, grid, series, legend) drawn into b with its top-left corner at (0, 0). */
+static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, const tfm_plot_opts *opts, float xmin,
+                            float xmax) {
+    tfm_plot_opts o = {0};
+    if (opts) o = *opts;
+    double W = o.width > 0 ? o.width : 640, H = o.height > 0 ? o.height : 420;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (int s = 0; s < n_series; s++) {
         for (int i = 0; i < series[s].n; i++) {
             double x = series[s].x[i], y = series[s].y[i];
             if (!isfinite(x) || !isfinite(y)) continue;
@@ -335,6 +343,7 @@ int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, cons
         }
     }
     if (!(x0 <= x1)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+    if (xmin < xmax) x0 = xmin, x1 = xmax;  /* shared with other panels */
     if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
     if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
     double padx = (x1 - x0) * 0.03, pady = (y1 - y0) * 0.05;
@@ -343,68 +352,72 @@ int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, cons
     double pw = W - L - R, ph = H - T - B;
 #define PX(x) (L + ((x) - x0) / (x1 - x0) * pw)
 #define PY(y) (T + ph - ((y) - y0) / (y1 - y0) * ph)
-    sbuf b = {0};
-    svg_header(&b, W, H);
+    sbuf *b = sb;
     if (o.title) {
-        sb_printf(&b, "<text x=\"%.1f\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">", L + pw / 2);
-        sb_text(&b, o.title);
-        sb_printf(&b, "</text>\n");
+        sb_printf(b, "<text x=\"%.1f\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">", L + pw / 2);
+        sb_text(b, o.title);
+        sb_printf(b, "</text>\n");
     }
     /* grid, ticks and tick labels */
-    sb_printf(&b, "<g class=\"axes\" font-size=\"10\">\n");
+    sb_printf(b, "<g class=\"axes\" font-size=\"10\">\n");
     double sx = nice_step(x1 - x0, 6), sy = nice_step(y1 - y0, 5);
     for (double t = ceil(x0 / sx) * sx; t <= x1 + 1e-9 * sx; t += sx) {
         double v = fabs(t) < sx * 1e-9 ? 0 : t;
-        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", PX(v), T, PX(v), T + ph);
-        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", PX(v), T + ph, PX(v), T + ph + 4);
-        sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", PX(v), T + ph + 15, v);
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", PX(v), T, PX(v), T + ph);
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", PX(v), T + ph, PX(v), T + ph + 4);
+        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", PX(v), T + ph + 15, v);
     }
     for (double t = ceil(y0 / sy) * sy; t <= y1 + 1e-9 * sy; t += sy) {
         double v = fabs(t) < sy * 1e-9 ? 0 : t;
-        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", L, PY(v), L + pw, PY(v));
-        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", L - 4, PY(v), L, PY(v));
-        sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">%g</text>\n", L - 6, PY(v), v);
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", L, PY(v), L + pw, PY(v));
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", L - 4, PY(v), L, PY(v));
+        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">%g</text>\n", L - 6, PY(v), v);
     }
-    sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", L, T, pw, ph);
-    sb_printf(&b, "</g>\n");
+    sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", L, T, pw, ph);
+    sb_printf(b, "</g>\n");
     if (o.xlabel) {
-        sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">", L + pw / 2, H - 12);
-        sb_text(&b, o.xlabel);
-        sb_printf(&b, "</text>\n");
+        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">", L + pw / 2, H - 12);
+        sb_text(b, o.xlabel);
+        sb_printf(b, "</text>\n");
     }
     if (o.ylabel) {
-        sb_printf(&b, "<text x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.1f)\">",
+        sb_printf(b, "<text x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.1f)\">",
                   T + ph / 2, T + ph / 2);
-        sb_text(&b, o.ylabel);
-        sb_printf(&b, "</text>\n");
+        sb_text(b, o.ylabel);
+        sb_printf(b, "</text>\n");
     }
     /* series */
     for (int s = 0; s < n_series; s++) {
         const tfm_series *se = &series[s];
         const char *col = palette[s % 10];
-        sb_printf(&b, "<g class=\"series\">\n");
+        sb_printf(b, "<g class=\"series\">\n");
         if (se->style == TFM_SERIES_POINTS) {
             for (int i = 0; i < se->n; i++)
                 if (isfinite(se->x[i]) && isfinite(se->y[i]))
-                    sb_printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n",
+                    sb_printf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n",
                               PX(se->x[i]), PY(se->y[i]), col);
         } else {
             int open = 0;
             for (int i = 0; i <= se->n; i++) {
                 int ok = i < se->n && isfinite(se->x[i]) && isfinite(se->y[i]);
                 if (ok && !open) {
-                    sb_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col,
+                    sb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col,
                               se->style == TFM_SERIES_DASHED ? " stroke-dasharray=\"6,4\"" : "");
                     open = 1;
                 }
-                if (ok) sb_printf(&b, "%.2f,%.2f ", PX(se->x[i]), PY(se->y[i]));
+                if (ok) sb_printf(b, "%.2f,%.2f ", PX(se->x[i]), PY(se->y[i]));
                 if (!ok && open) {
-                    sb_printf(&b, "\"/>\n");
+                    sb_printf(b, "\"/>\n");
                     open = 0;
                 }
             }
+            if (se->style == TFM_SERIES_LINE_MARKERS)
+                for (int i = 0; i < se->n; i++)
+                    if (isfinite(se->x[i]) && isfinite(se->y[i]))
+                        sb_printf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\"/>\n", PX(se->x[i]),
+                                  PY(se->y[i]), col);
         }
-        sb_printf(&b, "</g>\n");
+        sb_printf(b, "</g>\n");
     }
     /* legend (top right, inside the axes) */
     int n_leg = 0;
@@ -416,8 +429,8 @@ int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, cons
         }
     if (n_leg) {
         double lw = leg_w + 40, lx = L + pw - lw - 8, ly = T + 8;
-        sb_printf(&b, "<g class=\"legend\" font-size=\"11\">\n");
-        sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
+        sb_printf(b, "<g class=\"legend\" font-size=\"11\">\n");
+        sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
                   lx, ly, lw, n_leg * 18.0 + 6);
         int k = 0;
         for (int s = 0; s < n_series; s++) {
@@ -425,19 +438,62 @@ int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, cons
             const char *col = palette[s % 10];
             double yy = ly + 14 + 18.0 * k++;
             if (series[s].style == TFM_SERIES_POINTS)
-                sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n", lx + 16, yy, col);
+                sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n", lx + 16, yy, col);
             else
-                sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.8\"%s/>\n",
+                sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.8\"%s/>\n",
                           lx + 6, yy, lx + 26, yy, col,
                           series[s].style == TFM_SERIES_DASHED ? " stroke-dasharray=\"6,4\"" : "");
-            sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" dominant-baseline=\"middle\">", lx + 32, yy);
-            sb_text(&b, series[s].label);
-            sb_printf(&b, "</text>\n");
+            if (series[s].style == TFM_SERIES_LINE_MARKERS)
+                sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", lx + 16, yy, col);
+            sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" dominant-baseline=\"middle\">", lx + 32, yy);
+            sb_text(b, series[s].label);
+            sb_printf(b, "</text>\n");
         }
-        sb_printf(&b, "</g>\n");
+        sb_printf(b, "</g>\n");
     }
 #undef PX
 #undef PY
+}
+
+static double panel_width(const tfm_plot_opts *o) { return o && o->width > 0 ? o->width : 640; }
+static double panel_height(const tfm_plot_opts *o) { return o && o->height > 0 ? o->height : 420; }
+
+int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts) {
+    if (series_valid(path, series, n_series)) return -1;
+    sbuf b = {0};
+    svg_header(&b, panel_width(opts), panel_height(opts));
+    draw_line_panel(&b, series, n_series, opts, 0, 0);
+    sb_printf(&b, "</svg>\n");
+    int rc = write_atomic(path, &b);
+    free(b.s);
+    return rc;
+}
+
+int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_panels, const char *title) {
+    if (n_panels < 1) {
+        tfm_set_error("plot '%s': nothing to plot", path);
+        return -1;
+    }
+    double W = 0, H = 0, top = title ? 30 : 0;
+    for (int p = 0; p < n_panels; p++) {
+        if (series_valid(path, panels[p].series, panels[p].n_series)) return -1;
+        W += panel_width(&panels[p].opts);
+        H = fmax(H, panel_height(&panels[p].opts));
+    }
+    sbuf b = {0};
+    svg_header(&b, W, H + top);
+    if (title) {
+        sb_printf(&b, "<text x=\"%.1f\" y=\"20\" font-size=\"15\" text-anchor=\"middle\">", W / 2);
+        sb_text(&b, title);
+        sb_printf(&b, "</text>\n");
+    }
+    double x = 0;
+    for (int p = 0; p < n_panels; p++) {
+        sb_printf(&b, "<g class=\"panel\" transform=\"translate(%.0f %.0f)\">\n", x, top);
+        draw_line_panel(&b, panels[p].series, panels[p].n_series, &panels[p].opts, panels[p].xmin, panels[p].xmax);
+        sb_printf(&b, "</g>\n");
+        x += panel_width(&panels[p].opts);
+    }
     sb_printf(&b, "</svg>\n");
     int rc = write_atomic(path, &b);
     free(b.s);

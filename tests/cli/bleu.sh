@@ -29,11 +29,46 @@ case "$out" in
     "$want "*) pass bleu_cli_fixture ;;
     *) fail bleu_cli_fixture "got '$out', want prefix '$want'" ;;
 esac
+sig=$(printf '%s\n' "$out" | sed -n 2p); out=$(printf '%s\n' "$out" | head -n 1)
 if [[ "$out" =~ ^BLEU\ =\ [0-9]+\.[0-9]{2}\ [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+\ \(BP\ =\ [0-9]\.[0-9]{3}\ ratio\ =\ [0-9]+\.[0-9]{3}\ hyp_len\ =\ [0-9]+\ ref_len\ =\ [0-9]+\)$ ]]; then
     pass bleu_cli_format
 else
     fail bleu_cli_format "'$out'"
 fi
+
+# second line: sacreBLEU 2's signature of the default BLEU
+case "$sig" in "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2."[0-9]*.[0-9]*) pass bleu_cli_signature ;;
+    *) fail bleu_cli_signature "'$sig'" ;; esac
+sig=$("$TFM" bleu "$fix/hyp.txt" "$fix/ref.txt" --lowercase 2>&1 | sed -n 2p)
+case "$sig" in "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2."*) pass bleu_cli_signature_lc ;;
+    *) fail bleu_cli_signature_lc "'$sig'" ;; esac
+
+# --metric chrf: the corpus chrF2 computed by scripts/chrf_ref.py (first rows of chrf_expected.txt), both cases
+for lc in 0 1; do
+    flag=; [ "$lc" = 1 ] && flag=--lowercase
+    out=$("$TFM" bleu "$fix/hyp.txt" "$fix/ref.txt" --metric chrf $flag 2>&1)
+    want=$(awk -v lc="$lc" '!/^#/ && $1 == 0 && $3 == lc { printf "chrF2 = %.2f", $4; exit }' "$fix/chrf_expected.txt")
+    case_sig=mixed; [ "$lc" = 1 ] && case_sig=lc
+    if [ "$(printf '%s\n' "$out" | head -n 1)" = "$want" ] &&
+       [[ "$(printf '%s\n' "$out" | sed -n 2p)" == "nrefs:1|case:$case_sig|eff:yes|nc:6|nw:0|space:no|version:2."* ]] &&
+       [ "$want" != "" ]; then
+        pass "bleu_cli_chrf_fixture_lc$lc"
+    else
+        fail "bleu_cli_chrf_fixture_lc$lc" "got '$out', want '$want' + signature"
+    fi
+done
+out=$("$TFM" bleu "$fix/ref.txt" "$fix/ref.txt" --metric chrf 2>&1 | head -n 1)
+[ "$out" = "chrF2 = 100.00" ] && pass bleu_cli_chrf_identical || fail bleu_cli_chrf_identical "'$out'"
+
+# a real translation (tests/fixtures/bleu/real_*): all four printed scores equal scripts/chrf_ref.py both's
+bad=
+while read -r metric lc want; do
+    case "$metric" in \#*) continue ;; esac
+    flag=; [ "$lc" = 1 ] && flag=--lowercase
+    got=$("$TFM" bleu "$fix/real_hyp.en" "$fix/real_ref.en" --metric "$metric" $flag 2>&1 | head -n 1 | awk '{print $3}')
+    [ "$got" = "$(printf '%.2f' "$want")" ] || bad="$bad $metric/lc$lc: $got vs $want"
+done <"$fix/real_expected.txt"
+[ -z "$bad" ] && pass bleu_cli_real_output_both_metrics || fail bleu_cli_real_output_both_metrics "$bad"
 
 # identical files -> 100
 out=$("$TFM" bleu "$fix/ref.txt" "$fix/ref.txt" 2>&1)
@@ -65,4 +100,6 @@ expect_error bleu_cli_binary "binary" "$tmp/two.txt" "$tmp/bin.txt"
 expect_error bleu_cli_empty "empty" "$tmp/empty.txt" "$tmp/two.txt"
 expect_error bleu_cli_missing_arg "missing argument" "$fix/hyp.txt"
 expect_error bleu_cli_extra_arg "unexpected argument" "$fix/hyp.txt" "$fix/ref.txt" extra
+expect_error bleu_cli_unknown_metric "--metric: unknown metric 'ter'" "$fix/hyp.txt" "$fix/ref.txt" --metric ter
+expect_error bleu_cli_chrf_line_count "has 5 lines" "$fix/hyp.txt" "$tmp/short.txt" --metric chrf
 expect_error bleu_cli_unknown_flag "unknown flag" "$fix/hyp.txt" "$fix/ref.txt" --nope

@@ -230,6 +230,25 @@ static void test_lines(void) {
     CHECK("lines_single_point", !why && !has_nonfinite(t), "%s", why ? why : "nan");
     free(t);
     CHECK("lines_no_series_error", tfm_svg_lines(path, s, 0, NULL) < 0, "accepted");
+
+    /* two panels side by side in one file (tfm plot), a line-with-markers series */
+    tfm_series m = {"valid", xs, ys, 20, TFM_SERIES_LINE_MARKERS};
+    tfm_line_panel panels[2] = {{s, 2, {NULL, "step", "loss", 300, 200}, 0, 0},
+                                {&m, 1, {NULL, "step", "BLEU", 300, 200}, -10, 10}};
+    rc = tfm_svg_line_panels(path, panels, 2, "run <1>");
+    t = rc == 0 ? slurp(path, &n) : NULL;
+    why = t ? xml_check(t, &elems) : "not written";
+    CHECK("panels_well_formed", !why, "%s", why ? why : "");
+    CHECK("panels_content", t && count(t, "<g class=\"panel\"") == 2 && count(t, "<polyline") == 4 &&
+                                count(t, "<circle") == 21 && strstr(t, "width=\"600\"") && strstr(t, ">run &lt;1&gt;<") &&
+                                strstr(t, "translate(300 30)") && strstr(t, ">-10<") && strstr(t, ">10<"),
+          "panels %d polylines %d circles %d", t ? count(t, "<g class=\"panel\"") : -1, t ? count(t, "<polyline") : -1,
+          t ? count(t, "<circle") : -1);
+    free(t);
+    panels[1].n_series = 0;
+    CHECK("panels_empty_panel_error", tfm_svg_line_panels(path, panels, 2, NULL) < 0 && strstr(tfm_last_error(), "nothing to plot"),
+          "%s", tfm_last_error());
+    CHECK("panels_none_error", tfm_svg_line_panels(path, panels, 0, NULL) < 0, "accepted");
 }
 
 int main(void) {

@@ -1,0 +1,38 @@
+/* tfm average -o OUT.tfm IN1.tfm IN2.tfm ...: the mean of checkpoints of one model (for inference). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "tfm/core.h"
+#include "tfm/eval.h"
+
+#define MAX_INPUTS 256
+
+int cmd_average(int argc, char **argv) {
+    const char *out = NULL;
+    cli_flag flags[] = {
+        {"out", FLAG_STR, &out, "output checkpoint, also -o (required; must not be one of the inputs)", 0},
+    };
+    cli_spec spec = {
+        "average", "-o OUT.tfm IN1.tfm IN2.tfm ...",
+        "Averages the weights (param.* entries) of two or more checkpoints of the same model: same\n"
+        "architecture, config and vocabulary, refused otherwise. Optimizer and training state (adam.*,\n"
+        "train.*) are dropped: the result is a model for translate / generate / info, not for --resume.\n"
+        "Sums are taken in double precision; OUT is written atomically.",
+        flags, (int)(sizeof flags / sizeof flags[0]), 2, MAX_INPUTS,
+    };
+    /* the flag parser knows long flags only: -o is spelled --out for it */
+    char **args = malloc(((size_t)argc + 1) * sizeof *args);
+    if (!args) return cli_error("average", "out of memory");
+    for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") ? argv[i] : "--out";
+    const char *pos[MAX_INPUTS];
+    int n_pos;
+    int rc = cli_parse(&spec, argc, args, pos, &n_pos);
+    free(args);
+    if (rc) return rc == 1 ? 0 : rc;
+    if (!out) return cli_error("average", "-o OUT.tfm is required");
+    if (cli_check_writable("average", out)) return 2;
+    if (tfm_checkpoint_average(pos, n_pos, out)) return cli_error("average", "%s", tfm_last_error());
+    printf("wrote %s: mean of %d checkpoints\n", out, n_pos);
+    return 0;
+}
