@@ -124,4 +124,9 @@ tfm_tensor *tfm_slice(tfm_graph *g, tfm_tensor *x, int axis, int start, int len)
 tfm_tensor *tfm_gather_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int n);
 tfm_tensor *tfm_scatter_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int ndim, const int *shape);
 
+/* out[b,i,j,:] = a[b,i,:] + c[b,j,:]. a (B,Tq,h), c (B,Tk,h) -> (B,Tq,Tk,h). Backward sums over the
+ * broadcast axis. (d2l: queries.unsqueeze(2) + keys.unsqueeze(1).) */
+tfm_tensor *tfm_add_outer(tfm_graph *g, tfm_tensor *a, tfm_tensor *c);
+/* tfm_backward (core.h) replays the tape through the ops' backward kernels: src/ops/dispatch.c. */
+
 #endif

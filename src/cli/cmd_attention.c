@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "tfm/eval.h"
-#include "tfm/seq2seq.h"
+#include "tfm/decode.h"
 
 #define C "attention"
 #define MAX_MAPS 256

@@ -8,7 +8,8 @@
 #include "cli/rss.h"
 #include "tfm/eval.h"
 #include "tfm/kernels.h"
-#include "tfm/seq2seq.h"
+#include "tfm/decode.h"
+#include "tfm/train.h"
 
 #define C "train-mt"
 

@@ -1,5 +1,5 @@
 /* Sampling the next token from logits: temperature, top-k, then a draw from the softmax. */
-#include "tfm/lm.h"
+#include "tfm/decode.h"
 #include <math.h>
 
 int tfm_sample_logits(const float *logits, int V, float temperature, int top_k, tfm_rng *r, float *p) {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/seq2seq.h"
+#include "tfm/decode.h"
 
 typedef struct {
     float score;

@@ -1,6 +1,6 @@
 /* Bahdanau attention decoder (d2l Seq2SeqAttentionDecoder) on the seq2seq.h interface. The encoder,
  * state handling, logits and init are shared with the plain RNN translator (rnn_seq2seq.c). */
-#include "tfm/rnn.h"
+#include "models/rnn_impl.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* RNN sequence-to-sequence (d2l Seq2SeqEncoder / Seq2SeqDecoder) on the seq2seq.h interface, and the
  * pieces the Bahdanau decoder (bahdanau.c) shares: encoder, time-major embedding, logits, decoder
  * state (training tensors or malloc'd incremental buffers), reorder, init, destroy. */
-#include "tfm/rnn.h"
+#include "models/rnn_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,14 +16,14 @@
  * computed once (one slot per sentence: B x H x Ts x d_k, read by all of its beams through the row ->
  * slot index), so a step costs O(t) work. The attention reads both caches in place (tfm_attention_kv);
  * reorder remaps slots and copies only the self-attention prefix of a second child of one parent
- * (include/tfm/decode.h).
+ * (include/tfm/nn.h).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/decode.h"
+#include "tfm/nn.h"
 #include "tfm/seq2seq.h"
 
 typedef struct {

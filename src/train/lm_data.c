@@ -1,5 +1,5 @@
 /* Character corpora, random batches, loss estimation. */
-#include "tfm/lm.h"
+#include "tfm/train.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/seq2seq.h"
+#include "tfm/train.h"
 
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o) {
     memset(o, 0, sizeof *o);

@@ -1,6 +1,6 @@
 /* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
 #include "tfm/checkpoint.h"
-#include "tfm/lm.h"
+#include "tfm/train.h"
 #include <stdio.h>
 #include <string.h>
 
