@@ -184,6 +184,12 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
 void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
 int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 
+/* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
+ * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
+int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+                         const tfm_s2s_config *cfg, uint64_t seed);
+/* p through t's vocabularies into padded training arrays of num_steps tokens (truncation counted in a). */
+int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_translator_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
