@@ -138,6 +138,12 @@ typedef struct tfm_graph {
     double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
     double phase_time[TFM_PHASE_COUNT]; /* --profile: seconds per non-op phase */
     int profile;
+    /* Per-graph attention settings (instead of process-wide flags, so two threads with two graphs never
+     * race): exact_attention = 1 makes MultiHeadAttention take the exact path (scores, masked softmax,
+     * weights @ V) instead of the fused op, tfm_graph_init sets it when the environment has
+     * TFM_EXACT_ATTENTION=1; attention_tiled = 1 makes the fused op always use key tiles, never its
+     * materialised per-batch-entry variant (tests compare the two). */
+    int exact_attention, attention_tiled;
 } tfm_graph;
 
 void tfm_graph_init(tfm_graph *g, uint64_t seed);

@@ -94,9 +94,9 @@ void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttentio
 tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                           tfm_tensor *K, tfm_tensor *V, const tfm_mask *mask);
 /* The fused attention op (tfm_attention) is used instead of the exact path (scores, masked softmax,
- * weights @ V, head permutes) when weights are not kept and attention dropout is inactive. Set to 0 (or
- * the environment variable TFM_EXACT_ATTENTION=1) to force the exact path (tests compare the two). */
-extern int tfm_fused_attention;
+ * weights @ V, head permutes) when weights are not kept and attention dropout is inactive. Set
+ * g->exact_attention = 1 (or the environment variable TFM_EXACT_ATTENTION=1 before tfm_graph_init) to
+ * force the exact path for that graph (tests compare the two). */
 
 /* (B,T,H*d) <-> (B,H,T,d) */
 tfm_tensor *tfm_split_heads(tfm_graph *g, tfm_tensor *x, int n_head);

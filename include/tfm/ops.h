@@ -75,8 +75,7 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
  * When grad is tracked and Tk <= 128 (training on short sequences) the tile is one batch entry's
  * (H,Tq,Tk) block instead of a key tile: scores and probabilities through strided batched GEMMs
  * in per-thread scratch (faster on CPU at these sizes), recomputed in the backward; still no permutes
- * and no (B,H,Tq,Tk) tensor. tfm_attention_force_tiled = 1 disables that (tests). */
-extern int tfm_attention_force_tiled;
+ * and no (B,H,Tq,Tk) tensor. g->attention_tiled = 1 disables that (tests). */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale);
 /* The same with inverted dropout p on the attention weights when g->training (the per-batch-entry
@@ -84,7 +83,7 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
  * (B*H,Tq,Tk) weights for the same graph RNG state, and the backward regenerates them from the key. */
 tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                                   int kv_heads_first, const tfm_mask *mask, float scale, float dropout);
-int tfm_attention_supports_dropout(int Tk);
+int tfm_attention_supports_dropout(const tfm_graph *g, int Tk);
 /* Keys/values read in place from a decoding cache instead of tensors: for batch row b, head h and key
  * position j < len, the key is k + slot*sb + h*sh + j*st (feature stride 1; d_k = q's head size) and the
  * value the same offset of v (d_v = dv), with slot = row[b] (row NULL: slot = b). Rows may share a slot

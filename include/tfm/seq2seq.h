@@ -28,7 +28,7 @@
  *                                                search expands B sentences to B*K rows once, then
  *                                                selects surviving hypotheses; greedy drops finished
  *                                                rows). n <= cap_rows given at init_state time:
- *                                                cap_rows = B * beam (see tfm_encdec_init_state).
+ *                                                cap_rows = B * beam (tfm_translate_ids, decode.h).
  *                                                Called every step: it must not allocate, and should
  *                                                move only what differs per row (the Transformer never
  *                                                copies encoder keys/values, which are per sentence,
@@ -44,11 +44,12 @@
  *   init_weights(m, seed)                        fresh random weights
  *   destroy(m)                                   frees everything including m itself
  *   loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, ls)   optional: see tfm_encdec_loss
+ *   max_positions(m)                             optional: longest sequence the model takes (0 = any)
  *
- * Config, params and vocabularies are saved generically (tfm_encdec_save): meta.kind = "seq2seq",
+ * Config, params and vocabularies are saved generically (tfm_translator_put): meta.kind = "seq2seq",
  * meta.arch = cfg.arch, config.<every field of tfm_s2s_config>, param.<dotted name>, and
- * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_encdec_load reads meta.arch and
- * calls the matching constructor (tfm_s2s_create), so an architecture only has to provide
+ * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_translator_get / _load read meta.arch
+ * and call the matching constructor (tfm_s2s_create), so an architecture only has to provide
  * `tfm_encdec *tfm_<arch>_create(const tfm_s2s_config *)` returning a model with params allocated.
  */
 #ifndef TFM_SEQ2SEQ_H
@@ -106,6 +107,9 @@ typedef struct {
      * the valid positions only; may return NULL to fall back. */
     tfm_tensor *(*loss)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                         const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
+    /* Optional (NULL: unbounded): the longest source or target sequence the model can take (the
+     * Transformer's positional-encoding table). Decoding truncates to it: tfm_encdec_max_positions. */
+    int (*max_positions)(const tfm_encdec *m);
 } tfm_encdec_vtable;
 
 struct tfm_encdec {
@@ -124,6 +128,8 @@ tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahda
 /* Dispatch on c->arch ("unknown architecture ..." error otherwise). */
 tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
 void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
+/* m->vt->max_positions(m), or 0 (no bound) when the architecture has none. */
+int tfm_encdec_max_positions(const tfm_encdec *m);
 
 /* Teacher-forced forward: encode + init_state(max_steps 0) + decode. tgt_in (B,Tt). -> logits (B,Tt,V) */
 tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,

@@ -34,6 +34,8 @@ void tfm_graph_init(tfm_graph *g, uint64_t seed) {
     tfm_arena_init(&g->arena, 1u << 22);
     g->grad_enabled = 1;
     tfm_rng_seed(&g->rng, seed);
+    const char *exact = getenv("TFM_EXACT_ATTENTION");
+    g->exact_attention = exact && atoi(exact) ? 1 : 0;
 }
 
 void tfm_graph_reset(tfm_graph *g) {

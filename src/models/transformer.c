@@ -420,9 +420,12 @@ static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const in
     return tfm_cross_entropy(g, logits, tp, TFM_PAD, label_smoothing);
 }
 
+/* the positional-encoding table bounds both sides */
+static int tf_max_positions(const tfm_encdec *m) { return m->cfg.max_len; }
+
 static const tfm_encdec_vtable tf_vtable = {
     "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
-    tf_init_weights, tf_destroy, tf_loss,
+    tf_init_weights, tf_destroy, tf_loss, tf_max_positions,
 };
 
 tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
