@@ -25,6 +25,9 @@
 /* Library functions that can fail on user input return NULL / -1 and set a one-line message. */
 void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *tfm_last_error(void);
+/* Put formatted text in front of the current error ("PATH: " + "bad config: ..."); returns -1, so a
+ * failing call can end with `return tfm_prefix_error("%s: ", path);`. */
+int tfm_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Abort with a message: for programming errors (shape mismatch inside the library), never user input. */
 void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 #define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)

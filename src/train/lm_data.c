@@ -18,9 +18,7 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
     d->ids = tfm_char_encode(&d->vocab, text, len, &d->n);
     free(text);
     if (!d->ids) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: %s", path, tfm_last_error());
-        tfm_set_error("%s", msg);
+        tfm_prefix_error("%s: ", path);
         tfm_lm_data_free(d);
         return -1;
     }
