@@ -1,7 +1,6 @@
 /* tfm train-lm: train a character-level GPT on a text file (flags -> tfm_lm_train). */
 #include <math.h>
 #include <string.h>
-
 #include "cli/cli.h"
 #include "cli/rss.h"
 #include "tfm/kernels.h"
@@ -9,11 +8,8 @@
 
 #define C "train-lm"
 
-typedef struct {
-    const char *out;
-    const tfm_gpt *m;
-    const tfm_char_vocab *vocab;
-    const tfm_adamw *opt;
+typedef struct {   /* what the report and save callbacks need */
+    const char *out; const tfm_gpt *m; const tfm_char_vocab *vocab; const tfm_adamw *opt;
     int tty, log_every;
     float loss_ema;
     double train_s;
