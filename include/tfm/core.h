@@ -96,7 +96,7 @@ void tfm_params_init(tfm_params *p);
 tfm_tensor *tfm_param(tfm_params *p, const char *name, int ndim, const int *shape);
 tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
 tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
-void tfm_params_alloc(tfm_params *p);        /* allocates data (zeroed) and grad blocks */
+int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -1: out of memory (tfm error) */
 void tfm_params_zero_grad(tfm_params *p);
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
 void tfm_params_free(tfm_params *p);

@@ -47,7 +47,7 @@ typedef struct {
     float *P;        /* (max_len, d) */
     int max_len, d;
 } tfm_PositionalEncoding;
-void tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d);
+int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d);   /* -1: out of memory */
 void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m);
 /* x (B,T,d) + P[offset : offset+T]; dropout applied by the caller. */
 tfm_tensor *tfm_PositionalEncoding_forward(tfm_graph *g, const tfm_PositionalEncoding *m, tfm_tensor *x, int offset);

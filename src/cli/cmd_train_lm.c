@@ -121,8 +121,9 @@ int cmd_train_lm(int argc, char **argv) {
         cfg.attention = strcmp(attention, "synthesizer") ? TFM_ATTN_CAUSAL : TFM_ATTN_SYNTHESIZER;
         if (tfm_gpt_init(&m, &cfg)) return cli_error(C, "%s", tfm_last_error());
         tfm_gpt_init_weights(&m, (uint64_t)st.seed);
-        tfm_char_vocab_from_string(&vocab, d.vocab.chars);
-        tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay);
+        if (tfm_char_vocab_from_string(&vocab, d.vocab.chars) ||
+            tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay))
+            return cli_error(C, "%s", tfm_last_error());
         tfm_lm_train_state_init(&st);
     }
     fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",

@@ -109,7 +109,10 @@ int cmd_train_mt(int argc, char **argv) {
             cli_error(C, "%s", tfm_last_error());
             goto done;
         }
-        tfm_adamw_init(&opt, &tr.model->params, to.beta1, to.beta2, to.eps, to.weight_decay);
+        if (tfm_adamw_init(&opt, &tr.model->params, to.beta1, to.beta2, to.eps, to.weight_decay)) {
+            cli_error(C, "%s", tfm_last_error());
+            goto done;
+        }
     }
     if (mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train") ||
         (have_valid && mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid")))

@@ -190,7 +190,10 @@ tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const t
     tfm_Embedding_init(&r->dec_emb, p, "decoder.embedding", c->tgt_vocab, E);
     tfm_GRU_init(&r->dec_rnn, p, "decoder.rnn", E + H, H, L, c->dropout);
     tfm_Linear_init(&r->dense, p, "decoder.dense", H, c->tgt_vocab, 1);
-    tfm_params_alloc(p);
+    if (tfm_params_alloc(p)) {
+        tfm_rnn_destroy(m);
+        return NULL;
+    }
     return m;
 }
 

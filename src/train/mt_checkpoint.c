@@ -57,8 +57,8 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     if (!rc) rc = tfm_translator_get(t, &c, path);
     if (!rc) rc = tfm_mt_progress_get(&c, p);
     if (!rc) {
-        tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
-        rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
+        rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
+        if (!rc) rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
     }
     if (rc) {
         if (opt->m) tfm_adamw_free(opt);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay) {
+int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay) {
     o->beta1 = beta1;
     o->beta2 = beta2;
     o->eps = eps;
@@ -14,8 +14,12 @@ void tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2,
     o->n = p->total;
     o->m = calloc(p->total ? p->total : 1, sizeof(float));
     o->v = calloc(p->total ? p->total : 1, sizeof(float));
-    if (!o->m || !o->v) tfm_fatal("out of memory (optimizer state)");
     o->t = 0;
+    if (!o->m || !o->v) {
+        tfm_adamw_free(o);
+        return tfm_set_error("out of memory (optimizer state, %zu parameters)", p->total), -1;
+    }
+    return 0;
 }
 
 void tfm_adamw_free(tfm_adamw *o) {

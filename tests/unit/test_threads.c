@@ -2,7 +2,7 @@
  *   - a GPT and a Transformer trained one step each in two threads at once (their own graphs), and
  *   - one model decoded from two threads at once (their own graphs; weights only read)
  * give bit-identical results to running the same work one after the other. Also: the error message is
- * per thread, and tfm_prefix_error. */
+ * per thread, tfm_prefix_error, and a model too large for memory is an error, not an abort. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +174,30 @@ static void test_error_per_thread(void) {
           "got '%s'", tfm_last_error());
 }
 
+/* A model too large for memory is an error, not an abort (skipped under ASan, whose allocator aborts). */
+static void test_out_of_memory(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    printf("SKIP out of memory is a tfm error: ASan's allocator aborts on huge requests\n");
+#else
+    tfm_gpt_config big = {256, 1024, 64, 8, 65536, 0.0f, TFM_ATTN_CAUSAL};   /* ~3e12 parameters */
+    tfm_gpt m;
+    CHECK("GPT too large for memory: tfm_gpt_init returns an error", tfm_gpt_init(&m, &big) == -1 &&
+          strstr(tfm_last_error(), "out of memory"), "got '%s'", tfm_last_error());
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+    c.src_vocab = c.tgt_vocab = 1 << 20;
+    c.d_model = 65536;
+    c.n_head = 8;
+    c.ffn = 1 << 20;
+    tfm_encdec *t = tfm_s2s_create(&c);
+    CHECK("Transformer too large for memory: tfm_s2s_create returns NULL with an error",
+          t == NULL && strstr(tfm_last_error(), "out of memory"), "got '%s'", t ? "a model" : tfm_last_error());
+    tfm_encdec_free(t);
+#endif
+}
+
 int main(void) {
+    test_out_of_memory();
     tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
     gpt_job gj;
     memset(&gj, 0, sizeof gj);
