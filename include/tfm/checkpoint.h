@@ -1,4 +1,4 @@
-/* Checkpoints: a tfm container (io.h) with these entry-name conventions, shared by every model:
+/* Checkpoints (core floor): a tfm container (io.h) with these entry-name conventions, shared by every model:
  *   meta.kind        str   "gpt" | "seq2seq"
  *   meta.arch        str   "gpt" | "transformer" | "rnn" | "bahdanau"
  *   config.<field>   i32/f32 scalar model config (e.g. config.n_layer, config.dropout)
@@ -10,15 +10,17 @@
 #ifndef TFM_CHECKPOINT_H
 #define TFM_CHECKPOINT_H
 
+#include "tfm/core.h"
 #include "tfm/io.h"
-#include "tfm/train.h"
 
 void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p);
 /* Copies every param.<name> into p. Returns 0, or -1 with "PATH: ..." error (missing / wrong shape). */
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path);
-void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
-/* o must already be initialised for p. */
-int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);
+/* Any block parallel to p->data (optimizer moments): entry <prefix><name> per parameter. get checks every
+ * entry before copying anything. */
+void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block);
+int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
+                       const char *path);
 /* Strings, ints and floats: use tfm_container_str / _int / _float (their errors name the file). */
 
 #endif

@@ -25,6 +25,9 @@
 /* Library functions that can fail on user input return NULL / -1 and set a one-line message. */
 void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *tfm_last_error(void);
+/* Put formatted text in front of the current error ("PATH: " + "bad config: ..."); returns -1, so a
+ * failing call can end with `return tfm_prefix_error("%s: ", path);`. */
+int tfm_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Abort with a message: for programming errors (shape mismatch inside the library), never user input. */
 void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 #define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)
@@ -93,7 +96,7 @@ void tfm_params_init(tfm_params *p);
 tfm_tensor *tfm_param(tfm_params *p, const char *name, int ndim, const int *shape);
 tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
 tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
-void tfm_params_alloc(tfm_params *p);        /* allocates data (zeroed) and grad blocks */
+int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -1: out of memory (tfm error) */
 void tfm_params_zero_grad(tfm_params *p);
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
 void tfm_params_free(tfm_params *p);
@@ -138,6 +141,12 @@ typedef struct tfm_graph {
     double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
     double phase_time[TFM_PHASE_COUNT]; /* --profile: seconds per non-op phase */
     int profile;
+    /* Per-graph attention settings (instead of process-wide flags, so two threads with two graphs never
+     * race): exact_attention = 1 makes MultiHeadAttention take the exact path (scores, masked softmax,
+     * weights @ V) instead of the fused op, tfm_graph_init sets it when the environment has
+     * TFM_EXACT_ATTENTION=1; attention_tiled = 1 makes the fused op always use key tiles, never its
+     * materialised per-batch-entry variant (tests compare the two). */
+    int exact_attention, attention_tiled;
 } tfm_graph;
 
 void tfm_graph_init(tfm_graph *g, uint64_t seed);

@@ -1,45 +1,65 @@
-/* tfm decode: buffers that persist across decoding steps (key/value caches).
- *
- * A tfm_kv_cache holds, for n_layer layers, projected keys and values in n_slot slots laid out
- * (n_slot, n_head, max_len, d) in malloc'd memory, so a decoding loop may reset its graph arena between
- * steps. Batch row r lives in slot slot[r]. Attention reads the cache in place (tfm_kv_cache_ref +
- * tfm_attention_kv: the real strides, a length and the row -> slot index), so a step never copies the
- * prefix; appending the new position of every row is O(rows*H*d).
- *
- * Rows are reordered (beam search, dropping finished sentences) by remapping slots:
- *   tfm_kv_cache_reorder  for caches that are appended to (decoder self-attention, one slot per row):
- *                         a new row takes over its parent's slot; only a second child of the same parent
- *                         gets a free slot with the parent's positions 0..len-1 copied into it.
- *   tfm_kv_cache_select   for read-only caches (encoder keys/values, one slot per sentence): rows just
- *                         point at their parent's slot and may share it; nothing is copied.
- * Neither allocates (the scratch is made by tfm_kv_cache_init).
+/* tfm decode (workflow floor): turning a trained model into output.
+ *   translators: greedy and beam search over any tfm_encdec (src/decode/search.c);
+ *   language models: sampling (temperature, top-k, top-p) and tfm_gpt_generate, the sliding-window,
+ *   KV-cached generation loop (src/decode/sample.c, src/decode/generate.c).
+ * A decoding call uses only the graph it is given: two threads with two graphs may decode at once, also
+ * with the same model (the weights are only read).
  */
 #ifndef TFM_DECODE_H
 #define TFM_DECODE_H
 
 #include "tfm/core.h"
-#include "tfm/ops.h"
+#include "tfm/gpt.h"
+#include "tfm/seq2seq.h"
+
+/* ---------------------------------------------------------------- decoding (src/decode/) */
+typedef struct {
+    int beam;                /* 1 = greedy */
+    float alpha;             /* GNMT length penalty lp = ((5+len)/6)^alpha; score = logprob / lp */
+    int max_len;             /* max generated tokens (excluding <eos>) */
+} tfm_decode_opts;
+
+/* Translate n source sentences given as token ids (src_ids[src_off[i]..src_off[i+1]) without <eos>;
+ * it is appended here, and a source longer than max_src tokens is truncated). Writes for each
+ * sentence a malloc'd array of output ids (without <bos>/<eos>) into out[i] and its length into
+ * out_len[i]. Sentences are processed in batches of batch_size. The graph g is used with grad
+ * disabled and is reset between steps. Returns 0, or -1 on out-of-memory. */
+int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n,
+                      int max_src, int batch_size, const tfm_decode_opts *o, int **out, int *out_len);
+/* Text in, text out (tokenize with t->tok_kind, map to ids, translate, join tokens with spaces).
+ * hyps[i] is malloc'd. */
+int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src,
+                        int batch_size, const tfm_decode_opts *o, char **hyps);
+
+/* ---------------------------------------------------------------- language models (src/decode/) */
+/* Sample one token from logits (V): temperature > 0 scales, top_k > 0 keeps the k largest.
+ * temperature 0 = greedy (argmax). scratch: V floats. */
+int tfm_sample_logits(const float *logits, int V, float temperature, int top_k, tfm_rng *r, float *scratch);
+/* The same with nucleus sampling: top_p in (0,1) keeps the smallest set of most likely tokens (after
+ * temperature and top-k) whose probability reaches top_p; top_p >= 1 (or <= 0) is off and gives the same
+ * draws as tfm_sample_logits. scratch: 2 V floats. */
+int tfm_sample_logits_p(const float *logits, int V, float temperature, int top_k, float top_p, tfm_rng *r,
+                        float *scratch);
 
 typedef struct {
-    int n_layer, n_slot, cap, n_head, max_len, d;
-    int len;                 /* positions filled (set by the user); reorder copies positions 0..len-1 */
-    float *k, *v;            /* n_layer * n_slot * n_head * max_len * d each */
-    int *slot;               /* cap: batch row -> slot */
-    int *scratch;            /* cap + n_slot ints for reorder / select */
-    long n_copied;           /* slots whose prefix reorder has copied (statistics, tests) */
-} tfm_kv_cache;
+    float temperature;       /* 0 = greedy */
+    int top_k;               /* 0 = all */
+    float top_p;             /* 1 = off */
+    uint64_t seed;
+    int no_cache;            /* recompute the whole window for every token (for comparison; slow) */
+} tfm_sample_opts;
+void tfm_sample_opts_default(tfm_sample_opts *o);   /* temperature 1, top_k 0, top_p 1, seed 1 */
 
-/* n_slot slots, up to cap_rows batch rows (row r starts in slot r, so rows >= n_slot must be created by
- * reorder/select before use). 0, or -1 with a tfm error (out of memory / too large). */
-int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d);
-void tfm_kv_cache_free(tfm_kv_cache *c);
-/* Write K, V of shape (rows, T, H*d) (the layout the projections produce; graph tensors) at positions
- * pos..pos+T-1 of layer l, row r into its slot. */
-void tfm_kv_cache_append(tfm_kv_cache *c, int layer, const tfm_tensor *K, const tfm_tensor *V, int rows, int pos);
-/* Positions 0..len-1 of layer l for tfm_attention_kv, in place (valid until the next reorder/select). */
-tfm_kv_ref tfm_kv_cache_ref(const tfm_kv_cache *c, int layer, int len);
-/* new row i = old row idx[i] (i < n_new; idx values < old_rows): see above. */
-void tfm_kv_cache_reorder(tfm_kv_cache *c, const int *idx, int old_rows, int n_new);
-void tfm_kv_cache_select(tfm_kv_cache *c, const int *idx, int old_rows, int n_new);
+/* Called with every generated token id; a non-zero return stops generation (that token is kept). */
+typedef int (*tfm_token_fn)(int id, void *user);
+
+/* Continue prompt[0..n_prompt) by n_new tokens sampled from m. The context is the last block_size
+ * tokens: keys/values are cached per layer (a token costs O(context)); once the context is longer than
+ * block_size the window slides and is recomputed (positions shift), as without the cache. out (if not
+ * NULL) receives the n_new ids. g is used with grad disabled (reset between tokens; g->profile adds the
+ * sampling time to the "search" phase). Returns the number of tokens generated, or -1 with a tfm error
+ * (n_prompt < 1, an id out of range, out of memory). */
+int tfm_gpt_generate(tfm_gpt *m, tfm_graph *g, const int *prompt, int n_prompt, int n_new,
+                     const tfm_sample_opts *o, tfm_token_fn on_token, void *user, int *out);
 
 #endif

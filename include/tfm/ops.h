@@ -75,8 +75,7 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
  * When grad is tracked and Tk <= 128 (training on short sequences) the tile is one batch entry's
  * (H,Tq,Tk) block instead of a key tile: scores and probabilities through strided batched GEMMs
  * in per-thread scratch (faster on CPU at these sizes), recomputed in the backward; still no permutes
- * and no (B,H,Tq,Tk) tensor. tfm_attention_force_tiled = 1 disables that (tests). */
-extern int tfm_attention_force_tiled;
+ * and no (B,H,Tq,Tk) tensor. g->attention_tiled = 1 disables that (tests). */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale);
 /* The same with inverted dropout p on the attention weights when g->training (the per-batch-entry
@@ -84,7 +83,7 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
  * (B*H,Tq,Tk) weights for the same graph RNG state, and the backward regenerates them from the key. */
 tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                                   int kv_heads_first, const tfm_mask *mask, float scale, float dropout);
-int tfm_attention_supports_dropout(int Tk);
+int tfm_attention_supports_dropout(const tfm_graph *g, int Tk);
 /* Keys/values read in place from a decoding cache instead of tensors: for batch row b, head h and key
  * position j < len, the key is k + slot*sb + h*sh + j*st (feature stride 1; d_k = q's head size) and the
  * value the same offset of v (d_v = dv), with slot = row[b] (row NULL: slot = b). Rows may share a slot
@@ -123,5 +122,10 @@ tfm_tensor *tfm_slice(tfm_graph *g, tfm_tensor *x, int axis, int start, int len)
  * row-wise ops on (n, C), scatter back where a padded layout is needed (attention). */
 tfm_tensor *tfm_gather_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int n);
 tfm_tensor *tfm_scatter_rows(tfm_graph *g, tfm_tensor *x, const int *idx, int ndim, const int *shape);
+
+/* out[b,i,j,:] = a[b,i,:] + c[b,j,:]. a (B,Tq,h), c (B,Tk,h) -> (B,Tq,Tk,h). Backward sums over the
+ * broadcast axis. (d2l: queries.unsqueeze(2) + keys.unsqueeze(1).) */
+tfm_tensor *tfm_add_outer(tfm_graph *g, tfm_tensor *a, tfm_tensor *c);
+/* tfm_backward (core.h) replays the tape through the ops' backward kernels: src/ops/dispatch.c. */
 
 #endif

@@ -1,5 +1,5 @@
 /* tfm road: the attention chapter before the Transformer.
- *   - tfm_add_outer: the broadcast sum q_i + k_j that additive attention needs (a differentiable op);
+ *   (tfm_add_outer, the broadcast sum q_i + k_j that additive attention needs, is an op: ops.h);
  *   - AdditiveAttention (d2l 11.3): scores w_v^T tanh(W_q q + W_k k), masked softmax, dropout, @ values;
  *   - Nadaraya-Watson kernel regression (d2l's attention-pooling toy problem), non-parametric and with a
  *     learnable kernel width trained by SGD through the autodiff tape.
@@ -8,10 +8,6 @@
 #define TFM_ROAD_H
 
 #include "tfm/nn.h"
-
-/* out[b,i,j,:] = a[b,i,:] + c[b,j,:]. a (B,Tq,h), c (B,Tk,h) -> (B,Tq,Tk,h). Backward sums over the
- * broadcast axis. (d2l: queries.unsqueeze(2) + keys.unsqueeze(1).) */
-tfm_tensor *tfm_add_outer(tfm_graph *g, tfm_tensor *a, tfm_tensor *c);
 
 /* ---------------------------------------------------------------- AdditiveAttention */
 typedef struct {

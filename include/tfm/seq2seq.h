@@ -1,6 +1,7 @@
 /* tfm seq2seq: the Encoder / Decoder / EncoderDecoder interface shared by every translator
  * (Transformer, RNN seq2seq, Bahdanau), and the generic pieces built on it: checkpoints that
- * dispatch on meta.arch, the training loop (train_mt.c) and greedy / beam search (src/decode/).
+ * dispatch on meta.arch. The workflows built on it live one floor up: the training loop in train.h
+ * (src/train/train_mt.c), greedy / beam search in decode.h (src/decode/search.c).
  *
  * An architecture is a tfm_encdec whose vtable implements:
  *
@@ -27,12 +28,12 @@
  *                                                search expands B sentences to B*K rows once, then
  *                                                selects surviving hypotheses; greedy drops finished
  *                                                rows). n <= cap_rows given at init_state time:
- *                                                cap_rows = B * beam (see tfm_encdec_init_state).
+ *                                                cap_rows = B * beam (tfm_translate_ids, decode.h).
  *                                                Called every step: it must not allocate, and should
  *                                                move only what differs per row (the Transformer never
  *                                                copies encoder keys/values, which are per sentence,
  *                                                and copies a self-attention prefix only for a second
- *                                                child of one parent; include/tfm/decode.h).
+ *                                                child of one parent; the KV cache in include/tfm/nn.h).
  *   free_state(m, state)
  *   attention(m, b, maps, max)                   after a forward with m->keep_attention = 1 and before
  *                                                the graph is reset: fill up to max attention maps of
@@ -43,11 +44,12 @@
  *   init_weights(m, seed)                        fresh random weights
  *   destroy(m)                                   frees everything including m itself
  *   loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, ls)   optional: see tfm_encdec_loss
+ *   max_positions(m)                             optional: longest sequence the model takes (0 = any)
  *
- * Config, params and vocabularies are saved generically (tfm_encdec_save): meta.kind = "seq2seq",
+ * Config, params and vocabularies are saved generically (tfm_translator_put): meta.kind = "seq2seq",
  * meta.arch = cfg.arch, config.<every field of tfm_s2s_config>, param.<dotted name>, and
- * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_encdec_load reads meta.arch and
- * calls the matching constructor (tfm_s2s_create), so an architecture only has to provide
+ * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_translator_get / _load read meta.arch
+ * and call the matching constructor (tfm_s2s_create), so an architecture only has to provide
  * `tfm_encdec *tfm_<arch>_create(const tfm_s2s_config *)` returning a model with params allocated.
  */
 #ifndef TFM_SEQ2SEQ_H
@@ -58,7 +60,6 @@
 #include "tfm/io.h"
 #include "tfm/nn.h"
 #include "tfm/text.h"
-#include "tfm/train.h"
 
 /* ---------------------------------------------------------------- config */
 /* One config for all architectures (unused fields are ignored by an arch, but still saved). */
@@ -106,6 +107,9 @@ typedef struct {
      * the valid positions only; may return NULL to fall back. */
     tfm_tensor *(*loss)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                         const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
+    /* Optional (NULL: unbounded): the longest source or target sequence the model can take (the
+     * Transformer's positional-encoding table). Decoding truncates to it: tfm_encdec_max_positions. */
+    int (*max_positions)(const tfm_encdec *m);
 } tfm_encdec_vtable;
 
 struct tfm_encdec {
@@ -124,6 +128,8 @@ tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahda
 /* Dispatch on c->arch ("unknown architecture ..." error otherwise). */
 tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
 void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
+/* m->vt->max_positions(m), or 0 (no bound) when the architecture has none. */
+int tfm_encdec_max_positions(const tfm_encdec *m);
 
 /* Teacher-forced forward: encode + init_state(max_steps 0) + decode. tgt_in (B,Tt). -> logits (B,Tt,V) */
 tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
@@ -153,88 +159,5 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
 /* Load from a file (container load + get). */
 int tfm_translator_load(tfm_translator *t, const char *path);
 void tfm_translator_free(tfm_translator *t);
-
-/* ---------------------------------------------------------------- decoding (src/decode/) */
-typedef struct {
-    int beam;                /* 1 = greedy */
-    float alpha;             /* GNMT length penalty lp = ((5+len)/6)^alpha; score = logprob / lp */
-    int max_len;             /* max generated tokens (excluding <eos>) */
-} tfm_decode_opts;
-
-/* Translate n source sentences given as token ids (src_ids[src_off[i]..src_off[i+1]) without <eos>;
- * it is appended here, and a source longer than max_src tokens is truncated). Writes for each
- * sentence a malloc'd array of output ids (without <bos>/<eos>) into out[i] and its length into
- * out_len[i]. Sentences are processed in batches of batch_size. The graph g is used with grad
- * disabled and is reset between steps. Returns 0, or -1 on out-of-memory. */
-int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n,
-                      int max_src, int batch_size, const tfm_decode_opts *o, int **out, int *out_len);
-/* Text in, text out (tokenize with t->tok_kind, map to ids, translate, join tokens with spaces).
- * hyps[i] is malloc'd. */
-int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src,
-                        int batch_size, const tfm_decode_opts *o, char **hyps);
-
-/* ---------------------------------------------------------------- training (src/train/train_mt.c) */
-typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
-/* TOKENS: mean cross-entropy over the valid target tokens of the batch.
- * D2L:    d2l's MaskedSoftmaxCELoss + l.sum(): per sentence the sum of its valid-token losses divided by
- *         num_steps, summed over the batch (= token mean * n_tokens / num_steps). With gradient
- *         clipping this gives different updates from TOKENS; it is what the d2l recipes train with. */
-typedef enum { TFM_LOSS_TOKENS = 0, TFM_LOSS_D2L = 1 } tfm_loss_norm;
-
-typedef struct {
-    int epochs, batch_size, num_steps;   /* num_steps: padded length of source and target */
-    float lr;                /* peak lr (constant/cosine) or Noam scale */
-    int schedule;            /* tfm_sched_kind */
-    int warmup;              /* steps */
-    float min_lr;            /* cosine floor */
-    float label_smoothing, grad_clip, weight_decay;
-    float beta1, beta2, eps;
-    uint64_t seed;
-    int bucket;              /* tfm_batches_make bucket factor (0 = no bucketing) */
-    int loss_norm;           /* tfm_loss_norm: how the batch loss is normalised before backward */
-    int log_every;           /* steps between progress lines (0: one per epoch) */
-    int quiet;
-    int profile;             /* at the end, print time per op kind and phase per step to stderr */
-    int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
-                                with the epoch not counted as done) */
-} tfm_mt_train_opts;
-void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
-/* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
-float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
-
-/* Training state carried by a checkpoint for --resume. */
-typedef struct {
-    int epoch;               /* epochs completed */
-    int step;                /* optimizer steps taken */
-    tfm_rng rng;             /* batch shuffling RNG after `epoch` epochs */
-    tfm_rng drop_rng;        /* dropout RNG */
-} tfm_mt_progress;
-
-/* Progress callback (called every log_every steps and at the end of each epoch). */
-typedef struct {
-    int epoch, epochs, step, total_steps;
-    float loss;              /* mean token loss since the last report */
-    float lr, tokens_per_s, eta_s;
-    float valid_loss;        /* < 0 if none / not at the end of an epoch */
-    int end_of_epoch;
-} tfm_mt_report;
-typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
-/* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
-typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
-
-/* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
- * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry
- * restored moments); prog carries the state to resume from (zeroed + seeded for a fresh run:
- * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
-void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
-int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
-                 const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
-                 tfm_mt_epoch_fn on_epoch, void *user);
-/* Mean token loss (no label smoothing, no dropout) over a data set. */
-float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size);
-
-/* train.* entries for --resume */
-void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
-int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 
 #endif

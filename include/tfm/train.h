@@ -1,8 +1,18 @@
-/* tfm train: optimizers, gradient clipping, learning-rate schedules. */
+/* tfm train (workflow floor): optimizers, gradient clipping, learning-rate schedules, the shared training
+ * step, and the two training loops shaped alike:
+ *   tfm_lm_train   a GPT language model on a character corpus   (src/train/train_lm.c)
+ *   tfm_mt_train   any tfm_encdec translator on sentence pairs   (src/train/train_mt.c)
+ * Both take options, an optimizer, a progress/state struct that a checkpoint carries for an exact resume,
+ * a report callback (progress lines) and a checkpoint callback; both stop early after max_steps steps of
+ * this run (0 = no limit) with the state saved so that a resume continues with the same numbers. */
 #ifndef TFM_TRAIN_H
 #define TFM_TRAIN_H
 
+#include "tfm/checkpoint.h"
 #include "tfm/core.h"
+#include "tfm/gpt.h"
+#include "tfm/seq2seq.h"
+#include "tfm/text.h"
 
 /* AdamW (decoupled weight decay, PyTorch semantics). Weight decay applies only to parameters with
  * ndim >= 2 (matrices and embeddings), never to biases or norm weights. With weight_decay = 0 this
@@ -14,13 +24,17 @@ typedef struct {
     int t;                   /* steps taken */
 } tfm_adamw;
 
-void tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
+/* 0, or -1 with a tfm error (out of memory). */
+int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
 /* The training loops' step: AdamW on grad * grad_scale (the same float products as scaling the grads
  * first, so the same bits as tfm_clip_grad_norm + tfm_adamw_step), and with zero_grad the grads are
  * zeroed as they are read: one pass over the parameters instead of three. */
 void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad);
 void tfm_adamw_free(tfm_adamw *o);
+/* adam.m.<name>, adam.v.<name>, adam.t in a checkpoint; o must already be initialised for p. */
+void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
+int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);
 
 /* Global L2 norm of all grads; if it exceeds max_norm (> 0), scale grads by max_norm/(norm+1e-6)
  * (torch.nn.utils.clip_grad_norm_). Returns the norm before clipping. */
@@ -37,5 +51,153 @@ float tfm_clip_coef(float norm, float max_norm);
 float tfm_lr_cosine(int it, float lr, float min_lr, int warmup, int max_iters);
 /* "Noam" inverse-square-root schedule: scale * d_model^-0.5 * min((it+1)^-0.5, (it+1) warmup^-1.5) */
 float tfm_lr_noam(int it, float scale, int d_model, int warmup);
+
+/* ---------------------------------------------------------------- the shared training step */
+/* After the backward of a step: clip coefficient from the global grad norm (grad_clip > 0), then fused
+ * AdamW at lr on the clipped grads, zeroing them for the next step. Times the clip and optimizer phases
+ * when g->profile. Both training loops call this; before the first step of a run they zero the grads
+ * (tfm_train_zero_grad), afterwards the fused step does. */
+void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
+void tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+
+/* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
+/* A character corpus split into train (first frac) and validation (rest). */
+typedef struct {
+    tfm_char_vocab vocab;
+    int *ids;                /* all tokens */
+    int n;
+    int n_train;             /* ids[0..n_train) train, ids[n_train..n) validation */
+} tfm_lm_data;
+
+/* Reads PATH (UTF-8 text), builds the vocabulary (or uses `vocab` if given, e.g. on --resume),
+ * encodes, splits. Errors (named file): unreadable, empty, binary, invalid UTF-8, or a split
+ * shorter than block_size + 1 tokens. */
+int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, float train_frac, int block_size);
+void tfm_lm_data_free(tfm_lm_data *d);
+/* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
+void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
+/* Mean loss over n_batches random batches of the split (eval mode, no grad). */
+float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int split, int n_batches, int B,
+                           int T, uint64_t seed);
+
+/* Training hyperparameters and progress, stored in checkpoints so --resume continues exactly. */
+typedef struct {
+    int iters, batch_size, grad_accum, warmup, eval_every, eval_iters, seed;
+    float lr, min_lr, weight_decay, beta1, beta2, grad_clip;
+    int iter;                /* iterations completed */
+    uint64_t batch_rng, dropout_rng;
+    float last_val_loss;
+} tfm_lm_train_state;
+
+/* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
+int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+                 const tfm_lm_train_state *st);
+/* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
+ * opt is initialised here. */
+int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
+
+/* Progress report of tfm_lm_train: every step (eval < 0), and after each evaluation (train/val losses). */
+typedef struct {
+    int step, steps;         /* steps done (this and earlier runs), total */
+    float loss, lr;          /* this step's loss (mean over micro-batches), its learning rate */
+    float tokens_per_s, eta_s;
+    int eval;                /* 1: an evaluation line (train_loss, val_loss set) */
+    float train_loss, val_loss;
+    double train_s;          /* seconds spent in the training steps of this run so far */
+} tfm_lm_report;
+typedef void (*tfm_lm_report_fn)(const tfm_lm_report *r, void *user);
+/* Called after each evaluation and when a max_steps stop ends the run, with the state to save
+ * (st->batch_rng / dropout_rng up to date): usually tfm_gpt_save(path, m, vocab, opt, st). Non-zero
+ * stops training with that error. */
+typedef int (*tfm_lm_save_fn)(const tfm_lm_train_state *st, void *user);
+
+/* Fresh training state for hyperparameters h (iter 0, RNGs seeded from h->seed as train-lm always has). */
+void tfm_lm_train_state_init(tfm_lm_train_state *st);
+/* Train m on d from st->iter to st->iters (cosine schedule with warmup, grad accumulation, clipping,
+ * fused AdamW); evaluate every st->eval_every steps and at the end; max_steps > 0 stops after that many
+ * steps of this run. opt initialised for m->params (or restored by tfm_gpt_load). profile: print the
+ * op/phase times per step at the end to stderr. Returns the number of steps run, or -1 with a tfm error
+ * (loss not finite, save failed). */
+int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
+                 int profile, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user);
+
+/* ---------------------------------------------------------------- training (src/train/train_mt.c) */
+typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
+/* TOKENS: mean cross-entropy over the valid target tokens of the batch.
+ * D2L:    d2l's MaskedSoftmaxCELoss + l.sum(): per sentence the sum of its valid-token losses divided by
+ *         num_steps, summed over the batch (= token mean * n_tokens / num_steps). With gradient
+ *         clipping this gives different updates from TOKENS; it is what the d2l recipes train with. */
+typedef enum { TFM_LOSS_TOKENS = 0, TFM_LOSS_D2L = 1 } tfm_loss_norm;
+
+typedef struct {
+    int epochs, batch_size, num_steps;   /* num_steps: padded length of source and target */
+    float lr;                /* peak lr (constant/cosine) or Noam scale */
+    int schedule;            /* tfm_sched_kind */
+    int warmup;              /* steps */
+    float min_lr;            /* cosine floor */
+    float label_smoothing, grad_clip, weight_decay;
+    float beta1, beta2, eps;
+    uint64_t seed;
+    int bucket;              /* tfm_batches_make bucket factor (0 = no bucketing) */
+    int loss_norm;           /* tfm_loss_norm: how the batch loss is normalised before backward */
+    int log_every;           /* steps between progress lines (0: one per epoch) */
+    int quiet;
+    int profile;             /* at the end, print time per op kind and phase per step to stderr */
+    int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
+                                with the epoch not counted as done) */
+} tfm_mt_train_opts;
+void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
+/* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
+float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
+
+/* Training state carried by a checkpoint for --resume. */
+typedef struct {
+    int epoch;               /* epochs completed */
+    int step;                /* optimizer steps taken */
+    tfm_rng rng;             /* batch shuffling RNG after `epoch` epochs */
+    tfm_rng drop_rng;        /* dropout RNG */
+} tfm_mt_progress;
+
+/* Progress callback (called every log_every steps and at the end of each epoch). */
+typedef struct {
+    int epoch, epochs, step, total_steps;
+    float loss;              /* mean token loss since the last report */
+    float lr, tokens_per_s, eta_s;
+    float valid_loss;        /* < 0 if none / not at the end of an epoch */
+    int end_of_epoch;
+} tfm_mt_report;
+typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
+/* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
+typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
+
+/* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
+ * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry
+ * restored moments); prog carries the state to resume from (zeroed + seeded for a fresh run:
+ * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
+void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
+int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
+                 const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
+                 tfm_mt_epoch_fn on_epoch, void *user);
+/* Mean token loss (no label smoothing, no dropout) over a data set. */
+float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size);
+
+/* train.* entries for --resume */
+void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
+int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
+
+/* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
+ * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
+int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+                         const tfm_s2s_config *cfg, uint64_t seed);
+/* p through t's vocabularies into padded training arrays of num_steps tokens (truncation counted in a). */
+int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a);
+/* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_translator_put),
+ * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
+int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+                const tfm_mt_train_opts *o);
+/* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
+ * 0, or -1 with a tfm error naming the file. */
+int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_progress *p,
+                  const tfm_mt_train_opts *o);
 
 #endif

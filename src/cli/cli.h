@@ -39,6 +39,11 @@ int cli_check_writable(const char *cmd, const char *path);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
 
+/* "1h02m" / "3m07s" (progress.c). */
+void cli_format_eta(double seconds, char *buf, size_t n);
+/* A warning for every flag given on the command line whose name is not in kept (" name name ... "). */
+void cli_warn_resume_ignored(const cli_spec *spec, const char *kept);
+
 /* Commands (one file each). */
 int cmd_train_lm(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

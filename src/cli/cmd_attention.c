@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "tfm/eval.h"
-#include "tfm/seq2seq.h"
+#include "tfm/decode.h"
 
 #define C "attention"
 #define MAX_MAPS 256
@@ -43,7 +43,8 @@ int cmd_attention(int argc, char **argv) {
         return cli_error(C, "--src: %s", tfm_last_error());
     }
     int Ts = tl.n + 1;
-    if (!strcmp(m->cfg.arch, "transformer") && Ts > m->cfg.max_len) Ts = m->cfg.max_len;
+    int max_pos = tfm_encdec_max_positions(m);
+    if (max_pos > 0 && Ts > max_pos) Ts = max_pos;
     int *sids = malloc(sizeof(int) * (size_t)Ts), off[2] = {0, Ts - 1};
     const char **slab = malloc(sizeof(char *) * (size_t)Ts);
     for (int i = 0; i < Ts - 1; i++) {

@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/rss.h"
-#include "tfm/seq2seq.h"
+#include "tfm/decode.h"
 
 #define C "translate"
 

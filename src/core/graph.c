@@ -1,7 +1,6 @@
 /* The autodiff tape: nodes appended by ops during the forward pass, replayed in reverse by
- * tfm_backward(). */
+ * tfm_backward() (src/ops/dispatch.c, next to the backward kernels it calls). */
 #include "tfm/core.h"
-#include "ops/op_impl.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,8 @@ void tfm_graph_init(tfm_graph *g, uint64_t seed) {
     tfm_arena_init(&g->arena, 1u << 22);
     g->grad_enabled = 1;
     tfm_rng_seed(&g->rng, seed);
+    const char *exact = getenv("TFM_EXACT_ATTENTION");
+    g->exact_attention = exact && atoi(exact) ? 1 : 0;
 }
 
 void tfm_graph_reset(tfm_graph *g) {
@@ -62,17 +63,6 @@ tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm
     n->n_in = n_in;
     for (int i = 0; i < n_in; i++) n->in[i] = in[i];
     return n;
-}
-
-void tfm_backward(tfm_graph *g, tfm_tensor *loss) {
-    TFM_ASSERT(loss->size == 1 && loss->grad, "tfm_backward: loss must be a scalar that tracks grad");
-    loss->grad[0] += 1.0f;
-    for (int i = g->n_nodes - 1; i >= 0; i--) {
-        tfm_node *n = &g->nodes[i];
-        double t0 = g->profile ? tfm_now() : 0;
-        tfm_op_backward(n);
-        if (g->profile) g->op_time[n->op] += tfm_now() - t0;
-    }
 }
 
 void tfm_graph_print(const tfm_graph *g, void *file) {

@@ -62,17 +62,22 @@ tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1) {
     return tfm_param(p, name, 2, s);
 }
 
-void tfm_params_alloc(tfm_params *p) {
+int tfm_params_alloc(tfm_params *p) {
     size_t bytes = (p->total ? p->total : 1) * sizeof(float);
     p->data = calloc(1, bytes);
-    p->grad = calloc(1, bytes);
-    if (!p->data || !p->grad) tfm_fatal("out of memory: %zu parameters", p->total);
+    p->grad = p->data ? calloc(1, bytes) : NULL;
+    if (!p->data || !p->grad) {
+        free(p->data);
+        p->data = NULL;
+        return tfm_set_error("out of memory: %zu parameters (2 x %.1f MiB)", p->total, bytes / 1048576.0), -1;
+    }
     size_t off = 0;
     for (int i = 0; i < p->n; i++) {
         p->t[i]->data = p->data + off;
         p->t[i]->grad = p->grad + off;
         off += p->t[i]->size;
     }
+    return 0;
 }
 
 /* Not on the hot path: the training loops zero once per run, then tfm_adamw_step_fused zeroes as it reads. */

@@ -18,6 +18,17 @@ void tfm_set_error(const char *fmt, ...) {
 
 const char *tfm_last_error(void) { return last_error[0] ? last_error : "unknown error"; }
 
+int tfm_prefix_error(const char *fmt, ...) {
+    char old[sizeof last_error];
+    snprintf(old, sizeof old, "%s", tfm_last_error());
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof last_error) snprintf(last_error + n, sizeof last_error - (size_t)n, "%s", old);
+    return -1;
+}
+
 void tfm_fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/seq2seq.h"
+#include "tfm/decode.h"
 
 typedef struct {
     float score;
@@ -259,10 +259,10 @@ end:
     return rc;
 }
 
-static const int *g_len_for_sort;
-static int by_len(const void *a, const void *b) {
+/* longest first, then by index (qsort_r: the lengths come as context, no global) */
+static int by_len(const void *a, const void *b, void *lens) {
     int ia = *(const int *)a, ib = *(const int *)b;
-    int la = g_len_for_sort[ia], lb = g_len_for_sort[ib];
+    int la = ((const int *)lens)[ia], lb = ((const int *)lens)[ib];
     return la != lb ? (la > lb ? -1 : 1) : (ia > ib) - (ia < ib);
 }
 
@@ -273,9 +273,10 @@ int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     if (op.max_len < 1) op.max_len = 1;
     if (max_src < 2) max_src = 2;
     if (batch_size < 1) batch_size = 1;
-    if (!strcmp(m->cfg.arch, "transformer")) {   /* positional-encoding table bounds both sides */
-        if (max_src > m->cfg.max_len) max_src = m->cfg.max_len;
-        if (op.max_len + 1 > m->cfg.max_len) op.max_len = m->cfg.max_len - 1;
+    int max_pos = tfm_encdec_max_positions(m);   /* e.g. a positional-encoding table bounds both sides */
+    if (max_pos > 0) {
+        if (max_src > max_pos) max_src = max_pos;
+        if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
     }
     int saved_grad = g->grad_enabled, saved_train = g->training;
     g->grad_enabled = 0;
@@ -287,8 +288,7 @@ int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         return -1;
     }
     for (int i = 0; i < n; i++) order[i] = i, lens[i] = src_off[i + 1] - src_off[i], out[i] = NULL, out_len[i] = 0;
-    g_len_for_sort = lens;
-    qsort(order, (size_t)n, sizeof(int), by_len);
+    qsort_r(order, (size_t)n, sizeof(int), by_len, lens);
     int rc = 0;
     for (int i0 = 0; i0 < n && !rc; i0 += batch_size) {
         int nb = n - i0 < batch_size ? n - i0 : batch_size;

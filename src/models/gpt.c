@@ -46,7 +46,10 @@ int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c) {
         tfm_PositionWiseFFN_init(&b->ffn, p, tfm_name(sub, sizeof sub, name, "ffn"), C, 4 * C, C, TFM_ACT_GELU);
     }
     tfm_LayerNorm_init(&m->ln_f, p, "ln_f", C);
-    tfm_params_alloc(p);
+    if (tfm_params_alloc(p)) {
+        tfm_gpt_free(m);
+        return -1;
+    }
     return 0;
 }
 

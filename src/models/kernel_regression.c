@@ -81,7 +81,7 @@ float tfm_kr_train(const tfm_kr_data *d, int epochs, float lr, uint64_t seed, fl
     tfm_params p;
     tfm_params_init(&p);
     tfm_tensor *w = tfm_param2(&p, "w", 1, 1);
-    tfm_params_alloc(&p);
+    if (tfm_params_alloc(&p)) tfm_fatal("%s", tfm_last_error());   /* one parameter */
     tfm_rng r;
     tfm_rng_seed(&r, seed);
     w->data[0] = tfm_rng_uniform(&r);

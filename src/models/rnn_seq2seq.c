@@ -1,7 +1,7 @@
 /* RNN sequence-to-sequence (d2l Seq2SeqEncoder / Seq2SeqDecoder) on the seq2seq.h interface, and the
  * pieces the Bahdanau decoder (bahdanau.c) shares: encoder, time-major embedding, logits, decoder
  * state (training tensors or malloc'd incremental buffers), reorder, init, destroy. */
-#include "tfm/rnn.h"
+#include "models/rnn_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,7 +190,10 @@ tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const t
     tfm_Embedding_init(&r->dec_emb, p, "decoder.embedding", c->tgt_vocab, E);
     tfm_GRU_init(&r->dec_rnn, p, "decoder.rnn", E + H, H, L, c->dropout);
     tfm_Linear_init(&r->dense, p, "decoder.dense", H, c->tgt_vocab, 1);
-    tfm_params_alloc(p);
+    if (tfm_params_alloc(p)) {
+        tfm_rnn_destroy(m);
+        return NULL;
+    }
     return m;
 }
 
@@ -223,7 +226,7 @@ static int rnn_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max) {
 
 static const tfm_encdec_vtable rnn_vt = {
     "rnn", tfm_rnn_encode, rnn_init_state, rnn_decode, tfm_rnn_reorder, tfm_rnn_free_state, rnn_attention,
-    tfm_rnn_init_weights, tfm_rnn_destroy, NULL,
+    tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL,
 };
 
 tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c) { return tfm_rnn_family_create(c, 0, &rnn_vt); }

@@ -54,6 +54,8 @@ void tfm_encdec_free(tfm_encdec *m) {
     if (m) m->vt->destroy(m);
 }
 
+int tfm_encdec_max_positions(const tfm_encdec *m) { return m->vt->max_positions ? m->vt->max_positions(m) : 0; }
+
 tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                                const int *tgt_in, int Tt) {
     tfm_tensor *enc = m->vt->encode(m, g, src, src_valid, B, Ts);

@@ -16,14 +16,14 @@
  * computed once (one slot per sentence: B x H x Ts x d_k, read by all of its beams through the row ->
  * slot index), so a step costs O(t) work. The attention reads both caches in place (tfm_attention_kv);
  * reorder remaps slots and copies only the self-attention prefix of a second child of one parent
- * (include/tfm/decode.h).
+ * (include/tfm/nn.h).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/decode.h"
+#include "tfm/nn.h"
 #include "tfm/seq2seq.h"
 
 typedef struct {
@@ -420,9 +420,12 @@ static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const in
     return tfm_cross_entropy(g, logits, tp, TFM_PAD, label_smoothing);
 }
 
+/* the positional-encoding table bounds both sides */
+static int tf_max_positions(const tfm_encdec *m) { return m->cfg.max_len; }
+
 static const tfm_encdec_vtable tf_vtable = {
     "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
-    tf_init_weights, tf_destroy, tf_loss,
+    tf_init_weights, tf_destroy, tf_loss, tf_max_positions,
 };
 
 tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
@@ -432,7 +435,10 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     if (c->d_model % 2) return tfm_set_error("d_model must be even (positional encoding), got %d", c->d_model), NULL;
     tfm_encdec *m = calloc(1, sizeof *m);
     tf_impl *t = calloc(1, sizeof *t);
-    if (!m || !t) tfm_fatal("out of memory");
+    if (!m || !t) {
+        free(m), free(t);
+        return tfm_set_error("out of memory (transformer)"), NULL;
+    }
     m->vt = &tf_vtable;
     m->cfg = *c;
     m->impl = t;
@@ -442,7 +448,10 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     tfm_params *P = &m->params;
     t->eb = calloc((size_t)L, sizeof *t->eb);
     t->db = calloc((size_t)L, sizeof *t->db);
-    if (!t->eb || !t->db) tfm_fatal("out of memory");
+    if (!t->eb || !t->db) {
+        tf_destroy(m);
+        return tfm_set_error("out of memory (transformer, %d layers)", L), NULL;
+    }
     char name[128], sub[192];
     tfm_Embedding_init(&t->enc_emb, P, "encoder.embedding", c->src_vocab, d);
     for (int l = 0; l < L; l++) {
@@ -470,7 +479,9 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->dec_lnf, P, "decoder.ln_f", d);
     tfm_Linear_init(&t->dense, P, "decoder.dense", d, c->tgt_vocab, 1);
-    tfm_params_alloc(P);
-    tfm_PositionalEncoding_init(&t->pe, c->max_len, d);
+    if (tfm_params_alloc(P) || tfm_PositionalEncoding_init(&t->pe, c->max_len, d)) {
+        tf_destroy(m);
+        return NULL;
+    }
     return m;
 }

@@ -3,15 +3,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-int tfm_fused_attention = 1;
-
 /* The fused op whenever no weights are kept and attention dropout is inactive (tfm_attention itself picks
  * the tiled flash kernel or, for training on short sequences, its materialised strided-GEMM variant). */
 static int fused_ok(const tfm_graph *g, const tfm_MultiHeadAttention *m, int Tk) {
-    static int env = -1; /* TFM_EXACT_ATTENTION=1 forces the exact path (benchmarks, debugging) */
-    if (env < 0) env = getenv("TFM_EXACT_ATTENTION") && atoi(getenv("TFM_EXACT_ATTENTION")) ? 1 : 0;
-    return tfm_fused_attention && !env && !m->keep_weights &&
-           (m->dropout <= 0.0f || !g->training || tfm_attention_supports_dropout(Tk));
+    return !g->exact_attention && !m->keep_weights &&   /* exact_attention: TFM_EXACT_ATTENTION=1, tests */
+           (m->dropout <= 0.0f || !g->training || tfm_attention_supports_dropout(g, Tk));
 }
 
 tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,

@@ -35,11 +35,11 @@ tfm_tensor *tfm_LayerNorm_forward(tfm_graph *g, const tfm_LayerNorm *m, tfm_tens
     return tfm_layernorm(g, x, m->weight, m->bias, m->eps);
 }
 
-void tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
+int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
     m->max_len = max_len;
     m->d = d;
     m->P = malloc(sizeof(float) * (size_t)max_len * d);
-    if (!m->P) tfm_fatal("out of memory (positional encoding)");
+    if (!m->P) return tfm_set_error("out of memory (positional encoding %d x %d)", max_len, d), -1;
     for (int pos = 0; pos < max_len; pos++)
         for (int i = 0; i < d; i += 2) {
             /* computed in double then rounded, as PyTorch computes pos / 10000^(i/d) in float32:
@@ -48,6 +48,7 @@ void tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) 
             m->P[(size_t)pos * d + i] = (float)sin(angle);
             if (i + 1 < d) m->P[(size_t)pos * d + i + 1] = (float)cos(angle);
         }
+    return 0;
 }
 
 void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m) {

@@ -23,7 +23,6 @@
 
 #define TILE 64
 #define TFM_ATTN_MAT_MAX_TK 128
-int tfm_attention_force_tiled = 0;
 
 typedef struct {
     float *data, *grad;
@@ -68,9 +67,11 @@ static int visible(const attn_args *a, int b, int i) {
     return lim < 0 ? 0 : lim;
 }
 
-/* Per-thread scratch (grown outside parallel regions, then reused: no malloc in steady state). */
-static float *scratch;
-static size_t scratch_n;
+/* Per-thread scratch (grown outside parallel regions, then reused: no malloc in steady state). One buffer
+ * per calling thread (_Thread_local): the OpenMP workers of a call share their caller's buffer, and two
+ * callers in two threads (two graphs) never share one. */
+static _Thread_local float *scratch;
+static _Thread_local size_t scratch_n;
 static float *thread_scratch(size_t per_thread, int nt) {
     size_t need = per_thread * (size_t)nt;
     if (need > scratch_n) {
@@ -384,7 +385,7 @@ tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor
     return tfm_attention_dropout(g, q, k, v, n_head, kv_heads_first, mask, scale, 0.0f);
 }
 
-int tfm_attention_supports_dropout(int Tk) { return Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled; }
+int tfm_attention_supports_dropout(const tfm_graph *g, int Tk) { return Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled; }
 
 tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                                   int kv_heads_first, const tfm_mask *mask, float scale, float dropout) {
@@ -411,9 +412,9 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     int grad = tfm_any_grad(g, in, 3);
     /* training on short sequences: the materialised variant (see above); otherwise the tiled kernel */
     int drop = g->training && dropout > 0.0f;
-    TFM_ASSERT(!drop || (dropout < 1.0f && tfm_attention_supports_dropout(Tk)),
+    TFM_ASSERT(!drop || (dropout < 1.0f && tfm_attention_supports_dropout(g, Tk)),
                "attention: dropout %g needs the materialised variant (Tk %d <= %d)", dropout, Tk, TFM_ATTN_MAT_MAX_TK);
-    int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !tfm_attention_force_tiled;
+    int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled;
     float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
                    make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask,

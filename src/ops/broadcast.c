@@ -1,6 +1,5 @@
 /* Broadcast ops: out[b,i,j,:] = a[b,i,:] + c[b,j,:] (additive attention's q_i + k_j). */
 #include "ops/op_impl.h"
-#include "tfm/road.h"
 #include <string.h>
 
 tfm_tensor *tfm_add_outer(tfm_graph *g, tfm_tensor *a, tfm_tensor *c) {

@@ -1,4 +1,4 @@
-/* Op enum -> backward kernel. */
+/* Op enum -> backward kernel, and tfm_backward: the tape replayed in reverse through them. */
 #include "ops/op_impl.h"
 
 void tfm_op_backward(tfm_node *n) {
@@ -29,5 +29,16 @@ void tfm_op_backward(tfm_node *n) {
     case TFM_OP_SCATTER_ROWS: tfm_bw_rows(n); break;
     case TFM_OP_ATTENTION: tfm_bw_attention(n); break;
     default: tfm_fatal("no backward for op %s", tfm_op_name(n->op));
+    }
+}
+
+void tfm_backward(tfm_graph *g, tfm_tensor *loss) {
+    TFM_ASSERT(loss->size == 1 && loss->grad, "tfm_backward: loss must be a scalar that tracks grad");
+    loss->grad[0] += 1.0f;
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        tfm_node *n = &g->nodes[i];
+        double t0 = g->profile ? tfm_now() : 0;
+        tfm_op_backward(n);
+        if (g->profile) g->op_time[n->op] += tfm_now() - t0;
     }
 }

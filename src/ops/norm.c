@@ -76,8 +76,8 @@ void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
  * fixed blocks of LN_CHUNK rows (independent of the thread count) reduced in order afterwards, so results
  * are the same for any number of threads. Scratch grows once and is reused (no malloc in steady state). */
 #define LN_CHUNK 32
-static float *ln_scratch;
-static size_t ln_scratch_n;
+static _Thread_local float *ln_scratch;   /* one per calling thread, as attention.c */
+static _Thread_local size_t ln_scratch_n;
 
 /* AddNorm's backward: the input z = x + dropout(y) of the LayerNorm gets dz, which goes to dx as is and to
  * dy through the dropout keep mask (saved by the forward) and scale. dy NULL: plain LayerNorm. */

@@ -1,5 +1,5 @@
 /* Character corpora, random batches, loss estimation. */
-#include "tfm/lm.h"
+#include "tfm/train.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +18,7 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
     d->ids = tfm_char_encode(&d->vocab, text, len, &d->n);
     free(text);
     if (!d->ids) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: %s", path, tfm_last_error());
-        tfm_set_error("%s", msg);
+        tfm_prefix_error("%s: ", path);
         tfm_lm_data_free(d);
         return -1;
     }

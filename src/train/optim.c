@@ -1,11 +1,12 @@
 /* AdamW, gradient clipping, schedules. */
+#include "tfm/checkpoint.h"
 #include "tfm/train.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-void tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay) {
+int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay) {
     o->beta1 = beta1;
     o->beta2 = beta2;
     o->eps = eps;
@@ -13,8 +14,12 @@ void tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2,
     o->n = p->total;
     o->m = calloc(p->total ? p->total : 1, sizeof(float));
     o->v = calloc(p->total ? p->total : 1, sizeof(float));
-    if (!o->m || !o->v) tfm_fatal("out of memory (optimizer state)");
     o->t = 0;
+    if (!o->m || !o->v) {
+        tfm_adamw_free(o);
+        return tfm_set_error("out of memory (optimizer state, %zu parameters)", p->total), -1;
+    }
+    return 0;
 }
 
 void tfm_adamw_free(tfm_adamw *o) {
@@ -111,4 +116,20 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup) {
     double step = it + 1;
     double a = 1.0 / sqrt(step), b = step * pow((double)warmup, -1.5);
     return (float)(scale / sqrt((double)d_model) * (a < b ? a : b));
+}
+
+/* Moments as two parameter-parallel blocks (adam.m.<name>, adam.v.<name>) and adam.t. */
+void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p) {
+    tfm_ckpt_put_block(c, "adam.m.", p, o->m);
+    tfm_ckpt_put_block(c, "adam.v.", p, o->v);
+    tfm_container_add_int(c, "adam.t", o->t);
+}
+
+int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path) {
+    int t;
+    if (tfm_container_int(c, "adam.t", &t)) return -1;
+    if (t < 0) return tfm_set_error("%s: adam.t is negative", path), -1;
+    if (tfm_ckpt_get_block(c, "adam.m.", p, o->m, path) || tfm_ckpt_get_block(c, "adam.v.", p, o->v, path)) return -1;
+    o->t = t;
+    return 0;
 }

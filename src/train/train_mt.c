@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/seq2seq.h"
+#include "tfm/train.h"
 
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o) {
     memset(o, 0, sizeof *o);
@@ -163,19 +163,12 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             g.training = 1;
             mt_batch b;
             gather(&g, train, bt.idx + bt.off[bi], nb, &b);
-            double tp = tfm_profile_begin(&g);
-            if (steps_this_run == 0) tfm_params_zero_grad(&m->params);   /* later: the optimizer zeroes them */
-            tfm_profile_end(&g, TFM_PHASE_ZERO_GRAD, tp);
+            if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step zeroes them */
             tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
             if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
             else tfm_backward(&g, loss);
-            tp = tfm_profile_begin(&g);
-            float coef = o->grad_clip > 0 ? tfm_clip_coef(tfm_grad_norm(&m->params), o->grad_clip) : 1.0f;
-            tfm_profile_end(&g, TFM_PHASE_CLIP, tp);
             float lr = tfm_mt_lr(o, prog->step, total, d_model);
-            tp = tfm_profile_begin(&g);
-            tfm_adamw_step_fused(opt, &m->params, lr, coef, 1);   /* clipped grads, zeroed for the next step */
-            tfm_profile_end(&g, TFM_PHASE_OPTIMIZER, tp);
+            tfm_train_step(&g, &m->params, opt, lr, o->grad_clip);
             t_steps += tfm_now() - t_step;
             prog->step++;
             steps_this_run++;

@@ -20,6 +20,14 @@ cp "$TMP/out" "$TMP/gen1"
 $TFM generate "$TMP/a.tfm" --prompt "ROMEO:" --tokens 40 --seed 3 --top-k 5 --temperature 0.8 >"$TMP/gen2" 2>/dev/null
 cmp -s "$TMP/gen1" "$TMP/gen2" && pass "generate is deterministic for a seed" || fail "generate determinism" "outputs differ"
 
+# --top-p: a nucleus this small keeps only the most likely token, so sampling is greedy decoding.
+$TFM generate "$TMP/a.tfm" --prompt "ROMEO:" --tokens 40 --seed 3 --top-p 1e-6 >"$TMP/gp" 2>/dev/null
+$TFM generate "$TMP/a.tfm" --prompt "ROMEO:" --tokens 40 --temperature 0 >"$TMP/gg" 2>/dev/null
+cmp -s "$TMP/gp" "$TMP/gg" && pass "generate --top-p 1e-6 == greedy" || fail "generate --top-p 1e-6 == greedy" "outputs differ"
+$TFM generate "$TMP/a.tfm" --prompt "ROMEO:" --tokens 40 --seed 3 --top-p 0.9 >"$TMP/gp9" 2>/dev/null
+cmp -s "$TMP/gp9" "$TMP/gen1" && fail "generate --top-p 0.9 samples" "same as top-k 5" || pass "generate --top-p 0.9 samples"
+expect_error "generate: --top-p 0" "--top-p must be in" $TFM generate "$TMP/a.tfm" --top-p 0
+
 # Same seed and threads: bit-identical checkpoints (with dropout on, so the dropout RNG is covered).
 $TFM train-lm --data "$TMP/small.txt" --out "$TMP/d1.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 2>/dev/null
 $TFM train-lm --data "$TMP/small.txt" --out "$TMP/d2.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 2>/dev/null

@@ -3,7 +3,10 @@
  * loss = sum(f(params) * R) with fixed random R; every parameter's tape gradient against central
  * differences (h = 1e-2, float32 forward, float64 accumulation); relative error below 2e-2. */
 #include "check.h"
+#include "tfm/decode.h"
 #include "tfm/rnn.h"
+#include "tfm/train.h"
+#include "tfm/road.h"
 #include <stdlib.h>
 
 typedef tfm_tensor *(*fwd_fn)(tfm_graph *g, void *ctx);

@@ -2,7 +2,9 @@
  * computed by hand, zero initial state, inter-layer dropout (only between layers, only in training),
  * and h_n equal to the last outputs of each layer. */
 #include "check.h"
+#include "tfm/decode.h"
 #include "tfm/rnn.h"
+#include "tfm/train.h"
 #include <stdlib.h>
 
 static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -5,7 +5,9 @@
  * RECIPE_EPOCHS (default 120) epochs instead of d2l's 300 keep each run short. */
 #include "check.h"
 #include "tfm/eval.h"
-#include "tfm/rnn.h"
+#include "tfm/decode.h"
+#include "models/rnn_impl.h"
+#include "tfm/train.h"
 #include <stdlib.h>
 
 #ifndef RECIPE_EPOCHS

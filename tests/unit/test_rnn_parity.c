@@ -5,7 +5,9 @@
  * through malloc'd state, with a row reorder) equals the teacher-forced logits, and the Bahdanau
  * attention maps. */
 #include "check.h"
-#include "tfm/rnn.h"
+#include "tfm/decode.h"
+#include "models/rnn_impl.h"
+#include "tfm/train.h"
 #include <stdlib.h>
 
 #ifndef FIXTURE_DIR

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 static tfm_rng rng;
+static int force_tiled;   /* the attention tests run each case with g->attention_tiled 0 and 1 */
 
 static void fill(float *x, size_t n, float s) {
     for (size_t i = 0; i < n; i++) x[i] = s * tfm_rng_normal(&rng);
@@ -125,7 +126,8 @@ static void run_mha(const attn_case *c, int mode, float **out, float **grad, siz
     tfm_graph_init(&g, 1);
     g.training = c->dropout > 0;
     tfm_params_zero_grad(&p);
-    tfm_fused_attention = mode;
+    g.exact_attention = !mode;
+    g.attention_tiled = force_tiled;
     tfm_tensor *y;
     if (c->self) y = tfm_MultiHeadAttention_forward(&g, &m, q, q, q, &c->mask);
     else if (c->kv_heads_first) {
@@ -133,7 +135,6 @@ static void run_mha(const attn_case *c, int mode, float **out, float **grad, siz
         tfm_MultiHeadAttention_project_kv(&g, &m, kv, kv, &K, &V);
         y = tfm_MultiHeadAttention_attend(&g, &m, q, K, V, &c->mask);
     } else y = tfm_MultiHeadAttention_forward(&g, &m, q, kv, kv, &c->mask);
-    tfm_fused_attention = 1;
     float *R = malloc(y->size * sizeof(float));
     fill(R, y->size, 1.0f);
     tfm_backward(&g, tfm_sum(&g, tfm_mul(&g, y, tfm_constant(&g, R, y->ndim, y->shape))));
@@ -167,9 +168,9 @@ static void test_attention_equal(void) {
         float *o0, *o1, *g0, *g1;
         size_t no, ng;
         run_mha(c, 0, &o0, &g0, &no, &ng);
-        tfm_attention_force_tiled = tiled;
+        force_tiled = tiled;
         run_mha(c, 1, &o1, &g1, &no, &ng);
-        tfm_attention_force_tiled = 0;
+        force_tiled = 0;
         char name[200];
         snprintf(name, sizeof name, "fused attention (%s) == exact (%s): values", tiled ? "tiled" : "materialised",
                  c->name);
@@ -199,6 +200,7 @@ static void test_attention_fd_one(void) {
     fill(R, sizeof R / sizeof *R, 1.0f);
     tfm_graph g;
     tfm_graph_init(&g, 1);
+    g.attention_tiled = force_tiled;
     tfm_params_zero_grad(&p);
     tfm_tensor *y = tfm_attention(&g, q, k, v, H, 0, &mask, 0.7f);
     tfm_backward(&g, tfm_sum(&g, tfm_mul(&g, y, tfm_constant(&g, R, 3, y->shape))));
@@ -224,7 +226,7 @@ static void test_attention_fd_one(void) {
     double err = sqrt(num2 / (den2 > 1e-24 ? den2 : 1e-24));
     char name[120];
     snprintf(name, sizeof name, "fused attention (%s) backward vs finite differences (causal + valid lens)",
-             tfm_attention_force_tiled ? "tiled" : "materialised");
+             force_tiled ? "tiled" : "materialised");
     CHECK(name, err < 2e-2, "rel err %g", err);
     tfm_graph_free(&g);
     tfm_params_free(&p);
@@ -232,10 +234,10 @@ static void test_attention_fd_one(void) {
 
 static void test_attention_fd(void) {
     for (int t = 0; t < 2; t++) {
-        tfm_attention_force_tiled = t;
+        force_tiled = t;
         test_attention_fd_one();
     }
-    tfm_attention_force_tiled = 0;
+    force_tiled = 0;
 }
 
 /* ---------------------------------------------------------------- GPT */

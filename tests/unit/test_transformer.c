@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "tfm/decode.h"
+#include "tfm/train.h"
 #include "tfm/seq2seq.h"
 
 #define FIX "tests/fixtures/transformer_small.tfm"

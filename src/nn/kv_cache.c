@@ -1,9 +1,9 @@
-/* Key/value caches for incremental decoding (include/tfm/decode.h). */
+/* Key/value caches for incremental decoding (include/tfm/nn.h). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/decode.h"
+#include "tfm/nn.h"
 
 int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d) {
     memset(c, 0, sizeof *c);

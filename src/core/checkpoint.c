@@ -1,9 +1,10 @@
-/* Parameters and optimizer state in and out of a container (see include/tfm/checkpoint.h). */
+/* Parameter blocks in and out of a container (see include/tfm/checkpoint.h). The optimizer moments
+ * (tfm_ckpt_put_adamw, src/train/optim.c) are blocks parallel to the parameters, saved the same way. */
 #include "tfm/checkpoint.h"
 #include <stdio.h>
 #include <string.h>
 
-static void put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block) {
+void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block) {
     char name[300];
     for (int i = 0; i < p->n; i++) {
         const tfm_tensor *t = p->t[i];
@@ -14,7 +15,7 @@ static void put_block(tfm_container *c, const char *prefix, const tfm_params *p,
 }
 
 /* Check every tensor first, then copy: a bad file leaves the destination untouched. */
-static int get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
+int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
                      const char *path) {
     char name[300];
     for (int pass = 0; pass < 2; pass++)
@@ -35,23 +36,8 @@ static int get_block(const tfm_container *c, const char *prefix, const tfm_param
     return 0;
 }
 
-void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p) { put_block(c, "param.", p, p->data); }
+void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p) { tfm_ckpt_put_block(c, "param.", p, p->data); }
 
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path) {
-    return get_block(c, "param.", p, p->data, path);
-}
-
-void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p) {
-    put_block(c, "adam.m.", p, o->m);
-    put_block(c, "adam.v.", p, o->v);
-    tfm_container_add_int(c, "adam.t", o->t);
-}
-
-int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path) {
-    int t;
-    if (tfm_container_int(c, "adam.t", &t)) return -1;
-    if (t < 0) return tfm_set_error("%s: adam.t is negative", path), -1;
-    if (get_block(c, "adam.m.", p, o->m, path) || get_block(c, "adam.v.", p, o->v, path)) return -1;
-    o->t = t;
-    return 0;
+    return tfm_ckpt_get_block(c, "param.", p, p->data, path);
 }

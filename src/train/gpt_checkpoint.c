@@ -1,6 +1,6 @@
 /* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
 #include "tfm/checkpoint.h"
-#include "tfm/lm.h"
+#include "tfm/train.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -111,12 +111,16 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
         tfm_char_vocab_free(v);
         goto done;
     }
-    tfm_gpt_init(m, &cfg);
+    if (tfm_gpt_init(m, &cfg)) {   /* out of memory (the config was checked above) */
+        tfm_prefix_error("%s: ", path);
+        tfm_char_vocab_free(v);
+        goto done;
+    }
     if (tfm_ckpt_get_params(&c, &m->params, path)) goto fail_model;
     if (opt && st) {
         tfm_lm_train_state s = {0};
         if (load_state(&c, path, &s)) goto fail_model;
-        tfm_adamw_init(opt, &m->params, s.beta1, s.beta2, 1e-8f, s.weight_decay);
+        if (tfm_adamw_init(opt, &m->params, s.beta1, s.beta2, 1e-8f, s.weight_decay)) goto fail_model;
         if (tfm_ckpt_get_adamw(&c, opt, &m->params, path)) {
             tfm_adamw_free(opt);
             goto fail_model;

@@ -1,0 +1,69 @@
+/* Translation workflows around tfm_mt_train: a fresh translator from a corpus, and checkpoints that carry
+ * the training state for an exact resume (include/tfm/train.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tfm/train.h"
+
+int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+                         const tfm_s2s_config *cfg, uint64_t seed) {
+    memset(t, 0, sizeof *t);
+    t->tok_kind = tok_kind;
+    if (tfm_vocab_build(&t->src_vocab, p->src, p->n, min_freq) ||
+        tfm_vocab_build(&t->tgt_vocab, p->tgt, p->n, min_freq)) {
+        tfm_translator_free(t);
+        return -1;
+    }
+    tfm_s2s_config c = *cfg;
+    c.src_vocab = t->src_vocab.n;
+    c.tgt_vocab = t->tgt_vocab.n;
+    t->model = tfm_s2s_create(&c);
+    if (!t->model) {
+        tfm_translator_free(t);
+        return -1;
+    }
+    t->model->vt->init_weights(t->model, seed);
+    return 0;
+}
+
+int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a) {
+    tfm_parallel_ids ids;
+    if (tfm_parallel_encode(p, &t->src_vocab, &t->tgt_vocab, &ids)) return -1;
+    int rc = tfm_nmt_arrays_build(&ids, num_steps, a);
+    tfm_parallel_ids_free(&ids);
+    return rc;
+}
+
+int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+                const tfm_mt_train_opts *o) {
+    tfm_container c;
+    tfm_container_init(&c);
+    tfm_translator_put(&c, t);
+    tfm_ckpt_put_adamw(&c, opt, &t->model->params);
+    tfm_mt_progress_put(&c, p);
+    tfm_container_add_int(&c, "train.max_len", o->num_steps);
+    tfm_container_add_int(&c, "train.seed", (int)o->seed);
+    int rc = tfm_container_save(&c, path);
+    tfm_container_free(&c);
+    return rc;
+}
+
+int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_progress *p,
+                  const tfm_mt_train_opts *o) {
+    tfm_container c;
+    memset(t, 0, sizeof *t);
+    memset(opt, 0, sizeof *opt);
+    int rc = tfm_container_load(&c, path);
+    if (!rc) rc = tfm_translator_get(t, &c, path);
+    if (!rc) rc = tfm_mt_progress_get(&c, p);
+    if (!rc) {
+        rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
+        if (!rc) rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
+    }
+    if (rc) {
+        if (opt->m) tfm_adamw_free(opt);
+        tfm_translator_free(t);
+    }
+    tfm_container_free(&c);
+    return rc ? -1 : 0;
+}

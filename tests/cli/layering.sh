@@ -1,0 +1,69 @@
+# The floors of docs/ARCHITECTURE.md, checked on the sources: a file may include headers of its own floor
+# and the floors below it, never above. And every src/cli file stays short (flag parsing + library calls).
+#   core  <  ops  <  nn  <  models  <  train, decode (workflows)  <  cli
+#   core  <  text <  models;   core, text  <  eval  <  cli
+source "$(dirname "$0")/lib.bash"
+cd "$(dirname "$0")/../.."
+
+# headers of each floor: include/tfm/*.h by name, plus the private headers in src/<floor>/
+declare -A FLOOR_OF=(
+    [core.h]=core [io.h]=core [checkpoint.h]=core
+    [ops.h]=ops [kernels.h]=ops
+    [nn.h]=nn [road.h]=nn [rnn.h]=nn
+    [text.h]=text
+    [gpt.h]=models [seq2seq.h]=models
+    [eval.h]=eval
+    [train.h]=workflow [decode.h]=workflow [lm.h]=workflow
+    [tfm.h]=umbrella
+)
+declare -A ALLOWED=(
+    [core]="core" [ops]="core ops" [nn]="core ops nn" [text]="core text"
+    [models]="core ops nn text models" [eval]="core text eval"
+    [train]="core ops nn text models workflow" [decode]="core ops nn text models workflow"
+)
+floor_of_include() {   # "tfm/x.h" or "dir/x.h" -> floor
+    case "$1" in
+        tfm/*) echo "${FLOOR_OF[${1#tfm/}]:-unknown}" ;;
+        train/*|decode/*) echo workflow ;;
+        */*) echo "${1%%/*}" ;;
+        *) echo local ;;
+    esac
+}
+bad=0
+for f in src/*/*.c src/*/*.h; do
+    floor=$(basename "$(dirname "$f")")
+    [ "$floor" = cli ] && continue
+    allowed=" ${ALLOWED[$floor]:-} "
+    while read -r inc; do
+        fl=$(floor_of_include "$inc")
+        [ "$fl" = local ] && continue
+        if [[ "$allowed" != *" $fl "* ]]; then
+            fail "layering: $f" "includes $inc (floor '$fl'; $floor may include:$allowed)"
+            bad=1
+        fi
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done
+[ $bad -eq 0 ] && pass "layering: every src/ file includes only its own floor and the floors below"
+
+# the rules of issue 9 spelled out (each would also be caught above)
+n=$(grep -l '#include "tfm/\(train\|decode\|lm\)\.h"' src/models/* 2>/dev/null | wc -l)
+[ "$n" -eq 0 ] && pass "layering: no src/models file includes a workflow header (train.h, decode.h, lm.h)" \
+    || fail "layering: models include workflow headers" "$(grep -l '#include "tfm/\(train\|decode\|lm\)\.h"' src/models/*)"
+n=$(grep -l '#include "\(tfm/ops\.h\|tfm/kernels\.h\|ops/\)' src/core/* 2>/dev/null | wc -l)
+[ "$n" -eq 0 ] && pass "layering: no src/core file includes an ops header" \
+    || fail "layering: core includes ops headers" "$(grep -l '#include "\(tfm/ops\.h\|tfm/kernels\.h\|ops/\)' src/core/*)"
+
+long=""
+for f in src/cli/*.c src/cli/*.h; do
+    n=$(wc -l <"$f")
+    [ "$n" -gt 150 ] && long="$long $f ($n lines)"
+done
+[ -z "$long" ] && pass "layering: every src/cli file has at most 150 lines" || fail "layering: long src/cli files" "$long"
+
+# every public header compiles on its own (its includes are complete)
+hdr_bad=""
+for h in include/tfm/*.h; do
+    echo "#include \"tfm/$(basename "$h")\"" | ${CC:-cc} -std=c11 -Iinclude -fsyntax-only -Wall -Wextra -Werror -x c - \
+        2>"$TMP/h.err" || hdr_bad="$hdr_bad $(basename "$h")"
+done
+[ -z "$hdr_bad" ] && pass "layering: every include/tfm header compiles alone" || fail "layering: headers not self-contained" "$hdr_bad"

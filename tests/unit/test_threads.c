@@ -1,0 +1,224 @@
+/* Thread safety (issue 9): no mutable global state, so
+ *   - a GPT and a Transformer trained one step each in two threads at once (their own graphs), and
+ *   - one model decoded from two threads at once (their own graphs; weights only read)
+ * give bit-identical results to running the same work one after the other. Also: the error message is
+ * per thread, tfm_prefix_error, and a model too large for memory is an error, not an abort. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tfm/tfm.h"
+
+#define NTHREADS 2   /* OpenMP threads inside each job (the same in both runs) */
+#define REPS 30      /* steps per job */
+
+typedef struct {
+    void (*run)(void *job);
+    float *out;              /* result to compare: logits/loss/grads or ids */
+    size_t n;
+} job_head;
+
+/* ---- GPT: forward + backward of one batch (dropout on: the graph RNG is per graph) */
+typedef struct {
+    job_head h;
+    tfm_gpt m;
+} gpt_job;
+
+static void gpt_run(void *p) {
+    gpt_job *j = p;
+    tfm_set_threads(NTHREADS);
+    enum { B = 3, T = 12 };
+    int x[B * T], y[B * T];
+    for (int i = 0; i < B * T; i++) x[i] = (i * 7 + 3) % j->m.cfg.vocab_size, y[i] = (i * 5 + 1) % j->m.cfg.vocab_size;
+    tfm_graph g;
+    tfm_graph_init(&g, 42);
+    g.training = 1;
+    tfm_tensor *logits = NULL, *loss = NULL;
+    for (int rep = 0; rep < REPS; rep++) {   /* long enough for the two threads to overlap */
+        tfm_graph_reset(&g);
+        tfm_params_zero_grad(&j->m.params);
+        logits = tfm_gpt_forward(&g, &j->m, x, B, T);
+        loss = tfm_cross_entropy(&g, logits, y, -100, 0.0f);
+        tfm_backward(&g, loss);
+    }
+    size_t nl = logits->size, np = j->m.params.total;
+    j->h.n = nl + 1 + np;
+    j->h.out = malloc(sizeof(float) * j->h.n);
+    memcpy(j->h.out, logits->data, sizeof(float) * nl);
+    j->h.out[nl] = loss->data[0];
+    memcpy(j->h.out + nl + 1, j->m.params.grad, sizeof(float) * np);
+    tfm_graph_free(&g);
+}
+
+/* ---- Transformer: one training step (loss, backward, AdamW) then a greedy translation */
+typedef struct {
+    job_head h;
+    tfm_encdec *m;
+} mt_job;
+
+static void mt_run(void *p) {
+    mt_job *j = p;
+    tfm_set_threads(NTHREADS);
+    enum { B = 2, Ts = 5, Tt = 4 };
+    int src[B * Ts] = {5, 6, 7, 8, TFM_EOS, 9, 10, 11, TFM_EOS, TFM_PAD}, valid[B] = {5, 4};
+    int tgt[B * Tt] = {6, 7, 8, TFM_EOS, 10, 9, TFM_EOS, TFM_PAD}, tgt_in[B * Tt];
+    tfm_s2s_shift_right(tgt, B, Tt, tgt_in);
+    tfm_graph g;
+    tfm_graph_init(&g, 7);
+    g.training = 1;
+    tfm_adamw opt;
+    tfm_adamw_init(&opt, &j->m->params, 0.9f, 0.98f, 1e-9f, 0.0f);
+    tfm_train_zero_grad(&g, &j->m->params);
+    float l = 0;
+    for (int rep = 0; rep < REPS; rep++) {
+        tfm_graph_reset(&g);
+        tfm_tensor *loss = tfm_encdec_loss(j->m, &g, src, valid, B, Ts, tgt_in, tgt, Tt, 0.1f);
+        tfm_backward(&g, loss);
+        l = loss->data[0];
+        tfm_train_step(&g, &j->m->params, &opt, 1e-3f, 1.0f);
+    }
+    tfm_adamw_free(&opt);
+    int ids[] = {5, 6, 7, 9, 10}, off[] = {0, 3, 5}, *out[2], out_len[2];
+    tfm_decode_opts o = {2, 0.6f, 6};
+    int rc = tfm_translate_ids(j->m, &g, ids, off, 2, 10, 2, &o, out, out_len);
+    size_t np = j->m->params.total;
+    j->h.n = 1 + np + 2 + (size_t)(rc ? 0 : out_len[0] + out_len[1]);
+    j->h.out = malloc(sizeof(float) * j->h.n);
+    j->h.out[0] = l;
+    memcpy(j->h.out + 1, j->m->params.data, sizeof(float) * np);
+    float *w = j->h.out + 1 + np;
+    w[0] = rc ? -1.0f : (float)out_len[0];
+    w[1] = rc ? -1.0f : (float)out_len[1];
+    for (int s = 0, k = 2; !rc && s < 2; s++)
+        for (int i = 0; i < out_len[s]; i++) w[k++] = (float)out[s][i];
+    if (!rc) free(out[0]), free(out[1]);
+    tfm_graph_free(&g);
+}
+
+/* ---- one GPT sampled from two threads: tfm_gpt_generate with its own graph and cache per call */
+typedef struct {
+    job_head h;
+    tfm_gpt *m;
+    uint64_t seed;
+} gen_job;
+
+static void gen_run(void *p) {
+    gen_job *j = p;
+    tfm_set_threads(NTHREADS);
+    int prompt[] = {1, 2, 3}, ids[40];
+    tfm_sample_opts o;
+    tfm_sample_opts_default(&o);
+    o.top_k = 5;
+    o.top_p = 0.9f;
+    o.seed = j->seed;
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    int n = tfm_gpt_generate(j->m, &g, prompt, 3, 40, &o, NULL, NULL, ids);   /* slides past block_size 16 */
+    for (int rep = 1; rep < REPS / 3; rep++) tfm_gpt_generate(j->m, &g, prompt, 3, 40, &o, NULL, NULL, ids);
+    j->h.n = 40;
+    j->h.out = calloc(40, sizeof(float));
+    for (int i = 0; i < n && i < 40; i++) j->h.out[i] = (float)ids[i];
+    tfm_graph_free(&g);
+}
+
+static void *thread_main(void *job) {
+    ((job_head *)job)->run(job);
+    return NULL;
+}
+
+/* Run a and b one after the other, keep their outputs; reset the models; run them in two threads;
+ * compare bit for bit. reset() restores the models between the runs. */
+static void run_both(const char *name, job_head *a, job_head *b, void (*reset)(void)) {
+    reset();
+    a->run(a);
+    b->run(b);
+    float *sa = a->out, *sb = b->out;
+    size_t na = a->n, nb = b->n;
+    reset();
+    pthread_t ta, tb;
+    int ok = !pthread_create(&ta, NULL, thread_main, a) && !pthread_create(&tb, NULL, thread_main, b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(name, ok && na == a->n && nb == b->n && !memcmp(sa, a->out, na * sizeof(float)) &&
+                    !memcmp(sb, b->out, nb * sizeof(float)),
+          "concurrent results differ from sequential (sizes %zu/%zu vs %zu/%zu)", na, nb, a->n, b->n);
+    free(sa), free(sb), free(a->out), free(b->out);
+}
+
+static tfm_gpt *g_gpt;
+static tfm_encdec *g_mt;
+static void reset_models(void) {
+    tfm_gpt_init_weights(g_gpt, 11);
+    g_mt->vt->init_weights(g_mt, 12);
+}
+
+static void *set_error_in_thread(void *seen) {
+    tfm_set_error("thread error");
+    snprintf(seen, 64, "%s", tfm_last_error());
+    return NULL;
+}
+
+static void test_error_per_thread(void) {
+    tfm_set_error("main thread error");
+    char seen[64] = "";
+    pthread_t t;
+    pthread_create(&t, NULL, set_error_in_thread, seen);
+    pthread_join(t, NULL);
+    CHECK("error message is per thread", !strcmp(tfm_last_error(), "main thread error") &&
+          !strcmp(seen, "thread error"), "main '%s', thread '%s'", tfm_last_error(), seen);
+    tfm_set_error("bad config: n_head 0");
+    int rc = tfm_prefix_error("%s: ", "model.tfm");
+    CHECK("tfm_prefix_error prepends", rc == -1 && !strcmp(tfm_last_error(), "model.tfm: bad config: n_head 0"),
+          "got '%s'", tfm_last_error());
+}
+
+/* A model too large for memory is an error, not an abort (skipped under ASan, whose allocator aborts). */
+static void test_out_of_memory(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    printf("SKIP out of memory is a tfm error: ASan's allocator aborts on huge requests\n");
+#else
+    tfm_gpt_config big = {256, 1024, 64, 8, 65536, 0.0f, TFM_ATTN_CAUSAL};   /* ~3e12 parameters */
+    tfm_gpt m;
+    CHECK("GPT too large for memory: tfm_gpt_init returns an error", tfm_gpt_init(&m, &big) == -1 &&
+          strstr(tfm_last_error(), "out of memory"), "got '%s'", tfm_last_error());
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+    c.src_vocab = c.tgt_vocab = 1 << 20;
+    c.d_model = 65536;
+    c.n_head = 8;
+    c.ffn = 1 << 20;
+    tfm_encdec *t = tfm_s2s_create(&c);
+    CHECK("Transformer too large for memory: tfm_s2s_create returns NULL with an error",
+          t == NULL && strstr(tfm_last_error(), "out of memory"), "got '%s'", t ? "a model" : tfm_last_error());
+    tfm_encdec_free(t);
+#endif
+}
+
+int main(void) {
+    test_out_of_memory();
+    tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
+    gpt_job gj;
+    memset(&gj, 0, sizeof gj);
+    gj.h.run = gpt_run;
+    CHECK("gpt init", tfm_gpt_init(&gj.m, &gc) == 0, "%s", tfm_last_error());
+    g_gpt = &gj.m;
+    tfm_s2s_config sc;
+    tfm_s2s_config_default(&sc);
+    sc.src_vocab = sc.tgt_vocab = 12;
+    sc.d_model = 16;
+    sc.ffn = 32;
+    sc.dropout = 0.1f;
+    mt_job mj = {{mt_run, NULL, 0}, tfm_s2s_create(&sc)};
+    CHECK("transformer create", mj.m != NULL, "%s", tfm_last_error());
+    g_mt = mj.m;
+    run_both("GPT and Transformer in two threads == one after the other (logits, loss, grads; step, beam)",
+             &gj.h, &mj.h, reset_models);
+    gen_job a = {{gen_run, NULL, 0}, &gj.m, 3}, b = {{gen_run, NULL, 0}, &gj.m, 4};
+    run_both("one GPT sampled from two threads (own graphs) == one after the other", &a.h, &b.h, reset_models);
+    test_error_per_thread();
+    tfm_gpt_free(&gj.m);
+    tfm_encdec_free(mj.m);
+    CHECK_EXIT();
+}
