@@ -1,6 +1,7 @@
 /* The autodiff tape: nodes appended by ops during the forward pass, replayed in reverse by
  * tfm_backward(). */
 #include "tfm/core.h"
+#include "tfm/kernels.h"
 #include "ops/op_impl.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,8 +114,8 @@ void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double 
     qsort(rows, (size_t)n, sizeof rows[0], prof_row_cmp);
     if (units < 1) units = 1;
     if (wall < tracked) wall = tracked;
-    fprintf(f, "profile (ms per %s over %ld %ss; an op's time includes its backward when training):\n", unit, units,
-            unit);
+    fprintf(f, "profile (ms per %s over %ld %ss; an op's time includes its backward when training; kernels %s):\n",
+            unit, units, unit, tfm_isa_name());
     for (int i = 0; i < n; i++)
         fprintf(f, "  %-14s %9.3f  %5.1f%%\n", rows[i].name, 1e3 * rows[i].t / units, 100 * rows[i].t / wall);
     fprintf(f, "  %-14s %9.3f  %5.1f%%\n", "(untracked)", 1e3 * (wall - tracked) / units,

@@ -1,5 +1,6 @@
 /* AdamW, gradient clipping, schedules. */
 #include "tfm/train.h"
+#include "ops/vmath.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ void tfm_adamw_free(tfm_adamw *o) {
 
 /* One parallel region over the flat parameter block: each thread takes a contiguous, 16-aligned slice and
  * walks the tensors overlapping it (weight decay depends on the tensor). Elementwise, so the result does not
- * depend on the thread count; the inner loop vectorises (sqrt/div, no libm calls). */
+ * depend on the thread count; the inner loop is tfm_vadamw (vectorised for the CPU's instruction-set path). */
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) { tfm_adamw_step_fused(o, p, lr, 1.0f, 0); }
 
 void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad) {
@@ -47,17 +48,8 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
             if (end <= lo || off >= hi) continue;
             size_t i0 = off > lo ? off : lo, i1 = end < hi ? end : hi;
             float decay = t->ndim >= 2 ? 1.0f - lr * wd : 1.0f;
-            float *m = o->m, *v = o->v, *w = p->data, *g = p->grad;
-            for (size_t i = i0; i < i1; i++) { /* PyTorch order: decay, moments, update */
-                float gi = g[i] * grad_scale;
-                if (zero_grad) g[i] = 0.0f;
-                float mi = b1 * m[i] + (1.0f - b1) * gi;
-                float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-                m[i] = mi;
-                v[i] = vi;
-                float wi = w[i] * decay;
-                w[i] = wi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-            }
+            const tfm_adamw_coef coef = {b1, b2, eps, decay, step_size, bc2_sqrt, grad_scale, zero_grad};
+            tfm_vadamw(p->data + i0, p->grad + i0, o->m + i0, o->v + i0, i1 - i0, &coef); /* ops/vmath.h */
         }
     }
 }
