@@ -110,7 +110,7 @@ static void attn_forward(const attn_args *a, float *lse, int nt) {
     float *buf = thread_scratch(per, nt);
     int nbh = a->B * a->H;
     size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && work >= 65536)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && work >= 65536)
     for (int bh = 0; bh < nbh; bh++) {
         int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
         float *Kt = buf + per * omp_get_thread_num(), *s = Kt + (size_t)(dk + dv) * Tk;
@@ -204,7 +204,7 @@ static void attn_backward(const attn_args *a, int nt) {
     size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
     int same_d = a->dk == a->dv && a->dk <= MAXD;
     TFM_ASSERT(same_d, "attention backward: d_k == d_v <= %d required", MAXD);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && work >= 32768)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && work >= 32768)
     for (int bh = 0; bh < nbh; bh++) {
         int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
         float *Kt = buf + per * omp_get_thread_num(), *Vt = Kt + (size_t)dk * Tk;
@@ -331,7 +331,7 @@ static void mat_forward(const attn_args *a, float *lse, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 2 : 1) * blk;
     float *buf = thread_scratch(per, nt);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
         float *P = buf + per * omp_get_thread_num(), *Pv = P;
         block_scores(a, b, P);
@@ -346,7 +346,7 @@ static void mat_backward(const attn_args *a, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 3 : 2) * blk;
     float *buf = thread_scratch(per, nt);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
         float *P = buf + per * omp_get_thread_num(), *dS = P + blk, *Pv = P;
         block_scores(a, b, P);

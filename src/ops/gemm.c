@@ -1,8 +1,9 @@
 /* tfm_gemm: the single matrix-multiply entry point (see include/tfm/kernels.h).
  *
  * Structure (BLIS-style, written from scratch for this project):
- *   - C is split into one rectangle per OpenMP thread (boundaries on MR/NR multiples); each thread
- *     runs the serial blocked algorithm on its rectangle with its own packing buffers.
+ *   - C is split into a few rectangles per OpenMP thread (boundaries on MR/NR multiples) that threads
+ *     take dynamically; each runs the serial blocked algorithm on its rectangle with the thread's own
+ *     packing buffers.
  *   - Serial algorithm: loop jc over NC columns, pc over KC depth (KC depends on K only), pack the
  *     KCxNC slice of op(B) into 16-wide panels, loop ic over MC rows, (optionally) pack the MCxKC
  *     slice of op(A) into 6-tall panels, then call a 6x16 micro-kernel for every tile.
@@ -78,6 +79,10 @@ const char *tfm_gemm_backend(void) { return "openblas"; }
 /* Minimum multiply-adds per thread before another thread is used. */
 #ifndef TFM_GEMM_MIN_WORK
 #define TFM_GEMM_MIN_WORK (1 << 18)
+#endif
+/* Blocks per thread of a threaded GEMM, taken dynamically (see gemm_one). */
+#ifndef TFM_GEMM_BLOCKS_PER_THREAD
+#define TFM_GEMM_BLOCKS_PER_THREAD 4
 #endif
 /* Batched GEMMs with at most this many multiply-adds each are parallelised over the batch. */
 #ifndef TFM_GEMM_BATCH_SMALL
@@ -652,30 +657,33 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
         for (int k = 0; k < K; k++) xc[k] = x[(size_t)k * incx];
         x = xc;
     }
-    /* threads split the outputs in 64-wide chunks */
     int chunks = (n + 63) / 64;
     long long work = (long long)n * K;
     long long wl = work / (TFM_GEMM_MIN_WORK / 2);
     int use = nt < chunks ? nt : chunks;
     if (wl < use) use = wl < 1 ? 1 : (int)wl;
-#pragma omp parallel num_threads(use) if (use > 1)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        int c0 = (int)((long long)chunks * t / T), c1 = (int)((long long)chunks * (t + 1) / T);
-        int j0 = c0 * 64, j1 = c1 * 64 < n ? c1 * 64 : n;
-        if (j0 < j1) {
+    /* groups of 64-wide chunks (so each output's summation does not depend on the split), a few per
+     * thread, taken dynamically */
+    const int per = use > 1 ? (chunks + use * TFM_GEMM_BLOCKS_PER_THREAD - 1) / (use * TFM_GEMM_BLOCKS_PER_THREAD) : chunks;
+    const int groups = (chunks + per - 1) / per;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
+    for (int gi = 0; gi < groups; gi++) {
+        int j0 = gi * per * 64, j1 = (gi + 1) * per * 64 < n ? (gi + 1) * per * 64 : n;
 #if TFM_HAVE_X86
-            if (avx) gemv_avx2(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
-            else
+        if (avx) gemv_avx2(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
+        else
 #endif
-                gemv_c(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
-        }
+            gemv_c(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
     }
     (void)avx;
     free(xc);
 }
 
-/* Choose a tm x tn grid of thread rectangles (tm*tn <= nt) and run. */
+/* Choose a tm x tn grid of blocks and run them. With nt > 1 threads there are nt * bpt blocks (bpt =
+ * TFM_GEMM_BLOCKS_PER_THREAD, fewer when the GEMM is small) that the threads take dynamically: a thread
+ * the OS deschedules (a busy machine) holds up at most the block it is on while the others take the rest.
+ * Block edges are on MR/NR multiples, so every C element goes through the same kernel and the same k
+ * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa) {
     if (M <= 0 || N <= 0) return;
@@ -691,32 +699,30 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
     const int mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR; /* micro-panels */
     int best_tm = 1, best_tn = 1;
     if (nt > 1) {
-        double best = 1e300;
-        for (int tn = 1; tn <= nt; tn++) {
-            int tm = nt / tn;
-            if (tm * tn != nt || tm > mp || tn > np) continue;
-            double mb = (double)((mp + tm - 1) / tm) * MR, nb = (double)((np + tn - 1) / tn) * NR;
-            /* per-thread compute + packing of its A rows (per N block) and B columns */
-            double cost = mb * nb + 2.0 * (mb * (1 + nb / TFM_GEMM_NC) + nb * 1.0);
-            if (cost < best) { best = cost; best_tm = tm; best_tn = tn; }
+        long long bpt_work = work / ((long long)TFM_GEMM_MIN_WORK * nt); /* blocks of >= MIN_WORK */
+        int bpt = bpt_work < TFM_GEMM_BLOCKS_PER_THREAD ? (int)bpt_work : TFM_GEMM_BLOCKS_PER_THREAD;
+        for (bpt = bpt < 1 ? 1 : bpt; bpt >= 1 && best_tm * best_tn == 1; bpt--) {
+            const int nb_total = nt * bpt;
+            double best = 1e300;
+            for (int tn = 1; tn <= nb_total; tn++) {
+                int tm = nb_total / tn;
+                if (tm * tn != nb_total || tm > mp || tn > np) continue;
+                double mb = (double)((mp + tm - 1) / tm) * MR, nb = (double)((np + tn - 1) / tn) * NR;
+                /* per-block compute + packing of its A rows (per N block) and B columns, all blocks */
+                double cost = nb_total * (mb * nb + 2.0 * (mb * (1 + nb / TFM_GEMM_NC) + nb * 1.0));
+                if (cost < best) { best = cost; best_tm = tm; best_tn = tn; }
+            }
         }
     }
     const int tm = best_tm, tn = best_tn;
     if (tm * tn == 1) { gemm_rect(&g, 0, M, 0, N, isa); return; }
-#pragma omp parallel num_threads(tm * tn)
-    {
-        int t = omp_get_thread_num();
-        if (t < tm * tn && omp_get_num_threads() == tm * tn) {
-            int ti = t / tn, tj = t % tn;
-            int m0 = (int)((long long)mp * ti / tm) * MR, m1 = (int)((long long)mp * (ti + 1) / tm) * MR;
-            int n0 = (int)((long long)np * tj / tn) * NR, n1 = (int)((long long)np * (tj + 1) / tn) * NR;
-            if (m1 > M) m1 = M;
-            if (n1 > N) n1 = N;
-            gemm_rect(&g, m0, m1, n0, n1, isa);
-        } else if (t == 0) {
-            /* the runtime gave us fewer threads than asked: do it all serially */
-            gemm_rect(&g, 0, M, 0, N, isa);
-        }
+    const int use = nt < tm * tn ? nt : tm * tn;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(use)
+    for (int blk = 0; blk < tm * tn; blk++) {
+        int ti = blk / tn, tj = blk % tn;
+        int m0 = (int)((long long)mp * ti / tm) * MR, m1 = (int)((long long)mp * (ti + 1) / tm) * MR;
+        int n0 = (int)((long long)np * tj / tn) * NR, n1 = (int)((long long)np * (tj + 1) / tn) * NR;
+        gemm_rect(&g, m0, m1 < M ? m1 : M, n0, n1 < N ? n1 : N, isa);
     }
 }
 #endif /* TFM_USE_OPENBLAS */
@@ -747,7 +753,7 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
     /* A shared C (stride 0) means the GEMMs accumulate into one matrix: keep them in order. */
     if (nt > 1 && batch > 1 && stride_c != 0 && work <= small) {
         int use = batch < nt ? batch : nt;
-#pragma omp parallel for num_threads(use) schedule(static)
+#pragma omp parallel for num_threads(use) schedule(dynamic, 1)
         for (int i = 0; i < batch; i++)
             gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
                      C + i * stride_c, ldc, 1, isa);

@@ -81,7 +81,7 @@ static const ln_row_fn ln_row_paths[TFM_ISA_COUNT] = {ln_row_c, ln_row_c, ln_row
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps) {
     const ln_row_fn row = ln_row_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++)
         row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C, eps);
 }
@@ -167,7 +167,7 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
     }
     float *part = ln_scratch;
     const ln_bw_fn ln_bw = ln_bw_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * C >= 8192)
     for (int ch = 0; ch < nch; ch++) {
         float *pw = want_p ? part + (size_t)ch * 2 * C : NULL, *pb = pw ? pw + C : NULL;
         if (pw) memset(pw, 0, sizeof(float) * 2 * C);
@@ -252,7 +252,7 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
     float scale = sv->sp.scale;
     const float *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
     const ln_row_fn row = ln_row_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * C;
         float *z = sv->z + o;

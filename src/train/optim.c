@@ -24,9 +24,11 @@ void tfm_adamw_free(tfm_adamw *o) {
     o->m = o->v = NULL;
 }
 
-/* One parallel region over the flat parameter block: each thread takes a contiguous, 16-aligned slice and
- * walks the tensors overlapping it (weight decay depends on the tensor). Elementwise, so the result does not
- * depend on the thread count; the inner loop is tfm_vadamw (vectorised for the CPU's instruction-set path). */
+/* One parallel region over the flat parameter block: threads take fixed blocks of ADAMW_BLOCK elements
+ * dynamically (a descheduled thread holds up one block) and walk the tensors overlapping each (weight decay
+ * depends on the tensor). Elementwise, so the result does not depend on the thread count or schedule; the
+ * inner loop is tfm_vadamw (vectorised for the CPU's instruction-set path). */
+#define ADAMW_BLOCK 32768
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) { tfm_adamw_step_fused(o, p, lr, 1.0f, 0); }
 
 void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad) {
@@ -36,13 +38,11 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
     float step_size = lr / bc1;
     float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
     size_t total = p->total;
-#pragma omp parallel if (total > 32768)
-    {
-        int nt = omp_get_num_threads(), th = omp_get_thread_num();
-        size_t per = ((total + nt - 1) / nt + 15) & ~(size_t)15;
-        size_t lo = (size_t)th * per < total ? (size_t)th * per : total;
-        size_t hi = lo + per < total ? lo + per : total;
-        for (int k = 0; k < p->n && lo < hi; k++) {
+    const size_t nblk = (total + ADAMW_BLOCK - 1) / ADAMW_BLOCK;
+#pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
+    for (size_t bi = 0; bi < nblk; bi++) {
+        size_t lo = bi * ADAMW_BLOCK, hi = lo + ADAMW_BLOCK < total ? lo + ADAMW_BLOCK : total;
+        for (int k = 0; k < p->n; k++) {
             tfm_tensor *t = p->t[k];
             size_t off = (size_t)(t->data - p->data), end = off + t->size;
             if (end <= lo || off >= hi) continue;
@@ -65,7 +65,7 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
     if (c != 1.0f) {
         float *g = p->grad;
         size_t total = p->total;
-#pragma omp parallel for schedule(static) if (total > 32768)
+#pragma omp parallel for schedule(dynamic, 32768) if (total > 32768)
         for (size_t i = 0; i < total; i++) g[i] *= c;
     }
     return norm;
@@ -76,7 +76,7 @@ float tfm_grad_norm(const tfm_params *p) {
     double part_stack[1024], *part = nb <= 1024 ? part_stack : malloc(nb * sizeof(double));
     if (!part) tfm_fatal("out of memory (grad norm)");
     const float *gr = p->grad;
-#pragma omp parallel for schedule(static) if (total > 32768)
+#pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < total ? i0 + NORM_BLOCK : total;
         double acc[8] = {0};
