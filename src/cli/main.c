@@ -29,6 +29,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    tfm_threads_short_spin(argv); /* may re-execute the program once (see tfm/core.h) */
     if (argc < 2) {
         usage(stderr);
         return 2;

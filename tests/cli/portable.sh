@@ -45,6 +45,9 @@ if ! command -v qemu-x86_64 >/dev/null; then
     skip "portable binary under qemu" "qemu-x86_64 is not installed (Debian package qemu-user)"
     exit 0
 fi
+# GOMP_SPINCOUNT set: tfm does not re-execute itself for the short spin (tfm_threads_short_spin), which
+# under qemu-user would run the new image natively, outside the emulated CPU.
+export GOMP_SPINCOUNT=$(sed -n 's/^#define TFM_SPINCOUNT "\([0-9]*\)"/\1/p' include/tfm/core.h)
 # run under an emulated CPU: qemu_run CPU ISA NAME (TFM_ISA unset: the binary picks the path itself)
 qemu_run() {
     qemu-x86_64 -cpu "$1" "$TFM" train-lm "${ARGS[@]}" --out "$TMP/$3.tfm" >/dev/null 2>"$TMP/$3.raw"
