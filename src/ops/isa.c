@@ -20,7 +20,8 @@ int tfm_isa_supported(tfm_isa isa) {
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case TFM_ISA_AVX512:
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        return tfm_avx512_built_ && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("fma");
 #endif
     default: return 0;
     }

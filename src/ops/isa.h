@@ -37,6 +37,9 @@ const char *tfm_isa_str(tfm_isa isa);
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc);
 
+/* 1 if kernels_avx512.c was compiled with AVX-512 enabled (the Makefile's per-file flags). */
+extern const int tfm_avx512_built_;
+
 /* ---- AVX-512 kernels (src/ops/kernels_avx512.c, compiled with -mavx512f; call only when supported) */
 /* GEMM micro-kernel on a 12 x 32 tile from two consecutive packed 6-row A panels (a, a + 6*kc; each
  * kc x 6, k-major) and two consecutive packed 16-wide B panels (b, b + 16*kc; each kc x 16):

@@ -4,6 +4,7 @@
 #include "ops/isa.h"
 
 #if defined(__AVX512F__)
+const int tfm_avx512_built_ = 1;
 #include <immintrin.h>
 #include <math.h>
 
@@ -247,8 +248,9 @@ float tfm_vdot_avx512(const float *x, const float *y, size_t n) {
 }
 
 #else
-/* Not an x86 build with AVX-512 flags: tfm_isa_supported(TFM_ISA_AVX512) is 0, so these are never
- * called; they exist so the tables link. */
+/* Not compiled with AVX-512 flags (not x86, or built without the Makefile's per-file flags):
+ * tfm_isa_supported(TFM_ISA_AVX512) is then 0, so these are never called; they exist so the tables link. */
+const int tfm_avx512_built_ = 0;
 #include <stdlib.h>
 #define NOPE abort()
 void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
