@@ -1,9 +1,15 @@
 # tfm — build with GNU make. `make` builds build/tfm and build/libtfm.a.
 # Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan), BLAS=openblas (route tfm_gemm to OpenBLAS),
-# EXCLUDE="src/x.c ..." (leave files out, e.g. while a colleague is mid-edit).
+# EXCLUDE="src/x.c ..." (leave files out, e.g. while a colleague is mid-edit),
+# NATIVE=1 (compile everything for this machine's CPU, -march=native: the binary may then not run on
+# older CPUs). The default build targets baseline x86-64 and picks AVX2/AVX-512 kernels at run time
+# (src/ops/isa.c; TFM_ISA=avx512|avx2|generic forces one).
 CC      ?= gcc
 BUILD   ?= build
-OPT     ?= -O3 -march=native -fno-math-errno
+OPT     ?= -O3 -fno-math-errno
+ifeq ($(NATIVE),1)
+  OPT   += -march=native
+endif
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp $(OPT) -Iinclude -Isrc $(EXTRA_CFLAGS)
 LDLIBS  := -fopenmp -lm
 ifeq ($(SAN),1)
@@ -33,6 +39,11 @@ $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+# Kernels for one instruction set are compiled for it; they only run where cpuid reports it.
+ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
+$(BUILD)/src/ops/kernels_avx512.o: CFLAGS += -mavx512f -mavx2 -mfma
+endif
 
 $(BUILD)/libtfm.a: $(LIB_OBJ)
 	@rm -f $@

@@ -18,7 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef BENCH_WITH_OPENBLAS
+#if __has_include(<cblas.h>)
 #include <cblas.h>
+#else /* only the runtime library is installed (no libopenblas-dev): the two declarations used here */
+enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
+void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N, int K,
+                 float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+#endif
 void openblas_set_num_threads(int);
 #endif
 

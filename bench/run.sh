@@ -22,6 +22,14 @@
 # The load average is printed before each workload: numbers taken on a busy machine are not comparable
 # (with 2 threads on 2 busy cores both sides lose most of their time in OpenMP barriers; PyTorch more so).
 # --threads N (default 2) runs both sides with N threads (the GEMM part always measures 1 and 2).
+#
+# PyTorch at its best: the header prints the CPU (model, ISA flags), what libblas.so.3 resolves to and
+# which BLAS / OpenBLAS core and threading torch really loads (bench/sysinfo.sh, scripts/torch_setup.py).
+# With the OpenMP OpenBLAS (Debian libopenblas0-openmp, selected for libblas.so.3) torch and OpenBLAS share
+# one OpenMP pool, so torch runs with N intra-op threads; before each workload a short calibration run
+# tries every configuration (torch threads N..1 x oneDNN on/off; with a pthread OpenBLAS also torch 1 +
+# OpenBLAS N) and the rounds use the fastest, all printed. --setup-blas (as root) installs/selects
+# libopenblas0-openmp first. --torch-configs "2:on,2:off" overrides the list (threads:oneDNN[:pt]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
@@ -29,6 +37,8 @@ BUILD=build
 ROUNDS=3
 QUICK=0
 THREADS=2
+SETUP_BLAS=0
+TORCH_CONFIGS=""
 which=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,7 +46,9 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS=$2; shift ;;
         --build) BUILD=$2; shift ;;
         --threads) THREADS=$2; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --setup-blas) SETUP_BLAS=1 ;;
+        --torch-configs) TORCH_CONFIGS=$2; shift ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         all|gemm|gpt|mt|gen|translate) which+=("$1") ;;
         *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -44,16 +56,53 @@ while [ $# -gt 0 ]; do
 done
 [ ${#which[@]} -eq 0 ] && which=(all)
 want() { local w; for w in "${which[@]}"; do [ "$w" = all ] || [ "$w" = "$1" ] && return 0; done; return 1; }
-if [ $QUICK = 1 ]; then GPT_ITERS=40; MT_STEPS=30; TEST_N=200; GEMM_ARGS="--rounds 1 --ms 100"
-else GPT_ITERS=100; MT_STEPS=100; TEST_N=1000; GEMM_ARGS="--rounds 3"; fi
+if [ $QUICK = 1 ]; then GPT_ITERS=40; MT_STEPS=30; TEST_N=200; GEMM_ARGS="--rounds 1 --ms 100"; CAL_GPT=10; CAL_MT=8
+else GPT_ITERS=100; MT_STEPS=100; TEST_N=1000; GEMM_ARGS="--rounds 3"; CAL_GPT=30; CAL_MT=20; fi
 
 export OMP_NUM_THREADS=$THREADS
-# PyTorch side: Debian's torch does its GEMMs in the system BLAS (OpenBLAS, with its own thread pool).
-# Its OpenMP pool and OpenBLAS's pool together oversubscribe 2 cores: measured on the GPT config,
-# 4.0 it/s with torch 2 threads + OpenBLAS 2, 11.1 with torch 2 + OpenBLAS 1, 14.7 with torch 1 +
-# OpenBLAS 2 (its fastest). So PyTorch runs with OpenBLAS on $THREADS threads and 1 intra-op thread.
-PY="env OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=1 $PY"
-TORCH_THREADS=1
+BLAS_ALT=libblas.so.3-x86_64-linux-gnu
+OPENMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
+if [ $SETUP_BLAS = 1 ]; then
+    [ "$(id -u)" = 0 ] || { echo "bench/run.sh: --setup-blas needs root (apt-get, update-alternatives)" >&2; exit 2; }
+    dpkg -s libopenblas0-openmp >/dev/null 2>&1 || apt-get install -y libopenblas0-openmp
+    update-alternatives --set $BLAS_ALT $OPENMP_BLAS
+fi
+case "$(update-alternatives --query $BLAS_ALT 2>/dev/null | sed -n 's/^Value: //p')" in
+    *openblas-openmp*) BLAS_KIND=openmp ;;
+    *openblas*) BLAS_KIND=pthread ;;
+    *) BLAS_KIND=other ;;
+esac
+# PyTorch configurations "threads:oneDNN[:pt]"; pt = torch 1 intra-op thread with a pthread OpenBLAS on
+# $THREADS threads (the best layout when the two pools cannot be shared).
+if [ -z "$TORCH_CONFIGS" ]; then
+    for t in $(seq "$THREADS" -1 1); do TORCH_CONFIGS="$TORCH_CONFIGS,$t:on,$t:off"; done
+    [ $BLAS_KIND = openmp ] || TORCH_CONFIGS="$TORCH_CONFIGS,1:on:pt,1:off:pt"
+fi
+TORCH_CONFIGS=$(echo "$TORCH_CONFIGS" | tr ',' ' ' | sed 's/^ *//')
+torch_py() { # CONFIG -> the command prefix: environment, python, then the script and its args follow
+    local t m pt; IFS=: read -r t m pt <<<"$1"
+    if [ "$pt" = pt ]; then echo "env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$THREADS $PY"
+    else echo "env OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t $PY"; fi
+}
+torch_args() { local t m pt; IFS=: read -r t m pt <<<"$1"; echo "--threads $t --mkldnn $m"; }
+torch_desc() {
+    local t m pt; IFS=: read -r t m pt <<<"$1"
+    if [ "$pt" = pt ]; then echo "torch 1 thread + OpenBLAS $THREADS threads, oneDNN $m"
+    else echo "torch $t threads ($BLAS_KIND BLAS on the same $t), oneDNN $m"; fi
+}
+# pick_torch SED_PATTERN SCRIPT ARGS...: one short run per configuration, prints each rate, sets BEST
+pick_torch() {
+    local pat=$1 c v bestv=0; shift
+    BEST=""
+    for c in $TORCH_CONFIGS; do
+        # shellcheck disable=SC2046
+        v=$($(torch_py "$c") "$@" $(torch_args "$c") 2>&1 | sed -n "$pat" | tail -n 1)
+        printf '  calibration: %-52s %s\n' "$(torch_desc "$c")" "${v:-failed}"
+        if [ -n "$v" ] && awk -v a="$v" -v b="$bestv" 'BEGIN { exit !(a + 0 > b + 0) }'; then BEST=$c; bestv=$v; fi
+    done
+    [ -n "$BEST" ] || { echo "  calibration: every PyTorch configuration failed" >&2; BEST=${TORCH_CONFIGS%% *}; }
+    echo "  PyTorch runs with the fastest: $(torch_desc "$BEST")"
+}
 TFM="$BUILD/tfm"
 DATA=/work/shared/data
 [ -d "$DATA" ] || DATA=../shared/data
@@ -62,8 +111,12 @@ M30K=$DATA/multi30k
 TMP=$(mktemp -d /tmp/tfm_bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 [ -x "$TFM" ] || make --no-print-directory -j2 BUILD="$BUILD" "$TFM" >/dev/null
-echo "# tfm bench/run.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores;" \
-     "torch $($PY -c 'import torch; print(torch.__version__)'); rounds $ROUNDS; $(git log -1 --format=%h)"
+echo "# tfm bench/run.sh $(date -u +%Y-%m-%dT%H:%MZ); rounds $ROUNDS; $THREADS threads; $(git log -1 --format=%h)"
+env OMP_NUM_THREADS=$THREADS bash bench/sysinfo.sh "$PY"
+best_isa=generic; grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && best_isa=avx2
+grep -qw avx512f /proc/cpuinfo && best_isa=avx512
+echo "# tfm kernels: ${TFM_ISA:-$best_isa} (chosen at run time from cpuid; TFM_ISA=${TFM_ISA:-unset});" \
+     "PyTorch configurations to try: $TORCH_CONFIGS"
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
@@ -84,6 +137,9 @@ fi
 # ---------------------------------------------------------------- (b) GPT training
 if want gpt; then
     header "(b) GPT training, core config, $GPT_ITERS steps, $THREADS threads"
+    pick_torch 's/^iters_per_s //p' scripts/bench_gpt_torch.py --iters "$CAL_GPT" --eval-iters 1 --log-every 1000 \
+        --data "$SHAKES"
+    TORCH_GPT=$BEST
     t_ips=""; p_ips=""; t_rss=""; p_rss=""
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
@@ -95,13 +151,15 @@ if want gpt; then
                 t_ips="$t_ips $(awk -v m="$ms" 'BEGIN {printf "%.2f", 1000 / m}')"
                 t_rss="$t_rss $(sed -n 's/.*peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_gpt.$r.log")"
             else
-                $PY scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) --threads $TORCH_THREADS --eval-iters 1 --log-every 1 \
-                    --data "$SHAKES" >"$TMP/torch_gpt.$r.log" 2>&1
+                # shellcheck disable=SC2046
+                $(torch_py "$TORCH_GPT") scripts/bench_gpt_torch.py --iters $((GPT_ITERS + 1)) $(torch_args "$TORCH_GPT") \
+                    --eval-iters 1 --log-every 1 --data "$SHAKES" >"$TMP/torch_gpt.$r.log" 2>&1
                 p_ips="$p_ips $(sed -n 's/^iters_per_s //p' "$TMP/torch_gpt.$r.log")"
                 p_rss="$p_rss $(sed -n 's/^peak_rss_mb //p' "$TMP/torch_gpt.$r.log")"
             fi
         done
     done
+    echo "tfm: $(grep -o 'gemm [a-z0-9-]*' "$TMP/tfm_gpt.1.log" | head -n 1) kernels; PyTorch: $(torch_desc "$TORCH_GPT")"
     row "GPT training iterations/s" "it/s" "$t_ips" "$p_ips"
     row "GPT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss"
     echo "loss at equal steps (round 1; different random inits, same recipe and data):"
@@ -124,6 +182,14 @@ if want mt || want translate; then
     # shellcheck disable=SC2086
     "$TFM" train-mt --src "$TMP/test.de" --tgt "$TMP/test.en" --preprocess moses --out "$TMP/unused.tfm" \
         --dump-data "$TMP/test" --dump-only >/dev/null 2>&1
+    # the tokenized corpus for the PyTorch side (the tfm rounds write the same dump again)
+    # shellcheck disable=SC2086
+    "$TFM" train-mt --src $M30K/train.de --tgt $M30K/train.en $COMMON --out "$TMP/unused2.tfm" \
+        --dump-data "$TMP/m30k" --dump-only >/dev/null 2>&1
+    mkdir -p "$TMP/cal"
+    pick_torch 's/^torch train:.* = \([0-9]*\) tok\/s.*/\1/p' scripts/bench_mt_torch.py --data "$TMP/m30k" \
+        --test "$TMP/test.train.src" --max-steps "$CAL_MT" --out "$TMP/cal" --no-decode
+    TORCH_MT=$BEST
     t_tok=""; p_tok=""; t_rss=""; p_rss=""; t_snt=""; p_snt=""
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
@@ -143,8 +209,8 @@ if want mt || want translate; then
             else
                 [ -f "$TMP/m30k.train.src" ] || { echo "(torch side needs the tfm dump first)"; continue; }
                 # shellcheck disable=SC2046
-                $PY scripts/bench_mt_torch.py --data "$TMP/m30k" --test "$TMP/test.train.src" --threads $TORCH_THREADS \
-                    --max-steps $MT_STEPS --out "$TMP" $(want translate && echo --decode-weights "$TMP/mt.tfm" || echo --no-decode) \
+                $(torch_py "$TORCH_MT") scripts/bench_mt_torch.py --data "$TMP/m30k" --test "$TMP/test.train.src" \
+                    $(torch_args "$TORCH_MT") --max-steps $MT_STEPS --out "$TMP" $(want translate && echo --decode-weights "$TMP/mt.tfm" || echo --no-decode) \
                     >"$TMP/torch_mt.$r.log" 2>&1
                 p_tok="$p_tok $(sed -n 's/^torch train:.* = \([0-9]*\) tok\/s.*/\1/p' "$TMP/torch_mt.$r.log")"
                 p_snt="$p_snt $(sed -n 's/^torch beam 4:.* = \([0-9.]*\) sentences\/s.*/\1/p' "$TMP/torch_mt.$r.log")"
@@ -152,6 +218,7 @@ if want mt || want translate; then
             fi
         done
     done
+    echo "PyTorch: $(torch_desc "$TORCH_MT") (chosen on training throughput; its beam search runs the same)"
     row "MT training target tokens/s" "tok/s" "$t_tok" "$p_tok"
     [ -n "$p_rss" ] && row "MT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss" \
         || echo "MT training peak RSS [MiB]: tfm $t_rss (torch script does not report it)"
@@ -168,6 +235,8 @@ if want gen; then
     header "(d) GPT generation, 256 new tokens, 4 layers, 128 wide, block 256"
     "$TFM" train-lm --data "$SHAKES" --out "$TMP/gen.tfm" --iters 1 --block-size 256 --batch-size 1 \
         --eval-every 100000 --eval-iters 1 --threads $THREADS 2>/dev/null
+    pick_torch 's/^tokens_per_s //p' scripts/bench_generate_torch.py --tokens 64 --block-size 256 --seed 1
+    TORCH_GEN=$BEST
     t_tps=""; p_tps=""; n_tps=""
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
@@ -178,12 +247,14 @@ if want gen; then
                     2>"$TMP/tfm_gen_nc.$r.log"
                 n_tps="$n_tps $(sed -n 's/^generated .*(\([0-9.]*\) tok\/s.*/\1/p' "$TMP/tfm_gen_nc.$r.log")"
             else
-                $PY scripts/bench_generate_torch.py --tokens 256 --block-size 256 --threads $TORCH_THREADS --seed $r \
-                    >"$TMP/torch_gen.$r.log" 2>&1
+                # shellcheck disable=SC2046
+                $(torch_py "$TORCH_GEN") scripts/bench_generate_torch.py --tokens 256 --block-size 256 \
+                    $(torch_args "$TORCH_GEN") --seed $r >"$TMP/torch_gen.$r.log" 2>&1
                 p_tps="$p_tps $(sed -n 's/^tokens_per_s //p' "$TMP/torch_gen.$r.log")"
             fi
         done
     done
+    echo "PyTorch: $(torch_desc "$TORCH_GEN")"
     row "generation tokens/s (tfm KV cache)" "tok/s" "$t_tps" "$p_tps"
     row "generation tokens/s (tfm --no-kv-cache)" "tok/s" "$n_tps" "$p_tps"
 fi

@@ -15,6 +15,8 @@ import time
 
 import torch
 
+import torch_setup  # scripts/torch_setup.py: threads, oneDNN, BLAS description
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_twin import GPT, GPTConfig  # noqa: E402
 
@@ -29,8 +31,9 @@ def main():
     ap.add_argument('--vocab', type=int, default=65)
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--seed', type=int, default=1)
+    torch_setup.add_args(ap)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    torch_setup.configure(a.threads, a.mkldnn)
     torch.manual_seed(a.seed)
     cfg = GPTConfig(vocab_size=a.vocab, block_size=a.block_size, n_layer=a.n_layer, n_head=a.n_head,
                     n_embd=a.n_embd, dropout=0.0)

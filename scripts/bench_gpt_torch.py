@@ -14,6 +14,8 @@ import time
 
 import torch
 
+import torch_setup  # scripts/torch_setup.py: threads, oneDNN, BLAS description
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_twin import GPTConfig, get_lr, make_optimizer, set_lr  # noqa: E402
 from synth_twin import make_gpt  # noqa: E402
@@ -42,9 +44,10 @@ def main():
     ap.add_argument('--weight-decay', type=float, default=0.1)
     ap.add_argument('--grad-clip', type=float, default=1.0)
     ap.add_argument('--log-every', type=int, default=100)
+    torch_setup.add_args(ap)
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
+    torch_setup.configure(args.threads, args.mkldnn)
     torch.manual_seed(args.seed)
 
     with open(args.data, 'r', encoding='utf-8') as f:

@@ -17,6 +17,8 @@ import time
 
 import torch
 
+import torch_setup  # scripts/torch_setup.py: threads, oneDNN, BLAS description
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from transformer_twin import (BOS, EOS, PAD, UNK, Transformer, init_weights, lr_at, make_optimizer,  # noqa: E402
                               mt_loss, shift_right, translate_batch)
@@ -90,8 +92,9 @@ def main():
     ap.add_argument('--max-steps', type=int, default=0, help='stop after N optimizer steps (0 = all epochs)')
     ap.add_argument('--decode-weights', help="a tfm checkpoint of the same config and vocabularies: decode with its "
                     "weights (the model tfm translate uses) instead of the twin's own, so both sides decode the same")
+    torch_setup.add_args(ap)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    torch_setup.configure(a.threads, a.mkldnn)
     torch.manual_seed(a.seed)
     random.seed(a.seed)
     src_toks, src_v = read_vocab(a.data + '.src.vocab')

@@ -27,6 +27,23 @@ for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
     run_one "$(basename "$t")" "$t"
 done
+# The kernels' other instruction-set paths (src/ops/isa.c): the unit tests again with TFM_ISA forced to each
+# path this CPU runs besides the default (its best one, used above). A path it lacks is skipped, not tested.
+cpu_has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
+isa_ok() { case $1 in avx512) cpu_has avx512f;; avx2) cpu_has avx2 && cpu_has fma;; *) true;; esac; }
+best=generic; isa_ok avx2 && best=avx2; isa_ok avx512 && best=avx512
+for isa in avx512 avx2 generic; do
+    [ "$isa" = "$best" ] && continue
+    if ! isa_ok "$isa"; then
+        run_one "isa/$isa" echo "SKIP isa-$isa: this CPU lacks it (the $isa path is not tested here)"
+        continue
+    fi
+    for t in "$build"/tests/test_*; do
+        [ -x "$t" ] || continue
+        case "$(basename "$t")" in test_recipe_*|test_speed) continue;; esac  # slow / timing only
+        run_one "isa/$isa/$(basename "$t")" env TFM_ISA=$isa "$t"
+    done
+done
 for t in tests/cli/*.sh; do
     [ -f "$t" ] || continue
     run_one "cli/$(basename "$t" .sh)" bash "$t"

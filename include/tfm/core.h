@@ -33,8 +33,21 @@ void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 #define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)
 
 /* ---------------------------------------------------------------- threads */
-void tfm_set_threads(int n);   /* n <= 0: all cores */
+/* n <= 0: tfm_default_threads(). */
+void tfm_set_threads(int n);
 int tfm_get_threads(void);
+/* The thread count when none is given: OMP_NUM_THREADS (its first value) if set to a positive integer,
+ * else the number of CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets), >= 1. */
+int tfm_default_threads(void);
+/* Call first thing in main (argv as given to main). Makes idle OpenMP threads sleep after a short spin
+ * (~0.3 ms) instead of the runtime's default (GNU libgomp: 300000 pause loops, ~10 ms; LLVM libomp: 200 ms),
+ * so on a busy machine a waiting thread frees its core for the thread it waits for. Does nothing if
+ * OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME is set. Both runtimes read those before main, so:
+ * with libomp it calls kmp_set_blocktime(1); with libgomp it re-executes the program (/proc/self/exe, same
+ * argv) with GOMP_SPINCOUNT=TFM_SPINCOUNT (under qemu-user the new image would run natively: set
+ * GOMP_SPINCOUNT there). Returns 0 when no re-exec is needed, -1 if it failed (the program carries on). */
+#define TFM_SPINCOUNT "10000"
+int tfm_threads_short_spin(char **argv);
 
 /* ---------------------------------------------------------------- RNG */
 /* xorshift-based, deterministic across platforms. */
@@ -159,7 +172,9 @@ double tfm_profile_begin(const tfm_graph *g);
 void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0);
 /* Print ms per `unit` (a step, a sentence, a token) by op kind and phase, sorted by time, with the
  * share of `wall` seconds each takes and the untracked remainder (data, bookkeeping, I/O). */
-void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, void *file /* FILE* */);
+/* kernels: the kernel path to name in the header (tfm_isa_name() from tfm/kernels.h), or NULL. */
+void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, const char *kernels,
+                       void *file /* FILE* */);
 
 /* New arena tensor in this graph (data uninitialised; grad allocated+zeroed if grad_enabled && want_grad). */
 tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad);

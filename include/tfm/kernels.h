@@ -20,8 +20,16 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
                       const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,
                       float beta, float *C, int ldc, size_t stride_c);
 
-/* Name of the GEMM path in use ("avx2-fma", "portable", "openblas"). */
+/* Name of the GEMM path in use ("avx512", "avx2-fma", "portable", "openblas"). */
 const char *tfm_gemm_backend(void);
+
+/* The instruction-set path of the kernels in use: "avx512", "avx2" or "generic". Chosen once per process
+ * from cpuid; the environment variable TFM_ISA=avx512|avx2|generic forces one (if the CPU lacks it, the
+ * first kernel call exits with a one-line error naming TFM_ISA; call tfm_isa_check first to get it as
+ * an error instead). */
+const char *tfm_isa_name(void);
+/* 0 if TFM_ISA is unset or names a path this CPU runs; else -1 with tfm_last_error() saying why. */
+int tfm_isa_check(void);
 
 /* LayerNorm over rows of length C (biased variance). w, b may be NULL. mean/rstd: (rows). */
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,

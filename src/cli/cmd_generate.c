@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/rss.h"
+#include "tfm/kernels.h"
 #include "tfm/lm.h"
 
 static int put_char(int id, void *user) {   /* ids are < vocab_size: a table lookup, no malloc per token */
@@ -75,7 +76,7 @@ int cmd_generate(int argc, char **argv) {
         } else {
             fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, %s)\n", made, t, t > 0 ? made / t : 0.0,
                     so.no_cache || m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "full recompute" : "KV cache");
-            if (profile) tfm_profile_print(&g, made, "token", t, stderr);
+            if (profile) tfm_profile_print(&g, made, "token", t, tfm_isa_name(), stderr);
             cli_report_rss("generate");
         }
         tfm_graph_free(&g);

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "tfm/core.h"
 #include "tfm/io.h"
+#include "tfm/kernels.h"
 #include <string.h>
 
 static void print_value(const tfm_entry *e) {
@@ -71,6 +72,7 @@ int cmd_info(int argc, char **argv) {
         }
     if (tfm_container_get(&c, "adam.t")) print_group(&c, "train.", "training state (resumable)");
     else printf("training state: none (weights only)\n");
+    printf("kernels here: %s (gemm %s; TFM_ISA=avx512|avx2|generic forces one)\n", tfm_isa_name(), tfm_gemm_backend());
     tfm_container_free(&c);
     return 0;
 }

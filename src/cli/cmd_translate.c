@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/rss.h"
+#include "tfm/kernels.h"
 #include "tfm/decode.h"
 
 #define C "translate"
@@ -124,7 +125,7 @@ int cmd_translate(int argc, char **argv) {
     }
     if (!rc && n_total == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)");
     if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout");
-    if (!rc && profile) tfm_profile_print(&g, n_translated, "sentence", tfm_now() - t_start, stderr);
+    if (!rc && profile) tfm_profile_print(&g, n_translated, "sentence", tfm_now() - t_start, tfm_isa_name(), stderr);
     if (!rc) cli_report_rss("translate");
     free(lines), free(todo), free(hyps), free(slot);
     tfm_graph_free(&g);

@@ -1,5 +1,7 @@
 /* tfm: command dispatch. Each command is one file, src/cli/cmd_<name>.c. */
 #include "cli/cli.h"
+#include "tfm/core.h"
+#include "tfm/kernels.h"
 #include <string.h>
 
 int cmd_export(int argc, char **argv);   /* cmd_export.c, cmd_import.c (declared here: cli.h is shared) */
@@ -38,6 +40,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    tfm_threads_short_spin(argv); /* may re-execute the program once (see tfm/core.h) */
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -45,6 +48,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
+    }
+    if (tfm_isa_check()) { /* a TFM_ISA this CPU cannot run: say so before any kernel runs */
+        fprintf(stderr, "tfm: %s\n", tfm_last_error());
+        return 2;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);

@@ -90,7 +90,7 @@ static int prof_row_cmp(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, void *file) {
+void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, const char *kernels, void *file) {
     FILE *f = file ? file : stderr;
     prof_row rows[TFM_OP_COUNT + TFM_PHASE_COUNT];
     int n = 0;
@@ -103,8 +103,8 @@ void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double 
     qsort(rows, (size_t)n, sizeof rows[0], prof_row_cmp);
     if (units < 1) units = 1;
     if (wall < tracked) wall = tracked;
-    fprintf(f, "profile (ms per %s over %ld %ss; an op's time includes its backward when training):\n", unit, units,
-            unit);
+    fprintf(f, "profile (ms per %s over %ld %ss; an op's time includes its backward when training%s%s):\n",
+            unit, units, unit, kernels ? "; kernels " : "", kernels ? kernels : "");
     for (int i = 0; i < n; i++)
         fprintf(f, "  %-14s %9.3f  %5.1f%%\n", rows[i].name, 1e3 * rows[i].t / units, 100 * rows[i].t / wall);
     fprintf(f, "  %-14s %9.3f  %5.1f%%\n", "(untracked)", 1e3 * (wall - tracked) / units,

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <math.h>
 #include <time.h>
+#include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
 
 static _Thread_local char last_error[512];
 
@@ -39,9 +42,48 @@ void tfm_fatal(const char *fmt, ...) {
     abort();
 }
 
+/* OMP_NUM_THREADS's first value (the variable is a comma list) if it is a positive integer, else 0. */
+static int env_threads(void) {
+    const char *e = getenv("OMP_NUM_THREADS");
+    if (!e) return 0;
+    while (*e == ' ' || *e == '\t') e++;
+    char *end;
+    long n = strtol(e, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    if (end == e || (*end && *end != ',') || n < 1 || n > 4096) return 0;
+    return (int)n;
+}
+
+int tfm_default_threads(void) {
+    int n = env_threads();
+    if (n > 0) return n;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && (n = CPU_COUNT(&set)) > 0) return n;
+    n = omp_get_num_procs();
+    return n > 0 ? n : 1;
+}
+
 void tfm_set_threads(int n) {
-    if (n <= 0) n = omp_get_num_procs();
+    if (n <= 0) n = tfm_default_threads();
     omp_set_num_threads(n);
+}
+
+int tfm_threads_short_spin(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || getenv("KMP_BLOCKTIME")) return 0;
+    /* Both runtimes read these variables before main (setenv here would be too late). LLVM's libomp has a
+     * call for it; GNU libgomp has none, so the program runs again with GOMP_SPINCOUNT in its environment. */
+    void (*set_blocktime)(int);
+    *(void **)&set_blocktime = dlsym(RTLD_DEFAULT, "kmp_set_blocktime");
+    if (set_blocktime) {
+        set_blocktime(1); /* ms */
+        return 0;
+    }
+    if (!argv || !argv[0]) return -1;
+    setenv("GOMP_SPINCOUNT", TFM_SPINCOUNT, 1);
+    execv("/proc/self/exe", argv);
+    unsetenv("GOMP_SPINCOUNT");
+    return -1; /* exec failed: carry on with the runtime's default spin */
 }
 
 int tfm_get_threads(void) { return omp_get_max_threads(); }

@@ -16,6 +16,7 @@
  */
 #include "ops/op_impl.h"
 #include "ops/vmath.h"
+#include "ops/isa.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -106,55 +107,69 @@ static inline void scores(float *s, const float *q, const float *Kt, int Tk, int
     }
 }
 
+static inline __attribute__((always_inline)) void attn_forward_bh(const attn_args *a, float *lse, float *Kt, int bh) {
+    int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
+    float *s = Kt + (size_t)(dk + dv) * Tk;
+    /* few queries (decoding): dot products on K rows; otherwise transpose K once for all queries */
+    int direct = a->Tq <= 2;
+    if (!direct) gather_t(&a->k, b, h, Tk, dk, Kt);
+    const float *Kb = a->k.data + view_at(&a->k, b, h);
+    const float *Vb = a->v.data + view_at(&a->v, b, h);
+    for (int i = 0; i < a->Tq; i++) {
+        const float *qi = a->q.data + b * a->q.sb + h * a->q.sh + i * a->q.st;
+        float *o = a->o.data + b * a->o.sb + h * a->o.sh + i * a->o.st;
+        int lim = visible(a, b, i);
+        for (int c = 0; c < dv; c++) o[c] = 0.0f;
+        if (lim == 0) { /* uniform over all keys */
+            for (int j = 0; j < Tk; j++)
+                for (int c = 0; c < dv; c++) o[c] += Vb[j * a->v.st + c];
+            for (int c = 0; c < dv; c++) o[c] /= Tk;
+            lse[(size_t)bh * a->Tq + i] = NAN;
+            continue;
+        }
+        float m = -INFINITY, l = 0.0f;
+        for (int j0 = 0; j0 < lim; j0 += TILE) {
+            int n = lim - j0 < TILE ? lim - j0 : TILE;
+            if (direct)
+                for (int jj = 0; jj < n; jj++) s[jj] = a->scale * tfm_vdot(qi, Kb + (size_t)(j0 + jj) * a->k.st, (size_t)dk);
+            else scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
+            float mt = tfm_vmax(s, (size_t)n), mnew = mt > m ? mt : m;
+            float corr = tfm_expf(m - mnew);
+            l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
+            if (corr != 1.0f)
+                for (int c = 0; c < dv; c++) o[c] *= corr;
+            for (int jj = 0; jj < n; jj++) {
+                const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
+                float p = s[jj];
+                for (int c = 0; c < dv; c++) o[c] += p * vr[c];
+            }
+            m = mnew;
+        }
+        float inv = 1.0f / l;
+        for (int c = 0; c < dv; c++) o[c] *= inv;
+        lse[(size_t)bh * a->Tq + i] = m + logf(l);
+    }
+}
+#define ARGS_ATTN_FORWARD const attn_args *a, float *lse, float *Kt, int bh
+#define PASS_ATTN_FORWARD a, lse, Kt, bh
+typedef void (*attn_forward_fn)(ARGS_ATTN_FORWARD);
+static void attn_forward_c(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void attn_forward_avx2(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD); }
+TFM_TARGET_AVX512 static void attn_forward_avx512(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD); }
+static const attn_forward_fn attn_forward_paths[TFM_ISA_COUNT] = {attn_forward_c, attn_forward_avx2, attn_forward_avx512};
+#else
+static const attn_forward_fn attn_forward_paths[TFM_ISA_COUNT] = {attn_forward_c, attn_forward_c, attn_forward_c};
+#endif
+
 static void attn_forward(const attn_args *a, float *lse, int nt) {
     size_t per = per_thread_floats(a);
     float *buf = thread_scratch(per, nt);
     int nbh = a->B * a->H;
     size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && work >= 65536)
-    for (int bh = 0; bh < nbh; bh++) {
-        int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
-        float *Kt = buf + per * omp_get_thread_num(), *s = Kt + (size_t)(dk + dv) * Tk;
-        /* few queries (decoding): dot products on K rows; otherwise transpose K once for all queries */
-        int direct = a->Tq <= 2;
-        if (!direct) gather_t(&a->k, b, h, Tk, dk, Kt);
-        const float *Kb = a->k.data + view_at(&a->k, b, h);
-        const float *Vb = a->v.data + view_at(&a->v, b, h);
-        for (int i = 0; i < a->Tq; i++) {
-            const float *qi = a->q.data + b * a->q.sb + h * a->q.sh + i * a->q.st;
-            float *o = a->o.data + b * a->o.sb + h * a->o.sh + i * a->o.st;
-            int lim = visible(a, b, i);
-            for (int c = 0; c < dv; c++) o[c] = 0.0f;
-            if (lim == 0) { /* uniform over all keys */
-                for (int j = 0; j < Tk; j++)
-                    for (int c = 0; c < dv; c++) o[c] += Vb[j * a->v.st + c];
-                for (int c = 0; c < dv; c++) o[c] /= Tk;
-                lse[(size_t)bh * a->Tq + i] = NAN;
-                continue;
-            }
-            float m = -INFINITY, l = 0.0f;
-            for (int j0 = 0; j0 < lim; j0 += TILE) {
-                int n = lim - j0 < TILE ? lim - j0 : TILE;
-                if (direct)
-                    for (int jj = 0; jj < n; jj++) s[jj] = a->scale * tfm_vdot(qi, Kb + (size_t)(j0 + jj) * a->k.st, (size_t)dk);
-                else scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
-                float mt = tfm_vmax(s, (size_t)n), mnew = mt > m ? mt : m;
-                float corr = tfm_expf(m - mnew);
-                l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
-                if (corr != 1.0f)
-                    for (int c = 0; c < dv; c++) o[c] *= corr;
-                for (int jj = 0; jj < n; jj++) {
-                    const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
-                    float p = s[jj];
-                    for (int c = 0; c < dv; c++) o[c] += p * vr[c];
-                }
-                m = mnew;
-            }
-            float inv = 1.0f / l;
-            for (int c = 0; c < dv; c++) o[c] *= inv;
-            lse[(size_t)bh * a->Tq + i] = m + logf(l);
-        }
-    }
+    const attn_forward_fn one = attn_forward_paths[tfm_isa_active()];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && work >= 65536)
+    for (int bh = 0; bh < nbh; bh++) one(a, lse, buf + per * omp_get_thread_num(), bh);
 }
 
 /* Backward, flash-attention-2 style, per (batch, head): for a block of up to QB query rows and a tile of
@@ -198,6 +213,76 @@ static inline __attribute__((always_inline)) void tile_q(int D, int qn, int n, c
     }
 }
 
+static inline __attribute__((always_inline)) void attn_backward_bh(const attn_args *a, float *Kt, int bh) {
+    int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
+    float *Vt = Kt + (size_t)dk * Tk;
+    float *P = Vt + (size_t)dv * Tk, *dS = P + QB * TILE, *Dv = dS + QB * TILE;
+    int *lims = (int *)(Dv + QB);
+    gather_t(&a->k, b, h, Tk, dk, Kt);
+    gather_t(&a->v, b, h, Tk, dv, Vt);
+    size_t kb = b * a->k.sb + h * a->k.sh, vb = b * a->v.sb + h * a->v.sh;
+    size_t qb = b * a->q.sb + h * a->q.sh, ob = b * a->o.sb + h * a->o.sh;
+    for (int i0 = 0; i0 < a->Tq; i0 += QB) {
+        int qn = a->Tq - i0 < QB ? a->Tq - i0 : QB, jmax = 0;
+        for (int ii = 0; ii < qn; ii++) {
+            int i = i0 + ii, lim = visible(a, b, i);
+            const float *oi = a->o.data + ob + i * a->o.st, *doi = a->o.grad + ob + i * a->o.st;
+            lims[ii] = lim;
+            Dv[ii] = tfm_vdot(doi, oi, (size_t)dv);
+            if (lim > jmax) jmax = lim;
+            if (lim == 0 && a->v.grad) /* uniform row: weights 1/Tk, no gradient to scores */
+                for (int j = 0; j < Tk; j++) {
+                    float *dvr = a->v.grad + vb + j * a->v.st;
+                    for (int c = 0; c < dv; c++) dvr[c] += doi[c] / Tk;
+                }
+        }
+        for (int j0 = 0; j0 < jmax; j0 += TILE) {
+            int n = jmax - j0 < TILE ? jmax - j0 : TILE;
+            for (int ii = 0; ii < qn; ii++) {
+                int i = i0 + ii, cnt = lims[ii] - j0;
+                cnt = cnt < 0 ? 0 : cnt > n ? n : cnt;
+                float *pr = P + ii * TILE, *dsr = dS + ii * TILE;
+                if (cnt > 0) {
+                    const float *qi = a->q.data + qb + i * a->q.st, *doi = a->o.grad + ob + i * a->o.st;
+                    scores(pr, qi, Kt, Tk, dk, j0, cnt, a->scale);
+                    tfm_vexp_sum(pr, pr, a->lse[(size_t)bh * a->Tq + i], (size_t)cnt);
+                    for (int jj = 0; jj < cnt; jj++) dsr[jj] = 0.0f;
+                    for (int c = 0; c < dv; c++) {
+                        float g = doi[c];
+                        const float *row = Vt + (size_t)c * Tk + j0;
+                        for (int jj = 0; jj < cnt; jj++) dsr[jj] += g * row[jj];
+                    }
+                    float D = Dv[ii], sc = a->scale;
+                    for (int jj = 0; jj < cnt; jj++) dsr[jj] = pr[jj] * (dsr[jj] - D) * sc;
+                }
+                for (int jj = cnt; jj < n; jj++) pr[jj] = dsr[jj] = 0.0f;
+            }
+            const float *dO = a->o.grad + ob + i0 * a->o.st, *Q = a->q.data + qb + i0 * a->q.st;
+            float *dV = a->v.grad ? a->v.grad + vb + j0 * a->v.st : NULL;
+            float *dK = a->k.grad ? a->k.grad + kb + j0 * a->k.st : NULL;
+            if (dk == 32) tile_kv(32, qn, n, P, dS, dO, a->o.st, Q, a->q.st, dV, a->v.st, dK, a->k.st);
+            else tile_kv(dk, qn, n, P, dS, dO, a->o.st, Q, a->q.st, dV, a->v.st, dK, a->k.st);
+            if (a->q.grad) {
+                const float *K = a->k.data + kb + j0 * a->k.st;
+                float *dQ = a->q.grad + qb + i0 * a->q.st;
+                if (dk == 32) tile_q(32, qn, n, dS, K, a->k.st, dQ, a->q.st);
+                else tile_q(dk, qn, n, dS, K, a->k.st, dQ, a->q.st);
+            }
+        }
+    }
+}
+#define ARGS_ATTN_BACKWARD const attn_args *a, float *Kt, int bh
+#define PASS_ATTN_BACKWARD a, Kt, bh
+typedef void (*attn_backward_fn)(ARGS_ATTN_BACKWARD);
+static void attn_backward_c(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void attn_backward_avx2(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD); }
+TFM_TARGET_AVX512 static void attn_backward_avx512(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD); }
+static const attn_backward_fn attn_backward_paths[TFM_ISA_COUNT] = {attn_backward_c, attn_backward_avx2, attn_backward_avx512};
+#else
+static const attn_backward_fn attn_backward_paths[TFM_ISA_COUNT] = {attn_backward_c, attn_backward_c, attn_backward_c};
+#endif
+
 static void attn_backward(const attn_args *a, int nt) {
     size_t per = per_thread_floats(a) + 2 * QB * TILE + 2 * QB + 16;
     float *buf = thread_scratch(per, nt);
@@ -205,65 +290,9 @@ static void attn_backward(const attn_args *a, int nt) {
     size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
     int same_d = a->dk == a->dv && a->dk <= MAXD;
     TFM_ASSERT(same_d, "attention backward: d_k == d_v <= %d required", MAXD);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && work >= 32768)
-    for (int bh = 0; bh < nbh; bh++) {
-        int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
-        float *Kt = buf + per * omp_get_thread_num(), *Vt = Kt + (size_t)dk * Tk;
-        float *P = Vt + (size_t)dv * Tk, *dS = P + QB * TILE, *Dv = dS + QB * TILE;
-        int *lims = (int *)(Dv + QB);
-        gather_t(&a->k, b, h, Tk, dk, Kt);
-        gather_t(&a->v, b, h, Tk, dv, Vt);
-        size_t kb = b * a->k.sb + h * a->k.sh, vb = b * a->v.sb + h * a->v.sh;
-        size_t qb = b * a->q.sb + h * a->q.sh, ob = b * a->o.sb + h * a->o.sh;
-        for (int i0 = 0; i0 < a->Tq; i0 += QB) {
-            int qn = a->Tq - i0 < QB ? a->Tq - i0 : QB, jmax = 0;
-            for (int ii = 0; ii < qn; ii++) {
-                int i = i0 + ii, lim = visible(a, b, i);
-                const float *oi = a->o.data + ob + i * a->o.st, *doi = a->o.grad + ob + i * a->o.st;
-                lims[ii] = lim;
-                Dv[ii] = tfm_vdot(doi, oi, (size_t)dv);
-                if (lim > jmax) jmax = lim;
-                if (lim == 0 && a->v.grad) /* uniform row: weights 1/Tk, no gradient to scores */
-                    for (int j = 0; j < Tk; j++) {
-                        float *dvr = a->v.grad + vb + j * a->v.st;
-                        for (int c = 0; c < dv; c++) dvr[c] += doi[c] / Tk;
-                    }
-            }
-            for (int j0 = 0; j0 < jmax; j0 += TILE) {
-                int n = jmax - j0 < TILE ? jmax - j0 : TILE;
-                for (int ii = 0; ii < qn; ii++) {
-                    int i = i0 + ii, cnt = lims[ii] - j0;
-                    cnt = cnt < 0 ? 0 : cnt > n ? n : cnt;
-                    float *pr = P + ii * TILE, *dsr = dS + ii * TILE;
-                    if (cnt > 0) {
-                        const float *qi = a->q.data + qb + i * a->q.st, *doi = a->o.grad + ob + i * a->o.st;
-                        scores(pr, qi, Kt, Tk, dk, j0, cnt, a->scale);
-                        tfm_vexp_sum(pr, pr, a->lse[(size_t)bh * a->Tq + i], (size_t)cnt);
-                        for (int jj = 0; jj < cnt; jj++) dsr[jj] = 0.0f;
-                        for (int c = 0; c < dv; c++) {
-                            float g = doi[c];
-                            const float *row = Vt + (size_t)c * Tk + j0;
-                            for (int jj = 0; jj < cnt; jj++) dsr[jj] += g * row[jj];
-                        }
-                        float D = Dv[ii], sc = a->scale;
-                        for (int jj = 0; jj < cnt; jj++) dsr[jj] = pr[jj] * (dsr[jj] - D) * sc;
-                    }
-                    for (int jj = cnt; jj < n; jj++) pr[jj] = dsr[jj] = 0.0f;
-                }
-                const float *dO = a->o.grad + ob + i0 * a->o.st, *Q = a->q.data + qb + i0 * a->q.st;
-                float *dV = a->v.grad ? a->v.grad + vb + j0 * a->v.st : NULL;
-                float *dK = a->k.grad ? a->k.grad + kb + j0 * a->k.st : NULL;
-                if (dk == 32) tile_kv(32, qn, n, P, dS, dO, a->o.st, Q, a->q.st, dV, a->v.st, dK, a->k.st);
-                else tile_kv(dk, qn, n, P, dS, dO, a->o.st, Q, a->q.st, dV, a->v.st, dK, a->k.st);
-                if (a->q.grad) {
-                    const float *K = a->k.data + kb + j0 * a->k.st;
-                    float *dQ = a->q.grad + qb + i0 * a->q.st;
-                    if (dk == 32) tile_q(32, qn, n, dS, K, a->k.st, dQ, a->q.st);
-                    else tile_q(dk, qn, n, dS, K, a->k.st, dQ, a->q.st);
-                }
-            }
-        }
-    }
+    const attn_backward_fn one = attn_backward_paths[tfm_isa_active()];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && work >= 32768)
+    for (int bh = 0; bh < nbh; bh++) one(a, buf + per * omp_get_thread_num(), bh);
 }
 
 /* ---------------------------------------------------------------- per-batch-entry variant
@@ -332,7 +361,7 @@ static void mat_forward(const attn_args *a, float *lse, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 2 : 1) * blk;
     float *buf = thread_scratch(per, nt);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
         float *P = buf + per * omp_get_thread_num(), *Pv = P;
         block_scores(a, b, P);
@@ -347,7 +376,7 @@ static void mat_backward(const attn_args *a, int nt) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk;
     size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 3 : 2) * blk;
     float *buf = thread_scratch(per, nt);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && a->B > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
         float *P = buf + per * omp_get_thread_num(), *dS = P + blk, *Pv = P;
         block_scores(a, b, P);

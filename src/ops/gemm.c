@@ -1,8 +1,9 @@
 /* tfm_gemm: the single matrix-multiply entry point (see include/tfm/kernels.h).
  *
  * Structure (BLIS-style, written from scratch for this project):
- *   - C is split into one rectangle per OpenMP thread (boundaries on MR/NR multiples); each thread
- *     runs the serial blocked algorithm on its rectangle with its own packing buffers.
+ *   - C is split into a few rectangles per OpenMP thread (boundaries on MR/NR multiples) that threads
+ *     take dynamically; each runs the serial blocked algorithm on its rectangle with the thread's own
+ *     packing buffers.
  *   - Serial algorithm: loop jc over NC columns, pc over KC depth (KC depends on K only), pack the
  *     KCxNC slice of op(B) into 16-wide panels, loop ic over MC rows, (optionally) pack the MCxKC
  *     slice of op(A) into 6-tall panels, then call a 6x16 micro-kernel for every tile.
@@ -14,6 +15,7 @@
  *     path uses the same blocking with plain C kernels.
  * Built with -DTFM_USE_OPENBLAS, tfm_gemm forwards to cblas_sgemm instead. */
 #include "tfm/kernels.h"
+#include "ops/isa.h"
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
@@ -42,8 +44,8 @@ static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threa
 /* OpenBLAS backend                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
-                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt) {
-    (void)nt;
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa) {
+    (void)nt; (void)isa;
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
@@ -78,6 +80,10 @@ const char *tfm_gemm_backend(void) { return "openblas"; }
 #ifndef TFM_GEMM_MIN_WORK
 #define TFM_GEMM_MIN_WORK (1 << 18)
 #endif
+/* Blocks per thread of a threaded GEMM, taken dynamically (see gemm_one). */
+#ifndef TFM_GEMM_BLOCKS_PER_THREAD
+#define TFM_GEMM_BLOCKS_PER_THREAD 4
+#endif
 /* Batched GEMMs with at most this many multiply-adds each are parallelised over the batch. */
 #ifndef TFM_GEMM_BATCH_SMALL
 #define TFM_GEMM_BATCH_SMALL (1 << 22)
@@ -91,32 +97,10 @@ typedef struct {
     int lda, ldb, ldc;
 } gemm_args;
 
-/* -1 = not yet chosen, 0 = portable, 1 = avx2+fma */
-static int g_backend = -1;
-
-static int use_avx2(void) {
-    int b = __atomic_load_n(&g_backend, __ATOMIC_RELAXED);
-    if (b < 0) {
-#if TFM_HAVE_X86
-        __builtin_cpu_init();
-        b = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
-#else
-        b = 0;
-#endif
-        __atomic_store_n(&g_backend, b, __ATOMIC_RELAXED);
-    }
-    return b;
+const char *tfm_gemm_backend(void) {
+    tfm_isa isa = tfm_isa_active();
+    return isa == TFM_ISA_AVX512 ? "avx512" : isa == TFM_ISA_AVX2 ? "avx2-fma" : "portable";
 }
-
-/* Not part of the public API: lets tests exercise the portable path on AVX2 machines.
- * portable = 1 forces the portable path, 0 restores run-time detection. */
-void tfm_gemm_force_portable_(int portable);
-void tfm_gemm_force_portable_(int portable) {
-    if (portable) __atomic_store_n(&g_backend, 0, __ATOMIC_RELAXED);
-    else __atomic_store_n(&g_backend, -1, __ATOMIC_RELAXED);
-}
-
-const char *tfm_gemm_backend(void) { return use_avx2() ? "avx2-fma" : "portable"; }
 
 /* Per-thread packing buffers (OpenMP worker threads persist, so these are reused across calls). */
 static _Thread_local float *tl_buf;
@@ -455,7 +439,23 @@ TFM_AVX2 static void kern_narrow_avx2(int kc, const float *a, const float *b, fl
 
 /* ---------------------------------- blocked driver --------------------------------------- */
 /* Serial blocked GEMM on the C rectangle [m0,m1) x [n0,n1). K > 0, alpha != 0. */
-static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int avx) {
+/* One MR x NR tile (or smaller at the edges) with the AVX2 or the portable kernels. */
+static inline void tile_6x16(const gemm_args *g, int avx, int kc, const float *ap, const float *bp, float *cp,
+                             int mr, int nr, float beff) {
+#if TFM_HAVE_X86
+    if (avx) {
+        if (nr > 8) kern_avx2_packed(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+        else if (nr > 3) kern8_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+        else kern_narrow_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+        return;
+    }
+#endif
+    (void)avx;
+    kern_c(kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+}
+
+static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_isa isa) {
+    const int avx = isa >= TFM_ISA_AVX2;
     if (m0 >= m1 || n0 >= n1) return;
     const int K = g->K, kcb = pick_kc(K);
     const int nmax = n1 - n0 < TFM_GEMM_NC ? n1 - n0 : TFM_GEMM_NC;
@@ -465,7 +465,6 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int av
     const size_t asz = (size_t)(TFM_GEMM_MC + MR) * kcb + 16;
     float *buf = get_buf(bsz + asz);
     float *bufB = buf, *bufA = buf + bsz;
-    (void)avx;
 
     for (int jc = n0; jc < n1; jc += TFM_GEMM_NC) {
         const int nc = n1 - jc < TFM_GEMM_NC ? n1 - jc : TFM_GEMM_NC;
@@ -486,22 +485,28 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, int av
                 } else
 #endif
                     pack_a_c(g, ic, pc, mc, kc, bufA);
-                for (int jr = 0; jr < nc; jr += NR) {
+                /* AVX-512: 12 x 32 tiles where two full 16-wide B panels and two A panels exist (the
+                 * same per-element arithmetic as the 6 x 16 kernel, so results equal the AVX2 path's);
+                 * everything else goes through the 6 x 16 kernels. */
+                for (int jr = 0; jr < nc;) {
+                    const int wide = isa == TFM_ISA_AVX512 && nc - jr >= 2 * NR;
                     const int nr = nc - jr < NR ? nc - jr : NR;
                     const float *bp = bufB + (size_t)jr * kc;
-                    for (int ir = 0; ir < mc; ir += MR) {
+                    for (int ir = 0; ir < mc;) {
                         const int mr = mc - ir < MR ? mc - ir : MR;
                         float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
                         const float *ap = bufA + (size_t)ir * kc;
-#if TFM_HAVE_X86
-                        if (avx) {
-                            if (nr > 8) kern_avx2_packed(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                            else if (nr > 3) kern8_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                            else kern_narrow_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
-                        } else
-#endif
-                            kern_c(kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+                        if (wide && mc - ir > MR) {
+                            const int mr2 = mc - ir < 2 * MR ? mc - ir : 2 * MR;
+                            tfm_gemm_kern12x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
+                            ir += 2 * MR;
+                            continue;
+                        }
+                        tile_6x16(g, avx, kc, ap, bp, cp, mr, nr, beff);
+                        if (wide) tile_6x16(g, avx, kc, ap, bp + (size_t)NR * kc, cp + NR, mr, NR, beff);
+                        ir += MR;
                     }
+                    jr += wide ? 2 * NR : NR;
                 }
             }
         }
@@ -632,7 +637,8 @@ TFM_AVX2 static void gemv_avx2(int wt, int j0, int j1, int K, float alpha, const
 #endif
 
 /* M == 1 or N == 1 as a GEMV. K > 0, alpha != 0. */
-static void gemm_gemv(const gemm_args *g, int nt, int avx) {
+static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
+    const int avx = isa >= TFM_ISA_AVX2;
     const float *x, *W;
     ptrdiff_t incx, incy;
     int wt, ldw, n;
@@ -651,37 +657,39 @@ static void gemm_gemv(const gemm_args *g, int nt, int avx) {
         for (int k = 0; k < K; k++) xc[k] = x[(size_t)k * incx];
         x = xc;
     }
-    /* threads split the outputs in 64-wide chunks */
     int chunks = (n + 63) / 64;
     long long work = (long long)n * K;
     long long wl = work / (TFM_GEMM_MIN_WORK / 2);
     int use = nt < chunks ? nt : chunks;
     if (wl < use) use = wl < 1 ? 1 : (int)wl;
-#pragma omp parallel num_threads(use) if (use > 1)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        int c0 = (int)((long long)chunks * t / T), c1 = (int)((long long)chunks * (t + 1) / T);
-        int j0 = c0 * 64, j1 = c1 * 64 < n ? c1 * 64 : n;
-        if (j0 < j1) {
+    /* groups of 64-wide chunks (so each output's summation does not depend on the split), a few per
+     * thread, taken dynamically */
+    const int per = use > 1 ? (chunks + use * TFM_GEMM_BLOCKS_PER_THREAD - 1) / (use * TFM_GEMM_BLOCKS_PER_THREAD) : chunks;
+    const int groups = (chunks + per - 1) / per;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
+    for (int gi = 0; gi < groups; gi++) {
+        int j0 = gi * per * 64, j1 = (gi + 1) * per * 64 < n ? (gi + 1) * per * 64 : n;
 #if TFM_HAVE_X86
-            if (avx) gemv_avx2(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
-            else
+        if (avx) gemv_avx2(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
+        else
 #endif
-                gemv_c(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
-        }
+            gemv_c(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
     }
     (void)avx;
     free(xc);
 }
 
-/* Choose a tm x tn grid of thread rectangles (tm*tn <= nt) and run. */
+/* Choose a tm x tn grid of blocks and run them. With nt > 1 threads there are nt * bpt blocks (bpt =
+ * TFM_GEMM_BLOCKS_PER_THREAD, fewer when the GEMM is small) that the threads take dynamically: a thread
+ * the OS deschedules (a busy machine) holds up at most the block it is on while the others take the rest.
+ * Block edges are on MR/NR multiples, so every C element goes through the same kernel and the same k
+ * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
-                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt) {
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
-    const int avx = use_avx2();
-    if (M == 1 || N == 1) { gemm_gemv(&g, nt, avx); return; }
+    if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
 
     const long long work = (long long)M * N * K;
     if (nt > 1 && work < (long long)TFM_GEMM_MIN_WORK * nt) {
@@ -691,32 +699,30 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
     const int mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR; /* micro-panels */
     int best_tm = 1, best_tn = 1;
     if (nt > 1) {
-        double best = 1e300;
-        for (int tn = 1; tn <= nt; tn++) {
-            int tm = nt / tn;
-            if (tm * tn != nt || tm > mp || tn > np) continue;
-            double mb = (double)((mp + tm - 1) / tm) * MR, nb = (double)((np + tn - 1) / tn) * NR;
-            /* per-thread compute + packing of its A rows (per N block) and B columns */
-            double cost = mb * nb + 2.0 * (mb * (1 + nb / TFM_GEMM_NC) + nb * 1.0);
-            if (cost < best) { best = cost; best_tm = tm; best_tn = tn; }
+        long long bpt_work = work / ((long long)TFM_GEMM_MIN_WORK * nt); /* blocks of >= MIN_WORK */
+        int bpt = bpt_work < TFM_GEMM_BLOCKS_PER_THREAD ? (int)bpt_work : TFM_GEMM_BLOCKS_PER_THREAD;
+        for (bpt = bpt < 1 ? 1 : bpt; bpt >= 1 && best_tm * best_tn == 1; bpt--) {
+            const int nb_total = nt * bpt;
+            double best = 1e300;
+            for (int tn = 1; tn <= nb_total; tn++) {
+                int tm = nb_total / tn;
+                if (tm * tn != nb_total || tm > mp || tn > np) continue;
+                double mb = (double)((mp + tm - 1) / tm) * MR, nb = (double)((np + tn - 1) / tn) * NR;
+                /* per-block compute + packing of its A rows (per N block) and B columns, all blocks */
+                double cost = nb_total * (mb * nb + 2.0 * (mb * (1 + nb / TFM_GEMM_NC) + nb * 1.0));
+                if (cost < best) { best = cost; best_tm = tm; best_tn = tn; }
+            }
         }
     }
     const int tm = best_tm, tn = best_tn;
-    if (tm * tn == 1) { gemm_rect(&g, 0, M, 0, N, avx); return; }
-#pragma omp parallel num_threads(tm * tn)
-    {
-        int t = omp_get_thread_num();
-        if (t < tm * tn && omp_get_num_threads() == tm * tn) {
-            int ti = t / tn, tj = t % tn;
-            int m0 = (int)((long long)mp * ti / tm) * MR, m1 = (int)((long long)mp * (ti + 1) / tm) * MR;
-            int n0 = (int)((long long)np * tj / tn) * NR, n1 = (int)((long long)np * (tj + 1) / tn) * NR;
-            if (m1 > M) m1 = M;
-            if (n1 > N) n1 = N;
-            gemm_rect(&g, m0, m1, n0, n1, avx);
-        } else if (t == 0) {
-            /* the runtime gave us fewer threads than asked: do it all serially */
-            gemm_rect(&g, 0, M, 0, N, avx);
-        }
+    if (tm * tn == 1) { gemm_rect(&g, 0, M, 0, N, isa); return; }
+    const int use = nt < tm * tn ? nt : tm * tn;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(use)
+    for (int blk = 0; blk < tm * tn; blk++) {
+        int ti = blk / tn, tj = blk % tn;
+        int m0 = (int)((long long)mp * ti / tm) * MR, m1 = (int)((long long)mp * (ti + 1) / tm) * MR;
+        int n0 = (int)((long long)np * tj / tn) * NR, n1 = (int)((long long)np * (tj + 1) / tn) * NR;
+        gemm_rect(&g, m0, m1 < M ? m1 : M, n0, n1 < N ? n1 : N, isa);
     }
 }
 #endif /* TFM_USE_OPENBLAS */
@@ -724,7 +730,12 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
 /* ------------------------------------------------------------------------------------------ */
 void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads());
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active());
+}
+
+void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, float beta, float *C, int ldc) {
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), (tfm_isa)isa);
 }
 
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -732,6 +743,7 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
                       float beta, float *C, int ldc, size_t stride_c) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
     int nt = gemm_threads();
+    const tfm_isa isa = tfm_isa_active();
     long long work = (long long)M * N * (K > 0 ? K : 1);
 #ifdef TFM_USE_OPENBLAS
     const long long small = 0; /* OpenBLAS threads internally; keep calls sequential */
@@ -741,13 +753,13 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
     /* A shared C (stride 0) means the GEMMs accumulate into one matrix: keep them in order. */
     if (nt > 1 && batch > 1 && stride_c != 0 && work <= small) {
         int use = batch < nt ? batch : nt;
-#pragma omp parallel for num_threads(use) schedule(static)
+#pragma omp parallel for num_threads(use) schedule(dynamic, 1)
         for (int i = 0; i < batch; i++)
             gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                     C + i * stride_c, ldc, 1);
+                     C + i * stride_c, ldc, 1, isa);
         return;
     }
     for (int i = 0; i < batch; i++)
         gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                 C + i * stride_c, ldc, nt);
+                 C + i * stride_c, ldc, nt, isa);
 }

@@ -121,16 +121,7 @@ void tfm_bw_linear(tfm_node *n) {
 }
 
 /* ---------------------------------------------------------------- linear + bias + GELU, fused */
-/* Row blocks of the (rows, out_f) result, split over threads (small results stay on one thread). */
-static void rows_split(int rows, int cols, int *lo, int *hi) {
-    int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    if ((size_t)rows * cols < 16384) nt = 1, t = 0;
-    int per = (rows + nt - 1) / nt;
-    *lo = t * per < rows ? t * per : rows;
-    *hi = *lo + per < rows ? *lo + per : rows;
-    if (t >= nt) *lo = *hi = rows;
-}
-
+/* Row chunks of the (rows, out_f) result are taken by threads dynamically (small results stay on one thread). */
 /* y = act(x W^T + b), act = GELU (saved: the pre-activation, overwritten by its gradient in backward)
  * or ReLU (no saved buffer: y > 0 exactly where the pre-activation is > 0; backward masks y->grad in
  * place). ip[7] guards against a second backward over the same forward. */
@@ -142,13 +133,13 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
     float *pre = op == TFM_OP_LINEAR_GELU ? tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f) : y->data;
     tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, 0.0f, pre, out_f);
     const float *b = bias ? bias->data : NULL;
-#pragma omp parallel if ((size_t)rows * out_f >= 16384)
-    {
-        int r0, r1;
-        rows_split(rows, out_f, &r0, &r1);
+    const int chunk = tfm_dyn_chunk((size_t)rows);
+#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)
+    for (int r0 = 0; r0 < rows; r0 += chunk) {
+        int r1 = r0 + chunk < rows ? r0 + chunk : rows;
         size_t o = (size_t)r0 * out_f, n = (size_t)(r1 - r0) * out_f;
-        if (r1 > r0 && op == TFM_OP_LINEAR_GELU) tfm_vgelu(y->data + o, pre + o, b, out_f, n);
-        else if (r1 > r0) tfm_vbias_relu(y->data + o, b, out_f, n);
+        if (op == TFM_OP_LINEAR_GELU) tfm_vgelu(y->data + o, pre + o, b, out_f, n);
+        else tfm_vbias_relu(y->data + o, b, out_f, n);
     }
     tfm_node *n = tfm_graph_push(g, op, y, bias ? 3 : 2, in);
     if (n && op == TFM_OP_LINEAR_GELU) n->saved = pre;
@@ -171,13 +162,13 @@ void tfm_bw_linear_act(tfm_node *n) {
     n->ip[7] = 1;
     int gelu = n->op == TFM_OP_LINEAR_GELU;
     float *d = gelu ? n->saved : y->grad; /* becomes the gradient of the pre-activation */
-#pragma omp parallel if ((size_t)rows * out_f >= 16384)
-    {
-        int r0, r1;
-        rows_split(rows, out_f, &r0, &r1);
+    const int chunk = tfm_dyn_chunk((size_t)rows);
+#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)
+    for (int r0 = 0; r0 < rows; r0 += chunk) {
+        int r1 = r0 + chunk < rows ? r0 + chunk : rows;
         size_t o = (size_t)r0 * out_f, m = (size_t)(r1 - r0) * out_f;
-        if (r1 > r0 && gelu) tfm_vgelu_backward(d + o, y->grad + o, d + o, m, 0);
-        else if (r1 > r0) tfm_vrelu_mask(d + o, y->data + o, m);
+        if (gelu) tfm_vgelu_backward(d + o, y->grad + o, d + o, m, 0);
+        else tfm_vrelu_mask(d + o, y->data + o, m);
     }
     if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, 1.0f, x->grad, in_f);
     if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, d, out_f, x->data, in_f, 1.0f, W->grad, in_f);

@@ -1,6 +1,7 @@
 /* Embedding lookup and LayerNorm. */
 #include "ops/op_impl.h"
 #include "ops/vmath.h"
+#include "ops/isa.h"
 #include <stdlib.h>
 #include <math.h>
 #include <omp.h>
@@ -49,8 +50,8 @@ void tfm_bw_embedding(tfm_node *n) {
 /* ---------------------------------------------------------------- layernorm */
 /* One row: mean (vector sum), centred values written to the output, variance from them (the row
  * stays in L1), then scale/shift in place. */
-static inline void ln_row(float *o, float *mean, float *rstd, const float *xr, const float *w, const float *b, int C,
-                          float eps) {
+static inline __attribute__((always_inline)) void ln_row(float *o, float *mean, float *rstd, const float *xr,
+                                                          const float *w, const float *b, int C, float eps) {
     float m = tfm_vsum(xr, (size_t)C) / C;
     for (int c = 0; c < C; c++) o[c] = xr[c] - m;
     float v = tfm_vdot(o, o, (size_t)C) / C;
@@ -63,12 +64,26 @@ static inline void ln_row(float *o, float *mean, float *rstd, const float *xr, c
     *rstd = s;
 }
 
+/* ln_row compiled once per instruction-set path (same bits on each). */
+#define LN_ROW_ARGS float *o, float *mean, float *rstd, const float *xr, const float *w, const float *b, int C, float eps
+#define LN_ROW_PASS o, mean, rstd, xr, w, b, C, eps
+typedef void (*ln_row_fn)(LN_ROW_ARGS);
+static void ln_row_c(LN_ROW_ARGS) { ln_row(LN_ROW_PASS); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void ln_row_avx2(LN_ROW_ARGS) { ln_row(LN_ROW_PASS); }
+TFM_TARGET_AVX512 static void ln_row_avx512(LN_ROW_ARGS) { ln_row(LN_ROW_PASS); }
+static const ln_row_fn ln_row_paths[TFM_ISA_COUNT] = {ln_row_c, ln_row_avx2, ln_row_avx512};
+#else
+static const ln_row_fn ln_row_paths[TFM_ISA_COUNT] = {ln_row_c, ln_row_c, ln_row_c};
+#endif
+
 /* Forward: rows split over threads. */
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps) {
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+    const ln_row_fn row = ln_row_paths[tfm_isa_active()];
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++)
-        ln_row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C, eps);
+        row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C, eps);
 }
 
 /* Backward in one pass over (dout, x): per row, dx += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
@@ -87,6 +102,58 @@ typedef struct {
     float scale;
 } ln_split;
 
+/* Rows [r0, r1) of the backward (pw/pb: this chunk's dw/db partials, or NULL); compiled once per
+ * instruction-set path (same bits on each). */
+static inline __attribute__((always_inline)) void ln_bw_rows(float *dx, const ln_split *sp, float *pw, float *pb,
+                                                              const float *dout, const float *x, const float *w,
+                                                              const float *mean, const float *rstd, int r0, int r1,
+                                                              int C) {
+    for (int r = r0; r < r1; r++) {
+        const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
+        float m = mean[r], s = rstd[r], sum_d = 0, sum_dn = 0;
+        float acc_d[8] = {0}, acc_dn[8] = {0};
+        for (int c = 0; c < C; c++) {
+            float nrm = (xr[c] - m) * s;
+            float dn = dr[c] * (w ? w[c] : 1.0f);
+            acc_d[c & 7] += dn;
+            acc_dn[c & 7] += dn * nrm;
+            if (pw) {
+                pw[c] += dr[c] * nrm;
+                pb[c] += dr[c];
+            }
+        }
+        for (int k = 0; k < 8; k++) {
+            sum_d += acc_d[k];
+            sum_dn += acc_dn[k];
+        }
+        if (!dx && !(sp && sp->dy)) continue;
+        sum_d /= C;
+        sum_dn /= C;
+        float *o = dx ? dx + (size_t)r * C : NULL, *oy = sp && sp->dy ? sp->dy + (size_t)r * C : NULL;
+        const uint8_t *keep = oy && sp->keep ? sp->keep + (size_t)r * C : NULL;
+        for (int c = 0; c < C; c++) {
+            float dn = dr[c] * (w ? w[c] : 1.0f);
+            float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
+            if (o) o[c] += dz;
+            if (oy && !keep) oy[c] += dz;
+            else if (oy && keep[c]) oy[c] += dz * sp->scale;
+        }
+    }
+}
+
+#define LN_BW_ARGS float *dx, const ln_split *sp, float *pw, float *pb, const float *dout, const float *x, \
+                   const float *w, const float *mean, const float *rstd, int r0, int r1, int C
+#define LN_BW_PASS dx, sp, pw, pb, dout, x, w, mean, rstd, r0, r1, C
+typedef void (*ln_bw_fn)(LN_BW_ARGS);
+static void ln_bw_rows_c(LN_BW_ARGS) { ln_bw_rows(LN_BW_PASS); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void ln_bw_rows_avx2(LN_BW_ARGS) { ln_bw_rows(LN_BW_PASS); }
+TFM_TARGET_AVX512 static void ln_bw_rows_avx512(LN_BW_ARGS) { ln_bw_rows(LN_BW_PASS); }
+static const ln_bw_fn ln_bw_paths[TFM_ISA_COUNT] = {ln_bw_rows_c, ln_bw_rows_avx2, ln_bw_rows_avx512};
+#else
+static const ln_bw_fn ln_bw_paths[TFM_ISA_COUNT] = {ln_bw_rows_c, ln_bw_rows_c, ln_bw_rows_c};
+#endif
+
 static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, const float *dout, const float *x,
                         const float *w, const float *mean, const float *rstd, int rows, int C) {
     int nch = (rows + LN_CHUNK - 1) / LN_CHUNK;
@@ -99,42 +166,13 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
         ln_scratch_n = need;
     }
     float *part = ln_scratch;
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+    const ln_bw_fn ln_bw = ln_bw_paths[tfm_isa_active()];
+#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * C >= 8192)
     for (int ch = 0; ch < nch; ch++) {
         float *pw = want_p ? part + (size_t)ch * 2 * C : NULL, *pb = pw ? pw + C : NULL;
         if (pw) memset(pw, 0, sizeof(float) * 2 * C);
         int r1 = (ch + 1) * LN_CHUNK < rows ? (ch + 1) * LN_CHUNK : rows;
-        for (int r = ch * LN_CHUNK; r < r1; r++) {
-            const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
-            float m = mean[r], s = rstd[r], sum_d = 0, sum_dn = 0;
-            float acc_d[8] = {0}, acc_dn[8] = {0};
-            for (int c = 0; c < C; c++) {
-                float nrm = (xr[c] - m) * s;
-                float dn = dr[c] * (w ? w[c] : 1.0f);
-                acc_d[c & 7] += dn;
-                acc_dn[c & 7] += dn * nrm;
-                if (pw) {
-                    pw[c] += dr[c] * nrm;
-                    pb[c] += dr[c];
-                }
-            }
-            for (int k = 0; k < 8; k++) {
-                sum_d += acc_d[k];
-                sum_dn += acc_dn[k];
-            }
-            if (!dx && !(sp && sp->dy)) continue;
-            sum_d /= C;
-            sum_dn /= C;
-            float *o = dx ? dx + (size_t)r * C : NULL, *oy = sp && sp->dy ? sp->dy + (size_t)r * C : NULL;
-            const uint8_t *keep = oy && sp->keep ? sp->keep + (size_t)r * C : NULL;
-            for (int c = 0; c < C; c++) {
-                float dn = dr[c] * (w ? w[c] : 1.0f);
-                float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
-                if (o) o[c] += dz;
-                if (oy && !keep) oy[c] += dz;
-                else if (oy && keep[c]) oy[c] += dz * sp->scale;
-            }
-        }
+        ln_bw(dx, sp, pw, pb, dout, x, w, mean, rstd, ch * LN_CHUNK, r1, C);
     }
     if (want_p) {
 #pragma omp parallel for schedule(static) if ((size_t)nch * C >= 8192)
@@ -213,7 +251,8 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
     }
     float scale = sv->sp.scale;
     const float *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= 8192)
+    const ln_row_fn row = ln_row_paths[tfm_isa_active()];
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * C;
         float *z = sv->z + o;
@@ -225,7 +264,7 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
                 keep[o + c] = tfm_drop_hash(key + o + c) >= thresh;
                 z[c] = (keep[o + c] ? yr[c] * scale : 0.0f) + xr[c];
             }
-        ln_row(out->data + o, sv->stats + r, sv->stats + rows + r, z, wd, bd, C, eps);
+        row(out->data + o, sv->stats + r, sv->stats + rows + r, z, wd, bd, C, eps);
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_ADD_LAYERNORM, out, 4, in);
     if (n) n->saved = sv;

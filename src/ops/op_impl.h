@@ -2,6 +2,8 @@
 #ifndef TFM_OP_IMPL_H
 #define TFM_OP_IMPL_H
 #include "tfm/core.h"
+#include <omp.h>
+#include <stddef.h>
 #include "tfm/kernels.h"
 #include "tfm/ops.h"
 
@@ -9,6 +11,14 @@
 void tfm_op_backward(tfm_node *n);
 
 /* Does any input track grad (so the output must, and a node is recorded)? */
+/* Chunk for schedule(dynamic) over n independent rows: about 8 chunks per thread, so a thread the OS
+ * deschedules holds up only its current chunk. Rows are computed independently, so results do not
+ * depend on which thread takes which chunk. */
+static inline int tfm_dyn_chunk(size_t n) {
+    size_t c = n / ((size_t)omp_get_max_threads() * 8);
+    return c < 1 ? 1 : c > 1 << 20 ? 1 << 20 : (int)c;
+}
+
 static inline int tfm_any_grad(const tfm_graph *g, tfm_tensor **in, int n) {
     if (!g->grad_enabled) return 0;
     for (int i = 0; i < n; i++)

@@ -41,7 +41,7 @@ static void softmax_row(float *yr, const float *xr, int lim, int Tk) {
 }
 
 void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m) {
-#pragma omp parallel for schedule(static) if ((size_t)rows * Tk >= 8192)
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * Tk >= 8192)
     for (int r = 0; r < rows; r++)
         softmax_row(y + (size_t)r * Tk, x + (size_t)r * Tk, visible_keys(m, r, Tq, Tk), Tk);
 }
@@ -75,7 +75,7 @@ void tfm_bw_softmax(tfm_node *n) {
     tfm_tensor *x = n->in[0], *y = n->out;
     const tfm_mask *m = n->aux;
     int Tk = tfm_last_dim(x), rows = (int)tfm_rows(x), Tq = x->ndim >= 2 ? x->shape[x->ndim - 2] : 1;
-#pragma omp parallel for schedule(static) if ((size_t)rows * Tk >= 8192)
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * Tk >= 8192)
     for (int r = 0; r < rows; r++) {
         const float *yr = y->data + (size_t)r * Tk, *dy = y->grad + (size_t)r * Tk;
         float *dx = x->grad + (size_t)r * Tk;
@@ -104,7 +104,7 @@ tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targe
     for (int r = 0; r < rows; r++)
         TFM_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V),
                    "cross_entropy: target %d not in [0,%d)", targets[r], V);
-#pragma omp parallel for schedule(static) if ((size_t)rows * V >= 8192)
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
     for (int r = 0; r < rows; r++) {
         const float *x = logits->data + (size_t)r * V;
         if (V < CE_VEC_MIN) { /* scalar libm loop, see CE_VEC_MIN */
@@ -160,7 +160,7 @@ void tfm_bw_cross_entropy(tfm_node *n) {
     if (!count) return;
     float d = n->out->grad[0] / count;
     float off = d * eps / V;
-#pragma omp parallel for schedule(static) if ((size_t)rows * V >= 8192)
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
     for (int r = 0; r < rows; r++) {
         if (t[r] == ignore) continue;
         const float *x = logits->data + (size_t)r * V;

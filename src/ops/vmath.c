@@ -1,7 +1,8 @@
-/* Vectorised exp / tanh / GELU and row reductions: AVX2+FMA bodies chosen at run time, portable
- * bodies otherwise. Polynomials after Cephes (expf: range reduction by ln2 in two parts, degree-5
+/* Vectorised exp / tanh / GELU and row reductions: AVX-512 bodies (kernels_avx512.c), AVX2+FMA bodies
+ * (target attributes, below) and portable bodies, one table per path chosen at run time (ops/isa.h). Polynomials after Cephes (expf: range reduction by ln2 in two parts, degree-5
  * polynomial; tanhf: odd polynomial below 0.625, 1 - 2/(exp(2|x|)+1) above). */
 #include "ops/vmath.h"
+#include "ops/isa.h"
 #include <math.h>
 #include <string.h>
 
@@ -245,28 +246,8 @@ AVX2 static float vdot_avx2(const float *x, const float *y, size_t n) {
 }
 #endif
 
-static int use_avx2(void) {
-#ifdef HAVE_X86
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return cached;
-#else
-    return 0;
-#endif
-}
-
-#ifdef HAVE_X86
-#define DISPATCH_RET(call) do { if (use_avx2()) return call; } while (0)
-#else
-#define DISPATCH_RET(call) do { } while (0)
-#endif
-
-/* ---------------------------------------------------------------- public entry points */
-float tfm_vexp_sum(float *y, const float *x, float sub, size_t n) {
-    DISPATCH_RET(vexp_sum_avx2(y, x, sub, n));
+/* ---------------------------------------------------------------- portable bodies */
+static float vexp_sum_c(float *y, const float *x, float sub, size_t n) {
     float acc[8] = {0};
     for (size_t i = 0; i < n; i++) {
         y[i] = tfm_expf(x[i] - sub);
@@ -274,67 +255,118 @@ float tfm_vexp_sum(float *y, const float *x, float sub, size_t n) {
     }
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
-
-void tfm_vexp(float *y, const float *x, size_t n) {
-#ifdef HAVE_X86
-    if (use_avx2()) { vexp_avx2(y, x, n); return; }
-#endif
+static void vexp_c(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = tfm_expf(x[i]);
 }
-
-void tfm_vtanh(float *y, const float *x, size_t n) {
-#ifdef HAVE_X86
-    if (use_avx2()) { vtanh_avx2(y, x, n); return; }
-#endif
+static void vtanh_c(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = tanh_s(x[i]);
 }
-
-void tfm_vsigmoid(float *y, const float *x, size_t n) {
-#ifdef HAVE_X86
-    if (use_avx2()) { vsigmoid_avx2(y, x, n); return; }
-#endif
+static void vsigmoid_c(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + tfm_expf(-x[i]));
 }
-
-void tfm_vgelu(float *y, float *x, const float *bias, int C, size_t n) {
-#ifdef HAVE_X86
-    if (use_avx2()) { vgelu_avx2(y, x, bias, C, n); return; }
-#endif
+static void vgelu_c(float *y, float *x, const float *bias, int C, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (bias) x[i] += bias[i % (size_t)C];
         y[i] = gelu_s(x[i]);
     }
 }
-
-void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, int accumulate) {
-#ifdef HAVE_X86
-    if (use_avx2()) { vgelu_backward_avx2(dx, dy, x, n, accumulate); return; }
-#endif
+static void vgelu_backward_c(float *dx, const float *dy, const float *x, size_t n, int accumulate) {
     for (size_t i = 0; i < n; i++) {
         float g = dy[i] * gelu_d_s(x[i]);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
-
-float tfm_vmax(const float *x, size_t n) {
-    DISPATCH_RET(vmax_avx2(x, n));
+static float vmax_c(const float *x, size_t n) {
     float m = -INFINITY;
     for (size_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
     return m;
 }
-
-float tfm_vsum(const float *x, size_t n) {
-    DISPATCH_RET(vsum_avx2(x, n));
+static float vsum_c(const float *x, size_t n) {
     float acc[8] = {0};
     for (size_t i = 0; i < n; i++) acc[i & 7] += x[i];
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
-
-float tfm_vdot(const float *x, const float *y, size_t n) {
-    DISPATCH_RET(vdot_avx2(x, y, n));
+static float vdot_c(const float *x, const float *y, size_t n) {
     float acc[8] = {0};
     for (size_t i = 0; i < n; i++) acc[i & 7] += x[i] * y[i];
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+/* AdamW: one plain loop compiled for each path (vectorised by the compiler; no FMA contraction in
+ * ISO C mode, so every path gives the same bits). */
+static inline __attribute__((always_inline)) void adamw_body(float *restrict w, float *restrict g, float *restrict m,
+                                                              float *restrict v, size_t n, const tfm_adamw_coef *k) {
+    const float b1 = k->b1, b2 = k->b2, eps = k->eps, decay = k->decay, step_size = k->step_size;
+    const float bc2_sqrt = k->bc2_sqrt, grad_scale = k->grad_scale;
+    if (k->zero_grad) {
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] * grad_scale;
+            g[i] = 0.0f;
+            float mi = b1 * m[i] + (1.0f - b1) * gi;
+            float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+            m[i] = mi;
+            v[i] = vi;
+            w[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] * grad_scale;
+            float mi = b1 * m[i] + (1.0f - b1) * gi;
+            float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+            m[i] = mi;
+            v[i] = vi;
+            w[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+        }
+    }
+}
+static void vadamw_c(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k) {
+    adamw_body(w, g, m, v, n, k);
+}
+#ifdef HAVE_X86
+TFM_TARGET_AVX2 static void vadamw_avx2(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k) {
+    adamw_body(w, g, m, v, n, k);
+}
+TFM_TARGET_AVX512 static void vadamw_avx512(float *w, float *g, float *m, float *v, size_t n,
+                                            const tfm_adamw_coef *k) {
+    adamw_body(w, g, m, v, n, k);
+}
+#endif
+
+/* ---------------------------------------------------------------- one table per path */
+#define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
+                          vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx}
+#ifdef HAVE_X86
+#define vexp_sum_avx512 tfm_vexp_sum_avx512
+#define vexp_avx512 tfm_vexp_avx512
+#define vtanh_avx512 tfm_vtanh_avx512
+#define vsigmoid_avx512 tfm_vsigmoid_avx512
+#define vgelu_avx512 tfm_vgelu_avx512
+#define vgelu_backward_avx512 tfm_vgelu_backward_avx512
+#define vmax_avx512 tfm_vmax_avx512
+#define vsum_avx512 tfm_vsum_avx512
+#define vdot_avx512 tfm_vdot_avx512
+static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_avx2), VMATH_TABLE(_avx512)};
+#else
+static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_c), VMATH_TABLE(_c)};
+#endif
+
+const tfm_vmath_table *tfm_vmath_for(tfm_isa isa) { return &tables[(unsigned)isa < TFM_ISA_COUNT ? isa : 0]; }
+static inline const tfm_vmath_table *vm(void) { return &tables[tfm_isa_active()]; }
+
+/* ---------------------------------------------------------------- public entry points */
+float tfm_vexp_sum(float *y, const float *x, float sub, size_t n) { return vm()->exp_sum(y, x, sub, n); }
+void tfm_vexp(float *y, const float *x, size_t n) { vm()->exp(y, x, n); }
+void tfm_vtanh(float *y, const float *x, size_t n) { vm()->tanh(y, x, n); }
+void tfm_vsigmoid(float *y, const float *x, size_t n) { vm()->sigmoid(y, x, n); }
+void tfm_vgelu(float *y, float *x, const float *bias, int C, size_t n) { vm()->gelu(y, x, bias, C, n); }
+void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, int accumulate) {
+    vm()->gelu_backward(dx, dy, x, n, accumulate);
+}
+float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
+float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
+float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
+void tfm_vadamw(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k) {
+    vm()->adamw(w, g, m, v, n, k);
 }
 
 /* Plain loops: gcc and clang vectorise these at -O3 (no transcendental to approximate). */

@@ -1,8 +1,8 @@
 /* Vectorised float math for the elementwise hot loops (exp, tanh, GELU, row reductions).
  *
- * Each function has an AVX2+FMA body (compiled with a target attribute, chosen at run time with
- * __builtin_cpu_supports) and a portable body. Both use the same Cephes-style polynomials (expf:
- * ~1 ulp; tanhf: ~2 ulp), so results do not depend on libm. Within one process every element goes
+ * Each function has an AVX-512 body, an AVX2+FMA body and a portable body; the path is chosen once per
+ * process (cpuid, or TFM_ISA; see ops/isa.h). Both use the same Cephes-style polynomials (expf:
+ * ~1 ulp; tanhf: ~2 ulp), so results do not depend on libm (paths differ only by rounding: FMA, lane count). Within one process every element goes
  * through the same path whatever its position (the last partial vector is computed on a padded
  * copy), so results are independent of how callers split arrays across threads.
  *
@@ -34,7 +34,32 @@ float tfm_vmax(const float *x, size_t n);
 /* sum of x, and sum of x*y (fixed lane order) */
 float tfm_vsum(const float *x, size_t n);
 float tfm_vdot(const float *x, const float *y, size_t n);
+/* One AdamW update (PyTorch order: decay, moments, update) of n elements:
+ *   g' = g * grad_scale (g zeroed after reading if zero_grad); m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
+ *   w = w * decay - step_size * m / (sqrt(v) / bc2_sqrt + eps).  The same bits on every path. */
+typedef struct {
+    float b1, b2, eps, decay, step_size, bc2_sqrt, grad_scale;
+    int zero_grad;
+} tfm_adamw_coef;
+void tfm_vadamw(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k);
+
 /* scalar helpers with the same polynomials */
 float tfm_expf(float x);
+
+/* The bodies of one instruction-set path (tests compare paths directly; see ops/isa.h). */
+#include "ops/isa.h"
+typedef struct {
+    float (*exp_sum)(float *y, const float *x, float sub, size_t n);
+    void (*exp)(float *y, const float *x, size_t n);
+    void (*tanh)(float *y, const float *x, size_t n);
+    void (*sigmoid)(float *y, const float *x, size_t n);
+    void (*gelu)(float *y, float *x, const float *bias, int C, size_t n);
+    void (*gelu_backward)(float *dx, const float *dy, const float *x, size_t n, int accumulate);
+    float (*max)(const float *x, size_t n);
+    float (*sum)(const float *x, size_t n);
+    float (*dot)(const float *x, const float *y, size_t n);
+    void (*adamw)(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k);
+} tfm_vmath_table;
+const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 
 #endif

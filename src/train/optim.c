@@ -1,6 +1,7 @@
 /* AdamW, gradient clipping, schedules. */
 #include "tfm/checkpoint.h"
 #include "tfm/train.h"
+#include "ops/vmath.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -28,9 +29,11 @@ void tfm_adamw_free(tfm_adamw *o) {
     o->m = o->v = NULL;
 }
 
-/* One parallel region over the flat parameter block: each thread takes a contiguous, 16-aligned slice and
- * walks the tensors overlapping it (weight decay depends on the tensor). Elementwise, so the result does not
- * depend on the thread count; the inner loop vectorises (sqrt/div, no libm calls). */
+/* One parallel region over the flat parameter block: threads take fixed blocks of ADAMW_BLOCK elements
+ * dynamically (a descheduled thread holds up one block) and walk the tensors overlapping each (weight decay
+ * depends on the tensor). Elementwise, so the result does not depend on the thread count or schedule; the
+ * inner loop is tfm_vadamw (vectorised for the CPU's instruction-set path). */
+#define ADAMW_BLOCK 32768
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr) { tfm_adamw_step_fused(o, p, lr, 1.0f, 0); }
 
 void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad) {
@@ -40,29 +43,18 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
     float step_size = lr / bc1;
     float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
     size_t total = p->total;
-#pragma omp parallel if (total > 32768)
-    {
-        int nt = omp_get_num_threads(), th = omp_get_thread_num();
-        size_t per = ((total + nt - 1) / nt + 15) & ~(size_t)15;
-        size_t lo = (size_t)th * per < total ? (size_t)th * per : total;
-        size_t hi = lo + per < total ? lo + per : total;
-        for (int k = 0; k < p->n && lo < hi; k++) {
+    const size_t nblk = (total + ADAMW_BLOCK - 1) / ADAMW_BLOCK;
+#pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
+    for (size_t bi = 0; bi < nblk; bi++) {
+        size_t lo = bi * ADAMW_BLOCK, hi = lo + ADAMW_BLOCK < total ? lo + ADAMW_BLOCK : total;
+        for (int k = 0; k < p->n; k++) {
             tfm_tensor *t = p->t[k];
             size_t off = (size_t)(t->data - p->data), end = off + t->size;
             if (end <= lo || off >= hi) continue;
             size_t i0 = off > lo ? off : lo, i1 = end < hi ? end : hi;
             float decay = t->ndim >= 2 ? 1.0f - lr * wd : 1.0f;
-            float *m = o->m, *v = o->v, *w = p->data, *g = p->grad;
-            for (size_t i = i0; i < i1; i++) { /* PyTorch order: decay, moments, update */
-                float gi = g[i] * grad_scale;
-                if (zero_grad) g[i] = 0.0f;
-                float mi = b1 * m[i] + (1.0f - b1) * gi;
-                float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-                m[i] = mi;
-                v[i] = vi;
-                float wi = w[i] * decay;
-                w[i] = wi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-            }
+            const tfm_adamw_coef coef = {b1, b2, eps, decay, step_size, bc2_sqrt, grad_scale, zero_grad};
+            tfm_vadamw(p->data + i0, p->grad + i0, o->m + i0, o->v + i0, i1 - i0, &coef); /* ops/vmath.h */
         }
     }
 }
@@ -78,7 +70,7 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
     if (c != 1.0f) {
         float *g = p->grad;
         size_t total = p->total;
-#pragma omp parallel for schedule(static) if (total > 32768)
+#pragma omp parallel for schedule(dynamic, 32768) if (total > 32768)
         for (size_t i = 0; i < total; i++) g[i] *= c;
     }
     return norm;
@@ -89,7 +81,7 @@ float tfm_grad_norm(const tfm_params *p) {
     double part_stack[1024], *part = nb <= 1024 ? part_stack : malloc(nb * sizeof(double));
     if (!part) tfm_fatal("out of memory (grad norm)");
     const float *gr = p->grad;
-#pragma omp parallel for schedule(static) if (total > 32768)
+#pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < total ? i0 + NORM_BLOCK : total;
         double acc[8] = {0};

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "tfm/kernels.h"
 #include "tfm/train.h"
 
 void tfm_lm_train_state_init(tfm_lm_train_state *st) {
@@ -85,7 +86,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
         }
         if (stop) break;
     }
-    if (!rc && profile && steps) tfm_profile_print(&g, steps, "step", t_train, stderr);
+    if (!rc && profile && steps) tfm_profile_print(&g, steps, "step", t_train, tfm_isa_name(), stderr);
     free(x);
     tfm_graph_free(&g);
     return rc ? -1 : steps;

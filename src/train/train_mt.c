@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfm/kernels.h"
 #include "tfm/train.h"
 
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o) {
@@ -213,7 +214,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     }
     (void)t_last;
     if (o->profile && steps_this_run) {
-        tfm_profile_print(&g, steps_this_run, "step", t_steps, stderr);
+        tfm_profile_print(&g, steps_this_run, "step", t_steps, tfm_isa_name(), stderr);
         fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", g.arena.peak / 1048576.0, g.arena.n_mallocs);
     }
     tfm_graph_free(&g);

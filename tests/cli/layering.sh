@@ -7,11 +7,11 @@ cd "$(dirname "$0")/../.."
 
 # headers of each floor: include/tfm/*.h by name, plus the private headers in src/<floor>/
 declare -A FLOOR_OF=(
-    [core.h]=core [io.h]=core [checkpoint.h]=core
+    [core.h]=core [io.h]=core [checkpoint.h]=core [safetensors.h]=core [dist.h]=core [version.h]=core
     [ops.h]=ops [kernels.h]=ops
     [nn.h]=nn [road.h]=nn [rnn.h]=nn
-    [text.h]=text
-    [gpt.h]=models [seq2seq.h]=models
+    [text.h]=text [bpe.h]=text
+    [gpt.h]=models [seq2seq.h]=models [interchange.h]=models
     [eval.h]=eval
     [train.h]=workflow [decode.h]=workflow [lm.h]=workflow
     [tfm.h]=umbrella

@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* Test hook in src/ops/gemm.c (not in the public header; absent in OpenBLAS builds). */
-#ifndef TFM_USE_OPENBLAS
-void tfm_gemm_force_portable_(int portable);
-#endif
+#include "ops/isa.h"
+
+/* check_one runs tfm_gemm (g_isa < 0: the process's path) or the given path's GEMM directly. */
+static int g_isa = -1;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) {
@@ -41,7 +41,8 @@ static int check_one(int ta, int tb, int M, int N, int K, float alpha, float bet
             else if (nan_c) C[o] = NAN;
         }
     for (size_t i = 0; i < csz; i++) C0[i] = C[i];
-    tfm_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (g_isa < 0) tfm_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else tfm_gemm_isa_(g_isa, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     int ok = 1;
     double tol = 2e-7 * (K + 8);
     for (int i = 0; i < M && ok; i++) {
@@ -230,10 +231,35 @@ static void determinism_suite(void) {
         }
 }
 
+#ifndef TFM_USE_OPENBLAS
+/* The AVX-512 12x32 tiles do per element what the AVX2 6x16 kernel does: both paths give the same bits. */
+static void isa_equal_suite(void) {
+    if (!tfm_isa_supported(TFM_ISA_AVX512)) {
+        printf("SKIP gemm_avx512_equals_avx2: this CPU lacks AVX-512F (not tested here)\n");
+        return;
+    }
+    static const int shapes[][3] = {{768, 128, 128}, {300, 257, 520}, {13, 64, 7}, {64, 64, 32}, {37, 100, 300}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tr = 0; tr < 4; tr++) {
+            int ta = tr & 1, tb = tr >> 1, M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            float *A = rand_buf((size_t)M * K), *B = rand_buf((size_t)K * N);
+            float *C1 = rand_buf((size_t)M * N), *C2 = malloc(sizeof(float) * M * N);
+            memcpy(C2, C1, sizeof(float) * M * N);
+            tfm_gemm_isa_(TFM_ISA_AVX2, ta, tb, M, N, K, 1.5f, A, ta ? M : K, B, tb ? K : N, 0.5f, C1, N);
+            tfm_gemm_isa_(TFM_ISA_AVX512, ta, tb, M, N, K, 1.5f, A, ta ? M : K, B, tb ? K : N, 0.5f, C2, N);
+            char name[96];
+            snprintf(name, sizeof name, "gemm_avx512_equals_avx2_%dx%dx%d_ta%d_tb%d", M, N, K, ta, tb);
+            CHECK(name, memcmp(C1, C2, sizeof(float) * M * N) == 0, "results differ");
+            free(A); free(B); free(C1); free(C2);
+        }
+}
+#endif
+
 int main(void) {
     printf("# backend: %s, threads: %d\n", tfm_gemm_backend(), omp_get_max_threads());
     CHECK("gemm_backend_name",
           !strcmp(tfm_gemm_backend(), "avx2-fma") || !strcmp(tfm_gemm_backend(), "portable") ||
+              !strcmp(tfm_gemm_backend(), "avx512") ||
               !strcmp(tfm_gemm_backend(), "openblas"),
           "unexpected backend %s", tfm_gemm_backend());
     int max_t = omp_get_max_threads();
@@ -246,11 +272,17 @@ int main(void) {
     batched_suite();
     determinism_suite();
 #ifndef TFM_USE_OPENBLAS
-    tfm_gemm_force_portable_(1);
-    CHECK("gemm_portable_backend_name", !strcmp(tfm_gemm_backend(), "portable"), "got %s", tfm_gemm_backend());
-    shape_suite("portable");
-    batched_suite();
-    tfm_gemm_force_portable_(0);
+    /* every instruction-set path this CPU runs, called directly */
+    for (int isa = 0; isa < TFM_ISA_COUNT; isa++) {
+        if (!tfm_isa_supported((tfm_isa)isa)) {
+            printf("SKIP gemm_isa_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)isa));
+            continue;
+        }
+        g_isa = isa;
+        shape_suite(tfm_isa_str((tfm_isa)isa));
+        g_isa = -1;
+    }
+    isa_equal_suite();
 #endif
     CHECK_EXIT();
 }

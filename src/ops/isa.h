@@ -1,0 +1,61 @@
+/* Instruction-set paths of the kernels (internal). The path is chosen once per process from cpuid, or
+ * forced with TFM_ISA=avx512|avx2|generic, and never changes afterwards (tfm_isa_active). Tests call a
+ * given path's kernels directly through the *_isa entry points. */
+#ifndef TFM_OPS_ISA_H
+#define TFM_OPS_ISA_H
+#include <stddef.h>
+
+typedef enum { TFM_ISA_GENERIC = 0, TFM_ISA_AVX2 = 1, TFM_ISA_AVX512 = 2, TFM_ISA_COUNT = 3 } tfm_isa;
+
+/* The path in use: TFM_ISA if set (the process exits with a one-line error naming TFM_ISA if the value
+ * is unknown or the CPU lacks it; tfm_isa_check reports the same as an error instead), else the best
+ * the CPU supports. Thread-safe; decided on the first call. */
+tfm_isa tfm_isa_active_slow_(void);
+extern int tfm_isa_cache_; /* -1 until chosen, then the tfm_isa value; written once (release) */
+static inline tfm_isa tfm_isa_active(void) {
+    int v = __atomic_load_n(&tfm_isa_cache_, __ATOMIC_ACQUIRE);
+    return v >= 0 ? (tfm_isa)v : tfm_isa_active_slow_();
+}
+/* 1 if this CPU (and this build) can run the path. */
+int tfm_isa_supported(tfm_isa isa);
+/* "generic", "avx2", "avx512"; NULL for a bad value. */
+const char *tfm_isa_str(tfm_isa isa);
+
+/* Function attributes that compile one function for a path (plain C loops inside are vectorised for
+ * it; gcc at -std=c11 does not contract a*b+c into FMAs, so such loops give the same bits on every path). */
+#if defined(__x86_64__) || defined(__i386__)
+#define TFM_X86 1
+#define TFM_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define TFM_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#else
+#define TFM_X86 0
+#define TFM_TARGET_AVX2
+#define TFM_TARGET_AVX512
+#endif
+
+/* tfm_gemm on a given path (tests; the path must be supported). */
+void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, float beta, float *C, int ldc);
+
+/* 1 if kernels_avx512.c was compiled with AVX-512 enabled (the Makefile's per-file flags). */
+extern const int tfm_avx512_built_;
+
+/* ---- AVX-512 kernels (src/ops/kernels_avx512.c, compiled with -mavx512f; call only when supported) */
+/* GEMM micro-kernel on a 12 x 32 tile from two consecutive packed 6-row A panels (a, a + 6*kc; each
+ * kc x 6, k-major) and two consecutive packed 16-wide B panels (b, b + 16*kc; each kc x 16):
+ * C(i,j) = alpha * sum_k A(i,k) B(k,j) + beta * C(i,j) for i < mr (6 < mr <= 12), j < nr (16 < nr <= 32);
+ * beta == 0: C is not read. Per element the same operations as the AVX2 6x16 kernel (one FMA chain over
+ * k from zero, then the same update), so the tile shape never changes results. */
+void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                               float alpha, float beta);
+float tfm_vexp_sum_avx512(float *y, const float *x, float sub, size_t n);
+void tfm_vexp_avx512(float *y, const float *x, size_t n);
+void tfm_vtanh_avx512(float *y, const float *x, size_t n);
+void tfm_vsigmoid_avx512(float *y, const float *x, size_t n);
+void tfm_vgelu_avx512(float *y, float *x, const float *bias, int C, size_t n);
+void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_t n, int acc);
+float tfm_vmax_avx512(const float *x, size_t n);
+float tfm_vsum_avx512(const float *x, size_t n);
+float tfm_vdot_avx512(const float *x, const float *y, size_t n);
+
+#endif

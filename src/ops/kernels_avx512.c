@@ -1,0 +1,271 @@
+/* AVX-512 kernels: the GEMM 12x32 micro-kernel and the vector math of ops/vmath.h on 16 lanes.
+ * This file is compiled with -mavx512f -mavx2 -mfma (Makefile) and its functions are only called when
+ * cpuid reports AVX-512F (ops/isa.h). Same polynomials as vmath.c (Cephes-style expf/tanhf). */
+#include "ops/isa.h"
+
+#if defined(__AVX512F__)
+const int tfm_avx512_built_ = 1;
+#include <immintrin.h>
+#include <math.h>
+
+/* ---------------------------------------------------------------- GEMM micro-kernel 12 x 32 */
+/* 24 accumulators (12 rows x 2 zmm of 16 columns), 2 B vectors and a broadcast: 27 of the 32 zmm
+ * registers. Row i < 6 reads panel a, row i >= 6 panel a + 6*kc. */
+#define GR(i) c##i##0, c##i##1
+#define FMA_ROW(i, AP)                                                                   \
+    do {                                                                                 \
+        __m512 av = _mm512_set1_ps((AP)[(i) % 6]);                                       \
+        c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);                                      \
+        c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                      \
+    } while (0)
+
+static inline void store_row(float *cr, __m512 x0, __m512 x1, __mmask16 m0, __mmask16 m1, float alpha,
+                             float beta) {
+    __m512 va = _mm512_set1_ps(alpha);
+    if (beta == 0.0f) {
+        _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, x0));
+        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, x1));
+    } else if (beta == 1.0f) {
+        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, x0, _mm512_maskz_loadu_ps(m0, cr)));
+        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, x1, _mm512_maskz_loadu_ps(m1, cr + 16)));
+    } else {
+        __m512 vb = _mm512_set1_ps(beta);
+        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, x0, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m0, cr))));
+        _mm512_mask_storeu_ps(cr + 16, m1,
+                              _mm512_fmadd_ps(va, x1, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16))));
+    }
+}
+
+void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                               float alpha, float beta) {
+    const float *a2 = a + (size_t)6 * kc, *bb = b + (size_t)16 * kc;
+    __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
+    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++, a += 6, a2 += 6, b += 16, bb += 16) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
+        FMA_ROW(0, a); FMA_ROW(1, a); FMA_ROW(2, a); FMA_ROW(3, a); FMA_ROW(4, a); FMA_ROW(5, a);
+        FMA_ROW(6, a2); FMA_ROW(7, a2); FMA_ROW(8, a2); FMA_ROW(9, a2); FMA_ROW(10, a2); FMA_ROW(11, a2);
+    }
+    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    __m512 rows[12][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
+                          {c60, c61}, {c70, c71}, {c80, c81}, {c90, c91}, {c100, c101}, {c110, c111}};
+    for (int i = 0; i < mr && i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+}
+
+/* ---------------------------------------------------------------- vector math on 16 lanes */
+#define EXP_HI 88.3762626647949f
+#define EXP_LO (-87.3365447504f)
+#define LOG2E 1.44269504088896341f
+#define LN2_HI 0.693359375f
+#define LN2_LO (-2.12194440e-4f)
+#define P0 1.9875691500E-4f
+#define P1 1.3981999507E-3f
+#define P2 8.3334519073E-3f
+#define P3 4.1665795894E-2f
+#define P4 1.6666665459E-1f
+#define P5 5.0000001201E-1f
+#define T0 (-5.70498872745E-3f)
+#define T1 2.06390887954E-2f
+#define T2 (-5.37397155531E-2f)
+#define T3 1.33314422036E-1f
+#define T4 (-3.33332819422E-1f)
+#define GELU_K 0.7978845608028654f
+#define GELU_C 0.044715f
+#define S1(x) _mm512_set1_ps(x)
+
+static inline __m512 exp16(__m512 x) {
+    __mmask16 lo = _mm512_cmp_ps_mask(x, S1(EXP_LO), _CMP_GE_OQ);
+    x = _mm512_min_ps(x, S1(EXP_HI));
+    x = _mm512_max_ps(x, S1(EXP_LO));
+    __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, S1(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(fx, S1(LN2_HI), x);
+    r = _mm512_fnmadd_ps(fx, S1(LN2_LO), r);
+    __m512 z = _mm512_mul_ps(r, r);
+    __m512 y = _mm512_fmadd_ps(S1(P0), r, S1(P1));
+    y = _mm512_fmadd_ps(y, r, S1(P2));
+    y = _mm512_fmadd_ps(y, r, S1(P3));
+    y = _mm512_fmadd_ps(y, r, S1(P4));
+    y = _mm512_fmadd_ps(y, r, S1(P5));
+    y = _mm512_fmadd_ps(y, z, _mm512_add_ps(r, S1(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    return _mm512_maskz_mov_ps(lo, y);
+}
+
+static inline __m512 abs16(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
+static inline __m512 tanh16(__m512 x) {
+    __m512i sign = _mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u));
+    __m512 a = abs16(x);
+    __m512 z = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_fmadd_ps(S1(T0), z, S1(T1));
+    p = _mm512_fmadd_ps(p, z, S1(T2));
+    p = _mm512_fmadd_ps(p, z, S1(T3));
+    p = _mm512_fmadd_ps(p, z, S1(T4));
+    __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+    __m512 e = exp16(_mm512_add_ps(a, a));
+    __m512 big = _mm512_sub_ps(S1(1.0f), _mm512_div_ps(S1(2.0f), _mm512_add_ps(e, S1(1.0f))));
+    big = _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(big), sign));
+    __mmask16 is_small = _mm512_cmp_ps_mask(a, S1(0.625f), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(is_small, big, small);
+}
+
+/* tanh(K (x + C x^3)) as 1 - 2/(exp(2u)+1) (see gelu_inner8 in vmath.c) */
+static inline __m512 gelu_inner16(__m512 x) {
+    __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 u = _mm512_mul_ps(_mm512_mul_ps(S1(2.0f * GELU_K), x), _mm512_fmadd_ps(S1(GELU_C), x2, S1(1.0f)));
+    __m512 e = exp16(_mm512_min_ps(u, S1(EXP_HI)));
+    return _mm512_sub_ps(S1(1.0f), _mm512_div_ps(S1(2.0f), _mm512_add_ps(e, S1(1.0f))));
+}
+static inline __m512 gelu16(__m512 x) {
+    return _mm512_mul_ps(_mm512_mul_ps(S1(0.5f), x), _mm512_add_ps(S1(1.0f), gelu_inner16(x)));
+}
+static inline __m512 gelu_d16(__m512 x) {
+    __m512 t = gelu_inner16(x), one = S1(1.0f), half = S1(0.5f);
+    __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 a = _mm512_mul_ps(half, _mm512_add_ps(one, t));
+    __m512 b = _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_fnmadd_ps(t, t, one));
+    __m512 c = _mm512_mul_ps(S1(GELU_K), _mm512_fmadd_ps(S1(3.0f * GELU_C), x2, one));
+    return _mm512_fmadd_ps(b, c, a);
+}
+static inline __m512 sigmoid16(__m512 x) {
+    return _mm512_div_ps(S1(1.0f), _mm512_add_ps(S1(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+/* mask of the first n (< 16) lanes */
+static inline __mmask16 tail_mask(size_t n) { return (__mmask16)((1u << n) - 1); }
+
+/* Fixed-order horizontal sums/max: 16 -> 8 -> 4 -> 2 -> 1 by halves. */
+static inline float hsum16(__m512 v) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+static inline float hmax16(__m512 v) {
+    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* y = f(x) over n elements, the tail through a masked load/store (padding lanes read 0). */
+#define MAP16(F)                                                                                   \
+    size_t i = 0;                                                                                  \
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i)));                \
+    if (i < n) {                                                                                   \
+        __mmask16 m = tail_mask(n - i);                                                            \
+        _mm512_mask_storeu_ps(y + i, m, F(_mm512_maskz_loadu_ps(m, x + i)));                        \
+    }
+
+void tfm_vexp_avx512(float *y, const float *x, size_t n) { MAP16(exp16) }
+void tfm_vtanh_avx512(float *y, const float *x, size_t n) { MAP16(tanh16) }
+void tfm_vsigmoid_avx512(float *y, const float *x, size_t n) { MAP16(sigmoid16) }
+static void gelu_span(float *y, const float *x, size_t n) { MAP16(gelu16) }
+
+float tfm_vexp_sum_avx512(float *y, const float *x, float sub, size_t n) {
+    __m512 acc = _mm512_setzero_ps(), s = S1(sub);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+        _mm512_storeu_ps(y + i, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+        _mm512_mask_storeu_ps(y + i, m, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    return hsum16(acc);
+}
+
+void tfm_vgelu_avx512(float *y, float *x, const float *bias, int C, size_t n) {
+    if (!bias) { gelu_span(y, x, n); return; }
+    for (size_t r = 0; r < n / (size_t)C; r++) {
+        float *xr = x + r * C, *yr = y + r * C;
+        int c = 0;
+        for (; c + 16 <= C; c += 16) {
+            __m512 v = _mm512_add_ps(_mm512_loadu_ps(xr + c), _mm512_loadu_ps(bias + c));
+            _mm512_storeu_ps(xr + c, v);
+            _mm512_storeu_ps(yr + c, gelu16(v));
+        }
+        if (c < C) {
+            __mmask16 m = tail_mask((size_t)(C - c));
+            __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, xr + c), _mm512_maskz_loadu_ps(m, bias + c));
+            _mm512_mask_storeu_ps(xr + c, m, v);
+            _mm512_mask_storeu_ps(yr + c, m, gelu16(v));
+        }
+    }
+}
+
+void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_t n, int acc) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 g = _mm512_mul_ps(_mm512_loadu_ps(dy + i), gelu_d16(_mm512_loadu_ps(x + i)));
+        if (acc) g = _mm512_add_ps(g, _mm512_loadu_ps(dx + i));
+        _mm512_storeu_ps(dx + i, g);
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), gelu_d16(_mm512_maskz_loadu_ps(m, x + i)));
+        if (acc) g = _mm512_add_ps(g, _mm512_maskz_loadu_ps(m, dx + i));
+        _mm512_mask_storeu_ps(dx + i, m, g);
+    }
+}
+
+float tfm_vmax_avx512(const float *x, size_t n) {
+    __m512 m = S1(-INFINITY);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + i));
+    if (i < n) m = _mm512_mask_max_ps(m, tail_mask(n - i), m, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+    return hmax16(m);
+}
+float tfm_vsum_avx512(const float *x, size_t n) {
+    __m512 s = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) s = _mm512_add_ps(s, _mm512_loadu_ps(x + i));
+    if (i < n) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+    return hsum16(s);
+}
+float tfm_vdot_avx512(const float *x, const float *y, size_t n) {
+    __m512 s = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s);
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), s);
+    }
+    return hsum16(s);
+}
+
+#else
+/* Not compiled with AVX-512 flags (not x86, or built without the Makefile's per-file flags):
+ * tfm_isa_supported(TFM_ISA_AVX512) is then 0, so these are never called; they exist so the tables link. */
+const int tfm_avx512_built_ = 0;
+#include <stdlib.h>
+#define NOPE abort()
+void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                               float alpha, float beta) {
+    (void)kc; (void)a; (void)b; (void)c; (void)ldc; (void)mr; (void)nr; (void)alpha; (void)beta; NOPE;
+}
+float tfm_vexp_sum_avx512(float *y, const float *x, float sub, size_t n) { (void)y; (void)x; (void)sub; (void)n; NOPE; }
+void tfm_vexp_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (void)n; NOPE; }
+void tfm_vtanh_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (void)n; NOPE; }
+void tfm_vsigmoid_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (void)n; NOPE; }
+void tfm_vgelu_avx512(float *y, float *x, const float *bias, int C, size_t n) { (void)y; (void)x; (void)bias; (void)C; (void)n; NOPE; }
+void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_t n, int acc) {
+    (void)dx; (void)dy; (void)x; (void)n; (void)acc; NOPE;
+}
+float tfm_vmax_avx512(const float *x, size_t n) { (void)x; (void)n; NOPE; }
+float tfm_vsum_avx512(const float *x, size_t n) { (void)x; (void)n; NOPE; }
+float tfm_vdot_avx512(const float *x, const float *y, size_t n) { (void)x; (void)y; (void)n; NOPE; }
+#endif

@@ -1,0 +1,36 @@
+# Thread defaults: without --threads tfm uses OMP_NUM_THREADS if set, else the CPUs it may run on
+# (taskset); idle OpenMP threads spin briefly (tfm_threads_short_spin re-executes tfm once with
+# GOMP_SPINCOUNT set unless OMP_WAIT_POLICY/GOMP_SPINCOUNT/KMP_BLOCKTIME is set).
+source "$(dirname "$0")/lib.bash"
+head -c 8000 data/demo.txt >"$TMP/small.txt"
+ARGS=(--data "$TMP/small.txt" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 2 --iters 2
+      --eval-every 2 --eval-iters 1 --out "$TMP/m.tfm")
+threads_used() { sed -n 's/.*; \([0-9]*\) threads;.*/\1/p' "$TMP/err" | head -n 1; }
+
+env OMP_NUM_THREADS=1 $TFM train-lm "${ARGS[@]}" >/dev/null 2>"$TMP/err"
+[ "$(threads_used)" = 1 ] && pass "OMP_NUM_THREADS=1 honoured without --threads" || fail "OMP_NUM_THREADS=1" "$(head -n 2 "$TMP/err")"
+env OMP_NUM_THREADS=1 $TFM train-lm "${ARGS[@]}" --threads 2 >/dev/null 2>"$TMP/err"
+[ "$(threads_used)" = 2 ] && pass "--threads 2 wins over OMP_NUM_THREADS" || fail "--threads 2" "$(head -n 2 "$TMP/err")"
+if command -v taskset >/dev/null; then
+    env -u OMP_NUM_THREADS taskset -c 0 $TFM train-lm "${ARGS[@]}" >/dev/null 2>"$TMP/err"
+    [ "$(threads_used)" = 1 ] && pass "taskset -c 0: one thread by default (sched_getaffinity)" \
+        || fail "taskset -c 0 default threads" "$(head -n 2 "$TMP/err")"
+else
+    skip "taskset -c 0 default threads" "taskset is not installed"
+fi
+if command -v strace >/dev/null && strace -f -e trace=execve -o "$TMP/st" true 2>/dev/null; then
+    env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u KMP_BLOCKTIME strace -f -e trace=execve -o "$TMP/st" \
+        $TFM train-lm "${ARGS[@]}" --threads 2 >/dev/null 2>&1
+    a=$(grep -c 'execve(' "$TMP/st")
+    env -u OMP_WAIT_POLICY -u KMP_BLOCKTIME GOMP_SPINCOUNT=300000 strace -f -e trace=execve -o "$TMP/st" \
+        $TFM train-lm "${ARGS[@]}" --threads 2 >/dev/null 2>&1
+    b=$(grep -c 'execve(' "$TMP/st")
+    if ldd "$TFM" | grep -q libgomp; then
+        [ "$a" = 2 ] && [ "$b" = 1 ] && pass "libgomp: re-executed once to set the short spin, not when GOMP_SPINCOUNT is set" \
+            || fail "short-spin re-exec" "execve count $a (unset) / $b (set), expected 2 / 1"
+    else
+        [ "$a" = 1 ] && pass "libomp: short spin set without re-executing" || fail "short spin (libomp)" "execve count $a"
+    fi
+else
+    skip "short-spin re-exec" "strace is missing or cannot trace here"
+fi

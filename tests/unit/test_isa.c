@@ -1,0 +1,177 @@
+/* Instruction-set paths: every vector-math body of every path this CPU runs against a double-precision
+ * reference (all tail lengths), and TFM_ISA validation. Paths the CPU lacks print SKIP (not tested). */
+#include "check.h"
+#include "ops/isa.h"
+#include "ops/vmath.h"
+#include "tfm/core.h"
+#include "tfm/kernels.h"
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float frand(float lo, float hi) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) & 0xffffff) / (float)0x1000000;
+}
+
+static double gelu_ref(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+static double gelu_d_ref(double x) {
+    double u = 0.7978845608028654 * (x + 0.044715 * x * x * x), t = tanh(u);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/* worst |got - ref| / (|ref| + floor + slope * |x|) over n (GELU: 1 - 2/(e+1) is accurate to ~1e-7
+ * absolute, times x) */
+static double worst_x(const float *got, const double *ref, const float *x, double slope, size_t n, double floor) {
+    double w = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]) / (fabs(ref[i]) + floor + slope * fabs((double)x[i]));
+        if (!(e <= w)) w = e;
+    }
+    return w;
+}
+static double worst(const float *got, const double *ref, size_t n, double floor) {
+    return worst_x(got, ref, got, 0.0, n, floor);
+}
+
+static void path_suite(tfm_isa isa) {
+    const tfm_vmath_table *t = tfm_vmath_for(isa);
+    const char *nm = tfm_isa_str(isa);
+    enum { NMAX = 70 };
+    float x[NMAX + 1], y[NMAX + 1], z[NMAX + 1], bias[NMAX];
+    double ref[NMAX];
+    double w_exp = 0, w_tanh = 0, w_sig = 0, w_gelu = 0, w_geld = 0, w_sum = 0, w_dot = 0, w_es = 0;
+    int max_ok = 1, tail_ok = 1, bias_ok = 1;
+    for (size_t n = 0; n <= NMAX; n++) {
+        for (size_t i = 0; i < n; i++) { x[i] = frand(-12.0f, 12.0f); z[i] = frand(-1.0f, 1.0f); }
+        x[n] = y[n] = 777.0f; /* must stay untouched */
+        t->exp(y, x, n);
+        for (size_t i = 0; i < n; i++) ref[i] = exp((double)x[i]);
+        double e = worst(y, ref, n, 1e-30); w_exp = e > w_exp ? e : w_exp;
+        t->tanh(y, x, n);
+        for (size_t i = 0; i < n; i++) ref[i] = tanh((double)x[i]);
+        e = worst(y, ref, n, 1e-6); w_tanh = e > w_tanh ? e : w_tanh;
+        t->sigmoid(y, x, n);
+        for (size_t i = 0; i < n; i++) ref[i] = 1.0 / (1.0 + exp(-(double)x[i]));
+        e = worst(y, ref, n, 1e-6); w_sig = e > w_sig ? e : w_sig;
+        t->gelu(y, x, NULL, 0, n);
+        for (size_t i = 0; i < n; i++) ref[i] = gelu_ref(x[i]);
+        e = worst_x(y, ref, x, 1.0, n, 1e-5); w_gelu = e > w_gelu ? e : w_gelu;
+        for (size_t i = 0; i < n; i++) y[i] = 1.0f;
+        t->gelu_backward(y, z, x, n, 1);
+        for (size_t i = 0; i < n; i++) ref[i] = 1.0 + z[i] * gelu_d_ref(x[i]);
+        e = worst_x(y, ref, x, 1.0, n, 1e-5); w_geld = e > w_geld ? e : w_geld;
+        tail_ok &= x[n] == 777.0f && y[n] == 777.0f;
+        /* reductions */
+        double s = 0, sa = 0, d = 0, da = 0, mx = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            s += x[i]; sa += fabs(x[i]); d += (double)x[i] * z[i]; da += fabs((double)x[i] * z[i]);
+            mx = x[i] > mx ? x[i] : mx;
+        }
+        if (n) {
+            max_ok &= t->max(x, n) == (float)mx;
+            e = fabs(t->sum(x, n) - s) / sa; w_sum = e > w_sum ? e : w_sum;
+            e = fabs(t->dot(x, z, n) - d) / (da + 1e-30); w_dot = e > w_dot ? e : w_dot;
+            double es = 0;
+            float sum = t->exp_sum(y, x, (float)mx, n);
+            for (size_t i = 0; i < n; i++) { ref[i] = exp((double)(x[i] - (float)mx)); es += ref[i]; }
+            e = worst(y, ref, n, 1e-30); w_es = e > w_es ? e : w_es;
+            e = fabs(sum - es) / es / 10; w_es = e > w_es ? e : w_es; /* the sum: 10x looser */
+        }
+    }
+    /* GELU with a bias over rows of C = 19 (a tail in every row): x gets x + bias in place */
+    {
+        const int C = 19, R = 3;
+        float xb[3 * 19], x0[3 * 19], yb[3 * 19];
+        for (int i = 0; i < C; i++) bias[i] = frand(-1, 1);
+        for (int i = 0; i < R * C; i++) x0[i] = xb[i] = frand(-4, 4);
+        t->gelu(yb, xb, bias, C, (size_t)R * C);
+        for (int i = 0; i < R * C; i++) {
+            float pre = x0[i] + bias[i % C];
+            bias_ok &= xb[i] == pre && fabs(yb[i] - gelu_ref(pre)) <= 1e-6 * (fabs(gelu_ref(pre)) + fabsf(pre) + 1e-5);
+        }
+    }
+    char name[96];
+#define REPORT(what, cond, ...) do { snprintf(name, sizeof name, "vmath_%s_%s", nm, what); CHECK(name, cond, __VA_ARGS__); } while (0)
+    REPORT("exp", w_exp < 4e-7, "worst rel err %g", w_exp);
+    REPORT("tanh", w_tanh < 4e-7, "worst rel err %g", w_tanh);
+    REPORT("sigmoid", w_sig < 4e-7, "worst rel err %g", w_sig);
+    REPORT("gelu", w_gelu < 1e-6, "worst rel err %g", w_gelu);
+    REPORT("gelu_backward", w_geld < 2e-6, "worst rel err %g", w_geld);
+    REPORT("gelu_bias_rows", bias_ok, "bias rows wrong");
+    REPORT("tails_untouched", tail_ok, "wrote past n");
+    REPORT("max", max_ok, "wrong max");
+    REPORT("sum", w_sum < 1e-6, "worst err/sum|x| %g", w_sum);
+    REPORT("dot", w_dot < 1e-6, "worst err/sum|xz| %g", w_dot);
+    REPORT("exp_sum", w_es < 4e-7, "worst rel err %g", w_es);
+}
+
+/* AdamW on every path against the portable body (same bits with gcc; clang may contract into FMAs) */
+static void adamw_suite(void) {
+    enum { N = 203 };
+    float w0[N], g0[N], m0[N], v0[N];
+    for (int i = 0; i < N; i++) {
+        w0[i] = frand(-1, 1); g0[i] = frand(-0.1f, 0.1f); m0[i] = frand(-0.01f, 0.01f); v0[i] = frand(0, 1e-3f);
+    }
+    float rw[N], rg[N], rm[N], rv[N];
+    const tfm_adamw_coef k = {0.9f, 0.95f, 1e-8f, 0.999f, 1e-3f, 0.3f, 0.7f, 1};
+    memcpy(rw, w0, sizeof w0); memcpy(rg, g0, sizeof g0); memcpy(rm, m0, sizeof m0); memcpy(rv, v0, sizeof v0);
+    tfm_vmath_for(TFM_ISA_GENERIC)->adamw(rw, rg, rm, rv, N, &k);
+    /* the portable body against a direct evaluation of the formula */
+    double worst_ref = 0;
+    for (int i = 0; i < N; i++) {
+        double gi = (double)g0[i] * 0.7, mi = 0.9 * m0[i] + 0.1 * gi, vi = 0.95 * v0[i] + 0.05 * gi * gi;
+        double wi = w0[i] * 0.999 - 1e-3 * mi / (sqrt(vi) / 0.3 + 1e-8);
+        double e = fabs(rw[i] - wi) / (fabs(wi) + 1e-6);
+        worst_ref = e > worst_ref ? e : worst_ref;
+    }
+    CHECK("adamw_generic_formula", worst_ref < 1e-5, "worst rel err %g", worst_ref);
+    for (int isa = 1; isa < TFM_ISA_COUNT; isa++) {
+        char name[64];
+        snprintf(name, sizeof name, "adamw_%s_matches_generic", tfm_isa_str((tfm_isa)isa));
+        if (!tfm_isa_supported((tfm_isa)isa)) {
+            printf("SKIP %s: this CPU does not support it (not tested here)\n", name);
+            continue;
+        }
+        float w[N], g[N], m[N], v[N];
+        memcpy(w, w0, sizeof w0); memcpy(g, g0, sizeof g0); memcpy(m, m0, sizeof m0); memcpy(v, v0, sizeof v0);
+        tfm_vmath_for((tfm_isa)isa)->adamw(w, g, m, v, N, &k);
+        int zeroed = 1;
+        for (int i = 0; i < N; i++) zeroed &= g[i] == 0.0f;
+        CHECK(name, zeroed && max_abs_diff(w, rw, N) <= 1e-7 && max_abs_diff(m, rm, N) <= 1e-9 &&
+                        max_abs_diff(v, rv, N) <= 1e-10, "w diff %g, grads zeroed %d", max_abs_diff(w, rw, N), zeroed);
+    }
+}
+
+static void env_suite(void) {
+    const char *old = getenv("TFM_ISA");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TFM_ISA", "sse9", 1);
+    CHECK("isa_env_unknown_rejected", tfm_isa_check() < 0 && strstr(tfm_last_error(), "TFM_ISA=sse9"),
+          "got '%s'", tfm_last_error());
+    int ok = 1;
+    for (int i = 0; i < TFM_ISA_COUNT; i++) {
+        setenv("TFM_ISA", tfm_isa_str((tfm_isa)i), 1);
+        int rc = tfm_isa_check();
+        ok &= tfm_isa_supported((tfm_isa)i) ? rc == 0 : rc < 0 && strstr(tfm_last_error(), "TFM_ISA=") != NULL;
+    }
+    CHECK("isa_env_supported_accepted_others_rejected", ok, "last error '%s'", tfm_last_error());
+    if (saved) setenv("TFM_ISA", saved, 1);
+    else unsetenv("TFM_ISA");
+    free(saved);
+    const char *name = tfm_isa_name();
+    CHECK("isa_active_is_supported", name && tfm_isa_supported(tfm_isa_active()) &&
+                                         (!old || !*old || !strcmp(old, name)), "active %s, TFM_ISA=%s", name, old ? old : "(unset)");
+    printf("# active path: %s\n", name);
+}
+
+int main(void) {
+    for (int i = 0; i < TFM_ISA_COUNT; i++) {
+        if (tfm_isa_supported((tfm_isa)i)) path_suite((tfm_isa)i);
+        else printf("SKIP vmath_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)i));
+    }
+    adamw_suite();
+    env_suite();
+    return check_failures ? 1 : 0;
+}
