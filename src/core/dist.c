@@ -34,12 +34,13 @@ struct tfm_dist {
     size_t bucket;         /* floats per bucket */
     double timeout;        /* seconds */
 #ifdef TFM_MPI
-    MPI_Comm comm;
+    MPI_Comm comm;         /* every collective but the all-reduce's allgathers */
+    MPI_Comm comm_ag;      /* the allgathers: posted as alltoalls finish, so in their own sequence */
     int owns_init;         /* this object called MPI_Init */
     float *scratch;        /* receive space for the buckets in flight */
     size_t scratch_cap, scratch_used;
     pending *pend;
-    int n_pend;
+    int n_pend, n_reduced; /* buckets started; of those, the first n_reduced have their allgather posted */
     int *cnt, *off;        /* MAX_PENDING x size chunk lengths and offsets, kept while in flight */
     int *rcnt, *roff;      /* MAX_PENDING x size: receive counts (all = own chunk) and offsets */
 #endif
@@ -115,13 +116,14 @@ int tfm_dist_allreduce_sum(tfm_dist *d, float *buf, size_t n) { return (void)d, 
 int tfm_dist_reserve(tfm_dist *d, size_t n) { return (void)d, (void)n, 0; }
 int tfm_dist_allreduce_start(tfm_dist *d, float *buf, size_t n) { return (void)d, (void)buf, (void)n, 0; }
 int tfm_dist_allreduce_progress(tfm_dist *d) { return (void)d, 0; }
-/* Advance the buckets in flight without blocking: a finished alltoall gets its sums and allgather. */
+/* Advance the buckets in flight without blocking: finished alltoalls get their sums and allgathers, in
+ * bucket order (every rank must post the allgathers in the same sequence). */
 int tfm_dist_allreduce_progress(tfm_dist *d) {
-    for (int k = 0; k < d->n_pend; k++) {
-        if (d->pend[k].phase != 1) continue;
+    while (d->n_reduced < d->n_pend) {
         int done = 0;
-        MPI_TRY(d, MPI_Test(&d->pend[k].req, &done, MPI_STATUS_IGNORE), "all-reduce");
-        if (done && reduce_bucket(d, k)) return -1;
+        MPI_TRY(d, MPI_Test(&d->pend[d->n_reduced].req, &done, MPI_STATUS_IGNORE), "all-reduce");
+        if (!done) return 0;
+        if (reduce_bucket(d, d->n_reduced)) return -1;
     }
     return 0;
 }
@@ -181,7 +183,13 @@ tfm_dist *tfm_dist_init(int *argc, char ***argv, const tfm_dist_opts *opts) {
         free(d);
         return tfm_set_error("MPI_Comm_dup failed"), NULL;
     }
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &d->comm_ag) != MPI_SUCCESS) {
+        MPI_Comm_free(&d->comm);
+        free(d);
+        return tfm_set_error("MPI_Comm_dup failed"), NULL;
+    }
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(d->comm_ag, MPI_ERRORS_RETURN);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
     size_t per = (size_t)MAX_PENDING * d->size;
@@ -202,6 +210,7 @@ void tfm_dist_finalize(tfm_dist *d) {
     if (d->comm != MPI_COMM_NULL) {
         tfm_dist_barrier(d);   /* best effort: no rank tears down while others still talk */
         MPI_Comm_free(&d->comm);
+        MPI_Comm_free(&d->comm_ag);
     }
     int owns = d->owns_init;
     free(d->scratch);
@@ -320,28 +329,30 @@ static int reduce_bucket(tfm_dist *d, int k) {
         out[i] = acc;
     }
     p->phase = 2;
-    MPI_TRY(d, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, p->buf, cnt, off, MPI_FLOAT, d->comm, &p->req),
+    d->n_reduced++;
+    MPI_TRY(d, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, p->buf, cnt, off, MPI_FLOAT, d->comm_ag, &p->req),
             "all-reduce (allgather)");
     return 0;
 }
 
-/* Advance the buckets in flight without blocking: a finished alltoall gets its sums and allgather. */
+/* Advance the buckets in flight without blocking: finished alltoalls get their sums and allgathers, in
+ * bucket order (every rank must post the allgathers in the same sequence). */
 int tfm_dist_allreduce_progress(tfm_dist *d) {
-    for (int k = 0; k < d->n_pend; k++) {
-        if (d->pend[k].phase != 1) continue;
+    while (d->n_reduced < d->n_pend) {
         int done = 0;
-        MPI_TRY(d, MPI_Test(&d->pend[k].req, &done, MPI_STATUS_IGNORE), "all-reduce");
-        if (done && reduce_bucket(d, k)) return -1;
+        MPI_TRY(d, MPI_Test(&d->pend[d->n_reduced].req, &done, MPI_STATUS_IGNORE), "all-reduce");
+        if (!done) return 0;
+        if (reduce_bucket(d, d->n_reduced)) return -1;
     }
     return 0;
 }
 
 int tfm_dist_allreduce_wait_all(tfm_dist *d) {
     int rc = 0;
-    for (int k = 0; k < d->n_pend && !rc; k++)
-        if (d->pend[k].phase == 1) rc = wait_req(d, &d->pend[k].req, "all-reduce") || reduce_bucket(d, k);
+    while (!rc && d->n_reduced < d->n_pend)
+        rc = wait_req(d, &d->pend[d->n_reduced].req, "all-reduce") || reduce_bucket(d, d->n_reduced);
     for (int k = 0; k < d->n_pend && !rc; k++) rc = wait_req(d, &d->pend[k].req, "all-reduce");
-    d->n_pend = 0;
+    d->n_pend = d->n_reduced = 0;
     d->scratch_used = 0;
     return rc ? -1 : 0;
 }
