@@ -116,18 +116,6 @@ int tfm_dist_allreduce_sum(tfm_dist *d, float *buf, size_t n) { return (void)d, 
 int tfm_dist_reserve(tfm_dist *d, size_t n) { return (void)d, (void)n, 0; }
 int tfm_dist_allreduce_start(tfm_dist *d, float *buf, size_t n) { return (void)d, (void)buf, (void)n, 0; }
 int tfm_dist_allreduce_progress(tfm_dist *d) { return (void)d, 0; }
-/* Advance the buckets in flight without blocking: finished alltoalls get their sums and allgathers, in
- * bucket order (every rank must post the allgathers in the same sequence). */
-int tfm_dist_allreduce_progress(tfm_dist *d) {
-    while (d->n_reduced < d->n_pend) {
-        int done = 0;
-        MPI_TRY(d, MPI_Test(&d->pend[d->n_reduced].req, &done, MPI_STATUS_IGNORE), "all-reduce");
-        if (!done) return 0;
-        if (reduce_bucket(d, d->n_reduced)) return -1;
-    }
-    return 0;
-}
-
 int tfm_dist_allreduce_wait_all(tfm_dist *d) { return (void)d, 0; }
 int tfm_dist_sum_f64(tfm_dist *d, double *v, int n) { return (void)d, (void)v, (void)n, 0; }
 int tfm_dist_sum_i64(tfm_dist *d, int64_t *v, int n) { return (void)d, (void)v, (void)n, 0; }

@@ -8,7 +8,7 @@
  *   dist_check die --rank R --how exit|kill|hang [--timeout S]
  *                                    all ranks all-reduce in a loop; rank R exits 3 / SIGKILLs itself /
  *                                    stops talking after ~1 s; the others must stop with a message
- *   dist_check write --dir D         only the writer creates D/written.rank<r>
+ *   dist_check write DIR              only the writer creates DIR/written.rank<r>
  *   dist_check bench --floats N --reps R   all-reduce time (rank 0 prints one line)
  * Errors: rank 0 (or the rank that sees it) prints "dist_check: <message>" on stderr, exit 1. */
 #include <signal.h>
@@ -198,7 +198,7 @@ static int mode_die(int argc, char **argv) {
 }
 
 static int mode_write(int argc, char **argv) {
-    const char *dir = argc > 3 ? argv[3] : ".";
+    const char *dir = argc > 2 ? argv[2] : ".";
     tfm_dist *d = tfm_dist_init(&argc, &argv, NULL);
     if (!d) return fprintf(stderr, "dist_check: %s\n", tfm_last_error()), 1;
     if (tfm_dist_is_writer(d)) {
