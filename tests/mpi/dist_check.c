@@ -9,7 +9,8 @@
  *                                    all ranks all-reduce in a loop; rank R exits 3 / SIGKILLs itself /
  *                                    stops talking after ~1 s; the others must stop with a message
  *   dist_check write DIR              only the writer creates DIR/written.rank<r>
- *   dist_check bench --floats N --reps R   all-reduce time (rank 0 prints one line)
+ *   dist_check bench --floats N --reps R [--native]   all-reduce time (rank 0 prints one line);
+ *                                    --native: Open MPI's own MPI_Allreduce instead, for comparison
  * Errors: rank 0 (or the rank that sees it) prints "dist_check: <message>" on stderr, exit 1. */
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#ifdef TFM_MPI
+#include <mpi.h>
+#endif
 #include "tfm/core.h"
 #include "tfm/dist.h"
 
@@ -211,9 +215,22 @@ static int mode_write(int argc, char **argv) {
     return 0;
 }
 
+/* Open MPI's MPI_Allreduce on MPI_COMM_WORLD (no order guarantee), in one call: the reference. */
+static int native_allreduce(tfm_dist *d, float *x, size_t n) {
+    (void)d;
+#ifdef TFM_MPI
+    if (MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return tfm_set_error("MPI_Allreduce failed"), -1;
+#else
+    (void)x, (void)n;
+#endif
+    return 0;
+}
+
 static int mode_bench(int argc, char **argv) {
     size_t n = 1 << 20;
-    int reps = 10;
+    int reps = 10, native = 0;
+    for (int i = 2; i < argc; i++) native |= !strcmp(argv[i], "--native");
     for (int i = 2; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--floats")) n = (size_t)atol(argv[i + 1]);
         if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
@@ -221,12 +238,13 @@ static int mode_bench(int argc, char **argv) {
     tfm_dist *d = tfm_dist_init(&argc, &argv, NULL);
     if (!d) return fprintf(stderr, "dist_check: %s\n", tfm_last_error()), 1;
     float *x = calloc(n, sizeof(float));
-    die_on(d, tfm_dist_allreduce_sum(d, x, n));   /* warm-up */
+    int (*reduce)(tfm_dist *, float *, size_t) = native ? native_allreduce : tfm_dist_allreduce_sum;
+    die_on(d, reduce(d, x, n));   /* warm-up */
     double best = 1e30, total = 0;
     for (int r = 0; r < reps; r++) {
         die_on(d, tfm_dist_barrier(d));
         double t0 = tfm_now();
-        die_on(d, tfm_dist_allreduce_sum(d, x, n));
+        die_on(d, reduce(d, x, n));
         double t = tfm_now() - t0;
         total += t;
         if (t < best) best = t;
@@ -234,7 +252,7 @@ static int mode_bench(int argc, char **argv) {
     int N = tfm_dist_size(d);
     double bytes = (double)n * sizeof(float), bus = 2.0 * (N - 1) / N * bytes;
     if (tfm_dist_is_writer(d))
-        printf("ranks %d  floats %zu  MB %.2f  best ms %.3f  mean ms %.3f  busbw(best) GB/s %.3f\n", N, n, bytes / 1e6,
+        printf("%s  ranks %d  floats %zu  MB %.2f  best ms %.3f  mean ms %.3f  busbw(best) GB/s %.3f\n", native ? "MPI_Allreduce" : "tfm_dist", N, n, bytes / 1e6,
                best * 1e3, total / reps * 1e3, bus / best / 1e9);
     free(x);
     tfm_dist_finalize(d);
