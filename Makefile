@@ -28,9 +28,14 @@ ifeq ($(MPI),1)
   endif
   CFLAGS  += -DTFM_MPI $(addprefix -isystem ,$(MPI_INCDIRS))
   LDLIBS  += $(MPI_LINK)
-  MPI_BIN := $(BUILD)/mpi/dist_check
+  MPI_BIN := $(BUILD)/mpi/dist_check $(BUILD)/mpi/train_check
 all: $(MPI_BIN)
 mpi-check: $(MPI_BIN)
+# train_check trains a small GPT across ranks: it needs the whole library
+$(BUILD)/mpi/train_check: tests/mpi/train_check.c $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
 # the check program links only the core files it uses, so tests/cli/mpi.sh builds it in seconds
 $(BUILD)/mpi/%: tests/mpi/%.c tests/unit/check.h $(BUILD)/src/core/dist.o $(BUILD)/src/core/util.o
 	@mkdir -p $(dir $@)
