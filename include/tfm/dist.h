@@ -25,14 +25,15 @@
 typedef struct tfm_dist tfm_dist;
 
 typedef struct {
-    size_t bucket_bytes;   /* all-reduce bucket size; 0: 8 MB. Rounded down to whole floats, >= 4 KB */
+    size_t bucket_bytes;   /* all-reduce bucket size; 0: 8 MB. Clamped to 4 KB .. 1 GB, whole floats */
     double timeout_s;      /* longest wait in one collective before giving up; 0: 300 s */
 } tfm_dist_opts;
 
 /* Start (MPI_Init_thread, MPI_THREAD_FUNNELED; only the thread that calls tfm_dist functions may use
  * MPI, OpenMP workers never do). argc/argv may be NULL. opts NULL: defaults. NULL on error. */
 tfm_dist *tfm_dist_init(int *argc, char ***argv, const tfm_dist_opts *opts);
-/* MPI_Finalize (after a barrier) and free. NULL is a no-op. */
+/* Free (after a barrier); the object that initialised MPI also calls MPI_Finalize, so with several
+ * objects in one process free that one last. NULL is a no-op. */
 void tfm_dist_finalize(tfm_dist *d);
 /* Stop every rank now (MPI_Abort with code; exit(code) without MPI). For a rank that hit an error
  * the others cannot know about, or after a collective returned -1. */
