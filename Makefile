@@ -22,6 +22,34 @@ ifeq ($(BLAS),openblas)
   LDLIBS  += -lopenblas
 endif
 
+# ---- MPI (data-parallel training across processes, docs/DISTRIBUTED.md) ----
+# make MPI=1 [BUILD=build-mpi]: compile src/core/dist.c with -DTFM_MPI against Open MPI (flags from
+# `mpicc --showme`, its headers as -isystem so -Werror ignores them) and build the MPI check program
+# $(BUILD)/mpi/dist_check (tests/mpi/, run by tests/cli/mpi.sh). Without MPI=1 nothing here applies.
+ifeq ($(MPI),1)
+  MPI_INCDIRS := $(shell mpicc --showme:incdirs 2>/dev/null)
+  MPI_LINK    := $(shell mpicc --showme:link 2>/dev/null)
+  ifeq ($(strip $(MPI_LINK)),)
+    $(error MPI=1 needs Open MPI's mpicc (Debian: apt-get install libopenmpi-dev openmpi-bin))
+  endif
+  CFLAGS  += -DTFM_MPI $(addprefix -isystem ,$(MPI_INCDIRS))
+  LDLIBS  += $(MPI_LINK)
+  MPI_BIN := $(BUILD)/mpi/dist_check $(BUILD)/mpi/train_check
+all: $(MPI_BIN)
+mpi-check: $(MPI_BIN)
+# train_check trains a small GPT across ranks: it needs the whole library
+$(BUILD)/mpi/train_check: tests/mpi/train_check.c $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
+# the check program links only the core files it uses, so tests/cli/mpi.sh builds it in seconds
+$(BUILD)/mpi/%: tests/mpi/%.c tests/unit/check.h $(BUILD)/src/core/dist.o $(BUILD)/src/core/util.o
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/src/core/dist.o $(BUILD)/src/core/util.o -o $@ $(LDLIBS)
+endif
+# ---- end MPI ----
+
 LIB_SRC  := $(filter-out src/cli/% $(EXCLUDE),$(wildcard src/*/*.c))
 CLI_SRC  := $(filter-out $(EXCLUDE),$(wildcard src/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -151,6 +151,12 @@ typedef struct tfm_graph {
     int grad_enabled;         /* record nodes and allocate grads */
     int training;             /* dropout active */
     tfm_rng rng;              /* dropout randomness */
+    /* Data parallelism (include/tfm/dist.h): when drop_samples > 0 this graph computes samples
+     * [drop_sample0, drop_sample0 + drop_samples) of a larger global batch, and every dropout keys element
+     * i of a sample-major tensor of `size` elements as element drop_sample0 * (size / drop_samples) + i of
+     * the global batch's tensor: each sample gets the mask the single-process run draws for it, however
+     * the batch is split. 0 (tfm_graph_init): no offset. */
+    long drop_sample0, drop_samples;
     double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
     double phase_time[TFM_PHASE_COUNT]; /* --profile: seconds per non-op phase */
     int profile;

@@ -450,7 +450,7 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
                    0, 0, 0, 1.0f};
     if (drop) {
         a.drop = 1;
-        a.key = tfm_drop_key(g);
+        a.key = tfm_drop_key(g) + tfm_drop_offset(g, (size_t)B * H * Tq * Tk);
         a.thresh = tfm_drop_thresh(dropout);
         a.dscale = 1.0f / (1.0f - dropout);
     }

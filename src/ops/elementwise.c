@@ -232,7 +232,7 @@ tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
     TFM_ASSERT(p < 1.0f, "dropout p=%g must be < 1", p);
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
     uint8_t *mask = tfm_arena_alloc(&g->arena, x->size);
-    uint64_t key = tfm_drop_key(g);
+    uint64_t key = tfm_drop_key(g) + tfm_drop_offset(g, x->size);
     uint32_t thresh = tfm_drop_thresh(p);
     float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (x->size >= 16384)

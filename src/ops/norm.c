@@ -243,7 +243,7 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
     uint32_t thresh = 0;
     uint8_t *keep = NULL;
     if (g->training && p > 0.0f) {
-        key = tfm_drop_key(g);
+        key = tfm_drop_key(g) + tfm_drop_offset(g, x->size);
         thresh = tfm_drop_thresh(p);
         keep = tfm_arena_alloc(&g->arena, x->size);
         sv->sp.keep = keep;

@@ -38,6 +38,14 @@ static inline uint64_t tfm_drop_key(tfm_graph *g) {
     uint64_t hi = tfm_rng_u32(&g->rng);
     return (hi << 32) | tfm_rng_u32(&g->rng);
 }
+/* The global-batch element offset of a dropout over `size` elements of this graph's slice (see
+ * tfm_graph.drop_samples): 0 unless the graph computes a slice. Added to the key. */
+static inline uint64_t tfm_drop_offset(const tfm_graph *g, size_t size) {
+    if (g->drop_samples <= 0) return 0;
+    TFM_ASSERT(size % (size_t)g->drop_samples == 0, "dropout over %zu elements: not sample-major for a slice of %ld samples",
+               size, g->drop_samples);
+    return (uint64_t)g->drop_sample0 * (size / (size_t)g->drop_samples);
+}
 static inline uint32_t tfm_drop_thresh(float p) { return (uint32_t)((double)p * 4294967296.0); }
 
 /* Profile bracket for forward kernels: time is added to g->op_time[op]. */
