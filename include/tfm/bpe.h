@@ -91,6 +91,14 @@ int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
 int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
 void tfm_bpe_free(tfm_bpe *m);
 
+/* The `tfm bpe encode|decode` filter on a whole text: every line of text (len bytes, split at '\n' in
+ * place) encoded to pieces (or ids with ids = 1), or with decode = 1 pieces (ids) turned back into text,
+ * one output line per input line. Every line is checked (UTF-8, no NUL, known pieces/ids) before
+ * anything is returned, so an error leaves nothing half-written. Returns the malloc'd output (length in
+ * *out_len), or NULL with an error naming name:LINE. */
+char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size_t len, const char *name,
+                         size_t *out_len);
+
 /* 1 if ids 0..3 are <pad> <s> </s> <unk> as in tfm's word vocabularies (TFM_PAD/BOS/EOS/UNK): true
  * for tfm's models and for spm_train --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3. */
 int tfm_bpe_has_tfm_specials(const tfm_bpe *m);

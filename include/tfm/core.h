@@ -28,6 +28,9 @@ const char *tfm_last_error(void);
 /* Put formatted text in front of the current error ("PATH: " + "bad config: ..."); returns -1, so a
  * failing call can end with `return tfm_prefix_error("%s: ", path);`. */
 int tfm_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* All of an open stream (a FILE*, e.g. stdin) into one NUL-terminated malloc'd buffer, at most max
+ * bytes; NULL with an error naming name (read error, too large, out of memory). */
+char *tfm_read_stream(void *file, const char *name, size_t max, size_t *len);
 /* Abort with a message: for programming errors (shape mismatch inside the library), never user input. */
 void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 #define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)

@@ -1,6 +1,5 @@
 /* tfm bpe learn | encode | decode: the BPE subword tokenizer (include/tfm/bpe.h) on the command line. */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,130 +65,6 @@ static int bpe_learn(int argc, char **argv) {
 }
 
 /* ---------------------------------------------------------------- encode / decode */
-/* All of stdin (so that an error in any line leaves stdout empty). */
-static char *read_stdin(size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        if (n == cap) {
-            if (cap >= MAX_STDIN) {
-                free(buf);
-                tfm_set_error("stdin: more than 1 GiB");
-                return NULL;
-            }
-            char *nb = realloc(buf, 2 * cap + 1);
-            if (!nb) break;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        if (got == 0) {
-            if (ferror(stdin)) {
-                free(buf);
-                tfm_set_error("stdin: read error: %s", strerror(errno));
-                return NULL;
-            }
-            buf[n] = 0;
-            *len = n;
-            return buf;
-        }
-    }
-    free(buf);
-    tfm_set_error("stdin: out of memory");
-    return NULL;
-}
-
-/* Lines of buf split at '\n' in place (a '\r' stays part of its line, as with spm_encode); each line
- * must be valid UTF-8 without NUL bytes. */
-static char **split_stdin(char *buf, size_t len, int *n_lines) {
-    size_t count = 0;
-    for (size_t i = 0; i < len; i++) count += buf[i] == '\n';
-    if (len && buf[len - 1] != '\n') count++;
-    if (count > INT_MAX) return tfm_set_error("stdin: too many lines"), NULL;
-    char **lines = malloc((count ? count : 1) * sizeof *lines);
-    if (!lines) return tfm_set_error("stdin: out of memory"), NULL;
-    size_t k = 0, start = 0;
-    for (size_t i = 0; i <= len && k < count; i++) {
-        if (i < len && buf[i] != '\n') continue;
-        buf[i] = 0;
-        const char *line = buf + start;
-        size_t n = i - start;
-        long bad = tfm_utf8_first_invalid(line, n);
-        if (memchr(line, 0, n)) {
-            free(lines);
-            return tfm_set_error("stdin:%zu: NUL byte (expected UTF-8 text)", k + 1), NULL;
-        }
-        if (bad >= 0) {
-            free(lines);
-            return tfm_set_error("stdin:%zu: invalid UTF-8 (byte 0x%02x)", k + 1, (unsigned char)line[bad]), NULL;
-        }
-        lines[k++] = buf + start;
-        start = i + 1;
-    }
-    *n_lines = (int)k;
-    return lines;
-}
-
-/* Split a line on spaces in place into at most cap tokens (empty tokens skipped). */
-static int split_spaces(char *s, char **tok, int cap) {
-    int n = 0;
-    for (char *p = strtok(s, " "); p && n < cap; p = strtok(NULL, " ")) tok[n++] = p;
-    return n;
-}
-
-/* Prefix the library's error with "stdin:LINE: " (copied first: the message buffer is reused). */
-static int line_error(int lineno) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", tfm_last_error());
-    tfm_set_error("stdin:%d: %s", lineno, msg);
-    return -1;
-}
-
-static int process_line(const tfm_bpe *m, int decode, int ids, char *line, int lineno, FILE *out) {
-    if (!decode && !ids) {
-        char *s = tfm_bpe_encode_pieces(m, line, strlen(line));
-        if (!s) return line_error(lineno);
-        fprintf(out, "%s\n", s);
-        free(s);
-        return 0;
-    }
-    if (!decode) {
-        int n;
-        int *v = tfm_bpe_encode(m, line, strlen(line), &n);
-        if (!v) return line_error(lineno);
-        for (int i = 0; i < n; i++) fprintf(out, i ? " %d" : "%d", v[i]);
-        fputc('\n', out);
-        free(v);
-        return 0;
-    }
-    size_t len = strlen(line);
-    char **tok = malloc((len / 2 + 2) * sizeof *tok);
-    if (!tok) return tfm_set_error("stdin: out of memory"), -1;
-    int n = split_spaces(line, tok, (int)(len / 2 + 2)), rc = 0;
-    char *s = NULL;
-    if (ids) {
-        int *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-        for (int i = 0; v && i < n && !rc; i++) {
-            char *end;
-            errno = 0;
-            long x = strtol(tok[i], &end, 10);
-            if (errno || *end || end == tok[i] || x < INT_MIN || x > INT_MAX)
-                tfm_set_error("stdin:%d: '%s' is not an id", lineno, tok[i]), rc = -1;
-            else v[i] = (int)x;
-        }
-        if (!v) tfm_set_error("stdin: out of memory"), rc = -1;
-        if (!rc && !(s = tfm_bpe_decode(m, v, n))) rc = line_error(lineno);
-        free(v);
-    } else if (!(s = tfm_bpe_decode_pieces(m, (const char *const *)tok, n))) {
-        rc = line_error(lineno);
-    }
-    if (s) fprintf(out, "%s\n", s);
-    free(s);
-    free(tok);
-    return rc;
-}
-
 static int bpe_code(int argc, char **argv, int decode) {
     const char *model_path = NULL;
     int ids = 0;
@@ -212,21 +87,13 @@ static int bpe_code(int argc, char **argv, int decode) {
     if (!model_path) return cli_error(cmd, "--model FILE is required");
     tfm_bpe m;
     if (tfm_bpe_load(&m, model_path)) return cli_error(cmd, "%s", tfm_last_error());
-    size_t len;
-    char *buf = read_stdin(&len);
-    int n_lines = 0;
-    char **lines = buf ? split_stdin(buf, len, &n_lines) : NULL;
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *out = lines ? open_memstream(&text, &text_len) : NULL;
-    if (!out) rc = cli_error(cmd, "%s", lines ? "out of memory" : tfm_last_error());
-    for (int i = 0; out && i < n_lines && !rc; i++)
-        if (process_line(&m, decode, ids, lines[i], i + 1, out)) rc = cli_error(cmd, "%s", tfm_last_error());
-    if (out && fclose(out) && !rc) rc = cli_error(cmd, "out of memory");
-    if (!rc && text_len && (fwrite(text, 1, text_len, stdout) != text_len || fflush(stdout)))
+    size_t len, out_len = 0;
+    char *buf = tfm_read_stream(stdin, "stdin", MAX_STDIN, &len);
+    char *text = buf ? tfm_bpe_code_lines(&m, decode, ids, buf, len, "stdin", &out_len) : NULL;
+    if (!text) rc = cli_error(cmd, "%s", tfm_last_error());
+    if (!rc && out_len && (fwrite(text, 1, out_len, stdout) != out_len || fflush(stdout)))
         rc = cli_error(cmd, "cannot write stdout: %s", strerror(errno));
     free(text);
-    free(lines);
     free(buf);
     tfm_bpe_free(&m);
     return rc;

@@ -1,9 +1,11 @@
 /* Errors, threads, RNG, clock. */
 #include "tfm/core.h"
+#include <errno.h>
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <math.h>
 #include <time.h>
 #include <dlfcn.h>
@@ -115,4 +117,38 @@ double tfm_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+char *tfm_read_stream(void *file, const char *name, size_t max, size_t *len) {
+    FILE *f = file;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        if (n == cap) {
+            if (cap >= max) {
+                free(buf);
+                tfm_set_error("%s: more than %zu bytes", name, max);
+                return NULL;
+            }
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (!nb) break;
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                free(buf);
+                tfm_set_error("%s: read error: %s", name, strerror(errno));
+                return NULL;
+            }
+            buf[n] = 0;
+            *len = n;
+            return buf;
+        }
+    }
+    free(buf);
+    tfm_set_error("%s: out of memory", name);
+    return NULL;
 }
