@@ -1,5 +1,5 @@
 # tfm — build with GNU make. `make` builds build/tfm and build/libtfm.a.
-# Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan), BLAS=openblas (route tfm_gemm to OpenBLAS),
+# Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan incl. float-cast-overflow), BLAS=openblas (route tfm_gemm to OpenBLAS),
 # EXCLUDE="src/x.c ..." (leave files out, e.g. while a colleague is mid-edit).
 CC      ?= gcc
 BUILD   ?= build
@@ -8,8 +8,8 @@ CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp $(OPT) -Iinclud
 LDLIBS  := -fopenmp -lm
 ifeq ($(SAN),1)
   OPT     := -O1 -g -fno-omit-frame-pointer
-  CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
-  LDLIBS  += -fsanitize=address,undefined
+  CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
+  LDLIBS  += -fsanitize=address,undefined,float-cast-overflow
 endif
 ifeq ($(BLAS),openblas)
   CFLAGS  += -DTFM_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
