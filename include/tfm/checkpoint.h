@@ -14,8 +14,15 @@
 #include "tfm/train.h"
 
 void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p);
-/* Copies every param.<name> into p. Returns 0, or -1 with "PATH: ..." error (missing / wrong shape). */
+/* Copies every param.<name> into p. Returns 0, or -1 with "PATH: ..." error (missing / wrong shape /
+ * a non-finite value / a param.* entry that is not a parameter of p). */
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path);
+/* Total elements of the file's f32 param.* entries (bounded by the file size). */
+int64_t tfm_ckpt_stored_params(const tfm_container *c);
+/* Before building a model from a loaded config: -1 with "PATH: the config implies N parameters but
+ * the file holds M" if need (the config's parameter count, < 0 = overflow) exceeds what is stored,
+ * so an edited config cannot make the loader allocate more than the file's size. */
+int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path);
 void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
 /* o must already be initialised for p. */
 int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);

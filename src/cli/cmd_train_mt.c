@@ -252,6 +252,14 @@ int cmd_train_mt(int argc, char **argv) {
             return cli_error(C, "--resume: %s", tfm_last_error());
         }
         kind = tr.tok_kind;
+        /* sentences of --max-len tokens plus <bos> must fit the stored positional-encoding table */
+        if (!strcmp(tr.model->cfg.arch, "transformer") && tr.model->cfg.max_len < o.max_len + 1) {
+            rc = cli_error(C, "--resume: %s: config.max_len %d is shorter than --max-len %d + 1", o.out,
+                           tr.model->cfg.max_len, o.max_len);
+            tfm_translator_free(&tr);
+            tfm_container_free(&ck);
+            return rc;
+        }
     }
 
     /* ---- data */
