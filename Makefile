@@ -26,7 +26,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS  := $(wildcard include/tfm/*.h src/*/*.h)
 
-.PHONY: all test unit demo clean bench-bin
+.PHONY: all test unit demo clean bench-bin fuzz fuzz-bin
 all: $(BUILD)/tfm
 
 $(BUILD)/%.o: %.c $(HEADERS)
@@ -50,6 +50,28 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libtfm.a
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
+
+# Fuzzing (issue 11): libFuzzer harnesses (fuzz/targets.c), built with clang + ASan/UBSan into
+# $(FUZZ_BUILD). `make fuzz FUZZ_SECONDS=N` runs every target N seconds on a generated seed corpus
+# (fuzz/run.sh). New target: its name here and a case in fuzz/targets.c.
+FUZZ_TARGETS ?= container gpt transformer rnn bahdanau vocab text tsv parallel lmdata
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
+fuzz-bin:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%) \
+	  $(FUZZ_BUILD)/fuzz/make_seeds
+fuzz: fuzz-bin
+	@bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_main.c fuzz/targets.c $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"$*"' fuzz/fuzz_main.c fuzz/targets.c $(BUILD)/libtfm.a \
+	  -o $@ $(LDLIBS) -fsanitize=fuzzer $(FUZZ_SAN)
+$(BUILD)/fuzz/make_seeds: fuzz/make_seeds.c $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) fuzz/make_seeds.c $(BUILD)/libtfm.a -o $@ $(LDLIBS) $(FUZZ_SAN)
 
 unit: $(TEST_BIN)
 bench-bin: $(BENCH_BIN)
