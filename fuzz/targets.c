@@ -14,6 +14,7 @@
  * Adding a target (e.g. the BPE model loader or the safetensors reader): a case in tfm_fuzz_run,
  * its name in FUZZ_TARGETS in the Makefile, and (optionally) seeds in fuzz/make_seeds.c.
  * Files are handed to path-based loaders through a memfd (/proc/self/fd/N): no disk I/O.
+ * tfm_fuzz_run returns 1 if the input was accepted, 0 if a loader refused it (tfm_last_error() says why).
  * tests/unit/test_fuzz_repro.c includes this file to replay tests/fixtures/fuzz/. */
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
@@ -51,7 +52,7 @@ static char *cstr(const uint8_t *d, size_t n) {
     return s;
 }
 
-static void fuzz_gpt(const tfm_container *c) {
+static int fuzz_gpt(const tfm_container *c) {
     tfm_gpt m;
     tfm_char_vocab v;
     tfm_adamw opt;
@@ -60,7 +61,7 @@ static void fuzz_gpt(const tfm_container *c) {
     if (full) {
         tfm_adamw_free(&opt);
     } else if (tfm_gpt_get(c, "fuzz.tfm", &m, &v, NULL, NULL) != 0) {
-        return;   /* weights-only files are valid for generate */
+        return 0;   /* (weights-only files are valid for generate, so both are tried) */
     }
     int T = m.cfg.block_size < 3 ? m.cfg.block_size : 3;
     int idx[3] = {0, (v.n - 1) % v.n, 0};
@@ -71,13 +72,14 @@ static void fuzz_gpt(const tfm_container *c) {
     tfm_graph_free(&g);
     tfm_char_vocab_free(&v);
     tfm_gpt_free(&m);
+    return 1;
 }
 
-static void fuzz_translator(const tfm_container *c) {
+static int fuzz_translator(const tfm_container *c) {
     tfm_translator t;
-    if (tfm_translator_get(&t, c, "fuzz.tfm") != 0) return;
+    if (tfm_translator_get(&t, c, "fuzz.tfm") != 0) return 0;
     tfm_mt_progress p;
-    (void)tfm_mt_progress_get(c, &p);
+    int ok = tfm_mt_progress_get(c, &p) == 0;
     int T = 2;
     if (!strcmp(t.model->cfg.arch, "transformer") && t.model->cfg.max_len < T) T = t.model->cfg.max_len;
     int src[2] = {TFM_N_RESERVED % t.model->cfg.src_vocab, TFM_EOS}, valid[1] = {T};
@@ -87,6 +89,7 @@ static void fuzz_translator(const tfm_container *c) {
     (void)tfm_encdec_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
     tfm_graph_free(&g);
     tfm_translator_free(&t);
+    return ok;
 }
 
 static void fuzz_text(const uint8_t *d, size_t n) {
@@ -121,8 +124,9 @@ static void fuzz_text(const uint8_t *d, size_t n) {
     free(z);
 }
 
-static void fuzz_file(const char *target, const uint8_t *d, size_t n) {
+static int fuzz_file(const char *target, const uint8_t *d, size_t n) {
     char path[64], path2[64];
+    int ok = 0;
     if (!strcmp(target, "parallel")) {
         const uint8_t *cut = memchr(d, 0, n);
         size_t n1 = cut ? (size_t)(cut - d) : n;
@@ -130,20 +134,20 @@ static void fuzz_file(const char *target, const uint8_t *d, size_t n) {
         int fd2 = mem_path(cut ? cut + 1 : d + n, cut ? n - n1 - 1 : 0, path2, sizeof path2);
         if (fd1 >= 0 && fd2 >= 0) {
             tfm_parallel_text p;
-            if (tfm_parallel_load_files(&p, path, path2, TFM_TOK_MOSES, 0) == 0) tfm_parallel_text_free(&p);
+            if (tfm_parallel_load_files(&p, path, path2, TFM_TOK_MOSES, 0) == 0) tfm_parallel_text_free(&p), ok = 1;
         }
         if (fd1 >= 0) close(fd1);
         if (fd2 >= 0) close(fd2);
-        return;
+        return ok;
     }
     int fd = mem_path(d, n, path, sizeof path);
-    if (fd < 0) return;
+    if (fd < 0) return 0;
     if (!strcmp(target, "tsv")) {
         tfm_parallel_text p;
-        if (tfm_parallel_load_tsv(&p, path, TFM_TOK_D2L, 0) == 0) tfm_parallel_text_free(&p);
+        if (tfm_parallel_load_tsv(&p, path, TFM_TOK_D2L, 0) == 0) tfm_parallel_text_free(&p), ok = 1;
     } else if (!strcmp(target, "lmdata")) {
         tfm_lm_data ld;
-        if (tfm_lm_data_load(&ld, path, NULL, 0.9f, 4) == 0) tfm_lm_data_free(&ld);
+        if (tfm_lm_data_load(&ld, path, NULL, 0.9f, 4) == 0) tfm_lm_data_free(&ld), ok = 1;
     } else if (!strcmp(target, "text")) {
         size_t len;
         char *buf = tfm_read_text_file(path, &len);
@@ -152,36 +156,40 @@ static void fuzz_file(const char *target, const uint8_t *d, size_t n) {
             char **lines = tfm_split_lines(buf, len, &nl);
             free(lines);
             free(buf);
+            ok = 1;
         }
     }
     close(fd);
+    return ok;
 }
 
 int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
+    int accepted = 0;
     if (!strcmp(target, "container") || !strcmp(target, "gpt") || !strcmp(target, "transformer") ||
         !strcmp(target, "rnn") || !strcmp(target, "bahdanau")) {
         tfm_container c;
         if (tfm_container_load_mem(&c, d, n, "fuzz.tfm") == 0) {
-            if (!strcmp(target, "gpt")) fuzz_gpt(&c);
-            else if (strcmp(target, "container")) fuzz_translator(&c);
+            if (!strcmp(target, "gpt")) accepted = fuzz_gpt(&c);
+            else if (strcmp(target, "container")) accepted = fuzz_translator(&c);
+            else accepted = 1;
         }
         tfm_container_free(&c);
     } else if (!strcmp(target, "vocab")) {
         char *s = cstr(d, n);
         if (!s) return 0;
         tfm_vocab v;
-        if (tfm_vocab_deserialize(&v, s) == 0) tfm_vocab_free(&v);
+        if (tfm_vocab_deserialize(&v, s) == 0) tfm_vocab_free(&v), accepted = 1;
         tfm_char_vocab cv;
-        if (tfm_char_vocab_from_string(&cv, s) == 0) tfm_char_vocab_free(&cv);
+        if (tfm_char_vocab_from_string(&cv, s) == 0) tfm_char_vocab_free(&cv), accepted = 1;
         free(s);
     } else if (!strcmp(target, "text")) {
         fuzz_text(d, n);
-        fuzz_file(target, d, n);
+        accepted = fuzz_file(target, d, n);
     } else if (!strcmp(target, "tsv") || !strcmp(target, "parallel") || !strcmp(target, "lmdata")) {
-        fuzz_file(target, d, n);
+        accepted = fuzz_file(target, d, n);
     } else {
         fprintf(stderr, "tfm_fuzz_run: unknown target '%s'\n", target);
         abort();
     }
-    return 0;
+    return accepted;
 }
