@@ -9,6 +9,17 @@
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
 
+#if defined(__has_include)
+#if __has_include("tfm/bpe.h")
+#include "tfm/bpe.h"
+#define TFM_FUZZ_BPE 1
+#endif
+#if __has_include("tfm/safetensors.h")
+#include "tfm/safetensors.h"
+#define TFM_FUZZ_SAFETENSORS 1
+#endif
+#endif
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +140,52 @@ static void mt_seed(const char *arch, int pre_ln) {
     tfm_translator_free(&t);
 }
 
+#ifdef TFM_FUZZ_SAFETENSORS
+static void put_file(const char *target, const char *name, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) tfm_fatal("make_seeds: %s", path);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(n ? n : 1);
+    if (fread(b, 1, n, f) != n) tfm_fatal("make_seeds: read %s", path);
+    fclose(f);
+    remove(path);
+    put(target, name, b, n);
+    free(b);
+}
+#endif
+
+static void other_seeds(void) {
+#ifdef TFM_FUZZ_BPE
+    {   /* a small BPE model learned from a few lines */
+        const char *lines[] = {"the cat sat on the mat", "le chat est sur le tapis", "das ist gut, oder?"};
+        tfm_bpe_learn_opts o;
+        tfm_bpe_learn_defaults(&o);
+        o.vocab_size = 300;
+        tfm_bpe m;
+        memset(&m, 0, sizeof m);
+        if (tfm_bpe_learn_lines(&m, lines, 3, &o) == 0) put("bpe", "learned", m.proto, m.proto_len);
+        else fprintf(stderr, "make_seeds: bpe seed skipped: %s\n", tfm_last_error());
+        tfm_bpe_free(&m);
+    }
+#endif
+#ifdef TFM_FUZZ_SAFETENSORS
+    {   /* two tensors and a metadata entry */
+        float w[6] = {1, -2, 3.5f, 0, 1e-3f, -7};
+        tfm_st_tensor t[2];
+        memset(t, 0, sizeof t);
+        t[0].name = "wte.weight"; t[0].ndim = 2; t[0].shape[0] = 2; t[0].shape[1] = 3; t[0].data = w;
+        t[1].name = "ln.bias"; t[1].ndim = 1; t[1].shape[0] = 2; t[1].data = w + 4;
+        tfm_st_meta meta = {"format", "pt"};
+        char p[1024];
+        snprintf(p, sizeof p, "%s/tmp.safetensors", out_dir);
+        if (tfm_st_save(p, t, 2, &meta, 1) == 0) put_file("safetensors", "two", p);
+        else fprintf(stderr, "make_seeds: safetensors seed skipped: %s\n", tfm_last_error());
+    }
+#endif
+}
+
 #define PUTS(target, name, s) put(target, name, s, sizeof(s) - 1)
 
 int main(int argc, char **argv) {
@@ -144,6 +201,7 @@ int main(int argc, char **argv) {
     mt_seed("transformer", 1);
     mt_seed("rnn", 0);
     mt_seed("bahdanau", 0);
+    other_seeds();
     PUTS("vocab", "words", "<pad>\n<bos>\n<eos>\n<unk>\nthe\ncat\n.\nl'homme\n\xc3\xa9t\xc3\xa9");
     PUTS("vocab", "chars", "\n !',.?ABCabc\xc3\xa9\xe2\x80\x99");
     const char text[] = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\r\n"

@@ -10,6 +10,8 @@
  *   tsv          tfm_parallel_load_tsv (input = the file)
  *   parallel     tfm_parallel_load_files (input split at its first NUL byte into source and target)
  *   lmdata       tfm_lm_data_load (the character corpus of train-lm)
+ *   bpe          tfm_bpe_from_bytes (SentencePiece ModelProto) + encode/decode   [if tfm/bpe.h exists]
+ *   safetensors  tfm_st_load + reading every tensor                             [if tfm/safetensors.h exists]
  *
  * Adding a target (e.g. the BPE model loader or the safetensors reader): a case in tfm_fuzz_run,
  * its name in FUZZ_TARGETS in the Makefile, and (optionally) seeds in fuzz/make_seeds.c.
@@ -22,6 +24,17 @@
 #include "tfm/lm.h"
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
+
+#if defined(__has_include)
+#if __has_include("tfm/bpe.h")
+#include "tfm/bpe.h"
+#define TFM_FUZZ_BPE 1
+#endif
+#if __has_include("tfm/safetensors.h")
+#include "tfm/safetensors.h"
+#define TFM_FUZZ_SAFETENSORS 1
+#endif
+#endif
 
 #include <stdint.h>
 #include <stdio.h>
@@ -163,6 +176,47 @@ static int fuzz_file(const char *target, const uint8_t *d, size_t n) {
     return ok;
 }
 
+#ifdef TFM_FUZZ_BPE
+static int fuzz_bpe(const uint8_t *d, size_t n) {
+    tfm_bpe m;
+    memset(&m, 0, sizeof m);
+    if (tfm_bpe_from_bytes(&m, d, n, "fuzz.model") != 0) {
+        tfm_bpe_free(&m);
+        return 0;
+    }
+    static const char text[] = "Hello wor\xc3\xb6ld  \xe2\x96\x81x";
+    int n_ids = 0;
+    int *ids = tfm_bpe_encode(&m, text, sizeof text - 1, &n_ids);
+    if (ids) {
+        char *back = tfm_bpe_decode(&m, ids, n_ids);
+        free(back);
+        free(ids);
+    }
+    tfm_bpe_free(&m);
+    return 1;
+}
+#endif
+
+#ifdef TFM_FUZZ_SAFETENSORS
+static int fuzz_safetensors(const uint8_t *d, size_t n) {
+    char path[64];
+    int fd = mem_path(d, n, path, sizeof path);
+    if (fd < 0) return 0;
+    tfm_st_file f;
+    memset(&f, 0, sizeof f);
+    int ok = tfm_st_load(&f, path) == 0;
+    for (int i = 0; ok && i < f.n; i++) {
+        size_t k = tfm_st_numel(&f.t[i]);
+        float *buf = malloc((k ? k : 1) * sizeof(float));
+        if (buf) tfm_st_read_f32(&f.t[i], buf);
+        free(buf);
+    }
+    tfm_st_free(&f);
+    close(fd);
+    return ok;
+}
+#endif
+
 int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
     int accepted = 0;
     if (!strcmp(target, "container") || !strcmp(target, "gpt") || !strcmp(target, "transformer") ||
@@ -187,6 +241,14 @@ int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
         accepted = fuzz_file(target, d, n);
     } else if (!strcmp(target, "tsv") || !strcmp(target, "parallel") || !strcmp(target, "lmdata")) {
         accepted = fuzz_file(target, d, n);
+#ifdef TFM_FUZZ_BPE
+    } else if (!strcmp(target, "bpe")) {
+        accepted = fuzz_bpe(d, n);
+#endif
+#ifdef TFM_FUZZ_SAFETENSORS
+    } else if (!strcmp(target, "safetensors")) {
+        accepted = fuzz_safetensors(d, n);
+#endif
     } else {
         fprintf(stderr, "tfm_fuzz_run: unknown target '%s'\n", target);
         abort();

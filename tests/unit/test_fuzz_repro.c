@@ -21,7 +21,14 @@ static unsigned char *read_all(const char *p, size_t *n) {
 }
 
 static const char *const targets[] = {"container", "gpt", "transformer", "rnn", "bahdanau", "vocab",
-                                      "text", "tsv", "parallel", "lmdata"};
+                                      "text", "tsv", "parallel", "lmdata",
+#ifdef TFM_FUZZ_BPE
+                                      "bpe",
+#endif
+#ifdef TFM_FUZZ_SAFETENSORS
+                                      "safetensors",
+#endif
+};
 #define N_TARGETS (int)(sizeof targets / sizeof *targets)
 
 static void replay_reproducers(void) {
