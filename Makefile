@@ -74,6 +74,8 @@ $(BUILD)/fuzz/make_seeds: fuzz/make_seeds.c $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) fuzz/make_seeds.c $(BUILD)/libtfm.a -o $@ $(LDLIBS) $(FUZZ_SAN)
 
+$(BUILD)/tests/test_fuzz_repro: fuzz/targets.c   # it #includes the fuzz targets
+
 unit: $(TEST_BIN)
 bench-bin: $(BENCH_BIN)
 

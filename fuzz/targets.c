@@ -65,6 +65,8 @@ static char *cstr(const uint8_t *d, size_t n) {
     return s;
 }
 
+/* accepted = the full load (model, vocabulary, optimizer, train state) succeeded; a file refused for
+ * its training state is also tried weights-only (what generate accepts), keeping the first error */
 static int fuzz_gpt(const tfm_container *c) {
     tfm_gpt m;
     tfm_char_vocab v;
@@ -73,8 +75,12 @@ static int fuzz_gpt(const tfm_container *c) {
     int full = tfm_gpt_get(c, "fuzz.tfm", &m, &v, &opt, &st) == 0;
     if (full) {
         tfm_adamw_free(&opt);
-    } else if (tfm_gpt_get(c, "fuzz.tfm", &m, &v, NULL, NULL) != 0) {
-        return 0;   /* (weights-only files are valid for generate, so both are tried) */
+    } else {
+        char err[512];
+        snprintf(err, sizeof err, "%s", tfm_last_error());
+        int weights = tfm_gpt_get(c, "fuzz.tfm", &m, &v, NULL, NULL) == 0;
+        tfm_set_error("%s", err);
+        if (!weights) return 0;
     }
     int T = m.cfg.block_size < 3 ? m.cfg.block_size : 3;
     int idx[3] = {0, (v.n - 1) % v.n, 0};
@@ -85,7 +91,7 @@ static int fuzz_gpt(const tfm_container *c) {
     tfm_graph_free(&g);
     tfm_char_vocab_free(&v);
     tfm_gpt_free(&m);
-    return 1;
+    return full;
 }
 
 static int fuzz_translator(const tfm_container *c) {
