@@ -225,6 +225,7 @@ static int fuzz_safetensors(const uint8_t *d, size_t n) {
 
 int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
     int accepted = 0;
+    tfm_set_threads(1);   /* one thread: deterministic replays, and no OpenMP pool in the fuzzer */
     if (!strcmp(target, "container") || !strcmp(target, "gpt") || !strcmp(target, "transformer") ||
         !strcmp(target, "rnn") || !strcmp(target, "bahdanau")) {
         tfm_container c;
