@@ -1,5 +1,5 @@
 # tfm — build with GNU make. `make` builds build/tfm and build/libtfm.a.
-# Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan), BLAS=openblas (route tfm_gemm to OpenBLAS),
+# Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan incl. float-cast-overflow), BLAS=openblas (route tfm_gemm to OpenBLAS),
 # EXCLUDE="src/x.c ..." (leave files out, e.g. while a colleague is mid-edit),
 # NATIVE=1 (compile everything for this machine's CPU, -march=native: the binary may then not run on
 # older CPUs). The default build targets baseline x86-64 and picks AVX2/AVX-512 kernels at run time
@@ -14,8 +14,8 @@ CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp $(OPT) -Iinclud
 LDLIBS  := -fopenmp -lm
 ifeq ($(SAN),1)
   OPT     := -O1 -g -fno-omit-frame-pointer
-  CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
-  LDLIBS  += -fsanitize=address,undefined
+  CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
+  LDLIBS  += -fsanitize=address,undefined,float-cast-overflow
 endif
 ifeq ($(BLAS),openblas)
   CFLAGS  += -DTFM_USE_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread
@@ -60,7 +60,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS  := $(wildcard include/tfm/*.h src/*/*.h)
 
-.PHONY: all test unit demo clean bench-bin
+.PHONY: all test unit demo clean bench-bin fuzz fuzz-bin
 all: $(BUILD)/tfm
 
 $(BUILD)/%.o: %.c $(HEADERS)
@@ -89,6 +89,31 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libtfm.a
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
+
+# Fuzzing (issue 11): libFuzzer harnesses (fuzz/targets.c), built with clang + ASan/UBSan into
+# $(FUZZ_BUILD). `make fuzz FUZZ_SECONDS=N` runs every target N seconds on a generated seed corpus
+# (fuzz/run.sh). New target: its name here and a case in fuzz/targets.c.
+FUZZ_TARGETS ?= container gpt transformer rnn bahdanau vocab text tsv parallel lmdata \
+                $(if $(wildcard src/text/bpe.c),bpe) $(if $(wildcard src/core/safetensors.c),safetensors)
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
+fuzz-bin:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%) \
+	  $(FUZZ_BUILD)/fuzz/make_seeds
+fuzz: fuzz-bin
+	@bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_main.c fuzz/targets.c $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"$*"' fuzz/fuzz_main.c fuzz/targets.c $(BUILD)/libtfm.a \
+	  -o $@ $(LDLIBS) -fsanitize=fuzzer $(FUZZ_SAN)
+$(BUILD)/fuzz/make_seeds: fuzz/make_seeds.c $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) fuzz/make_seeds.c $(BUILD)/libtfm.a -o $@ $(LDLIBS) $(FUZZ_SAN)
+
+$(BUILD)/tests/test_fuzz_repro: fuzz/targets.c   # it #includes the fuzz targets
 
 unit: $(TEST_BIN)
 bench-bin: $(BENCH_BIN)

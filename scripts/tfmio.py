@@ -16,18 +16,20 @@ Value mapping on save (entry order = dict order):
 A 0-d ndarray is written with ndim 0. Loading returns ndarrays for f32/i32 and bytes for raw entries.
 
 Command line:  tfmio.py FILE...   prints each entry's name, dtype, shape and a short summary.
+               tfmio.py --rewrap FILE...   rewrites each file in the current format, same entries.
 """
 import os
 import struct
 import sys
+import zlib
 
 import numpy as np
 
 MAGIC = b'TFMC'
-VERSION = 1
+VERSION = 2          # written; version 1 (no per-entry CRC-32) is still read
 DT_F32, DT_I32, DT_BYTES = 0, 1, 2
 DTYPE_NAMES = {DT_F32: 'f32', DT_I32: 'i32', DT_BYTES: 'bytes'}
-MIN_ENTRY_BYTES = 4 + 1 + 4 + 4 + 8
+MIN_ENTRY_BYTES = {1: 4 + 1 + 4 + 4 + 8, 2: 4 + 1 + 4 + 4 + 8 + 4}
 
 
 class TfmFormatError(ValueError):
@@ -74,10 +76,10 @@ def dumps(entries):
         if not 1 <= len(nb) <= 255 or b'\0' in nb:
             raise ValueError(f'entry name {name!r}: length must be 1..255 bytes, no NUL')
         dtype, shape, payload = _to_entry(name, v)
-        out.append(struct.pack('<I', len(nb)) + nb)
-        out.append(struct.pack('<II', dtype, len(shape)) + struct.pack('<%dI' % len(shape), *shape))
-        out.append(struct.pack('<Q', len(payload)))
-        out.append(payload)
+        head = (struct.pack('<I', len(nb)) + nb + struct.pack('<II', dtype, len(shape)) +
+                struct.pack('<%dI' % len(shape), *shape) + struct.pack('<Q', len(payload)))
+        crc = zlib.crc32(payload, zlib.crc32(head))   # CRC-32 of every byte of the entry
+        out += [head, payload, struct.pack('<I', crc)]
     return b''.join(out)
 
 
@@ -120,13 +122,15 @@ def loads(data, path='<bytes>'):
         raise TfmFormatError(f'{path}: not a tfm file (bad magic)')
     pos = 4
     version, count = u32(), u32()
-    if version != VERSION:
-        raise TfmFormatError(f'{path}: unsupported version {version} (expected {VERSION})')
-    if count > (n - pos) // MIN_ENTRY_BYTES:
+    if version not in (1, VERSION):
+        raise TfmFormatError(f'{path}: unsupported version {version} (expected 1 or {VERSION})')
+    min_entry = MIN_ENTRY_BYTES[version]
+    if count > (n - pos) // min_entry:
         raise TfmFormatError(f'{path}: bad entry count {count}: the {n - pos} bytes that follow hold at most '
-                             f'{(n - pos) // MIN_ENTRY_BYTES} entries (truncated or corrupt)')
+                             f'{(n - pos) // min_entry} entries (truncated or corrupt)')
     out = {}
     for i in range(count):
+        start = pos
         need(4, f'entry #{i} name length')
         ln = u32()
         if not 1 <= ln <= 255:
@@ -162,6 +166,13 @@ def loads(data, path='<bytes>'):
         need(size, f"entry '{name}'")
         payload = data[pos:pos + size]
         pos += size
+        if version >= 2:
+            need(4, f"entry '{name}' checksum")
+            got = u32()
+            want = zlib.crc32(data[start:pos - 4])
+            if got != want:
+                raise TfmFormatError(f"{path}: entry '{name}': checksum mismatch (stored crc32 {got:08x}, "
+                                     f"computed {want:08x}): the file is corrupt")
         if dtype == DT_BYTES:
             out[name] = bytes(payload)
         else:
@@ -209,6 +220,13 @@ def main(argv):
     if not argv:
         print(__doc__)
         return 2
+    if argv[0] == '--rewrap':
+        for p in argv[1:]:
+            d = load(p)
+            n = save(p, d)
+            assert list(load(p)) == list(d)
+            print(f'rewrote {p}: {len(d)} entries, {n} bytes (version {VERSION})')
+        return 0
     rc = 0
     for p in argv:
         try:

@@ -53,6 +53,14 @@ if command -v clang >/dev/null; then
     run_one "build/clang" bash -c 'make --no-print-directory -j2 BUILD=build-clang CC=clang all unit >/dev/null \
         && echo "PASS clang build clean (-Wall -Wextra -Werror)"'
 fi
+# A short fuzzing run (issue 11): every target in fuzz/ for FUZZ_SECONDS (default 4) on its seed corpus.
+if printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+        | clang -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null; then
+    run_one "fuzz (${FUZZ_SECONDS:-4}s per target)" \
+        make --no-print-directory -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-4}"
+else
+    echo "SKIP fuzz: clang with libFuzzer (libclang-rt-dev) not available"; skip=$((skip + 1))
+fi
 if [ -n "$san" ]; then
     run_one "build/asan" bash -c "make --no-print-directory -j2 BUILD=$san SAN=1 unit >/dev/null \
         && echo 'PASS sanitizer build (ASan+UBSan)'"

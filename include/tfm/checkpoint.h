@@ -14,13 +14,21 @@
 #include "tfm/io.h"
 
 void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p);
-/* Copies every param.<name> into p. Returns 0, or -1 with "PATH: ..." error (missing / wrong shape). */
+/* Copies every param.<name> into p. Returns 0, or -1 with "PATH: ..." error (missing / wrong shape /
+ * a non-finite value / a param.* entry that is not a parameter of p). */
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path);
 /* Any block parallel to p->data (optimizer moments): entry <prefix><name> per parameter. get checks every
- * entry before copying anything. */
+ * entry (presence, shape, finite values; with nonneg also >= 0, for Adam's second moments) before
+ * copying anything. */
 void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block);
 int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
-                       const char *path);
+                       const char *path, int nonneg);
+/* Total elements of the file's f32 param.* entries (bounded by the file size). */
+int64_t tfm_ckpt_stored_params(const tfm_container *c);
+/* Before building a model from a loaded config: -1 with "PATH: the config implies N parameters but
+ * the file holds M" if need (the config's parameter count, < 0 = overflow) exceeds what is stored,
+ * so an edited config cannot make the loader allocate more than the file's size. */
+int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path);
 /* Strings, ints and floats: use tfm_container_str / _int / _float (their errors name the file). */
 
 #endif

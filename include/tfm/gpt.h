@@ -42,6 +42,9 @@ typedef struct {
 
 /* Validate a config; returns 0 or -1 with a one-line tfm error naming the field. */
 int tfm_gpt_config_check(const tfm_gpt_config *c);
+/* Number of parameters tfm_gpt_init would allocate for a checked config (computed, not built;
+ * tests/unit/test_loaders.c checks it equals params.total). */
+int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
 /* Build the parameter set (zeroed); call tfm_gpt_init_weights for a fresh model. */
 int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
 void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);

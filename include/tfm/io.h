@@ -2,7 +2,7 @@
  *
  * Format (little-endian), documented in docs/FORMAT.md:
  *   bytes 0..3   magic "TFMC"
- *   u32          version (1)
+ *   u32          version (2; version 1 files, without checksums, are still read)
  *   u32          number of entries
  *   per entry:
  *     u32        name length L (1..255), then L bytes of name (no NUL)
@@ -10,6 +10,7 @@
  *     u32        ndim (0..4), then ndim u32 dims (each >= 0)
  *     u64        payload size in bytes (must equal product(dims) * elem size; raw bytes: dims = {len})
  *     payload
+ *     u32        (version 2) CRC-32 (zlib's crc32) of all the entry's bytes above, checked on load
  *
  * A loaded file is untrusted: every length and size is checked against the remaining file size
  * before it is used; any inconsistency is an error naming the file and the entry.
@@ -64,5 +65,10 @@ int tfm_container_save(const tfm_container *c, const char *path);
 /* Load and validate. c is treated as uninitialised output (previous contents are NOT freed).
  * Returns 0, or -1 with tfm error set (names the file); either way tfm_container_free(c) is safe after. */
 int tfm_container_load(tfm_container *c, const char *path);
+/* The same from n bytes in memory; `name` stands for the file in error messages and c->path. */
+int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name);
+/* CRC-32 as stored in version-2 containers (IEEE polynomial, = zlib crc32). Running: start with 0,
+ * pass the previous result to continue over the next chunk. */
+uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n);
 
 #endif

@@ -78,8 +78,12 @@ typedef struct {
 /* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2,
  * max_len 1000, embed/hidden 32). arch defaults to "transformer". */
 void tfm_s2s_config_default(tfm_s2s_config *c);
-/* Range checks; returns 0 or -1 with a one-line error naming the field. */
+/* Range and cross checks for c->arch (n_head divides d_model, max_len * d_model bounded, ...);
+ * returns 0 or -1 with a one-line error naming the field. */
 int tfm_s2s_config_check(const tfm_s2s_config *c);
+/* Parameters the constructor of c->arch allocates for a checked config (-1: unknown arch), computed
+ * without building anything (tests/unit/test_loaders.c checks it equals params.total). */
+int64_t tfm_s2s_n_params(const tfm_s2s_config *c);
 
 /* ---------------------------------------------------------------- attention maps */
 typedef enum { TFM_MAP_ENC_SELF = 0, TFM_MAP_DEC_SELF = 1, TFM_MAP_ENC_DEC = 2 } tfm_attn_map_kind;

@@ -89,12 +89,21 @@ typedef struct {
     float last_val_loss;
 } tfm_lm_train_state;
 
+/* Range and cross checks of a training state for a model config (B*T bounded, eval_every >= 1,
+ * grad_accum and eval_iters small enough not to hang, finite lr > 0, betas in [0,1), RNG states
+ * non-zero, iter <= iters, ...): 0, or -1 with a one-line tfm error naming the field
+ * ("train.grad_accum must be in 1..65536, got 2147483647"). Used on load and usable for flags. */
+int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg);
+
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st);
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
  * opt is initialised here. */
 int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
+/* The same from an already loaded container (path: for error messages). */
+int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
+                tfm_lm_train_state *st);
 
 /* Progress report of tfm_lm_train: every step (eval < 0), and after each evaluation (train/val losses). */
 typedef struct {

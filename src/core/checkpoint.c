@@ -1,6 +1,7 @@
 /* Parameter blocks in and out of a container (see include/tfm/checkpoint.h). The optimizer moments
  * (tfm_ckpt_put_adamw, src/train/optim.c) are blocks parallel to the parameters, saved the same way. */
 #include "tfm/checkpoint.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,9 +15,25 @@ void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *
     }
 }
 
-/* Check every tensor first, then copy: a bad file leaves the destination untouched. */
+/* every value finite (and >= 0 if nonneg); else an error naming the entry and the first bad index */
+static int check_values(const tfm_entry *e, int nonneg, const char *path) {
+    const float *x = e->data;
+    size_t n = e->nbytes / sizeof(float);
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, x + i, sizeof v);
+        if (!isfinite(v) || (nonneg && v < 0))
+            return tfm_set_error("%s: entry '%s' holds %s value %g at index %zu", path, e->name,
+                                 isfinite(v) ? "a negative" : "a non-finite", (double)v, i),
+                   -1;
+    }
+    return 0;
+}
+
+/* Check every tensor first (presence, shape, finite values), then copy: a bad file leaves the
+ * destination untouched. nonneg: values must also be >= 0 (Adam's second moments). */
 int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
-                     const char *path) {
+                       const char *path, int nonneg) {
     char name[300];
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < p->n; i++) {
@@ -29,6 +46,7 @@ int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_par
                 for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
                 if (!ok || e->nbytes != t->size * sizeof(float))
                     return tfm_set_error("%s: entry '%s' has the wrong type or shape", path, name), -1;
+                if (check_values(e, nonneg, path)) return -1;
             } else {
                 memcpy(block + (t->data - p->data), e->data, t->size * sizeof(float));
             }
@@ -38,6 +56,31 @@ int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_par
 
 void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p) { tfm_ckpt_put_block(c, "param.", p, p->data); }
 
+int64_t tfm_ckpt_stored_params(const tfm_container *c) {
+    int64_t n = 0;
+    for (int i = 0; i < c->n; i++)
+        if (!strncmp(c->e[i].name, "param.", 6) && c->e[i].dtype == TFM_DT_F32) n += (int64_t)(c->e[i].nbytes / 4);
+    return n;
+}
+
+int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path) {
+    int64_t have = tfm_ckpt_stored_params(c);
+    if (need < 0 || need > have)
+        return tfm_set_error("%s: the config implies %lld parameters but the file holds %lld (config edited or "
+                             "corrupt)", path, (long long)need, (long long)have),
+               -1;
+    return 0;
+}
+
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path) {
-    return tfm_ckpt_get_block(c, "param.", p, p->data, path);
+    /* every param.* entry must belong to the model: an extra one means the file is not what the
+     * config and meta.arch say (e.g. meta.arch edited from bahdanau to rnn) */
+    for (int i = 0; i < c->n; i++) {
+        const char *n = c->e[i].name;
+        if (!strncmp(n, "param.", 6) && !tfm_params_find(p, n + 6))
+            return tfm_set_error("%s: entry '%s' is not a parameter of this model (meta.arch or config edited?)",
+                                 path, n),
+                   -1;
+    }
+    return tfm_ckpt_get_block(c, "param.", p, p->data, path, 0);
 }

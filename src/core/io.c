@@ -18,10 +18,11 @@
 #include <unistd.h>
 
 #define TFM_MAGIC "TFMC"
-#define TFM_VERSION 1u
+#define TFM_VERSION 2u          /* written; version 1 (no checksums) is still read */
 #define NAME_MAX_LEN 255
-/* smallest possible entry: name length + 1 name byte + dtype + ndim + payload size */
-#define MIN_ENTRY_BYTES (4u + 1u + 4u + 4u + 8u)
+/* smallest possible entry: name length + 1 name byte + dtype + ndim + payload size (+ CRC in v2) */
+#define MIN_ENTRY_BYTES_V1 (4u + 1u + 4u + 4u + 8u)
+#define MIN_ENTRY_BYTES_V2 (MIN_ENTRY_BYTES_V1 + 4u)
 
 static const char *dtype_name(int dt) {
     switch (dt) {
@@ -285,11 +286,46 @@ static void swap32_buf(void *buf, size_t nbytes) {
 }
 #endif
 
+/* ------------------------------------------------------------------ CRC-32 */
+
+/* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, init and final xor 0xFFFFFFFF): the same
+ * value as zlib's crc32(), so scripts/tfmio.py can use zlib. The 1 KB table is built on the stack
+ * once per save or load (no global state; ~2k operations, noise next to any payload). */
+typedef struct { uint32_t t[256]; } crc_table;
+
+static void crc_table_init(crc_table *tb) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        tb->t[i] = c;
+    }
+}
+
+/* running CRC: start with crc = 0, feed chunks in order */
+static uint32_t crc_update(const crc_table *tb, uint32_t crc, const void *buf, size_t n) {
+    const unsigned char *p = buf;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) crc = tb->t[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
+    return ~crc;
+}
+
+uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n) {
+    crc_table tb;
+    crc_table_init(&tb);
+    return crc_update(&tb, crc, buf, n);
+}
+
 /* ------------------------------------------------------------------ save */
 
 static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
 
-static int write_payload(FILE *f, const tfm_entry *e) {
+/* write n bytes and fold them into the entry's running CRC */
+static int write_crc(FILE *f, const crc_table *tb, uint32_t *crc, const void *p, size_t n) {
+    *crc = crc_update(tb, *crc, p, n);
+    return write_all(f, p, n);
+}
+
+static int write_payload(FILE *f, const crc_table *tb, uint32_t *crc, const tfm_entry *e) {
 #if TFM_HOST_BE
     if (e->dtype != TFM_DT_BYTES) {
         unsigned char tmp[4096];
@@ -298,15 +334,18 @@ static int write_payload(FILE *f, const tfm_entry *e) {
             size_t n = e->nbytes - off < sizeof tmp ? e->nbytes - off : sizeof tmp;
             memcpy(tmp, src + off, n);
             swap32_buf(tmp, n);
-            if (!write_all(f, tmp, n)) return 0;
+            if (!write_crc(f, tb, crc, tmp, n)) return 0;
         }
         return 1;
     }
 #endif
-    return write_all(f, e->data, e->nbytes);
+    return write_crc(f, tb, crc, e->data, e->nbytes);
 }
 
+/* v2: every entry ends with the CRC-32 of all its bytes (name length through payload) */
 static int write_container(FILE *f, const tfm_container *c) {
+    crc_table tb;
+    crc_table_init(&tb);
     unsigned char hdr[12];
     memcpy(hdr, TFM_MAGIC, 4);
     put_u32(hdr + 4, TFM_VERSION);
@@ -315,15 +354,18 @@ static int write_container(FILE *f, const tfm_container *c) {
     for (int i = 0; i < c->n; i++) {
         const tfm_entry *e = &c->e[i];
         unsigned char b[8 + 4 * 4 + 8];
+        uint32_t crc = 0;
         uint32_t len = (uint32_t)strlen(e->name);
         put_u32(b, len);
-        if (!write_all(f, b, 4) || !write_all(f, e->name, len)) return 0;
+        if (!write_crc(f, &tb, &crc, b, 4) || !write_crc(f, &tb, &crc, e->name, len)) return 0;
         size_t k = 0;
         put_u32(b + k, (uint32_t)e->dtype); k += 4;
         put_u32(b + k, (uint32_t)e->ndim); k += 4;
         for (int d = 0; d < e->ndim; d++) { put_u32(b + k, (uint32_t)e->shape[d]); k += 4; }
         put_u64(b + k, (uint64_t)e->nbytes); k += 8;
-        if (!write_all(f, b, k) || !write_payload(f, e)) return 0;
+        if (!write_crc(f, &tb, &crc, b, k) || !write_payload(f, &tb, &crc, e)) return 0;
+        put_u32(b, crc);
+        if (!write_all(f, b, 4)) return 0;
     }
     return 1;
 }
@@ -397,9 +439,11 @@ typedef struct {
     FILE *f;
     const char *path;
     uint64_t left;     /* bytes not yet consumed */
+    crc_table tb;
+    uint32_t crc;      /* running CRC of the current entry's bytes */
 } reader;
 
-/* read n bytes (caller has checked n <= left) */
+/* read n bytes (caller has checked n <= left) and fold them into the running CRC */
 static int rd(reader *r, void *p, size_t n) {
     if (n && fread(p, 1, n, r->f) != n) {
         tfm_set_error("%s: read error (file changed or I/O error): %s", r->path,
@@ -407,6 +451,7 @@ static int rd(reader *r, void *p, size_t n) {
         return 0;
     }
     r->left -= n;
+    r->crc = crc_update(&r->tb, r->crc, p, n);
     return 1;
 }
 
@@ -420,6 +465,20 @@ static int need(reader *r, uint64_t n, const char *what_fmt, const char *arg) {
     return 0;
 }
 
+/* v2: the u32 after the payload must equal the CRC-32 of the entry's bytes read so far */
+static int check_crc(reader *r, const char *name) {
+    unsigned char b[4];
+    uint32_t want = r->crc;
+    if (!need(r, 4, "entry '%s' checksum", name) || !rd(r, b, 4)) return 0;
+    uint32_t got = get_u32(b);
+    if (got != want) {
+        tfm_set_error("%s: entry '%s': checksum mismatch (stored crc32 %08x, computed %08x): the file is "
+                      "corrupt", r->path, name, got, want);
+        return 0;
+    }
+    return 1;
+}
+
 static int load_entries(tfm_container *c, reader *r) {
     unsigned char hdr[12];
     if (!need(r, 12, "%sheader", "")) return -1;
@@ -429,12 +488,12 @@ static int load_entries(tfm_container *c, reader *r) {
         return -1;
     }
     uint32_t version = get_u32(hdr + 4);
-    if (version != TFM_VERSION) {
-        tfm_set_error("%s: unsupported version %u (expected %u)", r->path, version, TFM_VERSION);
+    if (version != 1 && version != TFM_VERSION) {
+        tfm_set_error("%s: unsupported version %u (expected 1 or %u)", r->path, version, TFM_VERSION);
         return -1;
     }
     uint32_t count = get_u32(hdr + 8);
-    uint64_t max_count = r->left / MIN_ENTRY_BYTES;
+    uint64_t max_count = r->left / (version == 1 ? MIN_ENTRY_BYTES_V1 : MIN_ENTRY_BYTES_V2);
     if (count > max_count || count > (uint32_t)INT_MAX) {
         tfm_set_error("%s: bad entry count %u: the %llu bytes that follow hold at most %llu entries "
                       "(truncated or corrupt)", r->path, count, (unsigned long long)r->left,
@@ -445,6 +504,7 @@ static int load_entries(tfm_container *c, reader *r) {
         char idx[32], name[NAME_MAX_LEN + 1];
         unsigned char b[8];
         snprintf(idx, sizeof idx, "entry #%u", i);
+        r->crc = 0;
         if (!need(r, 4, "%s name length", idx) || !rd(r, b, 4)) return -1;
         uint32_t len = get_u32(b);
         if (len < 1 || len > NAME_MAX_LEN) {
@@ -507,6 +567,10 @@ static int load_entries(tfm_container *c, reader *r) {
             return -1;
         }
         buf[nbytes] = 0;
+        if (version >= 2 && !check_crc(r, name)) {
+            free(buf);
+            return -1;
+        }
 #if TFM_HOST_BE
         if (dtype != TFM_DT_BYTES) swap32_buf(buf, (size_t)nbytes);
 #endif
@@ -516,6 +580,25 @@ static int load_entries(tfm_container *c, reader *r) {
         tfm_set_error("%s: %llu trailing bytes after the last entry", r->path, (unsigned long long)r->left);
         return -1;
     }
+    return 0;
+}
+
+/* parse the whole stream f of `size` bytes into c, which gets `path` as its name */
+static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *path) {
+    reader r;
+    r.f = f;
+    r.path = path;
+    r.left = size;
+    r.crc = 0;
+    crc_table_init(&r.tb);
+    int rc = load_entries(c, &r);
+    if (rc != 0) {
+        tfm_container_free(c);
+        return -1;
+    }
+    size_t plen = strlen(path);
+    c->path = xmalloc(plen + 1);
+    memcpy(c->path, path, plen + 1);
     return 0;
 }
 
@@ -537,15 +620,23 @@ int tfm_container_load(tfm_container *c, const char *path) {
         fclose(f);
         return -1;
     }
-    reader r = {f, path, (uint64_t)st.st_size};
-    int rc = load_entries(c, &r);
+    int rc = load_stream(c, f, (uint64_t)st.st_size, path);
     fclose(f);
-    if (rc != 0) {
-        tfm_container_free(c);
+    return rc;
+}
+
+int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name) {
+    tfm_container_init(c);
+    if (n == 0) {   /* fmemopen refuses a zero-length buffer */
+        tfm_set_error("%s: truncated: header needs 12 bytes, 0 left", name);
         return -1;
     }
-    size_t plen = strlen(path);
-    c->path = xmalloc(plen + 1);
-    memcpy(c->path, path, plen + 1);
-    return 0;
+    FILE *f = fmemopen((void *)data, n, "rb");
+    if (!f) {
+        tfm_set_error("%s: cannot open memory buffer: %s", name, strerror(errno));
+        return -1;
+    }
+    int rc = load_stream(c, f, (uint64_t)n, name);
+    fclose(f);
+    return rc;
 }

@@ -3,6 +3,7 @@
  * state (training tensors or malloc'd incremental buffers), reorder, init, destroy. */
 #include "models/rnn_impl.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,9 @@ void tfm_rnn_destroy(tfm_encdec *m) {
 }
 
 tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const tfm_encdec_vtable *vt) {
+    tfm_s2s_config k = *c;   /* the family's checks, whatever c->arch says */
+    snprintf(k.arch, sizeof k.arch, "%s", bahdanau ? "bahdanau" : "rnn");
+    if (tfm_s2s_config_check(&k)) return NULL;
     const char *bad = c->src_vocab < 1 ? "src_vocab" : c->tgt_vocab < 1 ? "tgt_vocab"
                       : c->embed_size < 1 ? "embed_size" : c->hidden_size < 1 ? "hidden_size"
                       : (c->n_layer < 1 || c->n_layer > TFM_GRU_MAX_LAYERS) ? "n_layer"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfm/rnn.h"
 #include "tfm/seq2seq.h"
 
 void tfm_s2s_config_default(tfm_s2s_config *c) {
@@ -32,13 +33,40 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         RANGE(ffn, 1, 1 << 20);
         RANGE(max_len, 1, 1 << 20);
         RANGE(pre_ln, 0, 1);
-    } else {
+        if (c->d_model % c->n_head)
+            return tfm_set_error("config d_model (%d) must be divisible by n_head (%d)", c->d_model, c->n_head), -1;
+        if (c->d_model % 2)
+            return tfm_set_error("config d_model must be even (positional encoding), got %d", c->d_model), -1;
+        if ((int64_t)c->max_len * c->d_model > (int64_t)1 << 26)   /* the positional-encoding table */
+            return tfm_set_error("config max_len * d_model must be <= 2^26, got %d * %d", c->max_len, c->d_model),
+                   -1;
+    } else if (!strcmp(c->arch, "rnn") || !strcmp(c->arch, "bahdanau")) {
         RANGE(embed_size, 1, 65536);
         RANGE(hidden_size, 1, 65536);
+        RANGE(n_layer, 1, TFM_GRU_MAX_LAYERS);
+    } else {
+        return tfm_set_error("unknown architecture '%.20s' (transformer, rnn, bahdanau)", c->arch), -1;
     }
 #undef RANGE
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
     return 0;
+}
+
+int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
+    int64_t Vs = c->src_vocab, Vt = c->tgt_vocab, L = c->n_layer;
+    if (!strcmp(c->arch, "transformer")) {
+        int64_t d = c->d_model, f = c->ffn;
+        int64_t ffn = d * f + f + f * d + d, ln = 2 * d, mha = 4 * d * d;   /* attention has no biases */
+        int64_t enc = mha + ln + ffn + ln, dec = 2 * mha + 3 * ln + ffn;
+        return Vs * d + L * enc + Vt * d + L * dec + (c->pre_ln ? 2 * ln : 0) + d * Vt + Vt;
+    }
+    int bahdanau = !strcmp(c->arch, "bahdanau");
+    if (!bahdanau && strcmp(c->arch, "rnn")) return -1;
+    int64_t E = c->embed_size, H = c->hidden_size;
+    int64_t deeper = (L - 1) * (3 * H * H + 3 * H * H + 6 * H);   /* GRU layers 1..L-1 */
+    int64_t enc = Vs * E + 3 * H * E + 3 * H * H + 6 * H + deeper;
+    int64_t dec = Vt * E + 3 * H * (E + H) + 3 * H * H + 6 * H + deeper + H * Vt + Vt;
+    return enc + dec + (bahdanau ? 2 * H * H + H : 0);           /* W_k, W_q, w_v */
 }
 
 tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c) {
@@ -103,6 +131,22 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     free(u);
 }
 
+/* tokenizer.kind cross-check: a lowercasing tokenizer (d2l, moses-lower) cannot have produced a
+ * vocabulary with an ASCII capital letter */
+static int check_lowercase(const tfm_translator *t, const char *path) {
+    if (t->tok_kind != TFM_TOK_D2L && t->tok_kind != TFM_TOK_MOSES_LOWER) return 0;
+    const tfm_vocab *vs[2] = {&t->src_vocab, &t->tgt_vocab};
+    for (int k = 0; k < 2; k++)
+        for (int i = TFM_N_RESERVED; i < vs[k]->n; i++)
+            for (const char *p = vs[k]->tok[i]; *p; p++)
+                if (*p >= 'A' && *p <= 'Z')
+                    return tfm_set_error("%s: tokenizer.kind '%s' lowercases, but tokenizer.%s_vocab holds '%.40s' "
+                                         "(tokenizer.kind edited?)", path, tfm_tok_kind_name((tfm_tok_kind)t->tok_kind),
+                                         k ? "tgt" : "src", vs[k]->tok[i]),
+                           -1;
+    return 0;
+}
+
 int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
     memset(t, 0, sizeof *t);
     const char *kind = tfm_container_str(c, "meta.kind");
@@ -146,6 +190,19 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     }
     t->tok_kind = kind_id;
     char msg[512];
+    if (check_lowercase(t, path)) {
+        tfm_translator_free(t);
+        return -1;
+    }
+    if (tfm_s2s_config_check(&cf)) {
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        tfm_translator_free(t);
+        return tfm_set_error("%s: %s", path, msg), -1;
+    }
+    if (tfm_ckpt_check_param_budget(c, tfm_s2s_n_params(&cf), path)) {
+        tfm_translator_free(t);
+        return -1;
+    }
     t->model = tfm_s2s_create(&cf);
     if (!t->model) {
         snprintf(msg, sizeof msg, "%s", tfm_last_error());

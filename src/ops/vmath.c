@@ -27,6 +27,7 @@
 
 /* ---------------------------------------------------------------- portable scalar bodies */
 float tfm_expf(float x) {
+    if (x != x) return x;   /* NaN: propagate (the (int) cast below would be undefined) */
     if (x < EXP_LO) return 0.0f;
     if (x > EXP_HI) x = EXP_HI;
     float fx = nearbyintf(x * LOG2E);

@@ -1,8 +1,18 @@
 /* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
 #include "tfm/checkpoint.h"
 #include "tfm/train.h"
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+int64_t tfm_gpt_n_params(const tfm_gpt_config *k) {
+    int64_t C = k->n_embd, T = k->block_size, V = k->vocab_size, hd = C / k->n_head;
+    int64_t ffn = (4 * C * C + 4 * C) + (4 * C * C + C);                       /* dense1 + dense2 */
+    int64_t attn = k->attention == TFM_ATTN_SYNTHESIZER ? 3 * (C * C + C) + hd * T + T   /* w1,W_v,W_o,w2,b2 */
+                                                        : 4 * (C * C + C);             /* W_q,W_k,W_v,W_o */
+    return V * C + T * C + k->n_layer * (2 * C + attn + 2 * C + ffn) + 2 * C;
+}
 
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st) {
@@ -44,7 +54,42 @@ int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, co
     return rc;
 }
 
-static int load_state(const tfm_container *c, const char *path, tfm_lm_train_state *st) {
+int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg) {
+#define IRANGE(f, lo, hi)                                                                                  \
+    if (st->f < (lo) || st->f > (hi))                                                                      \
+        return tfm_set_error("train." #f " must be in %lld..%lld, got %d", (long long)(lo), (long long)(hi), \
+                             st->f), -1;
+#define FRANGE(f, lo, hi, what)                                                                            \
+    if (!(st->f >= (lo) && st->f hi))                                                                      \
+        return tfm_set_error("train." #f " must be " what ", got %g", (double)st->f), -1;
+    IRANGE(iters, 1, 1 << 30);
+    IRANGE(iter, 0, st->iters);
+    IRANGE(batch_size, 1, 1 << 20);
+    if ((int64_t)st->batch_size * cfg->block_size > 1 << 28)
+        return tfm_set_error("train.batch_size * config.block_size must be <= 2^28, got %d * %d", st->batch_size,
+                             cfg->block_size), -1;
+    IRANGE(grad_accum, 1, 1 << 16);
+    IRANGE(warmup, 0, 1 << 30);
+    IRANGE(eval_every, 1, INT_MAX);
+    IRANGE(eval_iters, 1, 1 << 20);
+    FRANGE(lr, 0, > 0 && st->lr <= 10, "finite, in (0, 10]");
+    FRANGE(min_lr, 0, <= st->lr, "in [0, train.lr]");
+    FRANGE(weight_decay, 0, <= 10, "in [0, 10]");
+    FRANGE(beta1, 0, < 1, "in [0, 1)");
+    FRANGE(beta2, 0, < 1, "in [0, 1)");
+    FRANGE(grad_clip, 0, < INFINITY, "finite and >= 0");
+    if (!(isnan(st->last_val_loss) || (st->last_val_loss >= 0 && isfinite(st->last_val_loss))))
+        return tfm_set_error("train.val_loss must be finite and >= 0 (or NaN: not measured), got %g",
+                             (double)st->last_val_loss), -1;
+    if (!st->batch_rng || !st->dropout_rng)
+        return tfm_set_error("train.rng: an RNG state is zero (xorshift would stay at zero)"), -1;
+#undef IRANGE
+#undef FRANGE
+    return 0;
+}
+
+static int load_state(const tfm_container *c, const char *path, const tfm_gpt_config *cfg,
+                      tfm_lm_train_state *st) {
     int *ints[] = {&st->iters, &st->batch_size, &st->grad_accum, &st->warmup, &st->eval_every, &st->eval_iters,
                    &st->seed, &st->iter};
     const char *in[] = {"iters", "batch_size", "grad_accum", "warmup", "eval_every", "eval_iters", "seed", "iter"};
@@ -65,8 +110,11 @@ static int load_state(const tfm_container *c, const char *path, tfm_lm_train_sta
     const uint32_t *r = e->data;
     st->batch_rng = (uint64_t)r[0] << 32 | r[1];
     st->dropout_rng = (uint64_t)r[2] << 32 | r[3];
-    if (st->iter < 0 || st->iters < 1 || st->batch_size < 1 || st->grad_accum < 1)
-        return tfm_set_error("%s: training state out of range", path), -1;
+    if (tfm_lm_train_state_check(st, cfg)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        return tfm_set_error("%s: %s", path, msg), -1;
+    }
     return 0;
 }
 
@@ -76,21 +124,32 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
         tfm_container_free(&c);
         return -1;
     }
+    int rc = tfm_gpt_get(&c, path, m, v, opt, st);
+    tfm_container_free(&c);
+    return rc;
+}
+
+int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
+                tfm_lm_train_state *st) {
     int rc = -1;
-    const char *kind = tfm_container_str(&c, "meta.kind");
+    const char *kind = tfm_container_str(cp, "meta.kind");
     if (!kind) goto done;
     if (strcmp(kind, "gpt")) {
-        tfm_set_error("%s: is a '%s' checkpoint, not a GPT language model", path, kind);
+        tfm_set_error("%s: is a '%.40s' checkpoint, not a GPT language model", path, kind);
         goto done;
     }
     tfm_gpt_config cfg = {0};
-    const char *attn = tfm_container_str(&c, "config.attention");
-    if (tfm_container_int(&c, "config.vocab_size", &cfg.vocab_size) ||
-        tfm_container_int(&c, "config.block_size", &cfg.block_size) ||
-        tfm_container_int(&c, "config.n_layer", &cfg.n_layer) || tfm_container_int(&c, "config.n_head", &cfg.n_head) ||
-        tfm_container_int(&c, "config.n_embd", &cfg.n_embd) || tfm_container_float(&c, "config.dropout", &cfg.dropout) ||
+    const char *attn = tfm_container_str(cp, "config.attention");
+    if (tfm_container_int(cp, "config.vocab_size", &cfg.vocab_size) ||
+        tfm_container_int(cp, "config.block_size", &cfg.block_size) ||
+        tfm_container_int(cp, "config.n_layer", &cfg.n_layer) || tfm_container_int(cp, "config.n_head", &cfg.n_head) ||
+        tfm_container_int(cp, "config.n_embd", &cfg.n_embd) || tfm_container_float(cp, "config.dropout", &cfg.dropout) ||
         !attn)
         goto done;
+    if (strcmp(attn, "synthesizer") && strcmp(attn, "causal")) {
+        tfm_set_error("%s: config.attention must be causal or synthesizer, got '%.40s'", path, attn);
+        goto done;
+    }
     cfg.attention = !strcmp(attn, "synthesizer") ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL;
     if (tfm_gpt_config_check(&cfg)) {
         char msg[400];
@@ -98,7 +157,7 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
         tfm_set_error("%s", msg);
         goto done;
     }
-    const char *chars = tfm_container_str(&c, "tokenizer.chars");
+    const char *chars = tfm_container_str(cp, "tokenizer.chars");
     if (!chars) goto done;
     if (tfm_char_vocab_from_string(v, chars)) {
         char msg[400];
@@ -111,17 +170,21 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
         tfm_char_vocab_free(v);
         goto done;
     }
+    if (tfm_ckpt_check_param_budget(cp, tfm_gpt_n_params(&cfg), path)) {
+        tfm_char_vocab_free(v);
+        goto done;
+    }
     if (tfm_gpt_init(m, &cfg)) {   /* out of memory (the config was checked above) */
         tfm_prefix_error("%s: ", path);
         tfm_char_vocab_free(v);
         goto done;
     }
-    if (tfm_ckpt_get_params(&c, &m->params, path)) goto fail_model;
+    if (tfm_ckpt_get_params(cp, &m->params, path)) goto fail_model;
     if (opt && st) {
         tfm_lm_train_state s = {0};
-        if (load_state(&c, path, &s)) goto fail_model;
+        if (load_state(cp, path, &cfg, &s)) goto fail_model;
         if (tfm_adamw_init(opt, &m->params, s.beta1, s.beta2, 1e-8f, s.weight_decay)) goto fail_model;
-        if (tfm_ckpt_get_adamw(&c, opt, &m->params, path)) {
+        if (tfm_ckpt_get_adamw(cp, opt, &m->params, path)) {
             tfm_adamw_free(opt);
             goto fail_model;
         }
@@ -133,6 +196,5 @@ fail_model:
     tfm_gpt_free(m);
     tfm_char_vocab_free(v);
 done:
-    tfm_container_free(&c);
     return rc;
 }

@@ -55,6 +55,12 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     memset(opt, 0, sizeof *opt);
     int rc = tfm_container_load(&c, path);
     if (!rc) rc = tfm_translator_get(t, &c, path);
+    /* sentences of num_steps tokens plus <bos> must fit the stored positional-encoding table */
+    int max_pos = rc ? 0 : tfm_encdec_max_positions(t->model);
+    if (!rc && max_pos > 0 && max_pos < o->num_steps + 1) {
+        tfm_set_error("%s: config.max_len %d is shorter than --max-len %d + 1", path, max_pos, o->num_steps);
+        rc = -1;
+    }
     if (!rc) rc = tfm_mt_progress_get(&c, p);
     if (!rc) {
         rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);

@@ -121,7 +121,8 @@ int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p
     int t;
     if (tfm_container_int(c, "adam.t", &t)) return -1;
     if (t < 0) return tfm_set_error("%s: adam.t is negative", path), -1;
-    if (tfm_ckpt_get_block(c, "adam.m.", p, o->m, path) || tfm_ckpt_get_block(c, "adam.v.", p, o->v, path)) return -1;
+    if (tfm_ckpt_get_block(c, "adam.m.", p, o->m, path, 0) || tfm_ckpt_get_block(c, "adam.v.", p, o->v, path, 1))
+        return -1;
     o->t = t;
     return 0;
 }

@@ -68,6 +68,9 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
         return -1;
     if (p->epoch < 0 || p->step < 0)
         return tfm_set_error("%s: negative train.epoch / train.step", c->path ? c->path : "checkpoint"), -1;
+    if (!p->rng.s || !p->drop_rng.s)
+        return tfm_set_error("%s: train.rng / train.drop_rng is zero (xorshift would stay at zero)",
+                             c->path ? c->path : "checkpoint"), -1;
     return 0;
 }
 

@@ -46,6 +46,30 @@ static void put_u32(unsigned char *p, uint32_t v) {
     p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
 }
 
+static uint32_t get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A valid version-2 file rewritten as version 1 (each entry's trailing CRC-32 dropped); returns
+ * the new length. out must hold n bytes. */
+static size_t to_v1(const unsigned char *raw, size_t n, unsigned char *out) {
+    memcpy(out, raw, 12);
+    put_u32(out + 4, 1);
+    size_t k = 12, pos = 12;
+    for (uint32_t i = 0; i < get_u32(raw + 8); i++) {
+        size_t len = 4 + get_u32(raw + pos);
+        uint32_t ndim = get_u32(raw + pos + len + 4);
+        len += 8 + 4 * (size_t)ndim;
+        uint64_t nb = (uint64_t)get_u32(raw + pos + len) | (uint64_t)get_u32(raw + pos + len + 4) << 32;
+        len += 8 + (size_t)nb;
+        memcpy(out + k, raw + pos, len);
+        k += len;
+        pos += len + 4;
+    }
+    if (pos != n) return 0;
+    return k;
+}
+
 /* number of files in dir whose name contains ".tmp." */
 static int count_tmp(const char *d) {
     DIR *dp = opendir(d);
@@ -79,7 +103,7 @@ static void expect_fail(const char *label, const char *path, const char *what) {
 #define OFF_E0_NDIM 21
 #define OFF_E0_DIM0 25
 #define OFF_E0_SIZE 33
-#define OFF_E0_END (41 + 24)
+#define OFF_E0_END (41 + 24 + 4)   /* payload, then the entry's CRC-32 */
 static void make_small(tfm_container *c) {
     tfm_container_init(c);
     float w[6] = {1.5f, -2.0f, 3.25f, 0.0f, -0.125f, 1e-3f};
@@ -133,8 +157,8 @@ static void test_round_trip(void) {
     CHECK("save leaves no temp file", count_tmp(dir) == 0, "%d temp files", count_tmp(dir));
     size_t n;
     unsigned char *raw = read_file(p, &n);
-    CHECK("file starts with magic TFMC, version 1 LE, count 9",
-          raw && n > 12 && memcmp(raw, "TFMC", 4) == 0 && raw[4] == 1 && raw[5] == 0 && raw[6] == 0 &&
+    CHECK("file starts with magic TFMC, version 2 LE, count 9",
+          raw && n > 12 && memcmp(raw, "TFMC", 4) == 0 && raw[4] == 2 && raw[5] == 0 && raw[6] == 0 &&
           raw[7] == 0 && raw[8] == 9 && raw[9] == 0, "bad header");
     free(raw);
 
@@ -228,10 +252,13 @@ static void test_truncation(void) {
         tfm_container d1;
         CHECK("single-entry prefix loads", tfm_container_load(&d1, p) == 0 && d1.n == 1, "%s", tfm_last_error());
         tfm_container_free(&d1);
-        write_file(p, one, OFF_E0_END - 4);
+        write_file(p, one, OFF_E0_END - 8);
         expect_fail("truncated payload message", p, "truncated: entry 'w' needs 24 bytes, 20 left");
+        write_file(p, one, OFF_E0_END - 2);
+        expect_fail("truncated checksum message", p, "truncated: entry 'w' checksum needs 4 bytes, 2 left");
+        put_u32(one + 4, 1);   /* version 1 (no CRC): 24 bytes after the header can hold one entry */
         write_file(p, one, OFF_E0_SIZE + 3);
-        expect_fail("truncated size field message", p, "truncated: entry 'w' payload size needs 8 bytes, 3 left");
+        expect_fail("truncated size field message (v1)", p, "truncated: entry 'w' payload size needs 8 bytes, 3 left");
         free(one);
     }
     write_file(p, raw, n);
@@ -250,8 +277,8 @@ static void test_corruptions(void) {
 
     MUTATE(b[0] = 'X'); write_file(p, b, n);
     expect_fail("bad magic", p, "not a tfm file (bad magic)");
-    MUTATE(put_u32(b + 4, 2)); write_file(p, b, n);
-    expect_fail("bad version 2", p, "version 2");
+    MUTATE(put_u32(b + 4, 3)); write_file(p, b, n);
+    expect_fail("bad version 3", p, "version 3");
     MUTATE(put_u32(b + 4, 0)); write_file(p, b, n);
     expect_fail("bad version 0", p, "version 0");
     MUTATE(put_u32(b + 8, 0xFFFFFFFFu)); write_file(p, b, n);
@@ -288,7 +315,11 @@ static void test_corruptions(void) {
     expect_fail("size mismatch (size field -4)", p, "size mismatch");
     MUTATE(b[OFF_E0_SIZE + 7] = 0x80); write_file(p, b, n);
     expect_fail("size field 2^63", p, "size mismatch");
-    MUTATE(b[OFF_E0_NAME] = 's'); write_file(p, b, n);   /* "w" -> "s": duplicates the bytes entry "s" */
+    {   /* "w" -> "s": duplicates the bytes entry "s" (as version 1: in version 2 entry 0's CRC fails first) */
+        size_t k = to_v1(raw, n, b);
+        b[OFF_E0_NAME] = 's';
+        write_file(p, b, k);
+    }
     expect_fail("duplicate names", p, "duplicate entry 's'");
     memcpy(b, raw, n);
     b[n] = 0;
@@ -419,6 +450,66 @@ static void test_save_failures(void) {
     tfm_container_free(&c);
 }
 
+/* Integrity (version 2): every single-bit flip anywhere in the file is refused with one line naming
+ * the file; the CRC is zlib's; version-1 files (no CRC) still load; load_mem parses the same. */
+static void test_integrity(void) {
+    CHECK("crc32 of '123456789' is the IEEE check value cbf43926",
+          tfm_crc32(0, "123456789", 9) == 0xCBF43926u, "got %08x", tfm_crc32(0, "123456789", 9));
+    CHECK("crc32 running over two chunks", tfm_crc32(tfm_crc32(0, "1234", 4), "56789", 5) == 0xCBF43926u, "differs");
+    size_t n;
+    unsigned char *raw = read_file(tpath("small.tfm"), &n);
+    unsigned char *b = malloc(n);
+    int refused = 0, lines_ok = 0, tried = 0;
+    char firstbad[600] = "";
+    for (size_t bit = 0; bit < 8 * n; bit++) {
+        memcpy(b, raw, n);
+        b[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        tfm_container d;
+        int rc = tfm_container_load_mem(&d, b, n, "flip.tfm");
+        const char *err = tfm_last_error();
+        tried++;
+        if (rc == -1 && d.n == 0) refused++;
+        else if (!firstbad[0]) snprintf(firstbad, sizeof firstbad, "bit %zu loaded", bit);
+        if (rc == -1 && strncmp(err, "flip.tfm: ", 10) == 0 && !strchr(err, '\n')) lines_ok++;
+        tfm_container_free(&d);
+    }
+    CHECK("every single-bit flip of a 3-entry file refused", refused == tried, "%d of %d refused; %s", refused,
+          tried, firstbad);
+    CHECK("every refusal is one line naming the file", lines_ok == tried, "%d of %d", lines_ok, tried);
+    printf("# %d of %d single-bit flips refused\n", refused, tried);
+    /* a flip inside the payload of 'w' is reported as a checksum mismatch of 'w' */
+    memcpy(b, raw, n);
+    b[OFF_E0_SIZE + 8 + 5] ^= 0x10;
+    write_file(tpath("flip.tfm"), b, n);
+    expect_fail("payload bit flip -> checksum mismatch naming the entry", tpath("flip.tfm"),
+                "entry 'w': checksum mismatch");
+    /* the same bytes as version 1 (CRC words removed): still loads, without integrity check */
+    tfm_container c;
+    make_small(&c);
+    unsigned char *v1 = malloc(n);
+    size_t k = to_v1(raw, n, v1);
+    tfm_container d;
+    int rc = tfm_container_load_mem(&d, v1, k, "v1.tfm");
+    int same = rc == 0 && d.n == c.n;
+    for (int i = 0; same && i < c.n; i++)
+        same = strcmp(d.e[i].name, c.e[i].name) == 0 && d.e[i].nbytes == c.e[i].nbytes &&
+               memcmp(d.e[i].data, c.e[i].data, c.e[i].nbytes) == 0;
+    CHECK("version-1 file (no checksums) still loads, same entries", same && k == n - 12, "rc=%d %s", rc,
+          tfm_last_error());
+    tfm_container_free(&d);
+    rc = tfm_container_load_mem(&d, raw, n, "mem.tfm");
+    CHECK("load_mem of a saved file", rc == 0 && d.n == 3 && strcmp(d.path, "mem.tfm") == 0, "%s", tfm_last_error());
+    tfm_container_free(&d);
+    rc = tfm_container_load_mem(&d, raw, 0, "empty.tfm");
+    CHECK("load_mem of 0 bytes refused", rc == -1 && strstr(tfm_last_error(), "empty.tfm: truncated"), "%s",
+          tfm_last_error());
+    tfm_container_free(&d);
+    tfm_container_free(&c);
+    free(v1);
+    free(b);
+    free(raw);
+}
+
 static void rm_rf(const char *d) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
@@ -435,6 +526,7 @@ int main(void) {
     test_round_trip();
     test_truncation();
     test_corruptions();
+    test_integrity();
     test_save_failures();
     rm_rf(dir);
     CHECK_EXIT();

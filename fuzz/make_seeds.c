@@ -1,0 +1,214 @@
+/* Seed corpus for the fuzzers, generated (not committed): small real checkpoints of every model kind
+ * written by the library itself, each also as a version-1 copy (no CRCs, so mutations reach the model
+ * loaders instead of stopping at the checksum), plus small real vocabularies and texts.
+ *   make_seeds OUT_DIR      writes OUT_DIR/<target>/seed-*  */
+#include "tfm/checkpoint.h"
+#include "tfm/core.h"
+#include "tfm/io.h"
+#include "tfm/lm.h"
+#include "tfm/seq2seq.h"
+#include "tfm/text.h"
+
+#if defined(__has_include)
+#if __has_include("tfm/bpe.h")
+#include "tfm/bpe.h"
+#define TFM_FUZZ_BPE 1
+#endif
+#if __has_include("tfm/safetensors.h")
+#include "tfm/safetensors.h"
+#define TFM_FUZZ_SAFETENSORS 1
+#endif
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *out_dir;
+
+static void put(const char *target, const char *name, const void *d, size_t n) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", out_dir, target);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/%s/seed-%s", out_dir, target, name);
+    FILE *f = fopen(p, "wb");
+    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f)) tfm_fatal("make_seeds: cannot write %s", p);
+}
+
+static uint32_t u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* a version-2 file as version 1: each entry's trailing CRC dropped */
+static size_t to_v1(const unsigned char *raw, unsigned char *out) {
+    memcpy(out, raw, 12);
+    out[4] = 1;
+    size_t k = 12, pos = 12;
+    for (uint32_t i = 0; i < u32(raw + 8); i++) {
+        size_t len = 4 + u32(raw + pos);
+        uint32_t ndim = u32(raw + pos + len + 4);
+        len += 8 + 4 * (size_t)ndim;
+        uint64_t nb = (uint64_t)u32(raw + pos + len) | (uint64_t)u32(raw + pos + len + 4) << 32;
+        len += 8 + (size_t)nb;
+        memcpy(out + k, raw + pos, len);
+        k += len;
+        pos += len + 4;
+    }
+    return k;
+}
+
+/* file at path -> seeds "<name>" (v2) and "<name>-v1" for each target given */
+static void put_ckpt(const char *path, const char *name, const char *const *targets, int nt) {
+    FILE *f = fopen(path, "rb");
+    if (!f) tfm_fatal("make_seeds: %s", path);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(n), *v1 = malloc(n);
+    if (fread(b, 1, n, f) != n) tfm_fatal("make_seeds: read %s", path);
+    fclose(f);
+    remove(path);
+    size_t n1 = to_v1(b, v1);
+    char nm[128];
+    for (int i = 0; i < nt; i++) {
+        put(targets[i], name, b, n);
+        snprintf(nm, sizeof nm, "%s-v1", name);
+        put(targets[i], nm, v1, n1);
+    }
+    free(b);
+    free(v1);
+}
+
+static void gpt_seed(int synth, int with_opt) {
+    tfm_gpt_config cfg = {6, 4, 1, 2, 4, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL};
+    tfm_gpt m;
+    tfm_char_vocab v;
+    if (tfm_gpt_init(&m, &cfg) || tfm_char_vocab_from_string(&v, "\n !aeé")) tfm_fatal("%s", tfm_last_error());
+    tfm_gpt_init_weights(&m, 1);
+    tfm_adamw opt;
+    tfm_adamw_init(&opt, &m.params, 0.9f, 0.99f, 1e-8f, 0.1f);
+    tfm_lm_train_state st = {10, 2, 1, 2, 5, 2, 1, 1e-3f, 1e-4f, 0.1f, 0.9f, 0.99f, 1.0f, 3, 12345, 678, NAN};
+    char p[1024], name[64];
+    snprintf(p, sizeof p, "%s/tmp.tfm", out_dir);
+    if (tfm_gpt_save(p, &m, &v, with_opt ? &opt : NULL, with_opt ? &st : NULL)) tfm_fatal("%s", tfm_last_error());
+    snprintf(name, sizeof name, "gpt-%s%s", synth ? "synth" : "causal", with_opt ? "-opt" : "");
+    const char *targets[] = {"gpt", "container"};
+    put_ckpt(p, name, targets, 2);
+    tfm_adamw_free(&opt);
+    tfm_char_vocab_free(&v);
+    tfm_gpt_free(&m);
+}
+
+static void mt_seed(const char *arch, int pre_ln) {
+    tfm_translator t = {0};
+    if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi") ||
+        tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!"))
+        tfm_fatal("%s", tfm_last_error());
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+    snprintf(c.arch, sizeof c.arch, "%s", arch);
+    c.src_vocab = t.src_vocab.n;
+    c.tgt_vocab = t.tgt_vocab.n;
+    c.d_model = 4;
+    c.n_head = 2;
+    c.ffn = 6;
+    c.max_len = 8;
+    c.n_layer = 1;
+    c.pre_ln = pre_ln;
+    c.embed_size = 3;
+    c.hidden_size = 4;
+    t.model = tfm_s2s_create(&c);
+    if (!t.model) tfm_fatal("%s", tfm_last_error());
+    t.model->vt->init_weights(t.model, 1);
+    t.tok_kind = TFM_TOK_D2L;
+    tfm_container k;
+    tfm_container_init(&k);
+    tfm_translator_put(&k, &t);
+    tfm_mt_progress pr;
+    tfm_mt_progress_init(&pr, 1);
+    tfm_mt_progress_put(&k, &pr);
+    char p[1024], name[64];
+    snprintf(p, sizeof p, "%s/tmp.tfm", out_dir);
+    if (tfm_container_save(&k, p)) tfm_fatal("%s", tfm_last_error());
+    snprintf(name, sizeof name, "%s%s", arch, pre_ln ? "-preln" : "");
+    const char *targets[] = {arch, "container"};
+    put_ckpt(p, name, targets, 2);
+    tfm_container_free(&k);
+    tfm_translator_free(&t);
+}
+
+#ifdef TFM_FUZZ_SAFETENSORS
+static void put_file(const char *target, const char *name, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) tfm_fatal("make_seeds: %s", path);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(n ? n : 1);
+    if (fread(b, 1, n, f) != n) tfm_fatal("make_seeds: read %s", path);
+    fclose(f);
+    remove(path);
+    put(target, name, b, n);
+    free(b);
+}
+#endif
+
+static void other_seeds(void) {
+#ifdef TFM_FUZZ_BPE
+    {   /* a small BPE model learned from a few lines */
+        const char *lines[] = {"the cat sat on the mat", "le chat est sur le tapis", "das ist gut, oder?"};
+        tfm_bpe_learn_opts o;
+        tfm_bpe_learn_defaults(&o);
+        o.vocab_size = 300;
+        tfm_bpe m;
+        memset(&m, 0, sizeof m);
+        if (tfm_bpe_learn_lines(&m, lines, 3, &o) == 0) put("bpe", "learned", m.proto, m.proto_len);
+        else fprintf(stderr, "make_seeds: bpe seed skipped: %s\n", tfm_last_error());
+        tfm_bpe_free(&m);
+    }
+#endif
+#ifdef TFM_FUZZ_SAFETENSORS
+    {   /* two tensors and a metadata entry */
+        float w[6] = {1, -2, 3.5f, 0, 1e-3f, -7};
+        tfm_st_tensor t[2];
+        memset(t, 0, sizeof t);
+        t[0].name = "wte.weight"; t[0].ndim = 2; t[0].shape[0] = 2; t[0].shape[1] = 3; t[0].data = w;
+        t[1].name = "ln.bias"; t[1].ndim = 1; t[1].shape[0] = 2; t[1].data = w + 4;
+        tfm_st_meta meta = {"format", "pt"};
+        char p[1024];
+        snprintf(p, sizeof p, "%s/tmp.safetensors", out_dir);
+        if (tfm_st_save(p, t, 2, &meta, 1) == 0) put_file("safetensors", "two", p);
+        else fprintf(stderr, "make_seeds: safetensors seed skipped: %s\n", tfm_last_error());
+    }
+#endif
+}
+
+#define PUTS(target, name, s) put(target, name, s, sizeof(s) - 1)
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_seeds OUT_DIR\n");
+        return 2;
+    }
+    out_dir = argv[1];
+    mkdir(out_dir, 0755);
+    for (int s = 0; s < 2; s++)
+        for (int o = 0; o < 2; o++) gpt_seed(s, o);
+    mt_seed("transformer", 0);
+    mt_seed("transformer", 1);
+    mt_seed("rnn", 0);
+    mt_seed("bahdanau", 0);
+    other_seeds();
+    PUTS("vocab", "words", "<pad>\n<bos>\n<eos>\n<unk>\nthe\ncat\n.\nl'homme\n\xc3\xa9t\xc3\xa9");
+    PUTS("vocab", "chars", "\n !',.?ABCabc\xc3\xa9\xe2\x80\x99");
+    const char text[] = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\r\n"
+                        "Va !\tGo.\nJ'ai froid\xe2\x80\xaf!\n\xc2\xab Bonjour \xc2\xbb, dit-il... (oui)\n";
+    PUTS("text", "mixed", text);
+    PUTS("lmdata", "shakespeare", "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n");
+    PUTS("tsv", "fra-eng", "Go.\tVa !\nHi.\tSalut !\nRun!\tCours\xe2\x80\xaf!\nWho?\tQui ?\n\nI'm OK.\tJe vais bien.\textra\n");
+    PUTS("parallel", "de-en", "Ein Mann schl\xc3\xa4" "ft.\nZwei Hunde.\n\0A man sleeps.\nTwo dogs.\n");
+    return 0;
+}
