@@ -21,10 +21,9 @@
  *     tfm_gpt m;
  *     tfm_gpt_init(&m, &c);
  *     tfm_gpt_init_weights(&m, 1337);
- *     tfm_lm_train_state st = {.iters = 500, .batch_size = 12, .grad_accum = 1, .warmup = 50, .eval_every = 100,
- *                              .eval_iters = 10, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
- *                              .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
- *     tfm_lm_train_state_init(&st);                    // iter 0, RNGs from st.seed
+ *     tfm_lm_train_state st;
+ *     tfm_lm_train_state_default(&st);                 // train-lm's hyperparameters, iter 0, RNGs from seed
+ *     st.iters = 500;
  *     tfm_adamw opt;
  *     tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay);
  *     tfm_lm_train(&m, &d, &opt, &st, 0, 0, NULL, NULL, NULL);   // max_steps 0: all; no callbacks
