@@ -52,7 +52,7 @@
  * graph cannot be unwound; its size is fixed by the first step of a loop (warm-up).
  *
  * Threads. There is no mutable global state: the error message is thread-local, kernel scratch is per
- * calling thread, and every setting (profile, dropout RNG, exact/tiled attention) lives in the
+ * thread (tfm_thread_scratch, freed when the thread exits), and every setting (profile, dropout RNG, exact/tiled attention) lives in the
  * tfm_graph. Two threads may run two models, or one model with two graphs, at the same time and get
  * the same numbers as running one after the other (tests/unit/test_threads.c), as long as they do not
  * both write the same model (training updates the parameters and their grads: one trainer per model).
