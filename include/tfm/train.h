@@ -97,7 +97,7 @@ int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, co
  * opt is initialised here. */
 int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
 
-/* Progress report of tfm_lm_train: every step (eval < 0), and after each evaluation (train/val losses). */
+/* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {
     int step, steps;         /* steps done (this and earlier runs), total */
     float loss, lr;          /* this step's loss (mean over micro-batches), its learning rate */
