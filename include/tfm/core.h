@@ -36,6 +36,13 @@ void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 #define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)
 
 /* ---------------------------------------------------------------- threads */
+/* Scratch memory for kernels, one set per thread: at least n floats, 64-byte aligned, contents not kept
+ * when it grows; reused by later calls of the same thread, freed when the thread exits. NULL if out of
+ * memory. A kernel asks from the calling thread and hands the buffer to its OpenMP workers, or asks from
+ * each worker (GEMM packing). No two threads ever share one. */
+typedef enum { TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_COUNT } tfm_scratch_slot;
+float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
+
 /* n <= 0: tfm_default_threads(). */
 void tfm_set_threads(int n);
 int tfm_get_threads(void);

@@ -21,10 +21,9 @@
  *     tfm_gpt m;
  *     tfm_gpt_init(&m, &c);
  *     tfm_gpt_init_weights(&m, 1337);
- *     tfm_lm_train_state st = {.iters = 500, .batch_size = 12, .grad_accum = 1, .warmup = 50, .eval_every = 100,
- *                              .eval_iters = 10, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
- *                              .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
- *     tfm_lm_train_state_init(&st);                    // iter 0, RNGs from st.seed
+ *     tfm_lm_train_state st;
+ *     tfm_lm_train_state_default(&st);                 // train-lm's hyperparameters, iter 0, RNGs from seed
+ *     st.iters = 500;
  *     tfm_adamw opt;
  *     tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay);
  *     tfm_lm_train(&m, &d, &opt, &st, 0, 0, NULL, NULL, NULL);   // max_steps 0: all; no callbacks
@@ -53,7 +52,7 @@
  * graph cannot be unwound; its size is fixed by the first step of a loop (warm-up).
  *
  * Threads. There is no mutable global state: the error message is thread-local, kernel scratch is per
- * calling thread, and every setting (profile, dropout RNG, exact/tiled attention) lives in the
+ * thread (tfm_thread_scratch, freed when the thread exits), and every setting (profile, dropout RNG, exact/tiled attention) lives in the
  * tfm_graph. Two threads may run two models, or one model with two graphs, at the same time and get
  * the same numbers as running one after the other (tests/unit/test_threads.c), as long as they do not
  * both write the same model (training updates the parameters and their grads: one trainer per model).

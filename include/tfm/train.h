@@ -76,7 +76,8 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
 void tfm_lm_data_free(tfm_lm_data *d);
 /* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
 void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
-/* Mean loss over n_batches random batches of the split (eval mode, no grad). */
+/* Mean loss over n_batches random batches of the split (eval mode, no grad); NAN with a tfm error if out
+ * of memory. */
 float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int split, int n_batches, int B,
                            int T, uint64_t seed);
 
@@ -105,7 +106,7 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
 int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st);
 
-/* Progress report of tfm_lm_train: every step (eval < 0), and after each evaluation (train/val losses). */
+/* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {
     int step, steps;         /* steps done (this and earlier runs), total */
     float loss, lr;          /* this step's loss (mean over micro-batches), its learning rate */
@@ -120,8 +121,12 @@ typedef void (*tfm_lm_report_fn)(const tfm_lm_report *r, void *user);
  * stops training with that error. */
 typedef int (*tfm_lm_save_fn)(const tfm_lm_train_state *st, void *user);
 
-/* Fresh training state for hyperparameters h (iter 0, RNGs seeded from h->seed as train-lm always has). */
+/* Start a fresh run with the hyperparameters already in st: iter 0, no val loss yet, the batch and dropout
+ * RNGs seeded from st->seed (as train-lm always has). */
 void tfm_lm_train_state_init(tfm_lm_train_state *st);
+/* train-lm's defaults (iters 2000, batch 12, grad_accum 1, warmup 100, eval every 500 over 20 batches,
+ * seed 1337, lr 1e-3 -> 1e-4, weight decay 0.1, betas 0.9 / 0.99, grad clip 1), then _init. */
+void tfm_lm_train_state_default(tfm_lm_train_state *st);
 /* Train m on d from st->iter to st->iters (cosine schedule with warmup, grad accumulation, clipping,
  * fused AdamW); evaluate every st->eval_every steps and at the end; max_steps > 0 stops after that many
  * steps of this run. opt initialised for m->params (or restored by tfm_gpt_load). profile: print the

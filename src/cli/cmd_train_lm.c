@@ -57,9 +57,8 @@ static int validate(const tfm_lm_train_state *s, int threads, float val_frac, co
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal";
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
-    tfm_lm_train_state st = {.iters = 2000, .batch_size = 12, .grad_accum = 1, .warmup = 100, .eval_every = 500,
-                             .eval_iters = 20, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
-                             .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
+    tfm_lm_train_state st;
+    tfm_lm_train_state_default(&st);
     int threads = 0, stop_after = 0, log_every = 50, profile = 0;
     float val_frac = 0.1f;
     cli_flag flags[] = {

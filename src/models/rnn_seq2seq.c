@@ -35,11 +35,6 @@ tfm_tensor *tfm_rnn_encode(tfm_encdec *m, tfm_graph *g, const int *src, const in
     return tfm_concat(g, parts, 2, 0);
 }
 
-static float *xmalloc(size_t n) {
-    float *p = malloc(n ? n : 1);
-    if (!p) tfm_fatal("out of memory (decoder state)");
-    return p;
-}
 
 tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                                  int max_steps, int cap_rows) {
@@ -64,21 +59,27 @@ tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, c
     } else {
         cap = cap_rows > B ? cap_rows : B;
         s = calloc(1, sizeof *s);
-        if (!s) tfm_fatal("out of memory (decoder state)");
+        if (!s) return tfm_set_error("out of memory (decoder state)"), NULL;
         s->incremental = 1;
         s->valid = malloc(sizeof(int) * 2 * (size_t)cap);   /* + cap ints of reorder scratch */
-        if (!s->valid) tfm_fatal("out of memory (decoder state)");
         size_t row = (size_t)(r->bahdanau ? Ts : 1) * H;
-        s->h_buf = xmalloc(sizeof(float) * L * cap * H);
-        s->scratch = xmalloc(sizeof(float) * cap * (row > (size_t)L * H ? row : (size_t)L * H));
+        s->h_buf = malloc(sizeof(float) * L * cap * H);
+        s->scratch = malloc(sizeof(float) * cap * (row > (size_t)L * H ? row : (size_t)L * H));
+        if (r->bahdanau) {
+            s->keys_buf = malloc(sizeof(float) * cap * row);
+            s->pkeys_buf = malloc(sizeof(float) * cap * row);
+        } else {
+            s->ctx_buf = malloc(sizeof(float) * cap * H);
+        }
+        if (!s->valid || !s->h_buf || !s->scratch || (r->bahdanau ? !s->keys_buf || !s->pkeys_buf : !s->ctx_buf)) {
+            tfm_rnn_free_state(m, s);   /* a search gets NULL: -1 with this error */
+            return tfm_set_error("out of memory (decoder state, %d rows)", cap), NULL;
+        }
         memcpy(s->h_buf, hn->data, sizeof(float) * hn->size);
         if (r->bahdanau) {
-            s->keys_buf = xmalloc(sizeof(float) * cap * row);
-            s->pkeys_buf = xmalloc(sizeof(float) * cap * row);
             memcpy(s->keys_buf, keys->data, sizeof(float) * keys->size);
             memcpy(s->pkeys_buf, pkeys->data, sizeof(float) * pkeys->size);
         } else {
-            s->ctx_buf = xmalloc(sizeof(float) * cap * H);
             memcpy(s->ctx_buf, enc_tm->data + (size_t)(Ts - 1) * B * H, sizeof(float) * B * H);
         }
     }

@@ -68,20 +68,12 @@ static int visible(const attn_args *a, int b, int i) {
     return lim < 0 ? 0 : lim;
 }
 
-/* Per-thread scratch (grown outside parallel regions, then reused: no malloc in steady state). One buffer
- * per calling thread (_Thread_local): the OpenMP workers of a call share their caller's buffer, and two
- * callers in two threads (two graphs) never share one. */
-static _Thread_local float *scratch;
-static _Thread_local size_t scratch_n;
+/* Scratch of the calling thread (tfm_thread_scratch), split among its OpenMP workers; grown outside
+ * parallel regions, then reused: no malloc in steady state. */
 static float *thread_scratch(size_t per_thread, int nt) {
-    size_t need = per_thread * (size_t)nt;
-    if (need > scratch_n) {
-        free(scratch);
-        scratch = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
-        if (!scratch) tfm_fatal("out of memory (attention scratch)");
-        scratch_n = need;
-    }
-    return scratch;
+    float *buf = tfm_thread_scratch(TFM_SCRATCH_ATTENTION, per_thread * (size_t)nt);
+    if (!buf) tfm_fatal("out of memory (attention scratch)");
+    return buf;
 }
 
 static size_t per_thread_floats(const attn_args *a) {

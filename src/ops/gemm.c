@@ -102,19 +102,12 @@ const char *tfm_gemm_backend(void) {
     return isa == TFM_ISA_AVX512 ? "avx512" : isa == TFM_ISA_AVX2 ? "avx2-fma" : "portable";
 }
 
-/* Per-thread packing buffers (OpenMP worker threads persist, so these are reused across calls). */
-static _Thread_local float *tl_buf;
-static _Thread_local size_t tl_cap;
-
+/* Per-thread packing buffers (OpenMP worker threads persist, so these are reused across calls; freed
+ * when a thread exits: tfm_thread_scratch). */
 static float *get_buf(size_t nfloats) {
-    if (nfloats > tl_cap) {
-        free(tl_buf);
-        size_t bytes = (nfloats * sizeof(float) + 63) & ~(size_t)63;
-        tl_buf = aligned_alloc(64, bytes);
-        if (!tl_buf) abort();
-        tl_cap = bytes / sizeof(float);
-    }
-    return tl_buf;
+    float *buf = tfm_thread_scratch(TFM_SCRATCH_GEMM, nfloats);
+    if (!buf) abort();
+    return buf;
 }
 
 /* KC for a given K: split K into equal-ish chunks of at most TFM_GEMM_KC (depends on K only). */

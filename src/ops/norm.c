@@ -91,8 +91,6 @@ void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
  * fixed blocks of LN_CHUNK rows (independent of the thread count) reduced in order afterwards, so results
  * are the same for any number of threads. Scratch grows once and is reused (no malloc in steady state). */
 #define LN_CHUNK 32
-static _Thread_local float *ln_scratch;   /* one per calling thread, as attention.c */
-static _Thread_local size_t ln_scratch_n;
 
 /* AddNorm's backward: the input z = x + dropout(y) of the LayerNorm gets dz, which goes to dx as is and to
  * dy through the dropout keep mask (saved by the forward) and scale. dy NULL: plain LayerNorm. */
@@ -159,13 +157,8 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
     int nch = (rows + LN_CHUNK - 1) / LN_CHUNK;
     int want_p = dw || db;
     size_t need = want_p ? (size_t)nch * 2 * C : 0;
-    if (need > ln_scratch_n) {
-        free(ln_scratch);
-        ln_scratch = malloc(need * sizeof(float));
-        if (!ln_scratch) tfm_fatal("out of memory (layernorm scratch)");
-        ln_scratch_n = need;
-    }
-    float *part = ln_scratch;
+    float *part = need ? tfm_thread_scratch(TFM_SCRATCH_NORM, need) : NULL;   /* the calling thread's */
+    if (need && !part) tfm_fatal("out of memory (layernorm scratch)");
     const ln_bw_fn ln_bw = ln_bw_paths[tfm_isa_active()];
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * C >= 8192)
     for (int ch = 0; ch < nch; ch++) {

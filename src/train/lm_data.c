@@ -1,5 +1,6 @@
 /* Character corpora, random batches, loss estimation. */
 #include "tfm/train.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,8 @@ float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int s
                            int T, uint64_t seed) {
     tfm_rng r;
     tfm_rng_seed(&r, seed);
-    int *x = malloc(sizeof(int) * B * T * 2), *y = x + B * T;
+    int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
+    if (!x) return tfm_set_error("out of memory (%d x %d batch)", B, T), NAN;
     int saved_grad = g->grad_enabled, saved_train = g->training;
     g->grad_enabled = 0;
     g->training = 0;

@@ -18,6 +18,13 @@ void tfm_lm_train_state_init(tfm_lm_train_state *st) {
     st->dropout_rng = r.s;
 }
 
+void tfm_lm_train_state_default(tfm_lm_train_state *st) {
+    *st = (tfm_lm_train_state){.iters = 2000, .batch_size = 12, .grad_accum = 1, .warmup = 100, .eval_every = 500,
+                               .eval_iters = 20, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
+                               .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
+    tfm_lm_train_state_init(st);
+}
+
 /* Mean loss of one optimizer step: grad_accum micro-batches, each loss scaled by 1/grad_accum. */
 static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
                         tfm_rng *batch_rng, int *x, int *y) {

@@ -138,9 +138,10 @@ static void run_both(const char *name, job_head *a, job_head *b, void (*reset)(v
     size_t na = a->n, nb = b->n;
     reset();
     pthread_t ta, tb;
-    int ok = !pthread_create(&ta, NULL, thread_main, a) && !pthread_create(&tb, NULL, thread_main, b);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
+    int ok_a = !pthread_create(&ta, NULL, thread_main, a), ok_b = !pthread_create(&tb, NULL, thread_main, b);
+    if (ok_a) pthread_join(ta, NULL);
+    if (ok_b) pthread_join(tb, NULL);
+    int ok = ok_a && ok_b;
     CHECK(name, ok && na == a->n && nb == b->n && !memcmp(sa, a->out, na * sizeof(float)) &&
                     !memcmp(sb, b->out, nb * sizeof(float)),
           "concurrent results differ from sequential (sizes %zu/%zu vs %zu/%zu)", na, nb, a->n, b->n);
