@@ -288,12 +288,15 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--check-dump', metavar='PREFIX', help='compare the data with tfm train-mt --dump-data PREFIX')
+    ap.add_argument('--check-only', action='store_true', help='stop after --check-dump')
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)   # the twin's own random numbers: init, shuffling, dropout
     arrays, src_vocab, tgt_vocab, tokens = load_data_nmt(a.data, a.num_examples, a.num_steps, a.min_freq)
     if a.check_dump:
         check_dump(a.check_dump, tokens, src_vocab, tgt_vocab)
+    if a.check_only:
+        return
     data_iter = tud.DataLoader(tud.TensorDataset(*arrays), a.batch_size, shuffle=True)
     r = RECIPES[a.arch]
     net = make_model(a.arch, r, len(src_vocab), len(tgt_vocab), a.num_steps)

@@ -18,6 +18,8 @@ cached keys/values (max 60 tokens, source kept to 200). The twin draws its own r
 batch order, dropout), so a run equals tfm's in distribution, not bit for bit.
 --check-dump PREFIX compares the tokenized training data and vocabularies with
 `tfm train-mt ... --dump-data PREFIX --dump-only` and stops if they differ.
+--eval-tfm CKPT (no training): the validation loss of tfm's checkpoint computed by this script (for runs
+stopped by --max-steps mid-epoch, where tfm prints no validation loss); needs the same vocabularies.
 """
 import argparse
 import json
@@ -292,6 +294,18 @@ def translate_file(model, sents, src_vocab, tgt_toks, path):
             f.write(detokenize([tgt_toks[t] for t in r]) + '\n')
 
 
+def load_tfm_weights(model, path):
+    """copy a tfm train-mt checkpoint's param.* entries (the twin's names and shapes) into model"""
+    import tfmio
+    entries = tfmio.load(path)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            w = entries.get('param.' + name)
+            if w is None or tuple(w.shape) != tuple(p.shape):
+                sys.exit(f'{path}: param.{name} missing or not of shape {tuple(p.shape)}')
+            p.copy_(torch.from_numpy(w))
+
+
 # ---------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -316,6 +330,8 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--check-dump', metavar='PREFIX')
+    ap.add_argument('--check-only', action='store_true', help='stop after --check-dump')
+    ap.add_argument('--eval-tfm', metavar='CKPT', help="print the validation loss of tfm's checkpoint and stop")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)   # dropout
@@ -325,6 +341,8 @@ def main():
     tgt_toks, tgt_vocab = build_vocab(tgt, a.min_freq)
     if a.check_dump:
         check_dump(a.check_dump, src, tgt, src_toks, tgt_toks)
+    if a.check_only:
+        return
     vsrc, vtgt = load_pairs(f'{D}/val.de', f'{D}/val.en', a.preprocess)
     train_arrays = build_array(src, src_vocab, a.max_len) + build_array(tgt, tgt_vocab, a.max_len)
     valid_arrays = build_array(vsrc, src_vocab, a.max_len) + build_array(vtgt, tgt_vocab, a.max_len)
@@ -332,6 +350,10 @@ def main():
                n_layer=a.n_layer, dropout=a.dropout, pre_ln=0, max_len=1000)
     model = Transformer(cfg)
     init_weights(model, torch.Generator().manual_seed(a.seed))
+    if a.eval_tfm:
+        load_tfm_weights(model, a.eval_tfm)
+        print(f'valid loss {valid_loss(model, valid_arrays, a.batch_size):.4f} ({a.eval_tfm}, evaluated by the twin)')
+        return
     print(f'{len(src)} pairs, vocab {len(src_toks)} src / {len(tgt_toks)} tgt, '
           f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
     train_loss, vloss, steps = train(model, a, train_arrays, valid_arrays, a.d_model)
