@@ -71,31 +71,35 @@ check_d2l_data() { # dir: the twin's data pipeline equals tfm's on the 600 pairs
     $PY scripts/d2l_twin.py --arch rnn --check-dump "$1/fra" --check-only
 }
 
-d2l_seed() { # model seed epochs dir: one tfm run and one twin run
+timed() { # file command...: run it, writing "wall user sys" seconds to file
+    /usr/bin/time -f '%e %U %S' -o "$1" "${@:2}"
+}
+times_of() { # time file -> "W s wall (C s CPU)"
+    awk '/^[0-9.]+ [0-9.]+ [0-9.]+$/ { printf "%.0f s wall (%.0f s CPU)", $1, $2 + $3 }' "$1" 2>/dev/null
+}
+
+d2l_seed() { # model seed epochs dir: one tfm run and one twin run; prints their times
     local m=$1 s=$2 e=$3 d=$4
     if [ ! -s "$d/tfm_seed$s.out" ]; then
-        $TFM train-mt $(recipe_flags "$m") --epochs "$e" --seed "$s" --threads "$threads" --log-every 0 \
+        timed "$d/tfm_seed$s.time" $TFM train-mt $(recipe_flags "$m") --epochs "$e" --seed "$s" --threads "$threads" --log-every 0 \
             --out "$d/tfm_seed$s.tfm" --d2l-examples >"$d/tfm_seed$s.part" 2>"$d/tfm_seed$s.err" \
             || die "tfm $m seed $s failed: $(tail -n 2 "$d/tfm_seed$s.err")"
         mv "$d/tfm_seed$s.part" "$d/tfm_seed$s.out"
         rm -f "$d/tfm_seed$s.tfm"
     fi
     if [ ! -s "$d/twin_seed$s.out" ]; then
-        $PY scripts/d2l_twin.py --arch "$m" --epochs "$e" --seed "$s" --threads "$threads" \
+        timed "$d/twin_seed$s.time" $PY scripts/d2l_twin.py --arch "$m" --epochs "$e" --seed "$s" --threads "$threads" \
             >"$d/twin_seed$s.part" 2>"$d/twin_seed$s.err" || die "twin $m seed $s failed: $(tail -n 2 "$d/twin_seed$s.err")"
         mv "$d/twin_seed$s.part" "$d/twin_seed$s.out"
     fi
+    echo "$m seed $s/$seeds ($e epochs): tfm $(times_of "$d/tfm_seed$s.time"), twin $(times_of "$d/twin_seed$s.time")" >&2
 }
 
 d2l_study() { # model
     local m=$1 e=$epochs d=$out/d2l/$1
     [ "$e" -gt 0 ] || e=$(recipe_epochs "$m")
     mkdir -p "$d"
-    for s in $(seq 1 "$seeds"); do
-        local t0=$SECONDS
-        d2l_seed "$m" "$s" "$e" "$d"
-        echo "$m seed $s/$seeds ($e epochs): $((SECONDS - t0)) s" >&2
-    done
+    for s in $(seq 1 "$seeds"); do d2l_seed "$m" "$s" "$e" "$d"; done
 }
 
 # ---------------------------------------------------------------- Multi30k, short run
@@ -113,7 +117,7 @@ check_m30k_data() { # dir: the twin's Python preprocessing equals tfm's on all t
 m30k_tfm() { # seed epochs dir
     local s=$1 e=$2 d=$3
     [ -s "$d/tfm_seed$s.bleu" ] && return
-    $TFM train-mt --src $M30K/train.de --tgt $M30K/train.en --valid-src $M30K/val.de --valid-tgt $M30K/val.en \
+    timed "$d/tfm_seed$s.time" $TFM train-mt --src $M30K/train.de --tgt $M30K/train.en --valid-src $M30K/val.de --valid-tgt $M30K/val.en \
         $M30K_FLAGS --epochs "$e" --max-steps "$max_steps" --seed "$s" --threads "$threads" --log-every 0 \
         --out "$d/tfm_seed$s.tfm" 2>"$d/tfm_seed$s.err" || die "tfm multi30k seed $s failed: $(tail -n 2 "$d/tfm_seed$s.err")"
     if ! grep -q 'valid loss' "$d/tfm_seed$s.err"; then   # stopped mid-epoch: no validation loss printed
@@ -126,7 +130,7 @@ m30k_tfm() { # seed epochs dir
 m30k_twin() { # seed epochs dir
     local s=$1 e=$2 d=$3
     [ -s "$d/twin_seed$s.bleu" ] && return
-    $PY scripts/mt_twin_train.py $M30K_TWIN --epochs "$e" --max-steps "$max_steps" --seed "$s" --threads "$threads" \
+    timed "$d/twin_seed$s.time" $PY scripts/mt_twin_train.py $M30K_TWIN --epochs "$e" --max-steps "$max_steps" --seed "$s" --threads "$threads" \
         --out "$d" >"$d/twin_seed$s.log" 2>&1 || die "twin multi30k seed $s failed: $(tail -n 2 "$d/twin_seed$s.log")"
     $TFM bleu "$d/twin_seed$s.hyp" $M30K/val.en >"$d/twin_seed$s.bleu"
 }
@@ -137,11 +141,10 @@ m30k_study() {
     mkdir -p "$d"
     check_m30k_data "$d"
     for s in $(seq 1 "$seeds"); do
-        local t0=$SECONDS
         m30k_tfm "$s" "$e" "$d"
-        local t1=$SECONDS
         m30k_twin "$s" "$e" "$d"
-        echo "multi30k seed $s/$seeds ($e epochs, --max-steps $max_steps): tfm $((t1 - t0)) s, twin $((SECONDS - t1)) s" >&2
+        echo "multi30k seed $s/$seeds ($e epochs, --max-steps $max_steps): training tfm $(times_of "$d/tfm_seed$s.time"), twin" \
+            "$(times_of "$d/twin_seed$s.time") (the twin's includes translating val)" >&2
     done
 }
 

@@ -14,9 +14,10 @@ Built to the book's code (d2l.ai, "Machine Translation and the Dataset", "Encode
           '<unk>' first, tokens by falling frequency), build_array_nmt (+<eos>, truncate/pad to
           num_steps, valid_len = non-pad count), a DataLoader with shuffle=True (torch's RNG).
   models  the book's TransformerEncoder/Decoder (transformer_twin.Transformer is that structure under
-          tfm's parameter names), Seq2SeqEncoder/Seq2SeqDecoder (gru_twin) and Seq2SeqAttentionDecoder
-          with AdditiveAttention (bahdanau_twin); every batch padded to num_steps, so the GRU encoder
-          runs over the padding as in the book.
+          tfm's parameter names), Seq2SeqEncoder/Seq2SeqDecoder (gru_twin; the second edition's decoder,
+          whose context is the encoder's last output also when predicting, like tfm's) and
+          Seq2SeqAttentionDecoder with AdditiveAttention (bahdanau_twin); every batch padded to
+          num_steps, so the GRU encoder runs over the padding as in the book.
   init    the book's xavier_init_weights: xavier_uniform_ on every nn.Linear weight and GRU weight;
           biases, embeddings N(0, 1) and LayerNorm stay at PyTorch's defaults.
   loss    MaskedSoftmaxCELoss (per sentence: the sum of its valid-token losses / num_steps),
