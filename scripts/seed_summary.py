@@ -155,7 +155,7 @@ def main():
             print(f'### {title}\n\n{text}\n')
     fields = ['study', 'model', 'side', 'seed', 'exact', 'bleu', 'valid_loss', 'train_loss']
     with open(os.path.join(root, 'results.csv'), 'w', newline='') as f:
-        w = csv.DictWriter(f, fields, restval='')
+        w = csv.DictWriter(f, fields, restval='', lineterminator='\n')
         w.writeheader()
         w.writerows(rows)
     with open(os.path.join(root, 'results.json'), 'w') as f:
