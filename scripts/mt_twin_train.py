@@ -20,6 +20,8 @@ batch order, dropout), so a run equals tfm's in distribution, not bit for bit.
 `tfm train-mt ... --dump-data PREFIX --dump-only` and stops if they differ.
 --eval-tfm CKPT (no training): the validation loss of tfm's checkpoint computed by this script (for runs
 stopped by --max-steps mid-epoch, where tfm prints no validation loss); needs the same vocabularies.
+With --eval-hyp FILE it also decodes val with tfm's weights: on the 150-step smoke-test checkpoint this
+gave exactly `tfm translate`'s output on the first 200 sentences, and tests/cli/seed_study.sh checks it.
 """
 import argparse
 import json
@@ -332,6 +334,8 @@ def main():
     ap.add_argument('--check-dump', metavar='PREFIX')
     ap.add_argument('--check-only', action='store_true', help='stop after --check-dump')
     ap.add_argument('--eval-tfm', metavar='CKPT', help="print the validation loss of tfm's checkpoint and stop")
+    ap.add_argument('--eval-hyp', metavar='FILE', help="with --eval-tfm: also write the twin's greedy translation of "
+                    "val with tfm's weights (equals tfm translate's when the two decoders agree)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)   # dropout
@@ -353,6 +357,9 @@ def main():
     if a.eval_tfm:
         load_tfm_weights(model, a.eval_tfm)
         print(f'valid loss {valid_loss(model, valid_arrays, a.batch_size):.4f} ({a.eval_tfm}, evaluated by the twin)')
+        if a.eval_hyp:
+            translate_file(model, [tokenize(a.preprocess, s) for s in read_lines(f'{D}/val.de')], src_vocab, tgt_toks,
+                           a.eval_hyp)
         return
     print(f'{len(src)} pairs, vocab {len(src_toks)} src / {len(tgt_toks)} tgt, '
           f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)

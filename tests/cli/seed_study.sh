@@ -84,3 +84,18 @@ if [ $rc -eq 0 ] && grep -q '^| rnn | final training loss | [0-9.]* | [0-9.]* | 
 else
     fail "seed_study.sh end to end" "rc $rc: $(tail -n 3 "$TMP/err") $(head -c 300 "$TMP/out")"
 fi
+
+# ---- the Multi30k twin's greedy decoding + detokenization equal tfm translate's on the same weights
+mflags="--preprocess moses --num-examples 2000 --max-len 40 --d-model 32 --n-head 4 --n-layer 1 --ffn 64 --dropout 0.1"
+$TFM train-mt --src $M30K/train.de --tgt $M30K/train.en $mflags --max-steps 200 --seed 3 --threads 1 --log-every 0 \
+    --out "$TMP/small.tfm" 2>"$TMP/err"
+head -n 60 $M30K/val.de >"$TMP/val.de"; head -n 60 $M30K/val.en >"$TMP/val.en"
+cp $M30K/train.de $M30K/train.en "$TMP/"
+$TFM translate "$TMP/small.tfm" --beam 1 --max-len 60 --threads 1 <"$TMP/val.de" >"$TMP/tfm.hyp" 2>/dev/null
+"$PY" scripts/mt_twin_train.py $mflags --data-dir "$TMP" --out "$TMP" --eval-tfm "$TMP/small.tfm" \
+    --eval-hyp "$TMP/twin.hyp" >"$TMP/out" 2>&1
+if [ -s "$TMP/tfm.hyp" ] && cmp -s "$TMP/tfm.hyp" "$TMP/twin.hyp" && grep -q '^valid loss [0-9.]* ' "$TMP/out"; then
+    pass "Multi30k twin decodes tfm's weights exactly like tfm translate (60 val sentences, greedy, detokenized)"
+else
+    fail "Multi30k twin decoding equals tfm translate" "$(tail -n 2 "$TMP/out"; diff "$TMP/tfm.hyp" "$TMP/twin.hyp" | head -4)"
+fi
