@@ -18,15 +18,16 @@
 #
 # Runs are sequential, each side on --threads T (default 1; PyTorch with torch.set_num_threads(T) and
 # OPENBLAS_NUM_THREADS=1). A run whose results exist in --out (default /tmp/seed_study) is not redone, so
-# an interrupted study continues where it stopped. Run from the repository root after `make`.
+# an interrupted study continues where it stopped. --out and --build are relative to the current
+# directory; the data is ../shared/data seen from the repository root. Needs `make` first.
 set -eu
 
-TFM_DIR=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)   # data and scripts are found from the repository root
 FRA=../shared/data/fra-eng/fra.txt
 M30K=../shared/data/multi30k
 PY=/usr/bin/python3   # Debian's torch 1.13
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 die() { echo "seed_study.sh: $*" >&2; exit 2; }
 
 # ---------------------------------------------------------------- arguments
@@ -50,6 +51,9 @@ for v in "${seeds:-1}" "$epochs" "$threads" "$max_steps"; do
 done
 [ "$which" = multi30k ] && : "${seeds:=3}" || : "${seeds:=5}"
 [ "$seeds" -ge 1 ] && [ "$threads" -ge 1 ] || die "--seeds and --threads must be >= 1"
+case $out in /*) ;; *) out=$PWD/$out ;; esac
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+cd "$ROOT"
 TFM=$build/tfm
 [ -x "$TFM" ] || die "$TFM not found (run make, or give --build DIR)"
 [ -f "$FRA" ] && [ -d "$M30K" ] || die "../shared/data not found (run from the repository root)"
