@@ -18,8 +18,8 @@
 #
 # Runs are sequential, each side on --threads T (default 1; PyTorch with torch.set_num_threads(T) and
 # OPENBLAS_NUM_THREADS=1). A run whose results exist in --out (default /tmp/seed_study) is not redone, so
-# an interrupted study continues where it stopped. --out and --build are relative to the current
-# directory; the data is ../shared/data seen from the repository root. Needs `make` first.
+# an interrupted study continues where it stopped. --out and --build (default: the repository's build/)
+# are relative to the current directory; the data is ../shared/data seen from the repository root. Needs `make` first.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)   # data and scripts are found from the repository root
@@ -31,7 +31,7 @@ usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 die() { echo "seed_study.sh: $*" >&2; exit 2; }
 
 # ---------------------------------------------------------------- arguments
-which=all seeds= epochs=0 threads=1 out=/tmp/seed_study max_steps=0 build=build
+which=all seeds= epochs=0 threads=1 out=/tmp/seed_study max_steps=0 build=
 while [ $# -gt 0 ]; do
     case $1 in
         transformer|rnn|bahdanau|all|multi30k) which=$1 ;;
@@ -52,7 +52,7 @@ done
 [ "$which" = multi30k ] && : "${seeds:=3}" || : "${seeds:=5}"
 [ "$seeds" -ge 1 ] && [ "$threads" -ge 1 ] || die "--seeds and --threads must be >= 1"
 case $out in /*) ;; *) out=$PWD/$out ;; esac
-case $build in /*) ;; *) build=$PWD/$build ;; esac
+case $build in '') build=$ROOT/build ;; /*) ;; *) build=$PWD/$build ;; esac
 cd "$ROOT"
 TFM=$build/tfm
 [ -x "$TFM" ] || die "$TFM not found (run make, or give --build DIR)"
