@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/decode.h"
-#include "tfm/train.h"
+#include <tfm/decode.h>
+#include <tfm/train.h>
 
 int main(int argc, char **argv) {
     if (argc < 3 || argc > 8) {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tfm/train.h"
+#include <tfm/train.h>
 
 typedef struct {   /* what the save callback needs */
     const char *path;

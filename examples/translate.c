@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfm/decode.h"
-#include "tfm/seq2seq.h"
+#include <tfm/decode.h>
+#include <tfm/seq2seq.h>
 
 int main(int argc, char **argv) {
     if (argc < 2 || argc > 3) {
