@@ -132,6 +132,16 @@ for beam in 1 4; do
 done
 expect_error "translate: missing model is one line" "nope.tfm" "$TMP/translate" "$TMP/nope.tfm"
 
+# DESTDIR stages the same tree under another root; the paths inside (tfm.pc) stay those of PREFIX
+S="$TMP/stage"
+if make --no-print-directory BUILD="$BUILD" install DESTDIR="$S" PREFIX=/opt/tfm >"$TMP/install.log" 2>&1 \
+   && [ -e "$S/opt/tfm/lib/libtfm.so.$version" ] && [ -e "$S/opt/tfm/bin/tfm" ] \
+   && grep -qx 'prefix=/opt/tfm' "$S/opt/tfm/lib/pkgconfig/tfm.pc"; then
+    pass "make install DESTDIR=stage PREFIX=/opt/tfm"
+else
+    fail "make install DESTDIR=stage PREFIX=/opt/tfm" "$(tail -n 3 "$TMP/install.log")"
+fi
+
 if make --no-print-directory BUILD="$BUILD" uninstall PREFIX="$P" >"$TMP/install.log" 2>&1; then
     left=$(find "$P" -type f -o -type l | head -n 3)
     [ -z "$left" ] && pass "make uninstall removes every file" || fail "make uninstall removes every file" "left: $left"
