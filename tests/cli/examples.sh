@@ -73,6 +73,11 @@ for src in examples/*.c; do
     fi
 done
 export LD_LIBRARY_PATH="$P/lib"
+same() {   # NAME A B: both files non-empty and byte-identical
+    if [ ! -s "$2" ] || [ ! -s "$3" ]; then fail "$1" "no output to compare ($(basename "$2"), $(basename "$3"))"
+    elif cmp -s "$2" "$3"; then pass "$1"
+    else fail "$1" "differ: $(diff "$2" "$3" | head -n 3)"; fi
+}
 
 # train_lm: 50 steps on data/demo.txt, the same checkpoint as tfm train-lm with the same settings
 steps=50
@@ -81,8 +86,7 @@ steps=50
     || fail "tfm train-lm" "$(tail -n 2 "$TMP/err")"
 for v in "" -static; do
     if "$TMP/train_lm$v" data/demo.txt "$TMP/ex$v.tfm" $steps >/dev/null 2>"$TMP/err"; then
-        if cmp -s "$TMP/ex$v.tfm" "$TMP/cli.tfm"; then pass "train_lm$v = tfm train-lm"
-        else fail "train_lm$v = tfm train-lm" "checkpoints differ"; fi
+        same "train_lm$v = tfm train-lm (same checkpoint bytes)" "$TMP/ex$v.tfm" "$TMP/cli.tfm"
     else
         fail "train_lm$v runs" "$(tail -n 2 "$TMP/err")"
     fi
@@ -101,13 +105,11 @@ first=$(head -n 1 "$TMP/gen.txt")
 if [ "${first:0:6}" = "ROMEO:" ] && [ "$chars" -eq $((6 + n + 1)) ]; then pass "generate: prompt + $n characters"
 else fail "generate: prompt + $n characters" "got $chars characters, first line '$first'"; fi
 "$TMP/generate" "$TMP/ex.tfm" "ROMEO:" $n 0.8 20 0.9 7 >"$TMP/gen2.txt" 2>/dev/null
-cmp -s "$TMP/gen.txt" "$TMP/gen2.txt" && pass "generate deterministic with a seed" \
-    || fail "generate deterministic with a seed" "two runs differ"
-cmp -s "$TMP/gen.txt" "$TMP/gen-static.txt" && pass "generate: static = shared" || fail "generate: static = shared" "differ"
+same "generate deterministic with a seed" "$TMP/gen.txt" "$TMP/gen2.txt"
+same "generate: static = shared" "$TMP/gen.txt" "$TMP/gen-static.txt"
 "$TFM" generate "$TMP/ex.tfm" --prompt "ROMEO:" --tokens $n --temperature 0.8 --top-k 20 --top-p 0.9 --seed 7 \
     >"$TMP/gen-cli.txt" 2>"$TMP/err"
-cmp -s "$TMP/gen.txt" "$TMP/gen-cli.txt" && pass "generate = tfm generate (temperature, top-k, top-p, seed)" \
-    || fail "generate = tfm generate (temperature, top-k, top-p, seed)" "differ: $(head -c 200 "$TMP/err")"
+same "generate = tfm generate (temperature, top-k, top-p, seed)" "$TMP/gen.txt" "$TMP/gen-cli.txt"
 
 # translate: a tiny fra-eng transformer (300 pairs, 20 epochs); 25 training sources, greedy and beam 4
 if [ ! -f "$FRA" ]; then fail "translate" "$FRA not found (run from the repo root)"; exit 1; fi
@@ -126,8 +128,7 @@ for beam in 1 4; do
         empty=$(grep -c '^ *$' "$TMP/ex$beam$v.txt")
         if [ "$lines" -eq "$nsrc" ] && [ "$empty" -eq 0 ]; then pass "translate$v beam $beam: $nsrc non-empty lines"
         else fail "translate$v beam $beam: $nsrc non-empty lines" "$lines lines, $empty empty"; fi
-        cmp -s "$TMP/ex$beam$v.txt" "$TMP/cli$beam.txt" && pass "translate$v beam $beam = tfm translate" \
-            || fail "translate$v beam $beam = tfm translate" "$(diff "$TMP/ex$beam$v.txt" "$TMP/cli$beam.txt" | head -n 3)"
+        same "translate$v beam $beam = tfm translate" "$TMP/ex$beam$v.txt" "$TMP/cli$beam.txt"
     done
 done
 expect_error "translate: missing model is one line" "nope.tfm" "$TMP/translate" "$TMP/nope.tfm"
