@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # man/tfm.1 documents what the binary does: it renders without groff warnings, has a section for every
-# command `tfm --help` lists (and every demo), and in each command's section every flag that
-# `tfm COMMAND --help` prints, with the same value kind (N, X, S) and the same default. Run from the repo root.
+# command `tfm --help` lists (and every subcommand: demo NAME, bpe learn|encode|decode), and in each
+# command's section every flag that `tfm COMMAND --help` prints, with the same value kind (N, X, S) and
+# the same default. Run from the repo root.
 source "$(dirname "$0")/lib.bash"
 TFM=${TFM:-build/tfm}
 MAN=man/tfm.1
@@ -49,13 +50,22 @@ check_command() {   # NAME, then the command words to get its --help
     fi
     [ -z "$bad" ] && pass "man: tfm $name ($n flags, defaults)" || fail "man: tfm $name" "$bad"
 }
+# subcommands (tfm demo NAME, tfm bpe learn|encode|decode): a "demos:" / "subcommands:" list in the
+# command's help, or lower-case words after "tfm COMMAND" in its usage lines
+subcommands_of() {
+    "$TFM" "$1" --help 2>&1 | awk -v c="$1" '
+        /^[a-z]+:$/ { list = ($0 == "demos:" || $0 == "subcommands:"); next }
+        list && /^  [a-z]/ { if (!seen[$1]++) print $1; next }
+        /^(usage:| )/ { for (i = 1; i + 2 <= NF; i++)
+                            if ($i == "tfm" && $(i + 1) == c && $(i + 2) ~ /^[a-z][a-z-]*$/ && !seen[$(i + 2)]++)
+                                print $(i + 2) }'
+}
 commands=$("$TFM" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }')
 [ -n "$commands" ] || fail "man: command list" "tfm --help lists no commands"
 for c in $commands; do
-    if [ "$c" = demo ]; then
-        for d in $("$TFM" demo --help | awk '/^demos:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
-            check_command "demo $d" demo "$d"
-        done
+    subs=$(subcommands_of "$c")
+    if [ -n "$subs" ]; then
+        for d in $subs; do check_command "$c $d" "$c" "$d"; done
     else
         check_command "$c" "$c"
     fi
