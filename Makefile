@@ -130,3 +130,58 @@ demo: $(BUILD)/tfm
 
 clean:
 	rm -rf build build-*
+
+# ---------------------------------------------------------------- shared library, install, uninstall
+# The version lives in include/tfm/version.h only. Library objects are compiled with -fPIC (one object
+# set for libtfm.a and libtfm.so, so per-file flags apply to both); -fno-semantic-interposition keeps
+# calls inside the library inlinable as without -fPIC. `make install PREFIX=... DESTDIR=...` installs
+# bin/tfm (libtfm linked in statically), lib/libtfm.a, lib/libtfm.so.MAJOR.MINOR.PATCH with its soname
+# link libtfm.so.MAJOR and the dev link libtfm.so, include/tfm/*.h, lib/pkgconfig/tfm.pc and
+# share/man/man1/tfm.1. `make uninstall` removes exactly those files.
+TFM_VERSION_PART = $(shell awk '$$2 == "TFM_VERSION_$(1)" { print $$3 }' include/tfm/version.h)
+VERSION_MAJOR := $(call TFM_VERSION_PART,MAJOR)
+VERSION  := $(VERSION_MAJOR).$(call TFM_VERSION_PART,MINOR).$(call TFM_VERSION_PART,PATCH)
+SONAME   := libtfm.so.$(VERSION_MAJOR)
+SHLIB    := $(BUILD)/libtfm.so.$(VERSION)
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR   ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL  ?= install
+PUBLIC_HEADERS := $(wildcard include/tfm/*.h)
+
+$(LIB_OBJ): CFLAGS += -fPIC -fno-semantic-interposition
+
+$(SHLIB): $(LIB_OBJ)
+	@echo "  LD $@"
+	@$(CC) -shared -Wl,-soname,$(SONAME) $(LIB_OBJ) -o $@ $(LDLIBS)
+	@ln -sf $(notdir $@) $(BUILD)/$(SONAME)
+	@ln -sf $(SONAME) $(BUILD)/libtfm.so
+
+$(BUILD)/tfm.pc: tfm.pc.in include/tfm/version.h
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+	  -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' $< >$@
+
+.PHONY: shared install uninstall $(BUILD)/tfm.pc
+all: $(SHLIB)
+shared: $(SHLIB)
+
+install: $(BUILD)/tfm $(BUILD)/libtfm.a $(SHLIB) $(BUILD)/tfm.pc
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/tfm $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 755 $(BUILD)/tfm $(DESTDIR)$(BINDIR)/tfm
+	$(INSTALL) -m 644 $(BUILD)/libtfm.a $(DESTDIR)$(LIBDIR)/libtfm.a
+	$(INSTALL) -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB))
+	ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtfm.so
+	$(INSTALL) -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tfm/
+	$(INSTALL) -m 644 $(BUILD)/tfm.pc $(DESTDIR)$(PKGCONFIGDIR)/tfm.pc
+	$(INSTALL) -m 644 man/tfm.1 $(DESTDIR)$(MANDIR)/man1/tfm.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tfm $(DESTDIR)$(LIBDIR)/libtfm.a $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB)) \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libtfm.so $(DESTDIR)$(PKGCONFIGDIR)/tfm.pc \
+	  $(DESTDIR)$(MANDIR)/man1/tfm.1 $(addprefix $(DESTDIR)$(INCLUDEDIR)/tfm/,$(notdir $(PUBLIC_HEADERS)))
+	rmdir $(DESTDIR)$(INCLUDEDIR)/tfm 2>/dev/null || true

@@ -62,6 +62,7 @@
 #ifndef TFM_TFM_H
 #define TFM_TFM_H
 
+#include "tfm/version.h"
 #include "tfm/core.h"
 #include "tfm/io.h"
 #include "tfm/checkpoint.h"
@@ -71,8 +72,12 @@
 #include "tfm/road.h"
 #include "tfm/rnn.h"
 #include "tfm/text.h"
+#include "tfm/bpe.h"
 #include "tfm/gpt.h"
 #include "tfm/seq2seq.h"
+#include "tfm/safetensors.h"
+#include "tfm/interchange.h"
+#include "tfm/dist.h"
 #include "tfm/eval.h"
 #include "tfm/train.h"
 #include "tfm/decode.h"

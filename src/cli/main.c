@@ -4,6 +4,8 @@
 #include "tfm/kernels.h"
 #include <string.h>
 
+#include "tfm/version.h"
+
 int cmd_export(int argc, char **argv);   /* cmd_export.c, cmd_import.c (declared here: cli.h is shared) */
 int cmd_import(int argc, char **argv);
 
@@ -34,7 +36,8 @@ static const command commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "tfm — Transformers on the CPU, in C\n\nusage: tfm COMMAND [options]   (tfm COMMAND --help for details)\n\ncommands:\n");
+    fprintf(f, "tfm %s — Transformers on the CPU, in C\n\nusage: tfm COMMAND [options]   (tfm COMMAND --help for details)\n"
+               "       tfm --version\n\ncommands:\n", TFM_VERSION_STRING);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
 }
@@ -47,6 +50,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+        printf("tfm %s\n", TFM_VERSION_STRING);   /* the CLI links libtfm statically: headers = library */
         return 0;
     }
     if (tfm_isa_check()) { /* a TFM_ISA this CPU cannot run: say so before any kernel runs */
