@@ -32,6 +32,11 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         RANGE(ffn, 1, 1 << 20);
         RANGE(max_len, 1, 1 << 20);
         RANGE(pre_ln, 0, 1);
+        RANGE(share_embeddings, 0, 1);
+        RANGE(init, 0, 1);
+        if (c->share_embeddings && c->src_vocab != c->tgt_vocab)
+            return tfm_set_error("config share_embeddings needs one joint vocabulary, got %d source and %d target "
+                                 "tokens", c->src_vocab, c->tgt_vocab), -1;
     } else {
         RANGE(embed_size, 1, 65536);
         RANGE(hidden_size, 1, 65536);
@@ -99,8 +104,29 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     tfm_container_add_str(c, "tokenizer.src_vocab", s);
     tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
     tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
+    if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
+    if (cf->share_embeddings) tfm_container_add_int(c, "config.share_embeddings", cf->share_embeddings);
     free(s);
     free(u);
+}
+
+/* tokenizer.bpe of a "bpe" translator: both vocabularies must be its pieces */
+static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) {
+    t->bpe = calloc(1, sizeof *t->bpe);
+    if (!t->bpe) return tfm_set_error("%s: out of memory", path), -1;
+    if (tfm_bpe_from_container(t->bpe, c, TFM_BPE_ENTRY)) {
+        free(t->bpe);
+        t->bpe = NULL;
+        return -1;
+    }
+    tfm_vocab v;
+    if (tfm_bpe_vocab(t->bpe, &v)) return tfm_prefix_error("%s: ", path);
+    int same = v.n == t->src_vocab.n && v.n == t->tgt_vocab.n;
+    for (int i = 0; same && i < v.n; i++)
+        same = !strcmp(v.tok[i], t->src_vocab.tok[i]) && !strcmp(v.tok[i], t->tgt_vocab.tok[i]);
+    tfm_vocab_free(&v);
+    if (!same) return tfm_set_error("%s: %s does not match tokenizer.src_vocab / tgt_vocab", path, TFM_BPE_ENTRY), -1;
+    return 0;
 }
 
 int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
@@ -121,6 +147,9 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     INT_FIELDS(GET)
 #undef GET
     if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
+    if (tfm_container_get(c, "config.share_embeddings") &&
+        tfm_container_int(c, "config.share_embeddings", &cf.share_embeddings))
+        return -1;
     const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
     const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
     const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
@@ -146,6 +175,11 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     }
     t->tok_kind = kind_id;
     char msg[512];
+    if (kind_id == TFM_TOK_BPE && get_bpe(t, c, path)) {
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        tfm_translator_free(t);
+        return tfm_set_error("%s", msg), -1;
+    }
     t->model = tfm_s2s_create(&cf);
     if (!t->model) {
         snprintf(msg, sizeof msg, "%s", tfm_last_error());
@@ -177,5 +211,7 @@ void tfm_translator_free(tfm_translator *t) {
     t->model = NULL;
     if (t->src_vocab.tok) tfm_vocab_free(&t->src_vocab);
     if (t->tgt_vocab.tok) tfm_vocab_free(&t->tgt_vocab);
+    if (t->bpe) tfm_bpe_free(t->bpe);
+    free(t->bpe);
     memset(t, 0, sizeof *t);
 }
