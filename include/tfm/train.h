@@ -8,6 +8,8 @@
 #ifndef TFM_TRAIN_H
 #define TFM_TRAIN_H
 
+#include <stdio.h>
+
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
 #include "tfm/gpt.h"
@@ -174,6 +176,20 @@ typedef struct tfm_mt_progress {
 int tfm_batches_by_tokens(tfm_batches *b, int n, const int *src_len, const int *tgt_len, int max_tokens,
                           tfm_rng *rng);
 
+/* ---------------------------------------------------------------- validation (src/train/validate.c) */
+/* --keep-best / --patience: the best score so far and the validations since it. */
+typedef struct {
+    float best;              /* -inf before the first validation */
+    int best_step;           /* step of the best score, -1 before */
+    int n_bad;               /* validations since the last improvement */
+    int patience;            /* stop after this many validations without improvement (0 = never) */
+} tfm_early_stop;
+enum { TFM_VALID_IMPROVED = 1, TFM_VALID_STOP = 2 };
+void tfm_early_stop_init(tfm_early_stop *e, int patience);
+/* One validation: TFM_VALID_IMPROVED when score is finite and strictly above the best (the best is then
+ * updated), else TFM_VALID_STOP once patience validations in a row did not improve, else 0. */
+int tfm_early_stop_update(tfm_early_stop *e, float score, int step);
+
 /* Progress callback (called every log_every steps and at the end of each epoch). */
 typedef struct {
     int epoch, epochs, step, total_steps;
@@ -185,6 +201,13 @@ typedef struct {
 typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
 /* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
 typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
+
+/* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train" with
+ * step, epoch, loss, lr, tokens_per_s; "valid" with valid_loss, valid_bleu, best_bleu and the checkpoint
+ * written, if any), non-finite values as null, flushed per line. f NULL: nothing. */
+void tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
+void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float best_bleu,
+                      const char *checkpoint);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry

@@ -16,9 +16,14 @@ typedef struct {
     const tfm_translator *tr;
     const tfm_adamw *opt;
     const tfm_mt_train_opts *to;
+    mt_valid *val;
 } run_ctx;
 
-static void report(const tfm_mt_report *r, void *user) { mt_report(r, &((run_ctx *)user)->tty); }
+static void report(const tfm_mt_report *r, void *user) {
+    mt_report(r, &((run_ctx *)user)->tty);
+    tfm_mt_log_report(((run_ctx *)user)->val->log, r);
+}
+static int validate(const tfm_mt_progress *p, int epoch, void *user) { return mt_validate(((run_ctx *)user)->val, p, epoch); }
 
 static int save(const tfm_mt_progress *p, void *user) {   /* after every epoch and at a --max-steps stop */
     const run_ctx *x = user;
@@ -117,17 +122,21 @@ int cmd_train_mt(int argc, char **argv) {
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
     if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
-    run_ctx x = {tty, o.out, &tr, &opt, &to};
+    mt_valid val;
+    if (mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, validate)) goto done_valid;
+    run_ctx x = {tty, o.out, &tr, &opt, &to, &val};
     if (prog.epoch >= o.epochs)
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, report, save, &x)) {
         cli_error(C, "%s", tfm_last_error());
-        goto done;
+        goto done_valid;
     }
     fprintf(stderr, "wrote %s\n", o.out);
     cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);
     rc = 0;
+done_valid:
+    mt_valid_close(&val);
 done:
     tfm_nmt_arrays_free(&atrain);
     tfm_nmt_arrays_free(&avalid);

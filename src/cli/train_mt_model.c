@@ -19,6 +19,10 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
         {"init", FLAG_STR, &o->init, "d2l (embeddings N(0,1)) | xavier (every matrix Xavier-uniform)", 0},
         {"max-tokens", FLAG_INT, &o->max_tokens,
          "batches of up to N source and N target tokens incl. padding, length-sorted (0 = --batch-size)", 0},
+        {"valid-every", FLAG_INT, &o->valid_every, "also validate every N steps (default: after each epoch)", 0},
+        {"keep-best", FLAG_BOOL, &o->keep_best, "write MODEL.best.tfm whenever validation BLEU improves", 0},
+        {"patience", FLAG_INT, &o->patience, "stop after N validations without a better BLEU (0 = never)", 0},
+        {"log-file", FLAG_STR, &o->log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
     };
     int n = (int)(sizeof extra / sizeof extra[0]);
     memcpy(all, base, sizeof *base * (size_t)n_base);
@@ -44,7 +48,7 @@ int mt_check_model(const mt_opts *o) {
     if (o->max_tokens < 0) return cli_error(C, "--max-tokens must be >= 0, got %d", o->max_tokens);
     if (o->max_tokens && o->max_tokens < o->max_len)
         return cli_error(C, "--max-tokens must be at least --max-len (%d), got %d", o->max_len, o->max_tokens);
-    return 0;
+    return mt_check_valid(o);
 }
 
 int mt_corpus_kind(const mt_opts *o) {

@@ -10,7 +10,7 @@ declare -A FLOOR_OF=(
     [core.h]=core [io.h]=core [checkpoint.h]=core
     [ops.h]=ops [kernels.h]=ops
     [nn.h]=nn [road.h]=nn [rnn.h]=nn
-    [text.h]=text
+    [text.h]=text [bpe.h]=text
     [gpt.h]=models [seq2seq.h]=models
     [eval.h]=eval
     [train.h]=workflow [decode.h]=workflow [lm.h]=workflow

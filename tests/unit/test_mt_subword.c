@@ -148,7 +148,24 @@ static void test_bpe_translator(void) {
     unlink(path);
 }
 
+/* keep-best / patience: improvements strictly above the best, ties and NaN count as no improvement */
+static void test_early_stop(void) {
+    tfm_early_stop e;
+    tfm_early_stop_init(&e, 2);
+    float score[] = {1.0f, 3.0f, 3.0f, 2.5f, 4.0f, NAN, 4.0f};
+    int want[] = {TFM_VALID_IMPROVED, TFM_VALID_IMPROVED, 0, TFM_VALID_STOP, TFM_VALID_IMPROVED, 0, TFM_VALID_STOP};
+    int ok = 1, got[7];
+    for (int i = 0; i < 7; i++) ok &= (got[i] = tfm_early_stop_update(&e, score[i], 100 * (i + 1))) == want[i];
+    CHECK("early stop: improve / tie / patience 2", ok && e.best == 4.0f && e.best_step == 500, "got %d %d %d %d %d %d %d",
+          got[0], got[1], got[2], got[3], got[4], got[5], got[6]);
+    tfm_early_stop_init(&e, 0);
+    ok = tfm_early_stop_update(&e, 0.0f, 1) == TFM_VALID_IMPROVED;   /* the first validation is the best so far */
+    for (int i = 0; i < 50; i++) ok &= tfm_early_stop_update(&e, -1.0f, i + 2) == 0;
+    CHECK("early stop: patience 0 never stops", ok && e.n_bad == 50, "n_bad %d", e.n_bad);
+}
+
 int main(void) {
+    test_early_stop();
     test_shared_gradient();
     test_init_xavier();
     test_bpe_translator();
