@@ -70,3 +70,12 @@ expect_error "mt_bpe: --bpe-model truncated file" "--bpe-model: .*trunc.model: .
 expect_error "mt_bpe: export of a BPE translator refused (not in the interchange format yet)" "not supported yet" \
     $TFM export "$M" --out "$TMP/m.safetensors"
 [ ! -e "$TMP/m.safetensors" ] && pass "mt_bpe: nothing exported" || fail "mt_bpe: export" "file written"
+expect_error "mt_bpe: --init xavier with an RNN refused" "--init xavier: only for --arch transformer" \
+    $TFM train-mt "${A[@]}" --arch rnn --init xavier
+# determinism: the same seed and threads give the same checkpoint bytes (token batches, tied embeddings)
+for k in 1 2; do
+    $TFM train-mt --src "$TMP/tr.de" --tgt "$TMP/tr.en" --out "$TMP/d$k.tfm" --tokenizer bpe --bpe-model "$TMP/b.model" \
+        --share-embeddings --max-tokens 500 --epochs 1 --seed 3 $SMALL 2>/dev/null
+done
+[ -s "$TMP/d1.tfm" ] && cmp -s "$TMP/d1.tfm" "$TMP/d2.tfm" && pass "mt_bpe: same seed, same checkpoint bytes" \
+    || fail "mt_bpe: determinism" "checkpoints differ or missing"
