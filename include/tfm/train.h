@@ -202,12 +202,12 @@ typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
 /* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
 typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
 
-/* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train" with
- * step, epoch, loss, lr, tokens_per_s; "valid" with valid_loss, valid_bleu, best_bleu and the checkpoint
- * written, if any), non-finite values as null, flushed per line. f NULL: nothing. */
+/* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train"
+ * with step, epoch, loss, lr, tokens_per_s; "valid" with valid_loss, valid_bleu, valid_chrf, best_bleu
+ * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. */
 void tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
-void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float best_bleu,
-                      const char *checkpoint);
+void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                      float best_bleu, const char *checkpoint);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry

@@ -1,5 +1,5 @@
 /* train-mt: validation that drives training. After each epoch (and every --valid-every steps): validation
- * loss, greedy BLEU of the raw validation sources against the raw references (tfm bleu's metric), a best
+ * loss, greedy BLEU (and chrF2) of the raw validation sources against the raw references (tfm bleu's metric), a best
  * checkpoint (--keep-best: MODEL.best.tfm, weights and tokenizer, written atomically), --patience, and the
  * JSON-lines log (--log-file). The keep-best / patience rule: tfm_early_stop_update (src/train/validate.c). */
 #include <math.h>
@@ -60,8 +60,10 @@ int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
     char **hyp = calloc((size_t)v->n + 1, sizeof *hyp);
     tfm_decode_opts d = {1, 0.0f, 2 * v->max_len};
     tfm_bleu_result r;
+    tfm_chrf_result cr;
     int rc = !hyp ? -1 : tfm_translate_lines(v->tr, &v->g, (const char *const *)v->src, v->n, v->max_len, v->batch_size, &d, hyp);
     if (!rc) rc = tfm_corpus_bleu((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &r);
+    if (!rc) rc = tfm_corpus_chrf((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &cr);
     for (int i = 0; hyp && i < v->n; i++) free(hyp[i]);
     free(hyp);
     if (rc) return tfm_prefix_error("validation: ");
@@ -77,9 +79,9 @@ int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
         if (rc) return tfm_prefix_error("--keep-best: ");
         wrote = v->best_path;
     }
-    fprintf(stderr, "valid at step %d: loss %.4f  BLEU %.2f  (best %.2f at step %d)%s%s\n", p->step, loss, bleu,
-            v->es.best, v->es.best_step, wrote ? "  wrote " : "", wrote ? wrote : "");
-    tfm_mt_log_valid(v->log, p->step, epoch, loss, bleu, v->es.best, wrote);
+    fprintf(stderr, "valid at step %d: loss %.4f  BLEU %.2f  chrF2 %.2f  (best BLEU %.2f at step %d)%s%s\n", p->step,
+            loss, bleu, cr.score, v->es.best, v->es.best_step, wrote ? "  wrote " : "", wrote ? wrote : "");
+    tfm_mt_log_valid(v->log, p->step, epoch, loss, bleu, (float)cr.score, v->es.best, wrote);
     if (flags & TFM_VALID_STOP) {
         fprintf(stderr, "stopping: %d validations without a better BLEU (--patience %d)\n", v->es.n_bad, v->es.patience);
         v->stopped = 1;

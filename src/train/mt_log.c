@@ -20,12 +20,13 @@ void tfm_mt_log_report(FILE *f, const tfm_mt_report *r) {
     fflush(f);
 }
 
-void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float best_bleu,
-                      const char *checkpoint) {
+void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                      float best_bleu, const char *checkpoint) {
     if (!f) return;
     fprintf(f, "{\"event\": \"valid\", \"step\": %d, \"epoch\": %d", step, epoch);
     num(f, "valid_loss", valid_loss);
     num(f, "valid_bleu", valid_bleu);
+    num(f, "valid_chrf", valid_chrf);
     num(f, "best_bleu", best_bleu);
     if (checkpoint) {   /* a path: JSON-escape quotes, backslashes and control bytes */
         fputs(", \"checkpoint\": \"", f);

@@ -21,7 +21,7 @@ grep -q "learned a joint BPE model of 1000 pieces" "$TMP/train.err" && grep -q "
 [ -s "$TMP/m.best.tfm" ] && grep -q "wrote $TMP/m.best.tfm" "$TMP/train.err" \
     && pass "mt_bpe: --keep-best wrote MODEL.best.tfm" || fail "mt_bpe: --keep-best" "$(grep valid "$TMP/train.err")"
 n_valid=$(grep -c '"event": "valid"' "$TMP/log.jsonl"); n_train=$(grep -c '"event": "train"' "$TMP/log.jsonl")
-[ "$n_valid" -eq 2 ] && [ "$n_train" -eq 2 ] && grep -q '"valid_bleu": ' "$TMP/log.jsonl" \
+[ "$n_valid" -eq 2 ] && [ "$n_train" -eq 2 ] && grep -q '"valid_bleu": ' "$TMP/log.jsonl" && grep -q '"valid_chrf": [0-9]' "$TMP/log.jsonl" \
     && pass "mt_bpe: log has a train and a valid line per epoch" || fail "mt_bpe: log lines" "$(cat "$TMP/log.jsonl")"
 $TFM info "$M" > "$TMP/info" 2>&1
 grep -q "tokenizer.bpe" "$TMP/info" && grep -q "share_embeddings *1" "$TMP/info" \
