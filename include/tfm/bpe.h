@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "tfm/io.h"
+#include "tfm/text.h"
 
 /* The checkpoint entry (raw bytes: the serialized ModelProto) that tfm_bpe_to_container writes. */
 #define TFM_BPE_ENTRY "tokenizer.bpe"
@@ -102,6 +103,12 @@ char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size
 /* 1 if ids 0..3 are <pad> <s> </s> <unk> as in tfm's word vocabularies (TFM_PAD/BOS/EOS/UNK): true
  * for tfm's models and for spm_train --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3. */
 int tfm_bpe_has_tfm_specials(const tfm_bpe *m);
+
+/* The model's pieces as a word vocabulary (id = piece id), for translators (train-mt --tokenizer bpe):
+ * ids 0..3 get tfm's reserved names <pad> <bos> <eos> <unk>, so the model must have the tfm specials
+ * (else an error telling how to train one). Errors also for a piece holding a newline or equal to a
+ * reserved name at another id. (src/text/bpe_vocab.c) */
+int tfm_bpe_vocab(const tfm_bpe *m, tfm_vocab *v);
 
 /* ---------------------------------------------------------------- encoding and decoding */
 /* id of a piece string as SentencePiece's PieceToId: reserved pieces, then the others, else unk_id. */

@@ -60,6 +60,7 @@
 #include "tfm/io.h"
 #include "tfm/nn.h"
 #include "tfm/text.h"
+#include "tfm/bpe.h"
 
 /* ---------------------------------------------------------------- config */
 /* One config for all architectures (unused fields are ignored by an arch, but still saved). */
@@ -73,7 +74,19 @@ typedef struct {
     /* RNN / Bahdanau */
     int embed_size, hidden_size;
     float dropout;
+    /* Transformer, added for issue 10 (0 = the d2l model; saved only when non-zero) */
+    int share_embeddings;    /* one (V,d) matrix for the source and target embeddings and the output
+                                layer (needs src_vocab == tgt_vocab); config.share_embeddings */
+    int init;                /* tfm_init_kind for init_weights (not saved: only a fresh model uses it) */
 } tfm_s2s_config;
+
+/* Weight initialisation of a fresh Transformer (vt->init_weights):
+ *  D2L:    d2l's xavier_init_weights: Xavier-uniform Linear weights, embeddings N(0,1);
+ *  XAVIER: Xavier-uniform for every matrix, embeddings included (the PyTorch nn.Transformer translation
+ *          tutorial). Both keep the sqrt(d_model) embedding scale of the forward pass, as that tutorial
+ *          does: with Xavier embeddings (std ~ sqrt(2/(V+d))) the scaled embedding no longer drowns the
+ *          positional encoding. Biases and LayerNorms are initialised the same way in both. */
+typedef enum { TFM_INIT_D2L = 0, TFM_INIT_XAVIER = 1 } tfm_init_kind;
 
 /* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2,
  * max_len 1000, embed/hidden 32). arch defaults to "transformer". */
@@ -152,6 +165,8 @@ typedef struct {
     tfm_encdec *model;
     tfm_vocab src_vocab, tgt_vocab;
     int tok_kind;            /* tfm_tok_kind used for the source side (and target evaluation) */
+    tfm_bpe *bpe;            /* tok_kind TFM_TOK_BPE: the joint subword model (owned; both vocabularies
+                                are its pieces), stored as tokenizer.bpe; NULL for word tokenizers */
 } tfm_translator;
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */

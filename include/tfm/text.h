@@ -76,9 +76,11 @@ typedef enum {
     TFM_TOK_D2L = 0,     /* d2l preprocess_nmt: NBSP -> space, lowercase, space before , . ! ?, split on spaces */
     TFM_TOK_MOSES,       /* Moses-like, keeps case (see tfm_tokenize_moses) */
     TFM_TOK_MOSES_LOWER, /* the same after lowercasing */
-    TFM_TOK_SPACE        /* split on whitespace only */
+    TFM_TOK_SPACE,       /* split on whitespace only */
+    TFM_TOK_BPE          /* raw text for a subword model (include/tfm/bpe.h): the whole line is one "token"
+                            (none for an empty or all-space line); the model encodes it */
 } tfm_tok_kind;
-/* "d2l", "moses", "moses-lower", "space" -> kind, or -1. */
+/* "d2l", "moses", "moses-lower", "space", "bpe" -> kind, or -1. */
 int tfm_tok_kind_parse(const char *name);
 const char *tfm_tok_kind_name(tfm_tok_kind k);
 

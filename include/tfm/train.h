@@ -8,6 +8,8 @@
 #ifndef TFM_TRAIN_H
 #define TFM_TRAIN_H
 
+#include <stdio.h>
+
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
 #include "tfm/gpt.h"
@@ -143,6 +145,7 @@ typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sc
  *         clipping this gives different updates from TOKENS; it is what the d2l recipes train with. */
 typedef enum { TFM_LOSS_TOKENS = 0, TFM_LOSS_D2L = 1 } tfm_loss_norm;
 
+struct tfm_mt_progress;
 typedef struct {
     int epochs, batch_size, num_steps;   /* num_steps: padded length of source and target */
     float lr;                /* peak lr (constant/cosine) or Noam scale */
@@ -159,18 +162,47 @@ typedef struct {
     int profile;             /* at the end, print time per op kind and phase per step to stderr */
     int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
                                 with the epoch not counted as done) */
+    /* issue 10 */
+    int max_tokens;          /* > 0: token-budget batches (tfm_batches_by_tokens) instead of batch_size */
+    int valid_every;         /* > 0: call validate every N steps as well as after each epoch */
+    /* Validation hook (NULL: none), called after each epoch (before on_epoch) and every valid_every steps,
+     * with the user pointer of tfm_mt_train: 0 continue, 1 stop training now (--patience; on_epoch still
+     * saves, an unfinished epoch is not counted), -1 error. */
+    int (*validate)(const struct tfm_mt_progress *p, int epoch, void *user);
 } tfm_mt_train_opts;
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
 float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
 
 /* Training state carried by a checkpoint for --resume. */
-typedef struct {
+typedef struct tfm_mt_progress {
     int epoch;               /* epochs completed */
     int step;                /* optimizer steps taken */
     tfm_rng rng;             /* batch shuffling RNG after `epoch` epochs */
     tfm_rng drop_rng;        /* dropout RNG */
 } tfm_mt_progress;
+
+/* Token-budget batches of n sentence pairs (src/train/batching.c), as fairseq / Marian: pairs sorted by
+ * max(src_len, tgt_len) (ties in random order when rng != NULL), cut greedily so that
+ * rows x that length <= max_tokens (source and target tokens of the padded batch, padding included),
+ * then the batch order shuffled (rng). The number of batches does not depend on rng. A pair longer
+ * than max_tokens is an error. */
+int tfm_batches_by_tokens(tfm_batches *b, int n, const int *src_len, const int *tgt_len, int max_tokens,
+                          tfm_rng *rng);
+
+/* ---------------------------------------------------------------- validation (src/train/validate.c) */
+/* --keep-best / --patience: the best score so far and the validations since it. */
+typedef struct {
+    float best;              /* -inf before the first validation */
+    int best_step;           /* step of the best score, -1 before */
+    int n_bad;               /* validations since the last improvement */
+    int patience;            /* stop after this many validations without improvement (0 = never) */
+} tfm_early_stop;
+enum { TFM_VALID_IMPROVED = 1, TFM_VALID_STOP = 2 };
+void tfm_early_stop_init(tfm_early_stop *e, int patience);
+/* One validation: TFM_VALID_IMPROVED when score is finite and strictly above the best (the best is then
+ * updated), else TFM_VALID_STOP once patience validations in a row did not improve, else 0. */
+int tfm_early_stop_update(tfm_early_stop *e, float score, int step);
 
 /* Progress callback (called every log_every steps and at the end of each epoch). */
 typedef struct {
@@ -183,6 +215,13 @@ typedef struct {
 typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
 /* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
 typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
+
+/* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train"
+ * with step, epoch, loss, lr, tokens_per_s; "valid" with valid_loss, valid_bleu, valid_chrf, best_bleu
+ * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. */
+void tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
+void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                      float best_bleu, const char *checkpoint);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry
@@ -203,7 +242,13 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
  * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
 int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
                          const tfm_s2s_config *cfg, uint64_t seed);
-/* p through t's vocabularies into padded training arrays of num_steps tokens (truncation counted in a). */
+/* A fresh translator on raw text (src/train/mt_bpe.c): bpe (must have the tfm specials, see tfm_bpe_vocab)
+ * becomes both vocabularies and is owned by t from then on (freed with it, also on failure). */
+int tfm_translator_build_bpe(tfm_translator *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
+/* p (loaded with TFM_TOK_BPE: one raw line per side) encoded with t->bpe into padded arrays. */
+int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a);
+/* p through t's vocabularies (or t->bpe) into padded training arrays of num_steps tokens (truncation
+ * counted in a). */
 int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_translator_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */

@@ -12,6 +12,15 @@
 #define C "attention"
 #define MAX_MAPS 256
 
+/* word tokens, or the subword pieces of a BPE translator (labels and ids both come from them) */
+static int src_tokens(const tfm_translator *tr, const char *src, tfm_toklist *tl) {
+    if (!tr->bpe) return tfm_tokenize((tfm_tok_kind)tr->tok_kind, src, tl);
+    char *pieces = tfm_bpe_encode_pieces(tr->bpe, src, strlen(src));
+    int rc = pieces ? tfm_tokenize_space(pieces, tl) : -1;
+    free(pieces);
+    return rc;
+}
+
 int cmd_attention(int argc, char **argv) {
     const char *src = NULL, *out = NULL;
     int max_len = 50, threads = 1;
@@ -38,7 +47,7 @@ int cmd_attention(int argc, char **argv) {
     if (tfm_translator_load(&tr, pos[0])) return cli_error(C, "%s", tfm_last_error());
     tfm_encdec *m = tr.model;
     tfm_toklist tl;
-    if (tfm_tokenize((tfm_tok_kind)tr.tok_kind, src, &tl)) {
+    if (src_tokens(&tr, src, &tl)) {
         tfm_translator_free(&tr);
         return cli_error(C, "--src: %s", tfm_last_error());
     }

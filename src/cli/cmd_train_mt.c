@@ -16,9 +16,14 @@ typedef struct {
     const tfm_translator *tr;
     const tfm_adamw *opt;
     const tfm_mt_train_opts *to;
+    mt_valid *val;
 } run_ctx;
 
-static void report(const tfm_mt_report *r, void *user) { mt_report(r, &((run_ctx *)user)->tty); }
+static void report(const tfm_mt_report *r, void *user) {
+    mt_report(r, &((run_ctx *)user)->tty);
+    tfm_mt_log_report(((run_ctx *)user)->val->log, r);
+}
+static int validate(const tfm_mt_progress *p, int epoch, void *user) { return mt_validate(((run_ctx *)user)->val, p, epoch); }
 
 static int save(const tfm_mt_progress *p, void *user) {   /* after every epoch and at a --max-steps stop */
     const run_ctx *x = user;
@@ -29,7 +34,8 @@ int cmd_train_mt(int argc, char **argv) {
     mt_opts o = {.arch = "transformer", .preprocess = "d2l", .schedule = "constant", .loss_norm = "tokens",
                  .min_freq = 2, .max_len = 10, .d_model = 32, .n_head = 4, .n_layer = 2, .ffn = 64, .batch_size = 64,
                  .epochs = 10, .seed = 1, .embed_size = 32, .hidden_size = 32, .dropout = 0.2f, .lr = 0.005f,
-                 .grad_clip = 1.0f, .beta2 = 0.999f, .log_every = -1, .pe_len = 1000};
+                 .grad_clip = 1.0f, .beta2 = 0.999f, .log_every = -1, .pe_len = 1000,
+                 .tokenizer = "word", .init = "d2l"};
     cli_flag flags[] = {
         {"tsv", FLAG_STR, &o.tsv, "parallel corpus: one 'source<TAB>target' pair a line", 0},
         {"src", FLAG_STR, &o.src, "source sentences, one a line (with --tgt)", 0},
@@ -74,17 +80,19 @@ int cmd_train_mt(int argc, char **argv) {
         {"dump-data", FLAG_STR, &o.dump, "write PREFIX.{train,valid}.{src,tgt} tokens and PREFIX.{src,tgt}.vocab", 0},
         {"dump-only", FLAG_BOOL, &o.dump_only, "with --dump-data: write the files and stop (no training)", 0},
     };
+    cli_flag all[sizeof flags / sizeof flags[0] + 16];
+    int n_flags = mt_flags_join(flags, (int)(sizeof flags / sizeof flags[0]), &o, all);
     cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]",
                      "Train an encoder-decoder translator with teacher forcing, masked cross-entropy (label\n"
                      "smoothing), Adam(W), a learning-rate schedule and gradient clipping. A checkpoint is written\n"
                      "after every epoch; --resume continues it exactly. Defaults: the d2l Transformer recipe.",
-                     flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
+                     all, n_flags, 0, 0};
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
-    if (mt_check(&o)) return 2;
+    if (mt_check(&o) || mt_check_model(&o)) return 2;
     tfm_set_threads(o.threads);
-    int tty = cli_stderr_is_tty(), kind = tfm_tok_kind_parse(o.preprocess);
+    int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
     if (o.log_every < 0) o.log_every = tty ? 1 : 0;
     tfm_mt_train_opts to;
     mt_train_opts(&o, &to);
@@ -102,18 +110,7 @@ int cmd_train_mt(int argc, char **argv) {
     rc = 2;
     if (mt_load_corpus(&ptrain, o.tsv, o.src, o.tgt, kind, o.num_examples)) goto free_model;
     if (have_valid && mt_load_corpus(&pvalid, NULL, o.valid_src, o.valid_tgt, kind, 0)) goto free_train;
-    if (!o.resume) {
-        tfm_s2s_config cf;
-        mt_model_config(&o, &cf);
-        if (tfm_translator_build(&tr, &ptrain, kind, o.min_freq, &cf, to.seed)) {
-            cli_error(C, "%s", tfm_last_error());
-            goto done;
-        }
-        if (tfm_adamw_init(&opt, &tr.model->params, to.beta1, to.beta2, to.eps, to.weight_decay)) {
-            cli_error(C, "%s", tfm_last_error());
-            goto done;
-        }
-    }
+    if (!o.resume && mt_build(&o, &ptrain, &to, &tr, &opt)) goto done;
     if (mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train") ||
         (have_valid && mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid")))
         goto done;
@@ -125,17 +122,21 @@ int cmd_train_mt(int argc, char **argv) {
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
     if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
-    run_ctx x = {tty, o.out, &tr, &opt, &to};
+    mt_valid val;
+    if (mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, validate)) goto done_valid;
+    run_ctx x = {tty, o.out, &tr, &opt, &to, &val};
     if (prog.epoch >= o.epochs)
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, report, save, &x)) {
         cli_error(C, "%s", tfm_last_error());
-        goto done;
+        goto done_valid;
     }
     fprintf(stderr, "wrote %s\n", o.out);
     cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);
     rc = 0;
+done_valid:
+    mt_valid_close(&val);
 done:
     tfm_nmt_arrays_free(&atrain);
     tfm_nmt_arrays_free(&avalid);

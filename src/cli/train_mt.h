@@ -1,6 +1,7 @@
 /* tfm train-mt's flags and the helpers its command file calls (src/cli/train_mt_flags.c, train_mt_output.c). */
 #ifndef TFM_CLI_TRAIN_MT_H
 #define TFM_CLI_TRAIN_MT_H
+#include "cli/cli.h"
 #include "tfm/train.h"
 
 typedef struct {
@@ -9,12 +10,45 @@ typedef struct {
     int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only, profile;
     int max_steps;
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
+    /* issue 10 (train_mt_model.c): subwords, tied embeddings, init, token batches */
+    const char *tokenizer, *bpe_model, *init;
+    int vocab_size, share_embeddings, max_tokens;
+    /* issue 10 (train_mt_valid.c): validation that drives training, JSON-lines log */
+    int valid_every, keep_best, patience;
+    const char *log_file;
 } mt_opts;
 
 /* Range checks naming the flag (printed; returns 2), and the library structs the flags fill in. */
 int mt_check(const mt_opts *o);
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to);
 void mt_model_config(const mt_opts *o, tfm_s2s_config *cf);
+/* issue 10's flags (train_mt_model.c): all = base flags + them (all has room for n_base + 16); returns the
+ * count. mt_check_model checks them (2 on error); mt_corpus_kind: the tokenizer kind corpora load with. */
+int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all);
+int mt_check_model(const mt_opts *o);
+int mt_corpus_kind(const mt_opts *o);
+/* A fresh translator (word vocabularies, or a BPE model learned from p / read from --bpe-model) and its
+ * optimizer. Prints the error; returns 0 or 2. */
+int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_translator *tr,
+             tfm_adamw *opt);
+/* Validation with BLEU, --keep-best, --patience, --log-file (train_mt_valid.c). */
+typedef struct {
+    tfm_translator *tr;
+    const tfm_nmt_arrays *valid;     /* NULL: no validation */
+    char *buf[2], **src, **ref;      /* raw validation lines */
+    int n, batch_size, max_len, keep_best, stopped;
+    char best_path[4096];
+    FILE *log;
+    tfm_early_stop es;
+    tfm_graph g;
+} mt_valid;
+/* Reads the raw validation files, opens the log, sets to->max_tokens / valid_every / validate (= fn). 0 or 2. */
+int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_nmt_arrays *valid,
+                  tfm_mt_train_opts *to, int (*fn)(const struct tfm_mt_progress *, int, void *));
+/* One validation (loss, greedy BLEU, best checkpoint, log line): 0 go on, 1 stop (patience), -1 error. */
+int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch);
+void mt_valid_close(mt_valid *v);
+int mt_check_valid(const mt_opts *o);
 /* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation). */
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs);
 int mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a, const char *what);

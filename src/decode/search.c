@@ -304,6 +304,17 @@ int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     return rc;
 }
 
+static int grow_ids(int **ids, int *cap, int need) {
+    if (need <= *cap) return 0;
+    int c = *cap;
+    while (c < need) c *= 2;
+    int *p = realloc(*ids, sizeof(int) * (size_t)c);
+    if (!p) return tfm_set_error("out of memory"), -1;
+    *ids = p;
+    *cap = c;
+    return 0;
+}
+
 int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src, int batch_size,
                         const tfm_decode_opts *o, char **hyps) {
     int *off = malloc(sizeof(int) * (size_t)(n + 1));
@@ -318,6 +329,19 @@ int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *line
     off[0] = 0;
     for (int i = 0; i < n; i++) {
         tfm_toklist tl;
+        if (t->bpe) {   /* raw text: subword ids */
+            int k = 0, *e = tfm_bpe_encode(t->bpe, lines[i], strlen(lines[i]), &k);
+            if (!e || grow_ids(&ids, &cap, total + k)) {
+                free(e);
+                rc = -1;
+                goto end;
+            }
+            memcpy(ids + total, e, sizeof(int) * (size_t)k);
+            free(e);
+            total += k;
+            off[i + 1] = total;
+            continue;
+        }
         if (tfm_tokenize((tfm_tok_kind)t->tok_kind, lines[i], &tl)) {
             rc = -1;
             goto end;
@@ -341,6 +365,13 @@ int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *line
         goto end;
     }
     for (int i = 0; i < n; i++) {
+        if (t->bpe) {   /* detokenized: pieces joined, the whitespace marker -> ' ', bytes -> UTF-8 */
+            if (!(hyps[i] = tfm_bpe_decode(t->bpe, out[i], out_len[i]))) {
+                rc = -1;
+                goto end;
+            }
+            continue;
+        }
         size_t len = 1;
         for (int k = 0; k < out_len[i]; k++) {
             const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);

@@ -41,6 +41,8 @@ int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_
 
 int tfm_translator_save_safetensors(const char *path, const tfm_translator *t) {
     const tfm_s2s_config *c = &t->model->cfg;
+    if (t->bpe || c->share_embeddings)   /* not in the interchange format yet */
+        return tfm_set_error("%s: export of BPE / tied-embedding translators is not supported yet", path), -1;
     tfm_strbuf b = {0};
     tfm_strbuf_put(&b, "{", 1);
 #define PUT(f) tfm_strbuf_printf(&b, "%s\"" #f "\":%d", b.len > 1 ? "," : "", c->f);
@@ -237,7 +239,7 @@ static int import_seq2seq(const tfm_st_file *f, const char *out) {
     const char *kind = need_meta(f, "tfm.tokenizer.kind");
     if (!kind) goto done;
     t.tok_kind = tfm_tok_kind_parse(kind);
-    if (t.tok_kind < 0) {
+    if (t.tok_kind < 0 || t.tok_kind == TFM_TOK_BPE) {
         tfm_set_error("%s: unknown tfm.tokenizer.kind '%.40s'", f->path, kind);
         goto done;
     }

@@ -40,6 +40,11 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         if ((int64_t)c->max_len * c->d_model > (int64_t)1 << 26)   /* the positional-encoding table */
             return tfm_set_error("config max_len * d_model must be <= 2^26, got %d * %d", c->max_len, c->d_model),
                    -1;
+        RANGE(share_embeddings, 0, 1);
+        RANGE(init, 0, 1);
+        if (c->share_embeddings && c->src_vocab != c->tgt_vocab)
+            return tfm_set_error("config share_embeddings needs one joint vocabulary, got %d source and %d target "
+                                 "tokens", c->src_vocab, c->tgt_vocab), -1;
     } else if (!strcmp(c->arch, "rnn") || !strcmp(c->arch, "bahdanau")) {
         RANGE(embed_size, 1, 65536);
         RANGE(hidden_size, 1, 65536);
@@ -58,7 +63,9 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
         int64_t d = c->d_model, f = c->ffn;
         int64_t ffn = d * f + f + f * d + d, ln = 2 * d, mha = 4 * d * d;   /* attention has no biases */
         int64_t enc = mha + ln + ffn + ln, dec = 2 * mha + 3 * ln + ffn;
-        return Vs * d + L * enc + Vt * d + L * dec + (c->pre_ln ? 2 * ln : 0) + d * Vt + Vt;
+        int64_t layers = L * enc + L * dec + (c->pre_ln ? 2 * ln : 0);
+        if (c->share_embeddings) return Vs * d + layers + Vt;   /* one (V,d) matrix: both embeddings and the output */
+        return Vs * d + Vt * d + layers + d * Vt + Vt;
     }
     int bahdanau = !strcmp(c->arch, "bahdanau");
     if (!bahdanau && strcmp(c->arch, "rnn")) return -1;
@@ -127,6 +134,8 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     tfm_container_add_str(c, "tokenizer.src_vocab", s);
     tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
     tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
+    if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
+    if (cf->share_embeddings) tfm_container_add_int(c, "config.share_embeddings", cf->share_embeddings);
     free(s);
     free(u);
 }
@@ -144,6 +153,25 @@ static int check_lowercase(const tfm_translator *t, const char *path) {
                                          "(tokenizer.kind edited?)", path, tfm_tok_kind_name((tfm_tok_kind)t->tok_kind),
                                          k ? "tgt" : "src", vs[k]->tok[i]),
                            -1;
+    return 0;
+}
+
+/* tokenizer.bpe of a "bpe" translator: both vocabularies must be its pieces */
+static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) {
+    t->bpe = calloc(1, sizeof *t->bpe);
+    if (!t->bpe) return tfm_set_error("%s: out of memory", path), -1;
+    if (tfm_bpe_from_container(t->bpe, c, TFM_BPE_ENTRY)) {
+        free(t->bpe);
+        t->bpe = NULL;
+        return -1;
+    }
+    tfm_vocab v;
+    if (tfm_bpe_vocab(t->bpe, &v)) return tfm_prefix_error("%s: ", path);
+    int same = v.n == t->src_vocab.n && v.n == t->tgt_vocab.n;
+    for (int i = 0; same && i < v.n; i++)
+        same = !strcmp(v.tok[i], t->src_vocab.tok[i]) && !strcmp(v.tok[i], t->tgt_vocab.tok[i]);
+    tfm_vocab_free(&v);
+    if (!same) return tfm_set_error("%s: %s does not match tokenizer.src_vocab / tgt_vocab", path, TFM_BPE_ENTRY), -1;
     return 0;
 }
 
@@ -165,6 +193,9 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     INT_FIELDS(GET)
 #undef GET
     if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
+    if (tfm_container_get(c, "config.share_embeddings") &&
+        tfm_container_int(c, "config.share_embeddings", &cf.share_embeddings))
+        return -1;
     const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
     const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
     const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
@@ -193,6 +224,11 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     if (check_lowercase(t, path)) {
         tfm_translator_free(t);
         return -1;
+    }
+    if (kind_id == TFM_TOK_BPE && get_bpe(t, c, path)) {
+        snprintf(msg, sizeof msg, "%s", tfm_last_error());
+        tfm_translator_free(t);
+        return tfm_set_error("%s", msg), -1;
     }
     if (tfm_s2s_config_check(&cf)) {
         snprintf(msg, sizeof msg, "%s", tfm_last_error());
@@ -234,5 +270,7 @@ void tfm_translator_free(tfm_translator *t) {
     t->model = NULL;
     if (t->src_vocab.tok) tfm_vocab_free(&t->src_vocab);
     if (t->tgt_vocab.tok) tfm_vocab_free(&t->tgt_vocab);
+    if (t->bpe) tfm_bpe_free(t->bpe);
+    free(t->bpe);
     memset(t, 0, sizeof *t);
 }

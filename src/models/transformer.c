@@ -345,12 +345,19 @@ static void init_mha(tfm_MultiHeadAttention *a, tfm_rng *r) {
     init_linear(&a->W_o, r);
 }
 
+static void init_embedding(tfm_tensor *w, int kind, tfm_rng *r) {
+    if (kind == TFM_INIT_XAVIER) tfm_init_xavier(w, r);
+    else tfm_init_normal(w, r, 1.0f);
+}
+
+/* cfg.init (tfm_init_kind) decides the embeddings; with shared embeddings the one matrix is drawn once
+ * and the output layer's bias only. */
 static void tf_init_weights(tfm_encdec *m, uint64_t seed) {
     tf_impl *t = IMPL(m);
     tfm_rng r;
     tfm_rng_seed(&r, seed);
-    tfm_init_normal(t->enc_emb.weight, &r, 1.0f);
-    tfm_init_normal(t->dec_emb.weight, &r, 1.0f);
+    init_embedding(t->enc_emb.weight, m->cfg.init, &r);
+    if (!m->cfg.share_embeddings) init_embedding(t->dec_emb.weight, m->cfg.init, &r);
     for (int l = 0; l < m->cfg.n_layer; l++) {
         enc_block *e = &t->eb[l];
         init_mha(&e->attention, &r);
@@ -373,7 +380,8 @@ static void tf_init_weights(tfm_encdec *m, uint64_t seed) {
         init_ln(&t->enc_lnf);
         init_ln(&t->dec_lnf);
     }
-    init_linear(&t->dense, &r);
+    if (m->cfg.share_embeddings) tfm_init_uniform(t->dense.b, &r, 1.0f / sqrtf((float)t->dense.W->shape[1]));
+    else init_linear(&t->dense, &r);
 }
 
 static void tf_destroy(tfm_encdec *m) {
@@ -453,7 +461,8 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         return tfm_set_error("out of memory (transformer, %d layers)", L), NULL;
     }
     char name[128], sub[192];
-    tfm_Embedding_init(&t->enc_emb, P, "encoder.embedding", c->src_vocab, d);
+    tfm_Embedding_init(&t->enc_emb, P, c->share_embeddings ? "shared.embedding" : "encoder.embedding", c->src_vocab,
+                       d);
     for (int l = 0; l < L; l++) {
         enc_block *b = &t->eb[l];
         snprintf(name, sizeof name, "encoder.blocks.%d", l);
@@ -464,7 +473,8 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->enc_lnf, P, "encoder.ln_f", d);
-    tfm_Embedding_init(&t->dec_emb, P, "decoder.embedding", c->tgt_vocab, d);
+    if (c->share_embeddings) t->dec_emb.weight = t->enc_emb.weight;   /* tied: one parameter */
+    else tfm_Embedding_init(&t->dec_emb, P, "decoder.embedding", c->tgt_vocab, d);
     for (int l = 0; l < L; l++) {
         dec_block *b = &t->db[l];
         snprintf(name, sizeof name, "decoder.blocks.%d", l);
@@ -478,7 +488,12 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         tfm_AddNorm_init(&b->addnorm3, P, tfm_name(sub, sizeof sub, name, "addnorm3"), d, p);
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->dec_lnf, P, "decoder.ln_f", d);
-    tfm_Linear_init(&t->dense, P, "decoder.dense", d, c->tgt_vocab, 1);
+    if (c->share_embeddings) {   /* logits = x E^T + b: the gradients of all three uses add up in E */
+        t->dense.W = t->enc_emb.weight;
+        t->dense.b = tfm_param1(P, "decoder.dense.bias", c->tgt_vocab);
+    } else {
+        tfm_Linear_init(&t->dense, P, "decoder.dense", d, c->tgt_vocab, 1);
+    }
     if (tfm_params_alloc(P) || tfm_PositionalEncoding_init(&t->pe, c->max_len, d)) {
         tf_destroy(m);
         return NULL;

@@ -73,16 +73,16 @@ static int next_cp(const char *s, size_t n, size_t i, uint32_t *cp) {
 }
 
 /* ---------------------------------------------------------------- tokenizer kinds */
-static const char *const kind_names[] = {"d2l", "moses", "moses-lower", "space"};
+static const char *const kind_names[] = {"d2l", "moses", "moses-lower", "space", "bpe"};
 
 int tfm_tok_kind_parse(const char *name) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!strcmp(name, kind_names[i])) return i;
     return -1;
 }
 
 const char *tfm_tok_kind_name(tfm_tok_kind k) {
-    return (k >= 0 && (int)k < 4) ? kind_names[k] : "?";
+    return (k >= 0 && (int)k < 5) ? kind_names[k] : "?";
 }
 
 /* ---------------------------------------------------------------- d2l */
@@ -256,11 +256,27 @@ int tfm_tokenize_moses(const char *line, tfm_toklist *out) {
     return tb_finish(&t, out);
 }
 
+/* TFM_TOK_BPE: the line itself, or no token when it is empty or only spaces */
+static int whole_line(const char *line, tfm_toklist *out) {
+    tokbuf t = {0};
+    size_t n = strlen(line);
+    int blank = 1;
+    for (size_t i = 0; i < n && blank;) {
+        uint32_t cp;
+        int k = tfm_utf8_decode(line + i, n - i, &cp);
+        if (!k || !tfm_unicode_space(cp)) blank = 0;
+        i += k ? (size_t)k : 1;
+    }
+    if (!blank && tb_push(&t, line, n)) return tb_oom(&t);
+    return tb_finish(&t, out);
+}
+
 int tfm_tokenize(tfm_tok_kind kind, const char *line, tfm_toklist *out) {
     switch (kind) {
     case TFM_TOK_D2L: return tfm_tokenize_d2l(line, out);
     case TFM_TOK_MOSES: return tfm_tokenize_moses(line, out);
     case TFM_TOK_SPACE: return tfm_tokenize_space(line, out);
+    case TFM_TOK_BPE: return whole_line(line, out);
     case TFM_TOK_MOSES_LOWER: {
         char *low = tfm_utf8_lower(line, strlen(line), NULL);
         if (!low) {

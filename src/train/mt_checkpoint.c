@@ -27,6 +27,7 @@ int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_
 }
 
 int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a) {
+    if (t->bpe) return tfm_mt_arrays_bpe(p, t, num_steps, a);
     tfm_parallel_ids ids;
     if (tfm_parallel_encode(p, &t->src_vocab, &t->tgt_vocab, &ids)) return -1;
     int rc = tfm_nmt_arrays_build(&ids, num_steps, a);

@@ -133,6 +133,12 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     if (train->n < 1) return tfm_set_error("no training pairs"), -1;
     if (o->batch_size < 1) return tfm_set_error("batch size must be >= 1"), -1;
     int steps_per_epoch = (train->n + o->batch_size - 1) / o->batch_size;
+    if (o->max_tokens > 0) {   /* the batch count of token batches does not depend on the shuffle */
+        tfm_batches b0;
+        if (tfm_batches_by_tokens(&b0, train->n, train->src_valid, train->tgt_valid, o->max_tokens, NULL)) return -1;
+        steps_per_epoch = b0.n_batches;
+        tfm_batches_free(&b0);
+    }
     int total = o->epochs * steps_per_epoch;
     int *lens = malloc(sizeof(int) * (size_t)train->n);
     if (!lens) return tfm_set_error("out of memory"), -1;
@@ -146,11 +152,13 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     int d_model = m->cfg.d_model > 0 ? m->cfg.d_model : m->cfg.hidden_size;
     double t0 = tfm_now(), t_last = t0, loss_sum = 0;
     long tok_since = 0, tok_total = 0;
-    int steps_this_run = 0, rc = 0;
+    int steps_this_run = 0, rc = 0, early = 0;   /* early: validate asked to stop */
     int limit = o->max_steps > 0;   /* --max-steps: stop after that many steps of this run */
     for (int epoch = prog->epoch; epoch < o->epochs && !rc && !(limit && steps_this_run >= o->max_steps); epoch++) {
         tfm_batches bt;
-        if (tfm_batches_make(&bt, train->n, o->batch_size, lens, o->bucket, &prog->rng)) {
+        if (o->max_tokens > 0 ? tfm_batches_by_tokens(&bt, train->n, train->src_valid, train->tgt_valid, o->max_tokens,
+                                                      &prog->rng)
+                              : tfm_batches_make(&bt, train->n, o->batch_size, lens, o->bucket, &prog->rng)) {
             rc = -1;
             break;
         }
@@ -208,12 +216,28 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 tok_since = 0;
                 t_last = now;
             }
+            if (o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0 && !last) {
+                prog->drop_rng = g.rng;
+                int v = o->validate(prog, epoch + 1, user);
+                if (v) {
+                    rc = v < 0 ? -1 : 0;
+                    stopped = early = 1;
+                    break;
+                }
+            }
         }
         tfm_batches_free(&bt);
         if (rc) break;
         if (!stopped) prog->epoch = epoch + 1;   /* a --max-steps stop mid-epoch: not counted as done */
         prog->drop_rng = g.rng;
+        if (!early && o->validate) {
+            int v = o->validate(prog, epoch + 1, user);
+            if (v < 0) rc = -1;
+            early = v > 0;
+        }
+        if (rc) break;
         if (on_epoch && on_epoch(prog, user)) rc = -1;
+        if (early) break;
     }
     (void)t_last;
     if (o->profile && steps_this_run) {

@@ -55,9 +55,9 @@ static void test_param_counts(void) {
         tfm_gpt_free(&m);
     }
     CHECK("tfm_gpt_n_params equals the built model (causal and synthesizer)", bad == 0, "%d configs differ", bad);
-    const char *arch[] = {"transformer", "transformer", "rnn", "rnn", "bahdanau", "bahdanau"};
+    const char *arch[] = {"transformer", "transformer", "rnn", "rnn", "bahdanau", "bahdanau", "transformer"};
     bad = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         tfm_s2s_config c;
         tfm_s2s_config_default(&c);
         snprintf(c.arch, sizeof c.arch, "%s", arch[i]);
@@ -71,6 +71,10 @@ static void test_param_counts(void) {
         c.n_layer = 1 + (i & 1) * 2;
         c.embed_size = 6 + i;
         c.hidden_size = 10 - i;
+        if (i == 6) {   /* tied embeddings: one (V,d) matrix for both embeddings and the output layer */
+            c.share_embeddings = 1;
+            c.tgt_vocab = c.src_vocab;
+        }
         tfm_encdec *m = tfm_s2s_create(&c);
         if (!m) { printf("# %s: %s\n", arch[i], tfm_last_error()); bad++; continue; }
         if ((int64_t)m->params.total != tfm_s2s_n_params(&c)) {
@@ -80,7 +84,7 @@ static void test_param_counts(void) {
         }
         tfm_encdec_free(m);
     }
-    CHECK("tfm_s2s_n_params equals the built model (transformer pre/post-LN, rnn, bahdanau, 1 and 3 layers)",
+    CHECK("tfm_s2s_n_params equals the built model (transformer pre/post-LN and tied embeddings, rnn, bahdanau, 1 and 3 layers)",
           bad == 0, "%d configs differ", bad);
 }
 

@@ -1,0 +1,101 @@
+/* train-mt, issue 10: --tokenizer bpe / --vocab-size / --bpe-model, --share-embeddings, --init, --max-tokens
+ * (flags, checks, and building the fresh translator). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/train_mt.h"
+
+#define C "train-mt"
+
+int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
+    cli_flag extra[] = {
+        {"tokenizer", FLAG_STR, &o->tokenizer, "word (--preprocess) | bpe (joint subwords, raw text in and out)", 0},
+        {"vocab-size", FLAG_INT, &o->vocab_size, "with --tokenizer bpe: pieces of the joint BPE model learned "
+                                                 "from the training pairs (default 8000)", 0},
+        {"bpe-model", FLAG_STR, &o->bpe_model, "with --tokenizer bpe: use this BPE .model (tfm bpe learn, or "
+                                               "spm_train --model_type=bpe with tfm's special ids)", 0},
+        {"share-embeddings", FLAG_BOOL, &o->share_embeddings,
+         "transformer: one matrix for source/target embeddings and the output layer (needs --tokenizer bpe)", 0},
+        {"init", FLAG_STR, &o->init, "d2l (embeddings N(0,1)) | xavier (every matrix Xavier-uniform)", 0},
+        {"max-tokens", FLAG_INT, &o->max_tokens,
+         "batches of up to N source and N target tokens incl. padding, length-sorted (0 = --batch-size)", 0},
+        {"valid-every", FLAG_INT, &o->valid_every, "also validate every N steps (default: after each epoch)", 0},
+        {"keep-best", FLAG_BOOL, &o->keep_best, "write MODEL.best.tfm whenever validation BLEU improves", 0},
+        {"patience", FLAG_INT, &o->patience, "stop after N validations without a better BLEU (0 = never)", 0},
+        {"log-file", FLAG_STR, &o->log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
+    };
+    int n = (int)(sizeof extra / sizeof extra[0]);
+    memcpy(all, base, sizeof *base * (size_t)n_base);
+    memcpy(all + n_base, extra, sizeof extra);
+    return n_base + n;
+}
+
+int mt_check_model(const mt_opts *o) {
+    int bpe = !strcmp(o->tokenizer, "bpe");
+    if (!bpe && strcmp(o->tokenizer, "word")) return cli_error(C, "--tokenizer: unknown '%s' (word, bpe)", o->tokenizer);
+    if (!strcmp(o->preprocess, "bpe")) return cli_error(C, "--preprocess: use --tokenizer bpe for subwords");
+    if (!bpe && (o->vocab_size || o->bpe_model))
+        return cli_error(C, "--%s needs --tokenizer bpe", o->bpe_model ? "bpe-model" : "vocab-size");
+    if (o->vocab_size && o->bpe_model) return cli_error(C, "give --vocab-size or --bpe-model, not both");
+    if (o->vocab_size < 0 || o->vocab_size > 1000000)
+        return cli_error(C, "--vocab-size must be in 1..1000000, got %d", o->vocab_size);
+    if (o->share_embeddings && !bpe)
+        return cli_error(C, "--share-embeddings needs one joint vocabulary: use it with --tokenizer bpe");
+    if (o->share_embeddings && strcmp(o->arch, "transformer"))
+        return cli_error(C, "--share-embeddings: only for --arch transformer");
+    if (strcmp(o->init, "d2l") && strcmp(o->init, "xavier"))
+        return cli_error(C, "--init: unknown '%s' (d2l, xavier)", o->init);
+    if (!strcmp(o->init, "xavier") && strcmp(o->arch, "transformer"))
+        return cli_error(C, "--init xavier: only for --arch transformer");
+    if (o->max_tokens < 0) return cli_error(C, "--max-tokens must be >= 0, got %d", o->max_tokens);
+    if (o->max_tokens && o->max_tokens < o->max_len)
+        return cli_error(C, "--max-tokens must be at least --max-len (%d), got %d", o->max_len, o->max_tokens);
+    return mt_check_valid(o);
+}
+
+int mt_corpus_kind(const mt_opts *o) {
+    return !strcmp(o->tokenizer, "bpe") ? TFM_TOK_BPE : tfm_tok_kind_parse(o->preprocess);
+}
+
+/* --bpe-model FILE, or a joint model learned from both sides of the training pairs */
+static tfm_bpe *make_bpe(const mt_opts *o, const tfm_parallel_text *p) {
+    tfm_bpe *b = calloc(1, sizeof *b);
+    if (!b) return cli_error(C, "out of memory"), NULL;
+    int rc;
+    if (o->bpe_model) {
+        rc = tfm_bpe_load(b, o->bpe_model);
+    } else {
+        const char **lines = malloc(sizeof(char *) * 2 * (size_t)p->n);
+        if (!lines) return free(b), cli_error(C, "out of memory"), NULL;
+        for (int i = 0; i < p->n; i++) lines[2 * i] = p->src[i].tok[0], lines[2 * i + 1] = p->tgt[i].tok[0];
+        tfm_bpe_learn_opts lo;
+        tfm_bpe_learn_defaults(&lo);
+        if (o->vocab_size) lo.vocab_size = o->vocab_size;
+        rc = tfm_bpe_learn_lines(b, lines, 2 * p->n, &lo);
+        free(lines);
+        if (rc) cli_error(C, "--vocab-size %d: %s", lo.vocab_size, tfm_last_error());
+        else fprintf(stderr, "learned a joint BPE model of %d pieces from %d pairs\n", b->n, p->n);
+        if (rc) return free(b), NULL;
+    }
+    if (rc) return cli_error(C, "--bpe-model: %s", tfm_last_error()), free(b), NULL;
+    return b;
+}
+
+int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_translator *tr,
+             tfm_adamw *opt) {
+    tfm_s2s_config cf;
+    mt_model_config(o, &cf);
+    cf.share_embeddings = o->share_embeddings;
+    cf.init = strcmp(o->init, "xavier") ? TFM_INIT_D2L : TFM_INIT_XAVIER;
+    if (!strcmp(o->tokenizer, "bpe")) {
+        tfm_bpe *b = make_bpe(o, p);
+        if (!b) return 2;
+        if (tfm_translator_build_bpe(tr, b, &cf, to->seed))
+            return cli_error(C, "%s%s", o->bpe_model ? "--bpe-model: " : "", tfm_last_error());
+    } else if (tfm_translator_build(tr, p, mt_corpus_kind(o), o->min_freq, &cf, to->seed)) {
+        return cli_error(C, "%s", tfm_last_error());
+    }
+    if (tfm_adamw_init(opt, &tr->model->params, to->beta1, to->beta2, to->eps, to->weight_decay))
+        return cli_error(C, "%s", tfm_last_error());
+    return 0;
+}

@@ -1,0 +1,101 @@
+/* train-mt: validation that drives training. After each epoch (and every --valid-every steps): validation
+ * loss, greedy BLEU (and chrF2) of the raw validation sources against the raw references (tfm bleu's metric), a best
+ * checkpoint (--keep-best: MODEL.best.tfm, weights and tokenizer, written atomically), --patience, and the
+ * JSON-lines log (--log-file). The keep-best / patience rule: tfm_early_stop_update (src/train/validate.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/train_mt.h"
+#include "tfm/decode.h"
+#include "tfm/eval.h"
+
+#define C "train-mt"
+
+int mt_check_valid(const mt_opts *o) {
+    if (o->valid_every < 0) return cli_error(C, "--valid-every must be >= 0, got %d", o->valid_every);
+    if (o->patience < 0) return cli_error(C, "--patience must be >= 0, got %d", o->patience);
+    if (!o->valid_src && (o->keep_best || o->patience || o->valid_every))
+        return cli_error(C, "--%s needs --valid-src and --valid-tgt",
+                         o->keep_best ? "keep-best" : o->patience ? "patience" : "valid-every");
+    return 0;
+}
+
+static char **read_lines(const char *path, char **buf, int *n) {
+    size_t len;
+    if (!(*buf = tfm_read_text_file(path, &len))) return NULL;
+    char **l = tfm_split_lines(*buf, len, n);
+    if (!l) tfm_set_error("%s: out of memory", path);
+    return l;
+}
+
+int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_nmt_arrays *valid,
+                  tfm_mt_train_opts *to, int (*fn)(const struct tfm_mt_progress *, int, void *)) {
+    memset(v, 0, sizeof *v);
+    tfm_graph_init(&v->g, 0);
+    to->max_tokens = o->max_tokens;
+    to->valid_every = o->valid_every;
+    tfm_early_stop_init(&v->es, o->patience);
+    v->tr = tr;
+    v->keep_best = o->keep_best;
+    v->batch_size = o->batch_size;
+    v->max_len = o->max_len;
+    size_t k = strlen(o->out);
+    k = k > 4 && !strcmp(o->out + k - 4, ".tfm") ? k - 4 : k;
+    snprintf(v->best_path, sizeof v->best_path, "%.*s.best.tfm", (int)k, o->out);
+    if (o->log_file && !(v->log = fopen(o->log_file, "w"))) return cli_error(C, "--log-file: cannot write %s", o->log_file);
+    if (!valid) return 0;
+    int ns = 0, nt = 0;
+    v->src = read_lines(o->valid_src, &v->buf[0], &ns);
+    v->ref = v->src ? read_lines(o->valid_tgt, &v->buf[1], &nt) : NULL;
+    if (!v->ref) return cli_error(C, "%s", tfm_last_error());
+    v->n = ns < nt ? ns : nt;
+    v->valid = valid;
+    to->validate = fn;
+    return 0;
+}
+
+int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
+    float loss = tfm_mt_eval_loss(v->tr->model, &v->g, v->valid, v->batch_size), bleu = 0;
+    char **hyp = calloc((size_t)v->n + 1, sizeof *hyp);
+    tfm_decode_opts d = {1, 0.0f, 2 * v->max_len};
+    tfm_bleu_result r;
+    tfm_chrf_result cr;
+    int rc = !hyp ? -1 : tfm_translate_lines(v->tr, &v->g, (const char *const *)v->src, v->n, v->max_len, v->batch_size, &d, hyp);
+    if (!rc) rc = tfm_corpus_bleu((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &r);
+    if (!rc) rc = tfm_corpus_chrf((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &cr);
+    for (int i = 0; hyp && i < v->n; i++) free(hyp[i]);
+    free(hyp);
+    if (rc) return tfm_prefix_error("validation: ");
+    bleu = (float)r.score;
+    int flags = tfm_early_stop_update(&v->es, bleu, p->step);
+    const char *wrote = NULL;
+    if ((flags & TFM_VALID_IMPROVED) && v->keep_best) {
+        tfm_container c;
+        tfm_container_init(&c);
+        tfm_translator_put(&c, v->tr);
+        rc = tfm_container_save(&c, v->best_path);
+        tfm_container_free(&c);
+        if (rc) return tfm_prefix_error("--keep-best: ");
+        wrote = v->best_path;
+    }
+    fprintf(stderr, "valid at step %d: loss %.4f  BLEU %.2f  chrF2 %.2f  (best BLEU %.2f at step %d)%s%s\n", p->step,
+            loss, bleu, cr.score, v->es.best, v->es.best_step, wrote ? "  wrote " : "", wrote ? wrote : "");
+    tfm_mt_log_valid(v->log, p->step, epoch, loss, bleu, (float)cr.score, v->es.best, wrote);
+    if (flags & TFM_VALID_STOP) {
+        fprintf(stderr, "stopping: %d validations without a better BLEU (--patience %d)\n", v->es.n_bad, v->es.patience);
+        v->stopped = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void mt_valid_close(mt_valid *v) {
+    free(v->src);
+    free(v->ref);
+    free(v->buf[0]);
+    free(v->buf[1]);
+    if (v->log) fclose(v->log);
+    tfm_graph_free(&v->g);
+    memset(v, 0, sizeof *v);
+}

@@ -1,0 +1,42 @@
+/* train-mt --log-file F.jsonl: one JSON object per line, the schema of docs/LOGS.md (read by tfm plot).
+ * Non-finite numbers are written as null so every line stays strict JSON; each line is flushed. */
+#include <math.h>
+#include <stdio.h>
+
+#include "tfm/train.h"
+
+static void num(FILE *f, const char *key, double v) {
+    if (isfinite(v)) fprintf(f, ", \"%s\": %.6g", key, v);
+    else fprintf(f, ", \"%s\": null", key);
+}
+
+void tfm_mt_log_report(FILE *f, const tfm_mt_report *r) {
+    if (!f) return;
+    fprintf(f, "{\"event\": \"train\", \"step\": %d, \"epoch\": %d", r->step, r->epoch);
+    num(f, "loss", r->loss);
+    num(f, "lr", r->lr);
+    num(f, "tokens_per_s", r->tokens_per_s);
+    fputs("}\n", f);
+    fflush(f);
+}
+
+void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                      float best_bleu, const char *checkpoint) {
+    if (!f) return;
+    fprintf(f, "{\"event\": \"valid\", \"step\": %d, \"epoch\": %d", step, epoch);
+    num(f, "valid_loss", valid_loss);
+    num(f, "valid_bleu", valid_bleu);
+    num(f, "valid_chrf", valid_chrf);
+    num(f, "best_bleu", best_bleu);
+    if (checkpoint) {   /* a path: JSON-escape quotes, backslashes and control bytes */
+        fputs(", \"checkpoint\": \"", f);
+        for (const unsigned char *p = (const unsigned char *)checkpoint; *p; p++) {
+            if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+            else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+            else fputc(*p, f);
+        }
+        fputc('"', f);
+    }
+    fputs("}\n", f);
+    fflush(f);
+}
