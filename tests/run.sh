@@ -3,13 +3,14 @@
 #   tests/run.sh BUILD_DIR [SAN_BUILD_DIR]
 # Unit test binaries print "PASS name" / "FAIL name: why" lines; CLI tests (tests/cli/*.sh) do the same.
 # A test that needs an optional tool (spm_train, mpirun, qemu-x86_64) prints "SKIP name: why" where it is missing;
-# a kernel path the CPU lacks (AVX-512) prints "NOCPU name: why" (reported, not counted).
+# a check this CPU or build cannot run (an AVX-512 kernel path on an AVX2 CPU, a huge allocation under ASan)
+# prints "NOTRUN name: why" (reported in a note, not counted).
 set -u
 build=${1:-build}
 san=${2:-}
 cd "$(dirname "$0")/.."
 export TFM="$PWD/$build/tfm"
-pass=0; fail=0; skip=0; nocpu=0
+pass=0; fail=0; skip=0; notrun=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 run_one() {  # label, command...
     local label=$1; shift
@@ -17,7 +18,7 @@ run_one() {  # label, command...
     local rc=$?
     local p f
     p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log"); s=$(grep -c '^SKIP ' "$log")
-    nocpu=$((nocpu + $(grep -c '^NOCPU ' "$log")))
+    notrun=$((notrun + $(grep -c '^NOTRUN ' "$log")))
     grep -E '^(FAIL|SKIP) ' "$log" | sed "s|^|[$label] |"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; f=1
@@ -37,7 +38,7 @@ best=generic; isa_ok avx2 && best=avx2; isa_ok avx512 && best=avx512
 for isa in avx512 avx2 generic; do
     [ "$isa" = "$best" ] && continue
     if ! isa_ok "$isa"; then
-        run_one "isa/$isa" echo "NOCPU isa-$isa: this CPU lacks it (the $isa path is not tested here)"
+        run_one "isa/$isa" echo "NOTRUN isa-$isa: this CPU lacks it (the $isa path is not tested here)"
         continue
     fi
     for t in "$build"/tests/test_*; do
@@ -75,6 +76,6 @@ if [ -n "$san" ]; then
 fi
 # Kernel paths this CPU cannot run (AVX-512 on an AVX2 machine) are not skips of a missing tool: they
 # run wherever the CPU has them. Said here, apart from the count.
-[ "$nocpu" -gt 0 ] && echo "note: $nocpu kernel-path checks need an instruction set this CPU lacks (NOCPU lines; not run here)"
+[ "$notrun" -gt 0 ] && echo "note: $notrun checks cannot run on this CPU or build (NOTRUN lines: AVX-512 paths, huge allocations under ASan)"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -235,7 +235,7 @@ static void determinism_suite(void) {
 /* The AVX-512 12x32 tiles do per element what the AVX2 6x16 kernel does: both paths give the same bits. */
 static void isa_equal_suite(void) {
     if (!tfm_isa_supported(TFM_ISA_AVX512)) {
-        printf("NOCPU gemm_avx512_equals_avx2: this CPU lacks AVX-512F (not tested here)\n");
+        printf("NOTRUN gemm_avx512_equals_avx2: this CPU lacks AVX-512F (not tested here)\n");
         return;
     }
     static const int shapes[][3] = {{768, 128, 128}, {300, 257, 520}, {13, 64, 7}, {64, 64, 32}, {37, 100, 300}};
@@ -275,7 +275,7 @@ int main(void) {
     /* every instruction-set path this CPU runs, called directly */
     for (int isa = 0; isa < TFM_ISA_COUNT; isa++) {
         if (!tfm_isa_supported((tfm_isa)isa)) {
-            printf("NOCPU gemm_isa_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)isa));
+            printf("NOTRUN gemm_isa_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)isa));
             continue;
         }
         g_isa = isa;

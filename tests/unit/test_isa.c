@@ -1,5 +1,5 @@
 /* Instruction-set paths: every vector-math body of every path this CPU runs against a double-precision
- * reference (all tail lengths), and TFM_ISA validation. Paths the CPU lacks print NOCPU (not tested here; tests/run.sh reports them apart from skips). */
+ * reference (all tail lengths), and TFM_ISA validation. Paths the CPU lacks print NOTRUN (not tested here; tests/run.sh reports them apart from skips). */
 #include "check.h"
 #include "ops/isa.h"
 #include "ops/vmath.h"
@@ -131,7 +131,7 @@ static void adamw_suite(void) {
         char name[64];
         snprintf(name, sizeof name, "adamw_%s_matches_generic", tfm_isa_str((tfm_isa)isa));
         if (!tfm_isa_supported((tfm_isa)isa)) {
-            printf("NOCPU %s: this CPU does not support it (not tested here)\n", name);
+            printf("NOTRUN %s: this CPU does not support it (not tested here)\n", name);
             continue;
         }
         float w[N], g[N], m[N], v[N];
@@ -169,7 +169,7 @@ static void env_suite(void) {
 int main(void) {
     for (int i = 0; i < TFM_ISA_COUNT; i++) {
         if (tfm_isa_supported((tfm_isa)i)) path_suite((tfm_isa)i);
-        else printf("NOCPU vmath_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)i));
+        else printf("NOTRUN vmath_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)i));
     }
     adamw_suite();
     env_suite();
