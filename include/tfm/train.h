@@ -8,6 +8,8 @@
 #ifndef TFM_TRAIN_H
 #define TFM_TRAIN_H
 
+#include <signal.h>
+
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
 #include "tfm/gpt.h"
@@ -58,7 +60,25 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
  * when g->profile. Both training loops call this; before the first step of a run they zero the grads
  * (tfm_train_zero_grad), afterwards the fused step does. */
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
-void tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+/* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer
+ * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. */
+int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+
+/* What the caller of a training loop controls while it runs (both loops; all fields 0/NULL = off). */
+typedef struct {
+    const volatile sig_atomic_t *stop;   /* when *stop becomes non-zero (e.g. set by a SIGINT handler the
+                                            caller owns), the loop finishes the current step, saves, returns */
+    int save_every;          /* > 0: save (through the loop's callback) every N optimizer steps */
+    int skip_nonfinite;      /* batches whose loss or grad norm is not finite that are skipped (no update)
+                                before the run stops with an error naming the step */
+} tfm_train_ctl;
+
+/* Checkpoint files around PATH (src/train/ckpt_files.c). Removes PATH.tmp.<pid> files left by processes
+ * that no longer run (a kill during a save); returns how many were removed. */
+int tfm_ckpt_remove_stale_tmp(const char *path);
+/* --keep-last: hard-links PATH to PATH-without-.tfm.step<step>.tfm, then removes all but the newest
+ * keep such files. 0, or -1 with a tfm error naming the file. */
+int tfm_ckpt_keep_step(const char *path, int step, int keep);
 
 /* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
 /* A character corpus split into train (first frac) and validation (rest). */
@@ -119,7 +139,7 @@ void tfm_lm_train_state_init(tfm_lm_train_state *st);
  * op/phase times per step at the end to stderr. Returns the number of steps run, or -1 with a tfm error
  * (loss not finite, save failed). */
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
-                 int profile, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user);
+                 int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user);
 
 /* ---------------------------------------------------------------- training (src/train/train_mt.c) */
 typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
@@ -144,7 +164,8 @@ typedef struct {
     int quiet;
     int profile;             /* at the end, print time per op kind and phase per step to stderr */
     int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
-                                with the epoch not counted as done) */
+                                with the position inside the epoch, prog->batch) */
+    tfm_train_ctl ctl;       /* stop flag, --save-every, --skip-nonfinite */
 } tfm_mt_train_opts;
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
@@ -156,6 +177,9 @@ typedef struct {
     int step;                /* optimizer steps taken */
     tfm_rng rng;             /* batch shuffling RNG after `epoch` epochs */
     tfm_rng drop_rng;        /* dropout RNG */
+    int batch;               /* batches of epoch `epoch` already done (a mid-epoch checkpoint), else 0 */
+    tfm_rng epoch_rng;       /* the shuffling RNG at the start of epoch `epoch`: the same batches again */
+    int skipped;             /* non-finite batches skipped so far (--skip-nonfinite) */
 } tfm_mt_progress;
 
 /* Progress callback (called every log_every steps and at the end of each epoch). */
@@ -167,7 +191,8 @@ typedef struct {
     int end_of_epoch;
 } tfm_mt_report;
 typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
-/* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
+/* Called after each epoch, every ctl.save_every steps, and at a stop (max_steps or *ctl.stop) to save a
+ * checkpoint (p->batch > 0: inside an epoch); non-zero return stops training with error. */
 typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,

@@ -7,7 +7,7 @@ typedef struct {
     const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump, *loss_norm;
     int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, batch_size, epochs, warmup, seed, threads;
     int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only, profile;
-    int max_steps;
+    int max_steps, save_every, keep_last, skip_nonfinite;
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
 } mt_opts;
 
@@ -22,6 +22,16 @@ int mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps
 int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_translator *t);
 /* --d2l-examples: translate d2l's four English sentences and print BLEU. */
 void mt_d2l_examples(tfm_translator *t);
-/* tfm_mt_report_fn printing progress lines; user = pointer to an int "stderr is a TTY". */
+typedef struct {   /* what the report and save callbacks need */
+    int tty;
+    const char *out;
+    const tfm_translator *tr;
+    const tfm_adamw *opt;
+    const tfm_mt_train_opts *to;
+    int keep_last;
+} mt_run;
+/* tfm_mt_report_fn printing progress lines; user = an mt_run (or a pointer to an int "stderr is a TTY"). */
 void mt_report(const tfm_mt_report *r, void *user);
+/* tfm_mt_epoch_fn: the checkpoint (and its --keep-last copy); user = an mt_run. */
+int mt_save(const tfm_mt_progress *p, void *user);
 #endif
