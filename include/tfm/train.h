@@ -80,6 +80,24 @@ int tfm_ckpt_remove_stale_tmp(const char *path);
  * keep such files. 0, or -1 with a tfm error naming the file. */
 int tfm_ckpt_keep_step(const char *path, int step, int keep);
 
+/* The complete configuration of a run as (name, value) text pairs, stored as run.<name> entries in every
+ * checkpoint so that --resume takes everything from it and can refuse a flag that would change the run
+ * (src/train/run_config.c). The CLI builds it from its flag table: a new flag is registered by being in
+ * the table. Data files are recorded as "data:<flag>" = tfm_file_fingerprint. */
+typedef struct {
+    char **name, **value;
+    int n, cap;
+} tfm_run_config;
+/* Adds or replaces name = value (copied). 0, or -1 (out of memory). */
+int tfm_run_config_set(tfm_run_config *c, const char *name, const char *value);
+const char *tfm_run_config_find(const tfm_run_config *c, const char *name);   /* NULL if absent */
+void tfm_run_config_free(tfm_run_config *c);
+void tfm_run_config_put(tfm_container *k, const tfm_run_config *c);
+int tfm_run_config_get(const tfm_container *k, tfm_run_config *c);   /* empty for older checkpoints */
+int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.* entries of a checkpoint */
+/* "N bytes, fnv1a64 HEX" of a file's contents. 0, or -1 with a tfm error naming the file. */
+int tfm_file_fingerprint(const char *path, char *buf, size_t n);
+
 /* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
 /* A character corpus split into train (first frac) and validation (rest). */
 typedef struct {
@@ -112,6 +130,9 @@ typedef struct {
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st);
+/* The same with the run configuration (run.* entries; run may be NULL). */
+int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+                     const tfm_lm_train_state *st, const tfm_run_config *run);
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
  * opt is initialised here. */
 int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
@@ -220,6 +241,8 @@ int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_s
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o);
+int tfm_mt_save_run(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+                    const tfm_mt_train_opts *o, const tfm_run_config *run);   /* with run.* entries (run may be NULL) */
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
 int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_progress *p,

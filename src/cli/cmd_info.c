@@ -69,6 +69,7 @@ int cmd_info(int argc, char **argv) {
                 printf("%s: %d entries\n", e->name, count + (e->nbytes > 0));
             }
         }
+    print_group(&c, "run.", "run configuration (what --resume takes and checks)");
     if (tfm_container_get(&c, "adam.t")) print_group(&c, "train.", "training state (resumable)");
     else printf("training state: none (weights only)\n");
     tfm_container_free(&c);

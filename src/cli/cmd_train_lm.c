@@ -9,6 +9,9 @@
 #include "tfm/lm.h"
 
 #define C "train-lm"
+/* flags not stored in the run configuration, and stored flags a --resume may change (the rest must match) */
+#define LM_SAFE " out resume threads stop-after log-every profile allow-new-data "
+#define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
 
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal";
@@ -16,7 +19,7 @@ int cmd_train_lm(int argc, char **argv) {
     tfm_lm_train_state st = {.iters = 2000, .batch_size = 12, .grad_accum = 1, .warmup = 100, .eval_every = 500,
                              .eval_iters = 20, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
                              .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
-    int threads = 0, stop_after = 0, log_every = 50, profile = 0;
+    int threads = 0, stop_after = 0, log_every = 50, profile = 0, allow_new_data = 0;
     float val_frac = 0.1f;
     tfm_train_ctl ctl = {0};
     lm_run x = {0};
@@ -48,6 +51,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"log-every", FLAG_INT, &log_every, "log line every N steps when not on a terminal", 0},
         {"stop-after", FLAG_INT, &stop_after, "stop (with a checkpoint) after N steps of this run; --resume goes on", 0},
         {"profile", FLAG_BOOL, &profile, "print time per op kind per step at the end", 0},
+        {"allow-new-data", FLAG_BOOL, &allow_new_data, "--resume on a different --data (fine-tuning; logged)", 0},
         {"save-every", FLAG_INT, &ctl.save_every, "also checkpoint every N steps (0 = only at evals and the end)", 0},
         {"keep-last", FLAG_INT, &x.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
         {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
@@ -59,8 +63,14 @@ int cmd_train_lm(int argc, char **argv) {
     const char *pos[1];
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : rc;
+    tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
+    if (resume && tfm_run_config_load(resume, &stored)) return cli_error(C, "--resume: %s", tfm_last_error());
+    if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE);   /* a checkpoint from before run.* */
+    if (resume && cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data)) return 2;
+    if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");
     if (!out) return cli_error(C, "--out MODEL.tfm is required");
+    if (cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) return 2;
     if (lm_validate(&st, threads, val_frac, attention, log_every, &ctl, x.keep_last) || cli_check_writable(C, out) ||
         cli_check_out_not_input(C, out, &data, 1))
         return 2;
@@ -72,7 +82,6 @@ int cmd_train_lm(int argc, char **argv) {
     int iters = st.iters;
     if (resume) {
         if (tfm_gpt_load(resume, &m, &vocab, &opt, &st)) return cli_error(C, "%s", tfm_last_error());
-        cli_warn_resume_ignored(&spec, " iters data out resume threads stop-after log-every profile save-every keep-last skip-nonfinite ");
         if (cli_flag_seen(&spec, "iters")) st.iters = iters;
         if (tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
             return cli_error(C, "%s", tfm_last_error());
@@ -93,13 +102,12 @@ int cmd_train_lm(int argc, char **argv) {
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
     fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
             d.n - d.n_train, tfm_get_threads(), tfm_gemm_backend());
-    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last};
+    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run};
+    cli_run_config_print(C, &run);
     ctl.stop = cli_stop_install();
     cli_clean_stale(C, out);
     int start = st.iter, steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, &ctl, lm_report, lm_save, &x);
-    char hint[4200];
-    snprintf(hint, sizeof hint, "tfm train-lm --data %s --out %s --resume %s", data, out, out);
-    int sig = steps >= 0 ? cli_stop_report(C, out, st.iter, -1, hint) : 0;
+    int sig = steps >= 0 ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
     if (sig) {
     } else if (steps < 0) {
         fprintf(stderr, "%stfm %s: %s\n", x.tty ? "\n" : "", C, tfm_last_error());
@@ -113,5 +121,7 @@ int cmd_train_lm(int argc, char **argv) {
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&vocab);
     tfm_lm_data_free(&d);
+    tfm_run_config_free(&run);
+    tfm_run_config_free(&stored);
     return sig ? sig : steps < 0;
 }

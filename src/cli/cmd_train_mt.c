@@ -56,6 +56,7 @@ int cmd_train_mt(int argc, char **argv) {
          "stop after N optimizer steps (0 = run all epochs); the checkpoint is written, its epoch not counted", 0},
         {"save-every", FLAG_INT, &o.save_every, "also checkpoint every N steps, inside epochs too (0 = per epoch)", 0},
         {"keep-last", FLAG_INT, &o.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
+        {"allow-new-data", FLAG_BOOL, &o.allow_new_data, "--resume on different data (fine-tuning; logged)", 0},
         {"skip-nonfinite", FLAG_INT, &o.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
         {"profile", FLAG_BOOL, &o.profile, "at the end, print time per op kind and phase per step", 0},
         {"resume", FLAG_BOOL, &o.resume, "continue training the checkpoint at --out (same flags)", 0},
@@ -71,7 +72,10 @@ int cmd_train_mt(int argc, char **argv) {
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
-    if (mt_check(&o)) return 2;
+    tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
+    if ((o.resume && mt_resume_config(&spec, &o, &stored)) || mt_check(&o) ||
+        cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run))
+        return 2;
     tfm_set_threads(o.threads);
     int tty = cli_stderr_is_tty(), kind = tfm_tok_kind_parse(o.preprocess);
     if (o.log_every < 0) o.log_every = tty ? 1 : 0;
@@ -114,7 +118,8 @@ int cmd_train_mt(int argc, char **argv) {
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
     if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
-    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last};
+    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run};
+    cli_run_config_print(C, &run);
     to.ctl.stop = cli_stop_install();
     cli_clean_stale(C, o.out);
     if (prog.epoch >= o.epochs)
@@ -122,7 +127,7 @@ int cmd_train_mt(int argc, char **argv) {
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report, mt_save, &x)) {
         cli_error(C, "%s", tfm_last_error());
         goto done;
-    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "the same command with --resume")))
+    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume --out")))
         goto done;
     fprintf(stderr, "wrote %s\n", o.out);
     cli_report_rss(C);
@@ -137,5 +142,7 @@ free_train:
 free_model:
     if (opt.m) tfm_adamw_free(&opt);
     tfm_translator_free(&tr);
+    tfm_run_config_free(&run);
+    tfm_run_config_free(&stored);
     return rc;
 }

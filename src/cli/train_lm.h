@@ -9,6 +9,7 @@ typedef struct {   /* what the report and save callbacks need */
     float loss_ema;
     double train_s;
     int keep_last;           /* --keep-last K: OUT.step<N>.tfm copies */
+    const tfm_run_config *run;   /* stored as run.* in every checkpoint */
 } lm_run;
 
 void lm_report(const tfm_lm_report *r, void *user);

@@ -25,7 +25,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
 
 int lm_save(const tfm_lm_train_state *st, void *user) {
     lm_run *x = user;
-    if (tfm_gpt_save(x->out, x->m, x->vocab, x->opt, st)) return -1;
+    if (tfm_gpt_save_run(x->out, x->m, x->vocab, x->opt, st, x->run)) return -1;
     return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, st->iter, x->keep_last) : 0;
 }
 

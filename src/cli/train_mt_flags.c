@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_mt.h"
+#include "cli/train_run.h"
 
 #define C "train-mt"
 
@@ -51,6 +52,12 @@ int mt_check(const mt_opts *o) {
     if (o->ffn < 1) return cli_error(C, "--ffn must be >= 1, got %d", o->ffn);
     if (o->embed_size < 1 || o->hidden_size < 1) return cli_error(C, "--embed-size and --hidden-size must be >= 1");
     return 0;
+}
+
+int mt_resume_config(cli_spec *spec, const mt_opts *o, tfm_run_config *stored) {
+    if (!o->out) return cli_error(C, "--out MODEL.tfm is required");
+    if (tfm_run_config_load(o->out, stored)) return cli_error(C, "--resume: %s", tfm_last_error());
+    return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data);
 }
 
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to) {

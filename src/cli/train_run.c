@@ -36,6 +36,6 @@ int cli_stop_report(const char *cmd, const char *out, int step, int epoch, const
     if (!sig) return 0;
     fprintf(stderr, "\ntfm %s: stopped by %s: saved %s at step %d", cmd, sig == SIGINT ? "SIGINT" : "SIGTERM", out, step);
     if (epoch >= 0) fprintf(stderr, " (epoch %d)", epoch);
-    fprintf(stderr, "; resume with: %s\n", hint);
+    fprintf(stderr, "; resume with: %s %s\n", hint, out);
     return 128 + sig;
 }

@@ -160,3 +160,26 @@ printf 'a b c\n' >"$TMP/h.txt"
 $TFM bleu "$TMP/h.txt" "$TMP/h.txt" >/dev/full 2>"$TMP/err"; rc=$?
 [ $rc -ne 0 ] && grep -q "cannot write standard output" "$TMP/err" && pass "bleu > /dev/full: reported" \
     || fail "bleu > /dev/full" "exit $rc: $(tail -n 1 "$TMP/err")"
+
+# ---- a resume that cannot change the run: stored configuration, conflicting flags, other data
+expect_error "train-lm --resume --lr: both values named" "--lr 0.01 differs from the checkpoint's --lr 0.001" \
+    $TFM train-lm --resume "$TMP/b.step6.tfm" --out "$TMP/z.tfm" --lr 0.01
+head -c 15000 "$TMP/s.txt" >"$TMP/s2.txt"
+expect_error "train-lm --resume on other data refused" "--data .*s2.txt is not the data of the run \(15000 bytes" \
+    $TFM train-lm --resume "$TMP/b.step6.tfm" --out "$TMP/z.tfm" --data "$TMP/s2.txt"
+$TFM train-lm --resume "$TMP/b.step6.tfm" --out "$TMP/z.tfm" --data "$TMP/s2.txt" --allow-new-data 2>"$TMP/err"
+[ $? -eq 0 ] && grep -q "allow-new-data: --data .*s2.txt (15000 bytes" "$TMP/err" \
+    && pass "--allow-new-data resumes on other data and logs it" || fail "--allow-new-data" "$(tail -n 1 "$TMP/err")"
+MQ="--tsv $FRA --num-examples 200 --max-len 12 --d-model 16 --n-layer 1 --n-head 2 --ffn 16 --batch-size 16 --epochs 2
+    --threads 2 --dropout 0.1 --bucket 4 --seed 3 --schedule cosine --warmup 3 --preprocess moses-lower --lr 0.004"
+$TFM train-mt $MQ --out "$TMP/q1.tfm" 2>/dev/null
+$TFM train-mt $MQ --out "$TMP/q2.tfm" --max-steps 7 2>/dev/null
+$TFM train-mt --out "$TMP/q2.tfm" --resume --threads 2 2>"$TMP/err"
+cmp -s "$TMP/q1.tfm" "$TMP/q2.tfm" && grep -q "config: --tsv .* --preprocess moses-lower .*--schedule cosine" "$TMP/err" \
+    && pass "train-mt --resume with no other flag: the stored run, bit-identical from mid-epoch" \
+    || fail "train-mt resume without flags" "$(tail -n 2 "$TMP/err")"
+expect_error "train-mt --resume --arch rnn: both values named" "--arch rnn differs from the checkpoint's --arch transformer" \
+    $TFM train-mt --out "$TMP/q2.tfm" --resume --arch rnn --d-model 64
+$TFM info "$TMP/q2.tfm" >"$TMP/out"
+grep -q "run configuration" "$TMP/out" && grep -Eq "^  data:tsv +[0-9]+ bytes, fnv1a64 [0-9a-f]{16}" "$TMP/out" \
+    && pass "info shows the run configuration and data fingerprint" || fail "info run config" "$(grep -A3 run "$TMP/out")"
