@@ -65,7 +65,7 @@ int cmd_train_lm(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
     if (resume && tfm_run_config_load(resume, &stored)) return cli_error(C, "--resume: %s", tfm_last_error());
-    if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE);   /* a checkpoint from before run.* */
+    if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
     if (resume && cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data)) return 2;
     if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");

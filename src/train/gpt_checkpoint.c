@@ -1,6 +1,7 @@
 /* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
 #include "tfm/checkpoint.h"
 #include "tfm/train.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,8 +72,12 @@ static int load_state(const tfm_container *c, const char *path, tfm_lm_train_sta
     const uint32_t *r = e->data;
     st->batch_rng = (uint64_t)r[0] << 32 | r[1];
     st->dropout_rng = (uint64_t)r[2] << 32 | r[3];
-    if (st->iter < 0 || st->iters < 1 || st->batch_size < 1 || st->grad_accum < 1)
-        return tfm_set_error("%s: training state out of range", path), -1;
+    if (st->iter < 0 || st->iters < 1 || st->batch_size < 1 || st->batch_size > 65536 || st->grad_accum < 1 ||
+        st->grad_accum > 65536 || st->eval_every < 1 || st->eval_iters < 1 || st->eval_iters > 1000000 ||
+        st->warmup < 0 || st->warmup > 100000000 || !(st->lr > 0 && isfinite(st->lr)) || !(st->min_lr >= 0) ||
+        !(st->weight_decay >= 0) || !(st->beta1 >= 0 && st->beta1 < 1) || !(st->beta2 >= 0 && st->beta2 < 1) ||
+        !(st->grad_clip >= 0) || (st->batch_rng == 0 && st->dropout_rng == 0))
+        return tfm_set_error("%s: training state out of range (train.* entries)", path), -1;
     return 0;
 }
 

@@ -14,7 +14,9 @@ wait_for() { for _ in $(seq 300); do grep -q -- "$2" "$1" 2>/dev/null && return 
 losses() { grep -o 'step [0-9]*/[0-9]* | loss [0-9.]*' "$1" | awk -v from="$2" '{split($2, a, "/"); if (a[1] + 0 >= from) print}'; }
 
 # ---- train-lm: --save-every + --keep-last, resume from a mid-run copy == the uninterrupted run
-$TFM train-lm --data "$TMP/s.txt" --out "$TMP/a.tfm" $LM --iters 20 --eval-every 10 --log-every 1 2>"$TMP/a.err"
+# (the uninterrupted runs use the same checkpoint flags: they are part of the stored run configuration)
+$TFM train-lm --data "$TMP/s.txt" --out "$TMP/a.tfm" $LM --iters 20 --eval-every 10 --log-every 1 --save-every 3 \
+    --keep-last 2 2>"$TMP/a.err"
 $TFM train-lm --data "$TMP/s.txt" --out "$TMP/b.tfm" $LM --iters 20 --eval-every 10 --save-every 3 --keep-last 2 \
     --stop-after 8 2>/dev/null
 ls "$TMP" | grep -q '^b.step6.tfm$' && ls "$TMP" | grep -q '^b.step8.tfm$' && ! ls "$TMP" | grep -q '^b.step3.tfm$' \
@@ -26,7 +28,7 @@ cmp -s "$TMP/a.tfm" "$TMP/c.tfm" && pass "train-lm resume from --save-every step
     && pass "train-lm resumed losses == uninterrupted losses" || fail "train-lm resumed losses" "differ"
 
 # ---- train-mt: a checkpoint inside epoch 1 (step 7 of 13) resumes bit-identically, same per-step losses
-$TFM train-mt $MT --out "$TMP/m1.tfm" 2>"$TMP/m1.err"
+$TFM train-mt $MT --out "$TMP/m1.tfm" --save-every 5 2>"$TMP/m1.err"
 $TFM train-mt $MT --out "$TMP/m2.tfm" --save-every 5 --max-steps 7 2>/dev/null
 $TFM train-mt $MT --out "$TMP/m2.tfm" --resume 2>"$TMP/m2.err"
 cmp -s "$TMP/m1.tfm" "$TMP/m2.tfm" && pass "train-mt resume from a mid-epoch checkpoint (step 7) is bit-identical" \
@@ -38,7 +40,7 @@ $TFM train-mt $MT --out "$TMP/m3.tfm" --save-every 4 --keep-last 2 --max-steps 1
 ls "$TMP" | grep -q '^m3.step16.tfm$' && ls "$TMP" | grep -q '^m3.step17.tfm$' && ! ls "$TMP" | grep -q '^m3.step12.tfm$' \
     && pass "train-mt --keep-last 2" || fail "train-mt --keep-last 2" "$(ls "$TMP" | grep '^m3\.')"
 cp "$TMP/m3.step16.tfm" "$TMP/m4.tfm"
-$TFM train-mt $MT --out "$TMP/m4.tfm" --resume 2>/dev/null
+$TFM train-mt $MT --out "$TMP/m4.tfm" --resume --save-every 5 --keep-last 0 2>/dev/null
 cmp -s "$TMP/m1.tfm" "$TMP/m4.tfm" && pass "train-mt resume from step 16 (epoch 2) copy is bit-identical" \
     || fail "train-mt epoch-2 resume" "checkpoints differ"
 
@@ -183,3 +185,14 @@ expect_error "train-mt --resume --arch rnn: both values named" "--arch rnn diffe
 $TFM info "$TMP/q2.tfm" >"$TMP/out"
 grep -q "run configuration" "$TMP/out" && grep -Eq "^  data:tsv +[0-9]+ bytes, fnv1a64 [0-9a-f]{16}" "$TMP/out" \
     && pass "info shows the run configuration and data fingerprint" || fail "info run config" "$(grep -A3 run "$TMP/out")"
+
+# ---- train.* of a checkpoint range-checked on --resume (eval_every 0 divided by zero, grad_accum INT_MAX hung)
+for edit in "train.eval_every=0" "train.grad_accum=2147483647" "train.lr=-1"; do
+    /usr/bin/python3 - "$TMP/b.step6.tfm" "$TMP/edit.tfm" "$edit" <<'EOF2' 2>/dev/null || { skip "resume $edit" "no numpy"; continue; }
+import sys; sys.path.insert(0, "scripts"); import numpy as np, tfmio
+e = tfmio.load(sys.argv[1]); k, v = sys.argv[3].split("=")
+e[k] = np.full_like(e[k], float(v) if e[k].dtype.kind == "f" else int(v)); tfmio.save(sys.argv[2], e)
+EOF2
+    expect_error "resume with $edit refused" "edit.tfm: training state out of range" \
+        $TFM train-lm --resume "$TMP/edit.tfm" --out "$TMP/z.tfm" --data "$TMP/s.txt"
+done
