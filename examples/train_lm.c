@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
     tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay);
     tfm_lm_train_state_init(&st);   /* step 0, batch and dropout RNGs seeded from st.seed */
     run x = {argv[2], &m, &data.vocab, &opt};
-    int done = tfm_lm_train(&m, &data, &opt, &st, 0, 0, report, save, &x);   /* no step limit, no profile */
+    int done = tfm_lm_train(&m, &data, &opt, &st, 0, 0, NULL, report, save, &x);   /* no step limit, profile, ctl */
     if (done < 0) fprintf(stderr, "train_lm: %s\n", tfm_last_error());
     else fprintf(stderr, "trained %d steps; saved %s\n", done, argv[2]);
     tfm_adamw_free(&opt);

@@ -26,7 +26,7 @@
  *     st.iters = 500;
  *     tfm_adamw opt;
  *     tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay);
- *     tfm_lm_train(&m, &d, &opt, &st, 0, 0, NULL, NULL, NULL);   // max_steps 0: all; no callbacks
+ *     tfm_lm_train(&m, &d, &opt, &st, 0, 0, NULL, NULL, NULL, NULL);   // max_steps 0: all; no ctl, callbacks
  *     tfm_gpt_save("lm.tfm", &m, &d.vocab, &opt, &st);           // opt/st NULL: weights only
  *     tfm_sample_opts so;
  *     tfm_sample_opts_default(&so);                    // temperature 1, top_k 0, top_p 1, seed 1

@@ -9,6 +9,7 @@
 #define TFM_TRAIN_H
 
 #include <stdio.h>
+#include <signal.h>
 
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
@@ -60,7 +61,43 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
  * when g->profile. Both training loops call this; before the first step of a run they zero the grads
  * (tfm_train_zero_grad), afterwards the fused step does. */
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
-void tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+/* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer
+ * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. */
+int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+
+/* What the caller of a training loop controls while it runs (both loops; all fields 0/NULL = off). */
+typedef struct {
+    const volatile sig_atomic_t *stop;   /* when *stop becomes non-zero (e.g. set by a SIGINT handler the
+                                            caller owns), the loop finishes the current step, saves, returns */
+    int save_every;          /* > 0: save (through the loop's callback) every N optimizer steps */
+    int skip_nonfinite;      /* batches whose loss or grad norm is not finite that are skipped (no update)
+                                before the run stops with an error naming the step */
+} tfm_train_ctl;
+
+/* Checkpoint files around PATH (src/train/ckpt_files.c). Removes PATH.tmp.<pid> files left by processes
+ * that no longer run (a kill during a save); returns how many were removed. */
+int tfm_ckpt_remove_stale_tmp(const char *path);
+/* --keep-last: hard-links PATH to PATH-without-.tfm.step<step>.tfm, then removes all but the newest
+ * keep such files. 0, or -1 with a tfm error naming the file. */
+int tfm_ckpt_keep_step(const char *path, int step, int keep);
+
+/* The complete configuration of a run as (name, value) text pairs, stored as run.<name> entries in every
+ * checkpoint so that --resume takes everything from it and can refuse a flag that would change the run
+ * (src/train/run_config.c). The CLI builds it from its flag table: a new flag is registered by being in
+ * the table. Data files are recorded as "data:<flag>" = tfm_file_fingerprint. */
+typedef struct {
+    char **name, **value;
+    int n, cap;
+} tfm_run_config;
+/* Adds or replaces name = value (copied). 0, or -1 (out of memory). */
+int tfm_run_config_set(tfm_run_config *c, const char *name, const char *value);
+const char *tfm_run_config_find(const tfm_run_config *c, const char *name);   /* NULL if absent */
+void tfm_run_config_free(tfm_run_config *c);
+void tfm_run_config_put(tfm_container *k, const tfm_run_config *c);
+int tfm_run_config_get(const tfm_container *k, tfm_run_config *c);   /* empty for older checkpoints */
+int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.* entries of a checkpoint */
+/* "N bytes, fnv1a64 HEX" of a file's contents. 0, or -1 with a tfm error naming the file. */
+int tfm_file_fingerprint(const char *path, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
 /* A character corpus split into train (first frac) and validation (rest). */
@@ -101,6 +138,9 @@ int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config 
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st);
+/* The same with the run configuration (run.* entries; run may be NULL). */
+int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+                     const tfm_lm_train_state *st, const tfm_run_config *run);
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
  * opt is initialised here. */
 int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
@@ -135,7 +175,7 @@ void tfm_lm_train_state_default(tfm_lm_train_state *st);
  * op/phase times per step at the end to stderr. Returns the number of steps run, or -1 with a tfm error
  * (loss not finite, save failed). */
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
-                 int profile, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user);
+                 int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user);
 
 /* ---------------------------------------------------------------- training (src/train/train_mt.c) */
 typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
@@ -161,13 +201,14 @@ typedef struct {
     int quiet;
     int profile;             /* at the end, print time per op kind and phase per step to stderr */
     int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
-                                with the epoch not counted as done) */
+                                with the position inside the epoch, prog->batch) */
+    tfm_train_ctl ctl;       /* stop flag, --save-every, --skip-nonfinite */
     /* issue 10 */
     int max_tokens;          /* > 0: token-budget batches (tfm_batches_by_tokens) instead of batch_size */
     int valid_every;         /* > 0: call validate every N steps as well as after each epoch */
     /* Validation hook (NULL: none), called after each epoch (before on_epoch) and every valid_every steps,
      * with the user pointer of tfm_mt_train: 0 continue, 1 stop training now (--patience; on_epoch still
-     * saves, an unfinished epoch is not counted), -1 error. */
+     * saves, inside an epoch with its position, so a resume continues there), -1 error. */
     int (*validate)(const struct tfm_mt_progress *p, int epoch, void *user);
 } tfm_mt_train_opts;
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
@@ -180,6 +221,9 @@ typedef struct tfm_mt_progress {
     int step;                /* optimizer steps taken */
     tfm_rng rng;             /* batch shuffling RNG after `epoch` epochs */
     tfm_rng drop_rng;        /* dropout RNG */
+    int batch;               /* batches of epoch `epoch` already done (a mid-epoch checkpoint), else 0 */
+    tfm_rng epoch_rng;       /* the shuffling RNG at the start of epoch `epoch`: the same batches again */
+    int skipped;             /* non-finite batches skipped so far (--skip-nonfinite) */
 } tfm_mt_progress;
 
 /* Token-budget batches of n sentence pairs (src/train/batching.c), as fairseq / Marian: pairs sorted by
@@ -213,7 +257,8 @@ typedef struct {
     int end_of_epoch;
 } tfm_mt_report;
 typedef void (*tfm_mt_report_fn)(const tfm_mt_report *r, void *user);
-/* Called after each epoch (e.g. to save a checkpoint); non-zero return stops training with error. */
+/* Called after each epoch, every ctl.save_every steps, and at a stop (max_steps or *ctl.stop) to save a
+ * checkpoint (p->batch > 0: inside an epoch); non-zero return stops training with error. */
 typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
 
 /* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train"
@@ -254,6 +299,8 @@ int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_s
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o);
+int tfm_mt_save_run(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+                    const tfm_mt_train_opts *o, const tfm_run_config *run);   /* with run.* entries (run may be NULL) */
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
 int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_progress *p,

@@ -36,6 +36,12 @@ int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* 0 if a file can be created at path (its directory exists and is writable), else prints
  * "tfm <cmd>: cannot write <path>: <reason>" and returns 2. */
 int cli_check_writable(const char *cmd, const char *path);
+/* After a command: flushes stdout; if any write to it failed (a full disk, /dev/full, a closed pipe),
+ * prints "tfm <cmd>: cannot write standard output: <reason>" and returns 1 (or rc if already non-zero). */
+int cli_finish_stdout(const char *cmd, int rc);
+/* --out must not be one of the inputs (same device and inode): prints the error and returns 2. inputs may
+ * hold NULLs (flags not given). */
+int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
 

@@ -39,6 +39,7 @@ int cmd_attention(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (!src) return cli_error(C, "--src \"TEXT\" is required");
     if (!out) return cli_error(C, "--out FILE.svg is required");
+    if (cli_check_out_not_input(C, out, pos, 1)) return 2;
     if (max_len < 1 || max_len > 1000) return cli_error(C, "--max-len must be in 1..1000, got %d", max_len);
     if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--src: invalid UTF-8");

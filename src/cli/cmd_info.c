@@ -70,6 +70,7 @@ int cmd_info(int argc, char **argv) {
                 printf("%s: %d entries\n", e->name, count + (e->nbytes > 0));
             }
         }
+    print_group(&c, "run.", "run configuration (what --resume takes and checks)");
     if (tfm_container_get(&c, "adam.t")) print_group(&c, "train.", "training state (resumable)");
     else printf("training state: none (weights only)\n");
     printf("kernels here: %s (gemm %s; TFM_ISA=avx512|avx2|generic forces one)\n", tfm_isa_name(), tfm_gemm_backend());

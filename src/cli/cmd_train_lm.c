@@ -3,64 +3,25 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/rss.h"
+#include "cli/train_lm.h"
+#include "cli/train_run.h"
 #include "tfm/kernels.h"
 #include "tfm/lm.h"
 
 #define C "train-lm"
-
-typedef struct {   /* what the report and save callbacks need */
-    const char *out; const tfm_gpt *m; const tfm_char_vocab *vocab; const tfm_adamw *opt;
-    int tty, log_every;
-    float loss_ema;
-    double train_s;
-} lm_run;
-
-static void report(const tfm_lm_report *r, void *user) {
-    lm_run *x = user;
-    const char *cr = x->tty ? "\r\033[K" : "";
-    char eta[32];
-    x->train_s = r->train_s;
-    if (r->eval) {
-        fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
-        return;
-    }
-    x->loss_ema = isnan(x->loss_ema) ? r->loss : 0.9f * x->loss_ema + 0.1f * r->loss;
-    cli_format_eta(r->eta_s, eta, sizeof eta);
-    if (x->tty || r->step % x->log_every == 0 || r->step == 1)
-        fprintf(stderr, "%sstep %d/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s", cr, r->step, r->steps,
-                x->tty ? x->loss_ema : r->loss, r->lr, r->tokens_per_s, eta, x->tty ? "" : "\n");
-}
-
-static int save(const tfm_lm_train_state *st, void *user) {
-    lm_run *x = user;
-    return tfm_gpt_save(x->out, x->m, x->vocab, x->opt, st);
-}
-
-static int validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention) {
-    if (s->lr <= 0) return cli_error(C, "--lr must be > 0, got %g", s->lr);
-    if (s->min_lr < 0 || s->min_lr > s->lr) return cli_error(C, "--min-lr must be in [0, lr], got %g", s->min_lr);
-    if (s->batch_size < 1) return cli_error(C, "--batch-size must be >= 1, got %d", s->batch_size);
-    if (s->iters < 1) return cli_error(C, "--iters must be >= 1, got %d", s->iters);
-    if (s->warmup < 0 || s->eval_every < 1 || s->eval_iters < 1 || s->grad_accum < 1)
-        return cli_error(C, "--warmup must be >= 0, --eval-every, --eval-iters and --grad-accum >= 1");
-    if (s->weight_decay < 0) return cli_error(C, "--weight-decay must be >= 0, got %g", s->weight_decay);
-    if (s->grad_clip < 0) return cli_error(C, "--grad-clip must be >= 0 (0 = off), got %g", s->grad_clip);
-    if (threads < 0) return cli_error(C, "--threads must be >= 0 (0 = all cores), got %d", threads);
-    if (!(s->beta1 >= 0 && s->beta1 < 1) || !(s->beta2 >= 0 && s->beta2 < 1))
-        return cli_error(C, "--beta1/--beta2 must be in [0,1)");
-    if (!(val_frac > 0 && val_frac < 1)) return cli_error(C, "--val-frac must be in (0,1), got %g", val_frac);
-    if (strcmp(attention, "causal") && strcmp(attention, "synthesizer"))
-        return cli_error(C, "--attention must be causal or synthesizer, got '%s'", attention);
-    return 0;
-}
+/* flags not stored in the run configuration, and stored flags a --resume may change (the rest must match) */
+#define LM_SAFE " out resume threads stop-after log-every profile allow-new-data "
+#define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
 
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal";
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
-    int threads = 0, stop_after = 0, log_every = 50, profile = 0;
+    int threads = 0, stop_after = 0, log_every = 50, profile = 0, allow_new_data = 0;
     float val_frac = 0.1f;
+    tfm_train_ctl ctl = {0};
+    lm_run x = {0};
     cli_flag flags[] = {
         {"data", FLAG_STR, &data, "training text (UTF-8); the last --val-frac is validation", 0},
         {"out", FLAG_STR, &out, "checkpoint to write (atomically, at every eval and at the end)", 0},
@@ -89,6 +50,10 @@ int cmd_train_lm(int argc, char **argv) {
         {"log-every", FLAG_INT, &log_every, "log line every N steps when not on a terminal", 0},
         {"stop-after", FLAG_INT, &stop_after, "stop (with a checkpoint) after N steps of this run; --resume goes on", 0},
         {"profile", FLAG_BOOL, &profile, "print time per op kind per step at the end", 0},
+        {"allow-new-data", FLAG_BOOL, &allow_new_data, "--resume on a different --data (fine-tuning; logged)", 0},
+        {"save-every", FLAG_INT, &ctl.save_every, "also checkpoint every N steps (0 = only at evals and the end)", 0},
+        {"keep-last", FLAG_INT, &x.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
+        {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
                      "Trains a character-level GPT (pre-LN, tied LM head) with AdamW, warmup + cosine decay and\n"
@@ -97,10 +62,17 @@ int cmd_train_lm(int argc, char **argv) {
     const char *pos[1];
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : rc;
+    tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
+    if (resume && tfm_run_config_load(resume, &stored)) return cli_error(C, "--resume: %s", tfm_last_error());
+    if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
+    if (resume && cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data)) return 2;
+    if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");
     if (!out) return cli_error(C, "--out MODEL.tfm is required");
-    if (validate(&st, threads, val_frac, attention) || cli_check_writable(C, out)) return 2;
-    if (log_every < 1) log_every = 1;
+    if (cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) return 2;
+    if (lm_validate(&st, threads, val_frac, attention, log_every, &ctl, x.keep_last) || cli_check_writable(C, out) ||
+        cli_check_out_not_input(C, out, &data, 1))
+        return 2;
     tfm_set_threads(threads);
     tfm_gpt m;
     tfm_char_vocab vocab;
@@ -109,7 +81,6 @@ int cmd_train_lm(int argc, char **argv) {
     int iters = st.iters;
     if (resume) {
         if (tfm_gpt_load(resume, &m, &vocab, &opt, &st)) return cli_error(C, "%s", tfm_last_error());
-        cli_warn_resume_ignored(&spec, " iters data out resume threads stop-after log-every profile ");
         if (cli_flag_seen(&spec, "iters")) st.iters = iters;
         if (tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
             return cli_error(C, "%s", tfm_last_error());
@@ -130,9 +101,14 @@ int cmd_train_lm(int argc, char **argv) {
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
     fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
             d.n - d.n_train, tfm_get_threads(), tfm_gemm_backend());
-    lm_run x = {out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0};
-    int start = st.iter, steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, report, save, &x);
-    if (steps < 0) {
+    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run};
+    cli_run_config_print(C, &run);
+    ctl.stop = cli_stop_install();
+    cli_clean_stale(C, out);
+    int start = st.iter, steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, &ctl, lm_report, lm_save, &x);
+    int sig = steps >= 0 ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
+    if (sig) {
+    } else if (steps < 0) {
         fprintf(stderr, "%stfm %s: %s\n", x.tty ? "\n" : "", C, tfm_last_error());
     } else {
         long tok = (long)steps * st.batch_size * m.cfg.block_size * st.grad_accum;
@@ -144,5 +120,7 @@ int cmd_train_lm(int argc, char **argv) {
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&vocab);
     tfm_lm_data_free(&d);
-    return steps < 0;
+    tfm_run_config_free(&run);
+    tfm_run_config_free(&stored);
+    return sig ? sig : steps < 0;
 }

@@ -6,29 +6,10 @@
 #include "cli/cli.h"
 #include "cli/rss.h"
 #include "cli/train_mt.h"
+#include "cli/train_run.h"
 #include "tfm/kernels.h"
 
 #define C "train-mt"
-
-typedef struct {
-    int tty;
-    const char *out;
-    const tfm_translator *tr;
-    const tfm_adamw *opt;
-    const tfm_mt_train_opts *to;
-    mt_valid *val;
-} run_ctx;
-
-static void report(const tfm_mt_report *r, void *user) {
-    mt_report(r, &((run_ctx *)user)->tty);
-    tfm_mt_log_report(((run_ctx *)user)->val->log, r);
-}
-static int validate(const tfm_mt_progress *p, int epoch, void *user) { return mt_validate(((run_ctx *)user)->val, p, epoch); }
-
-static int save(const tfm_mt_progress *p, void *user) {   /* after every epoch and at a --max-steps stop */
-    const run_ctx *x = user;
-    return tfm_mt_save(x->out, x->tr, x->opt, p, x->to);
-}
 
 int cmd_train_mt(int argc, char **argv) {
     mt_opts o = {.arch = "transformer", .preprocess = "d2l", .schedule = "constant", .loss_norm = "tokens",
@@ -74,6 +55,10 @@ int cmd_train_mt(int argc, char **argv) {
         {"log-every", FLAG_INT, &o.log_every, "steps between progress lines (default: live on a TTY, else per epoch)", 0},
         {"max-steps", FLAG_INT, &o.max_steps,
          "stop after N optimizer steps (0 = run all epochs); the checkpoint is written, its epoch not counted", 0},
+        {"save-every", FLAG_INT, &o.save_every, "also checkpoint every N steps, inside epochs too (0 = per epoch)", 0},
+        {"keep-last", FLAG_INT, &o.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
+        {"allow-new-data", FLAG_BOOL, &o.allow_new_data, "--resume on different data (fine-tuning; logged)", 0},
+        {"skip-nonfinite", FLAG_INT, &o.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
         {"profile", FLAG_BOOL, &o.profile, "at the end, print time per op kind and phase per step", 0},
         {"resume", FLAG_BOOL, &o.resume, "continue training the checkpoint at --out (same flags)", 0},
         {"d2l-examples", FLAG_BOOL, &o.d2l_examples, "after training, translate d2l's 4 English sentences", 0},
@@ -90,7 +75,10 @@ int cmd_train_mt(int argc, char **argv) {
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
-    if (mt_check(&o) || mt_check_model(&o)) return 2;
+    tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
+    if ((o.resume && mt_resume_config(&spec, &o, &stored)) || mt_check(&o) || mt_check_model(&o) ||
+        cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run))
+        return 2;
     tfm_set_threads(o.threads);
     int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
     if (o.log_every < 0) o.log_every = tty ? 1 : 0;
@@ -123,14 +111,18 @@ int cmd_train_mt(int argc, char **argv) {
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
     if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
     mt_valid val;
-    if (mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, validate)) goto done_valid;
-    run_ctx x = {tty, o.out, &tr, &opt, &to, &val};
+    if (mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run)) goto done_valid;
+    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val};
+    cli_run_config_print(C, &run);
+    to.ctl.stop = cli_stop_install();
+    cli_clean_stale(C, o.out);
     if (prog.epoch >= o.epochs)
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
-    else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, report, save, &x)) {
+    else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
         cli_error(C, "%s", tfm_last_error());
         goto done_valid;
-    }
+    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume --out")))
+        goto done_valid;
     fprintf(stderr, "wrote %s\n", o.out);
     cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);
@@ -146,5 +138,7 @@ free_train:
 free_model:
     if (opt.m) tfm_adamw_free(&opt);
     tfm_translator_free(&tr);
+    tfm_run_config_free(&run);
+    tfm_run_config_free(&stored);
     return rc;
 }

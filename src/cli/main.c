@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) return cli_finish_stdout(argv[1], commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "tfm: unknown command '%s' (see tfm --help)\n", argv[1]);
     return 2;
 }

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_mt.h"
+#include "cli/train_run.h"
 
 #define C "train-mt"
 
@@ -13,6 +14,8 @@ int mt_check(const mt_opts *o) {
     if (!o->tsv && (!o->src || !o->tgt)) return cli_error(C, "--src and --tgt go together");
     if (!o->valid_src != !o->valid_tgt) return cli_error(C, "--valid-src and --valid-tgt go together");
     if (!o->out) return cli_error(C, "--out MODEL.tfm is required");
+    const char *inputs[] = {o->tsv, o->src, o->tgt, o->valid_src, o->valid_tgt};
+    if (cli_check_writable(C, o->out) || cli_check_out_not_input(C, o->out, inputs, 5)) return 2;
     if (tfm_tok_kind_parse(o->preprocess) < 0)
         return cli_error(C, "--preprocess: unknown '%s' (d2l, moses, moses-lower, space)", o->preprocess);
     if (strcmp(o->schedule, "noam") && strcmp(o->schedule, "cosine") && strcmp(o->schedule, "constant"))
@@ -24,9 +27,9 @@ int mt_check(const mt_opts *o) {
     if (o->num_examples < 0) return cli_error(C, "--num-examples must be >= 0, got %d", o->num_examples);
     if (o->min_freq < 1) return cli_error(C, "--min-freq must be >= 1, got %d", o->min_freq);
     if (o->max_len < 2 || o->max_len > 4096) return cli_error(C, "--max-len must be in 2..4096, got %d", o->max_len);
-    if (o->batch_size < 1) return cli_error(C, "--batch-size must be >= 1, got %d", o->batch_size);
+    if (o->batch_size < 1 || o->batch_size > 1000000) return cli_error(C, "--batch-size must be in 1..1e6, got %d", o->batch_size);
     if (o->epochs < 1) return cli_error(C, "--epochs must be >= 1, got %d", o->epochs);
-    if (o->warmup < 0) return cli_error(C, "--warmup must be >= 0, got %d", o->warmup);
+    if (o->warmup < 0 || o->warmup > 100000000) return cli_error(C, "--warmup must be in 0..1e8, got %d", o->warmup);
     if (!(o->lr > 0) || o->lr > 100) return cli_error(C, "--lr must be in (0, 100], got %g", o->lr);
     if (!(o->min_lr >= 0)) return cli_error(C, "--min-lr must be >= 0, got %g", o->min_lr);
     if (!(o->dropout >= 0 && o->dropout < 1)) return cli_error(C, "--dropout must be in [0, 1), got %g", o->dropout);
@@ -35,8 +38,11 @@ int mt_check(const mt_opts *o) {
     if (!(o->grad_clip >= 0)) return cli_error(C, "--grad-clip must be >= 0, got %g", o->grad_clip);
     if (!(o->weight_decay >= 0)) return cli_error(C, "--weight-decay must be >= 0, got %g", o->weight_decay);
     if (!(o->beta2 > 0 && o->beta2 < 1)) return cli_error(C, "--beta2 must be in (0, 1), got %g", o->beta2);
-    if (o->threads < 0) return cli_error(C, "--threads must be >= 0 (0 = all cores), got %d", o->threads);
+    if (o->threads < 0 || o->threads > 1024)
+        return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", o->threads);
     if (o->bucket < 0) return cli_error(C, "--bucket must be >= 0, got %d", o->bucket);
+    if (o->save_every < 0 || o->keep_last < 0 || o->skip_nonfinite < 0)
+        return cli_error(C, "--save-every, --keep-last and --skip-nonfinite must be >= 0");
     if (o->max_steps < 0) return cli_error(C, "--max-steps must be >= 0 (0 = no limit), got %d", o->max_steps);
     if (o->d_model < 2 || o->d_model > 65536) return cli_error(C, "--d-model must be in 2..65536, got %d", o->d_model);
     if (o->n_head < 1 || o->d_model % o->n_head)
@@ -46,6 +52,12 @@ int mt_check(const mt_opts *o) {
     if (o->ffn < 1) return cli_error(C, "--ffn must be >= 1, got %d", o->ffn);
     if (o->embed_size < 1 || o->hidden_size < 1) return cli_error(C, "--embed-size and --hidden-size must be >= 1");
     return 0;
+}
+
+int mt_resume_config(cli_spec *spec, const mt_opts *o, tfm_run_config *stored) {
+    if (!o->out) return cli_error(C, "--out MODEL.tfm is required");
+    if (tfm_run_config_load(o->out, stored)) return cli_error(C, "--resume: %s", tfm_last_error());
+    return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data);
 }
 
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to) {
@@ -68,6 +80,8 @@ void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to) {
     to->log_every = o->log_every;
     to->profile = o->profile;
     to->max_steps = o->max_steps;
+    to->ctl.save_every = o->save_every;
+    to->ctl.skip_nonfinite = o->skip_nonfinite;
 }
 
 void mt_model_config(const mt_opts *o, tfm_s2s_config *cf) {

@@ -76,3 +76,9 @@ void mt_report(const tfm_mt_report *r, void *user) {
     }
     fflush(stderr);
 }
+
+int mt_save(const tfm_mt_progress *p, void *user) {   /* after every epoch, every --save-every steps, at a stop */
+    const mt_run *x = user;
+    if (tfm_mt_save_run(x->out, x->tr, x->opt, p, x->to, x->run)) return -1;
+    return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, p->step, x->keep_last) : 0;
+}

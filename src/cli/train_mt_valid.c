@@ -99,3 +99,13 @@ void mt_valid_close(mt_valid *v) {
     tfm_graph_free(&v->g);
     memset(v, 0, sizeof *v);
 }
+
+void mt_report_run(const tfm_mt_report *r, void *user) {
+    const mt_run *x = user;
+    mt_report(r, user);
+    tfm_mt_log_report(x->val->log, r);
+}
+
+int mt_validate_run(const struct tfm_mt_progress *p, int epoch, void *user) {
+    return mt_validate(((const mt_run *)user)->val, p, epoch);
+}

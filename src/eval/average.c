@@ -1,5 +1,5 @@
 /* Checkpoint averaging at the container level (include/tfm/eval.h): param.* entries are averaged,
- * adam.* / train.* are dropped, every other entry must be identical in every input. No model code. */
+ * adam.* / train.* / run.* (training state, run configuration) are dropped, every other entry must be identical in every input. No model code. */
 #include "tfm/eval.h"
 
 #include <math.h>
@@ -15,7 +15,7 @@ static int starts_with(const char *s, const char *prefix) { return !strncmp(s, p
 
 /* Training state (optimizer moments, RNG, step) and our own provenance entry are not carried over. */
 static int is_dropped(const char *name) {
-    return starts_with(name, "adam.") || starts_with(name, "train.") || !strcmp(name, "meta.averaged");
+    return starts_with(name, "adam.") || starts_with(name, "train.") || starts_with(name, "run.") || !strcmp(name, "meta.averaged");
 }
 static int is_param(const char *name) { return starts_with(name, "param."); }
 

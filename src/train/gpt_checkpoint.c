@@ -16,6 +16,11 @@ int64_t tfm_gpt_n_params(const tfm_gpt_config *k) {
 
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st) {
+    return tfm_gpt_save_run(path, m, v, opt, st, NULL);
+}
+
+int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+                     const tfm_lm_train_state *st, const tfm_run_config *run) {
     tfm_container c;
     tfm_container_init(&c);
     const tfm_gpt_config *k = &m->cfg;
@@ -49,6 +54,7 @@ int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, co
         int rng[4] = {(int)(st->batch_rng >> 32), (int)st->batch_rng, (int)(st->dropout_rng >> 32), (int)st->dropout_rng};
         tfm_container_add_i32(&c, "train.rng", 4, rng);
     }
+    if (run) tfm_run_config_put(&c, run);
     int rc = tfm_container_save(&c, path);
     tfm_container_free(&c);
     return rc;

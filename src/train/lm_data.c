@@ -25,7 +25,7 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
     }
     d->n_train = (int)((double)d->n * train_frac);
     int n_val = d->n - d->n_train;
-    if (d->n_train < block_size + 1 || (train_frac < 1.0f && n_val < block_size + 1)) {
+    if (d->n_train < block_size + 1 || n_val < block_size + 1) {   /* both splits: get_batch draws from each */
         tfm_set_error("%s: corpus too short: %d characters give %d train / %d validation tokens, each split needs "
                       "at least block_size+1 = %d", path, d->n, d->n_train, n_val, block_size + 1);
         tfm_lm_data_free(d);

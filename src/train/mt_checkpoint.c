@@ -37,6 +37,11 @@ int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_s
 
 int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o) {
+    return tfm_mt_save_run(path, t, opt, p, o, NULL);
+}
+
+int tfm_mt_save_run(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+                    const tfm_mt_train_opts *o, const tfm_run_config *run) {
     tfm_container c;
     tfm_container_init(&c);
     tfm_translator_put(&c, t);
@@ -44,6 +49,7 @@ int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt,
     tfm_mt_progress_put(&c, p);
     tfm_container_add_int(&c, "train.max_len", o->num_steps);
     tfm_container_add_int(&c, "train.seed", (int)o->seed);
+    if (run) tfm_run_config_put(&c, run);
     int rc = tfm_container_save(&c, path);
     tfm_container_free(&c);
     return rc;

@@ -52,7 +52,7 @@ static void evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_trai
 }
 
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
-                 int profile, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
+                 int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
     int B = st->batch_size, T = m->cfg.block_size;
     int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
     if (!x) return tfm_set_error("out of memory (%d x %d batch)", B, T), -1;
@@ -63,27 +63,40 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     tfm_rng batch_rng = {st->batch_rng};
     double t_train = 0;
     int steps = 0, rc = 0;
+    tfm_train_ctl none = {0};
+    if (!ctl) ctl = &none;
+    int skipped = 0;
     while (st->iter < st->iters) {
         double t0 = tfm_now();
         if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step zeroes them */
         float loss = accumulate(m, &g, d, st, &batch_rng, x, y);
         float lr = tfm_lr_cosine(st->iter, st->lr, st->min_lr, st->warmup, st->iters);
-        tfm_train_step(&g, &m->params, opt, lr, st->grad_clip);
-        if (!isfinite(loss)) {
-            tfm_set_error("loss became %g at step %d; try a lower --lr", loss, st->iter);
+        /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
+        int bad = !isfinite(loss);
+        if (bad) tfm_train_zero_grad(&g, &m->params);
+        else bad = tfm_train_step(&g, &m->params, opt, lr, st->grad_clip) != 0;
+        if (bad && ++skipped > ctl->skip_nonfinite) {
+            tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr; "
+                          "the last checkpoint is from before it", st->iter + 1, isfinite(loss) ? "gradient norm" : "loss",
+                          skipped, ctl->skip_nonfinite);
             rc = -1;
             break;
         }
+        if (bad) fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", st->iter + 1,
+                         isfinite(loss) ? "gradient norm" : "loss", skipped, ctl->skip_nonfinite);
         st->iter++;
         steps++;
         t_train += tfm_now() - t0;
         tfm_lm_report r = {st->iter, st->iters, loss, lr, (float)((double)steps * B * T * st->grad_accum / t_train),
                            (float)(t_train / steps * (st->iters - st->iter)), 0, NAN, NAN, t_train};
         if (report) report(&r, user);
-        int stop = max_steps > 0 && steps >= max_steps;
-        if (st->iter % st->eval_every == 0 || st->iter == st->iters || stop) {
+        int stop = (max_steps > 0 && steps >= max_steps) || (ctl->stop && *ctl->stop);
+        int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || (max_steps > 0 && steps >= max_steps);
+        if (eval) {
             evaluate(m, &g, d, st, &r);
             if (report) report(&r, user);
+        }
+        if (eval || stop || (ctl->save_every > 0 && st->iter % ctl->save_every == 0)) {
             st->batch_rng = batch_rng.s;
             st->dropout_rng = g.rng.s;
             if (save && save(st, user)) {

@@ -59,6 +59,9 @@ void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p) {
     tfm_container_add_int(c, "train.step", p->step);
     put_u64(c, "train.rng", p->rng.s);
     put_u64(c, "train.drop_rng", p->drop_rng.s);
+    tfm_container_add_int(c, "train.batch", p->batch);
+    put_u64(c, "train.epoch_rng", p->epoch_rng.s);
+    tfm_container_add_int(c, "train.skipped", p->skipped);
 }
 
 int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
@@ -66,8 +69,13 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
     if (tfm_container_int(c, "train.epoch", &p->epoch) || tfm_container_int(c, "train.step", &p->step) ||
         get_u64(c, "train.rng", &p->rng.s) || get_u64(c, "train.drop_rng", &p->drop_rng.s))
         return -1;
-    if (p->epoch < 0 || p->step < 0)
-        return tfm_set_error("%s: negative train.epoch / train.step", c->path ? c->path : "checkpoint"), -1;
+    /* written since mid-epoch checkpoints; older checkpoints are at an epoch end */
+    if (tfm_container_get(c, "train.batch") &&
+        (tfm_container_int(c, "train.batch", &p->batch) || get_u64(c, "train.epoch_rng", &p->epoch_rng.s) ||
+         tfm_container_int(c, "train.skipped", &p->skipped)))
+        return -1;
+    if (p->epoch < 0 || p->step < 0 || p->batch < 0 || p->skipped < 0)
+        return tfm_set_error("%s: negative train.epoch / step / batch / skipped", c->path ? c->path : "checkpoint"), -1;
     if (!p->rng.s || !p->drop_rng.s)
         return tfm_set_error("%s: train.rng / train.drop_rng is zero (xorshift would stay at zero)",
                              c->path ? c->path : "checkpoint"), -1;
@@ -152,9 +160,14 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     int d_model = m->cfg.d_model > 0 ? m->cfg.d_model : m->cfg.hidden_size;
     double t0 = tfm_now(), t_last = t0, loss_sum = 0;
     long tok_since = 0, tok_total = 0;
-    int steps_this_run = 0, rc = 0, early = 0;   /* early: validate asked to stop */
+    int steps_this_run = 0, rc = 0;
     int limit = o->max_steps > 0;   /* --max-steps: stop after that many steps of this run */
-    for (int epoch = prog->epoch; epoch < o->epochs && !rc && !(limit && steps_this_run >= o->max_steps); epoch++) {
+    const tfm_train_ctl *ctl = &o->ctl;
+    int done = 0;
+    for (int epoch = prog->epoch; epoch < o->epochs && !rc && !done; epoch++) {
+        /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
+        if (prog->batch > 0) prog->rng = prog->epoch_rng;
+        else prog->epoch_rng = prog->rng;
         tfm_batches bt;
         if (o->max_tokens > 0 ? tfm_batches_by_tokens(&bt, train->n, train->src_valid, train->tgt_valid, o->max_tokens,
                                                       &prog->rng)
@@ -162,12 +175,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             rc = -1;
             break;
         }
-        int stopped = 0;
-        for (int bi = 0; bi < bt.n_batches; bi++) {
-            if (limit && steps_this_run >= o->max_steps) {
-                stopped = 1;
-                break;
-            }
+        if (prog->batch >= bt.n_batches) prog->batch = 0;
+        for (int bi = prog->batch; bi < bt.n_batches; bi++) {
             int nb = bt.off[bi + 1] - bt.off[bi];
             double t_step = tfm_now();
             tfm_graph_reset(&g);
@@ -180,20 +189,32 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
             else tfm_backward(&g, loss);
             float lr = tfm_mt_lr(o, prog->step, total, d_model);
-            tfm_train_step(&g, &m->params, opt, lr, o->grad_clip);
+            float lv = loss->data[0];
+            /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
+            int bad = !isfinite(lv);
+            if (bad) tfm_train_zero_grad(&g, &m->params);
+            else bad = tfm_train_step(&g, &m->params, opt, lr, o->grad_clip) != 0;
             t_steps += tfm_now() - t_step;
             prog->step++;
+            prog->batch = bi + 1;
             steps_this_run++;
-            float lv = loss->data[0];
-            if (!isfinite(lv)) {
+            if (bad && ++prog->skipped > ctl->skip_nonfinite) {
                 rc = -1;
-                tfm_set_error("loss is not finite at step %d (lower --lr?)", prog->step);
+                tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr; "
+                              "the last checkpoint is from before it", prog->step, isfinite(lv) ? "gradient norm" : "loss",
+                              prog->skipped, ctl->skip_nonfinite);
                 break;
             }
-            loss_sum += (double)lv * b.n_tok;
-            tok_since += b.n_tok;
-            tok_total += b.n_tok;
-            int last = bi == bt.n_batches - 1, stop_now = limit && steps_this_run == o->max_steps;
+            if (bad) {
+                fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", prog->step,
+                        isfinite(lv) ? "gradient norm" : "loss", prog->skipped, ctl->skip_nonfinite);
+            } else {
+                loss_sum += (double)lv * b.n_tok;
+                tok_since += b.n_tok;
+                tok_total += b.n_tok;
+            }
+            int last = bi == bt.n_batches - 1;
+            int stop_now = (limit && steps_this_run == o->max_steps) || (ctl->stop && *ctl->stop);
             if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
                 double now = tfm_now();
                 tfm_mt_report r = {0};
@@ -216,28 +237,40 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 tok_since = 0;
                 t_last = now;
             }
-            if (o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0 && !last) {
+            if (last) break;   /* the epoch's validation and checkpoint below */
+            int early = 0;   /* validation asked to stop (--patience) */
+            if (o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0) {
                 prog->drop_rng = g.rng;
                 int v = o->validate(prog, epoch + 1, user);
-                if (v) {
-                    rc = v < 0 ? -1 : 0;
-                    stopped = early = 1;
+                if (v < 0) {
+                    rc = -1;
+                    done = 1;
+                    break;
+                }
+                early = v > 0;
+            }
+            if (stop_now || early || (ctl->save_every > 0 && prog->step % ctl->save_every == 0)) {
+                prog->drop_rng = g.rng;   /* a checkpoint inside the epoch: prog->batch says where */
+                if (on_epoch && on_epoch(prog, user)) rc = -1;
+                if (stop_now || early || rc) {
+                    done = 1;
                     break;
                 }
             }
         }
         tfm_batches_free(&bt);
-        if (rc) break;
-        if (!stopped) prog->epoch = epoch + 1;   /* a --max-steps stop mid-epoch: not counted as done */
+        if (rc || done) break;
+        prog->epoch = epoch + 1;
+        prog->batch = 0;
         prog->drop_rng = g.rng;
-        if (!early && o->validate) {
+        if (o->validate) {
             int v = o->validate(prog, epoch + 1, user);
             if (v < 0) rc = -1;
-            early = v > 0;
+            if (v > 0) done = 1;   /* --patience: save this epoch's checkpoint, then stop */
         }
         if (rc) break;
         if (on_epoch && on_epoch(prog, user)) rc = -1;
-        if (early) break;
+        if ((limit && steps_this_run >= o->max_steps) || (ctl->stop && *ctl->stop)) done = 1;
     }
     (void)t_last;
     if (o->profile && steps_this_run) {

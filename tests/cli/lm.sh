@@ -63,7 +63,7 @@ expect_error "unknown flag" "unknown flag --bogus" $TFM train-lm --data "$TMP/sm
 expect_error "negative lr" "--lr must be > 0" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --lr -1
 expect_error "non-numeric value" "--iters: 'ten' is not an integer" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --iters ten
 expect_error "n_embd not divisible by n_head" "divisible" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --n-embd 30 --n-head 4
-expect_error "zero batch" "--batch-size must be >= 1" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --batch-size 0
+expect_error "zero batch" "--batch-size must be (>= 1|in 1)" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/x.tfm" --batch-size 0
 expect_error "missing --out" "--out" $TFM train-lm --data "$TMP/small.txt"
 expect_error "flag without value" "needs a value" $TFM train-lm --data "$TMP/small.txt" --out
 [ ! -e "$TMP/x.tfm" ] && pass "failed runs write no checkpoint" || fail "failed runs write no checkpoint" "x.tfm exists"

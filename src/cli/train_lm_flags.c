@@ -1,0 +1,55 @@
+/* tfm train-lm: progress lines, the checkpoint callback, flag range checks (src/cli/train_lm.h). */
+#include <math.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/train_lm.h"
+
+#define C "train-lm"
+
+void lm_report(const tfm_lm_report *r, void *user) {
+    lm_run *x = user;
+    const char *cr = x->tty ? "\r\033[K" : "";
+    char eta[32];
+    x->train_s = r->train_s;
+    if (r->eval) {
+        fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
+        return;
+    }
+    x->loss_ema = isnan(x->loss_ema) ? r->loss : 0.9f * x->loss_ema + 0.1f * r->loss;
+    cli_format_eta(r->eta_s, eta, sizeof eta);
+    if (x->tty || r->step % x->log_every == 0 || r->step == 1)
+        fprintf(stderr, "%sstep %d/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s", cr, r->step, r->steps,
+                x->tty ? x->loss_ema : r->loss, r->lr, r->tokens_per_s, eta, x->tty ? "" : "\n");
+}
+
+int lm_save(const tfm_lm_train_state *st, void *user) {
+    lm_run *x = user;
+    if (tfm_gpt_save_run(x->out, x->m, x->vocab, x->opt, st, x->run)) return -1;
+    return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, st->iter, x->keep_last) : 0;
+}
+
+int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention, int log_every,
+                const tfm_train_ctl *ctl, int keep_last) {
+    if (s->lr <= 0) return cli_error(C, "--lr must be > 0, got %g", s->lr);
+    if (s->min_lr < 0 || s->min_lr > s->lr) return cli_error(C, "--min-lr must be in [0, lr], got %g", s->min_lr);
+    if (s->batch_size < 1 || s->batch_size > 65536)
+        return cli_error(C, "--batch-size must be in 1..65536, got %d", s->batch_size);
+    if (s->iters < 1 || s->iters > 100000000) return cli_error(C, "--iters must be in 1..1e8, got %d", s->iters);
+    if (s->warmup < 0 || s->warmup > 100000000) return cli_error(C, "--warmup must be in 0..1e8, got %d", s->warmup);
+    if (s->eval_every < 1 || s->eval_iters < 1 || s->eval_iters > 1000000 || s->grad_accum < 1 || s->grad_accum > 65536)
+        return cli_error(C, "--eval-every >= 1, --eval-iters in 1..1e6 and --grad-accum in 1..65536 required");
+    if (log_every < 1) return cli_error(C, "--log-every must be >= 1, got %d", log_every);
+    if (ctl->save_every < 0 || keep_last < 0 || ctl->skip_nonfinite < 0)
+        return cli_error(C, "--save-every, --keep-last and --skip-nonfinite must be >= 0");
+    if (s->weight_decay < 0) return cli_error(C, "--weight-decay must be >= 0, got %g", s->weight_decay);
+    if (s->grad_clip < 0) return cli_error(C, "--grad-clip must be >= 0 (0 = off), got %g", s->grad_clip);
+    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
+    if (!(s->beta1 >= 0 && s->beta1 < 1) || !(s->beta2 >= 0 && s->beta2 < 1))
+        return cli_error(C, "--beta1/--beta2 must be in [0,1)");
+    if (!(val_frac > 0 && val_frac < 1)) return cli_error(C, "--val-frac must be in (0,1), got %g", val_frac);
+    if (strcmp(attention, "causal") && strcmp(attention, "synthesizer"))
+        return cli_error(C, "--attention must be causal or synthesizer, got '%s'", attention);
+    return 0;
+}
+

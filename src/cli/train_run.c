@@ -1,0 +1,41 @@
+/* train-lm / train-mt: clean stops on SIGINT and SIGTERM (include: src/cli/train_run.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/train_run.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tfm/train.h"
+
+static volatile sig_atomic_t stop_signal;   /* the CLI's flag; the library only reads it through a pointer */
+
+static void on_signal(int sig) {
+    if (stop_signal) _exit(128 + sig);   /* second signal: leave now; the last complete checkpoint stays */
+    stop_signal = sig;
+}
+
+const volatile sig_atomic_t *cli_stop_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return &stop_signal;
+}
+
+void cli_clean_stale(const char *cmd, const char *out) {
+    int n = tfm_ckpt_remove_stale_tmp(out);
+    if (n > 0) fprintf(stderr, "tfm %s: removed %d stale %s.tmp.* file%s of an interrupted save\n", cmd, n, out, n == 1 ? "" : "s");
+}
+
+int cli_stop_report(const char *cmd, const char *out, int step, int epoch, const char *hint) {
+    int sig = stop_signal;
+    if (!sig) return 0;
+    fprintf(stderr, "\ntfm %s: stopped by %s: saved %s at step %d", cmd, sig == SIGINT ? "SIGINT" : "SIGTERM", out, step);
+    if (epoch >= 0) fprintf(stderr, " (epoch %d)", epoch);
+    fprintf(stderr, "; resume with: %s %s\n", hint, out);
+    return 128 + sig;
+}

@@ -1,0 +1,29 @@
+/* What train-lm and train-mt share around their loops (src/cli/train_run.c): the SIGINT/SIGTERM stop flag
+ * (owned here, passed to the library as a pointer), the message after a clean stop, peak RSS. */
+#ifndef TFM_CLI_TRAIN_RUN_H
+#define TFM_CLI_TRAIN_RUN_H
+#include <signal.h>
+
+#include "cli/cli.h"
+#include "tfm/train.h"
+
+/* Installs the handlers and returns the flag they set (the signal number). A second SIGINT/SIGTERM while
+ * the first is being handled exits at once (128 + signal) without touching the last checkpoint. */
+const volatile sig_atomic_t *cli_stop_install(void);
+/* Removes stale OUT.tmp.<pid> files of killed runs (and says so). */
+void cli_clean_stale(const char *cmd, const char *out);
+/* After a stop by signal: "stopped by SIGINT: saved OUT at step S (epoch E); resume with: HINT OUT" and the
+ * exit code 128 + signal; 0 if no signal arrived. epoch < 0: not printed. */
+int cli_stop_report(const char *cmd, const char *out, int step, int epoch, const char *hint);
+
+/* The run configuration (src/cli/run_flags.c): every flag of spec except those in safe (" a b c "), and for
+ * the flags in data (paths) also data:<flag> = the file's size and FNV-1a hash. Prints and returns 2 on error. */
+int cli_run_config_build(const char *cmd, const cli_spec *spec, const char *safe, const char *data, tfm_run_config *rc);
+/* A resume: flags not given take the stored values; a given flag that differs is an error naming both values
+ * unless it is in changeable (" a b ");
+ * a data file whose contents differ is an error unless allow_new_data (then logged). Prints; returns 2. */
+int cli_run_config_resume(const char *cmd, cli_spec *spec, const char *safe, const char *changeable,
+                          const char *data, const tfm_run_config *stored, int allow_new_data);
+/* "CMD config: --flag value ..." on stderr */
+void cli_run_config_print(const char *cmd, const tfm_run_config *rc);
+#endif
