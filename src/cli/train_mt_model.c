@@ -11,7 +11,7 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
     cli_flag extra[] = {
         {"tokenizer", FLAG_STR, &o->tokenizer, "word (--preprocess) | bpe (joint subwords, raw text in and out)", 0},
         {"vocab-size", FLAG_INT, &o->vocab_size, "with --tokenizer bpe: pieces of the joint BPE model learned "
-                                                 "from the training pairs (default 8000)", 0},
+                                                 "from the training pairs (0: 8000)", 0},
         {"bpe-model", FLAG_STR, &o->bpe_model, "with --tokenizer bpe: use this BPE .model (tfm bpe learn, or "
                                                "spm_train --model_type=bpe with tfm's special ids)", 0},
         {"share-embeddings", FLAG_BOOL, &o->share_embeddings,
