@@ -283,6 +283,9 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
 void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
 int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 
+/* The model of a translator whose vocabularies are set: cfg with their sizes, created and initialised
+ * from seed. On error t is freed. Used by both builders below. */
+int tfm_translator_create_model(tfm_translator *t, const tfm_s2s_config *cfg, uint64_t seed);
 /* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
  * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
 int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,

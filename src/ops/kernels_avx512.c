@@ -2,6 +2,7 @@
  * This file is compiled with -mavx512f -mavx2 -mfma (Makefile) and its functions are only called when
  * cpuid reports AVX-512F (ops/isa.h). Same polynomials as vmath.c (Cephes-style expf/tanhf). */
 #include "ops/isa.h"
+#include "ops/vmath.h"
 
 #if defined(__AVX512F__)
 const int tfm_avx512_built_ = 1;
@@ -55,39 +56,21 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
 }
 
 /* ---------------------------------------------------------------- vector math on 16 lanes */
-#define EXP_HI 88.3762626647949f
-#define EXP_LO (-87.3365447504f)
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693359375f
-#define LN2_LO (-2.12194440e-4f)
-#define P0 1.9875691500E-4f
-#define P1 1.3981999507E-3f
-#define P2 8.3334519073E-3f
-#define P3 4.1665795894E-2f
-#define P4 1.6666665459E-1f
-#define P5 5.0000001201E-1f
-#define T0 (-5.70498872745E-3f)
-#define T1 2.06390887954E-2f
-#define T2 (-5.37397155531E-2f)
-#define T3 1.33314422036E-1f
-#define T4 (-3.33332819422E-1f)
-#define GELU_K 0.7978845608028654f
-#define GELU_C 0.044715f
 #define S1(x) _mm512_set1_ps(x)
 
 static inline __m512 exp16(__m512 x) {
-    __mmask16 lo = _mm512_cmp_ps_mask(x, S1(EXP_LO), _CMP_GE_OQ);
-    x = _mm512_min_ps(x, S1(EXP_HI));
-    x = _mm512_max_ps(x, S1(EXP_LO));
-    __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, S1(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(fx, S1(LN2_HI), x);
-    r = _mm512_fnmadd_ps(fx, S1(LN2_LO), r);
+    __mmask16 lo = _mm512_cmp_ps_mask(x, S1(VM_EXP_LO), _CMP_GE_OQ);
+    x = _mm512_min_ps(x, S1(VM_EXP_HI));
+    x = _mm512_max_ps(x, S1(VM_EXP_LO));
+    __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, S1(VM_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(fx, S1(VM_LN2_HI), x);
+    r = _mm512_fnmadd_ps(fx, S1(VM_LN2_LO), r);
     __m512 z = _mm512_mul_ps(r, r);
-    __m512 y = _mm512_fmadd_ps(S1(P0), r, S1(P1));
-    y = _mm512_fmadd_ps(y, r, S1(P2));
-    y = _mm512_fmadd_ps(y, r, S1(P3));
-    y = _mm512_fmadd_ps(y, r, S1(P4));
-    y = _mm512_fmadd_ps(y, r, S1(P5));
+    __m512 y = _mm512_fmadd_ps(S1(VM_P0), r, S1(VM_P1));
+    y = _mm512_fmadd_ps(y, r, S1(VM_P2));
+    y = _mm512_fmadd_ps(y, r, S1(VM_P3));
+    y = _mm512_fmadd_ps(y, r, S1(VM_P4));
+    y = _mm512_fmadd_ps(y, r, S1(VM_P5));
     y = _mm512_fmadd_ps(y, z, _mm512_add_ps(r, S1(1.0f)));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
     y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
@@ -102,10 +85,10 @@ static inline __m512 tanh16(__m512 x) {
     __m512i sign = _mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u));
     __m512 a = abs16(x);
     __m512 z = _mm512_mul_ps(x, x);
-    __m512 p = _mm512_fmadd_ps(S1(T0), z, S1(T1));
-    p = _mm512_fmadd_ps(p, z, S1(T2));
-    p = _mm512_fmadd_ps(p, z, S1(T3));
-    p = _mm512_fmadd_ps(p, z, S1(T4));
+    __m512 p = _mm512_fmadd_ps(S1(VM_T0), z, S1(VM_T1));
+    p = _mm512_fmadd_ps(p, z, S1(VM_T2));
+    p = _mm512_fmadd_ps(p, z, S1(VM_T3));
+    p = _mm512_fmadd_ps(p, z, S1(VM_T4));
     __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
     __m512 e = exp16(_mm512_add_ps(a, a));
     __m512 big = _mm512_sub_ps(S1(1.0f), _mm512_div_ps(S1(2.0f), _mm512_add_ps(e, S1(1.0f))));
@@ -117,8 +100,8 @@ static inline __m512 tanh16(__m512 x) {
 /* tanh(K (x + C x^3)) as 1 - 2/(exp(2u)+1) (see gelu_inner8 in vmath.c) */
 static inline __m512 gelu_inner16(__m512 x) {
     __m512 x2 = _mm512_mul_ps(x, x);
-    __m512 u = _mm512_mul_ps(_mm512_mul_ps(S1(2.0f * GELU_K), x), _mm512_fmadd_ps(S1(GELU_C), x2, S1(1.0f)));
-    __m512 e = exp16(_mm512_min_ps(u, S1(EXP_HI)));
+    __m512 u = _mm512_mul_ps(_mm512_mul_ps(S1(2.0f * VM_GELU_K), x), _mm512_fmadd_ps(S1(VM_GELU_C), x2, S1(1.0f)));
+    __m512 e = exp16(_mm512_min_ps(u, S1(VM_EXP_HI)));
     return _mm512_sub_ps(S1(1.0f), _mm512_div_ps(S1(2.0f), _mm512_add_ps(e, S1(1.0f))));
 }
 static inline __m512 gelu16(__m512 x) {
@@ -129,7 +112,7 @@ static inline __m512 gelu_d16(__m512 x) {
     __m512 x2 = _mm512_mul_ps(x, x);
     __m512 a = _mm512_mul_ps(half, _mm512_add_ps(one, t));
     __m512 b = _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_fnmadd_ps(t, t, one));
-    __m512 c = _mm512_mul_ps(S1(GELU_K), _mm512_fmadd_ps(S1(3.0f * GELU_C), x2, one));
+    __m512 c = _mm512_mul_ps(S1(VM_GELU_K), _mm512_fmadd_ps(S1(3.0f * VM_GELU_C), x2, one));
     return _mm512_fmadd_ps(b, c, a);
 }
 static inline __m512 sigmoid16(__m512 x) {

@@ -6,35 +6,17 @@
 #include <math.h>
 #include <string.h>
 
-#define EXP_HI 88.3762626647949f
-#define EXP_LO (-87.3365447504f)
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693359375f
-#define LN2_LO (-2.12194440e-4f)
-#define P0 1.9875691500E-4f
-#define P1 1.3981999507E-3f
-#define P2 8.3334519073E-3f
-#define P3 4.1665795894E-2f
-#define P4 1.6666665459E-1f
-#define P5 5.0000001201E-1f
-#define T0 (-5.70498872745E-3f)
-#define T1 2.06390887954E-2f
-#define T2 (-5.37397155531E-2f)
-#define T3 1.33314422036E-1f
-#define T4 (-3.33332819422E-1f)
-#define GELU_K 0.7978845608028654f
-#define GELU_C 0.044715f
 
 /* ---------------------------------------------------------------- portable scalar bodies */
 float tfm_expf(float x) {
     if (x != x) return x;   /* NaN: propagate (the (int) cast below would be undefined) */
-    if (x < EXP_LO) return 0.0f;
-    if (x > EXP_HI) x = EXP_HI;
-    float fx = nearbyintf(x * LOG2E);
-    float r = x - fx * LN2_HI;
-    r = r - fx * LN2_LO;
+    if (x < VM_EXP_LO) return 0.0f;
+    if (x > VM_EXP_HI) x = VM_EXP_HI;
+    float fx = nearbyintf(x * VM_LOG2E);
+    float r = x - fx * VM_LN2_HI;
+    r = r - fx * VM_LN2_LO;
     float z = r * r;
-    float y = ((((P0 * r + P1) * r + P2) * r + P3) * r + P4) * r + P5;
+    float y = ((((VM_P0 * r + VM_P1) * r + VM_P2) * r + VM_P3) * r + VM_P4) * r + VM_P5;
     y = y * z + r + 1.0f;
     return ldexpf(y, (int)fx);
 }
@@ -43,16 +25,16 @@ static inline float tanh_s(float x) {
     float a = fabsf(x);
     if (a < 0.625f) {
         float z = x * x;
-        return ((((T0 * z + T1) * z + T2) * z + T3) * z + T4) * z * x + x;
+        return ((((VM_T0 * z + VM_T1) * z + VM_T2) * z + VM_T3) * z + VM_T4) * z * x + x;
     }
     float t = 1.0f - 2.0f / (tfm_expf(2.0f * a) + 1.0f);
     return x < 0 ? -t : t;
 }
 
-static inline float gelu_s(float x) { return 0.5f * x * (1.0f + tanh_s(GELU_K * (x + GELU_C * x * x * x))); }
+static inline float gelu_s(float x) { return 0.5f * x * (1.0f + tanh_s(VM_GELU_K * (x + VM_GELU_C * x * x * x))); }
 static inline float gelu_d_s(float x) {
-    float t = tanh_s(GELU_K * (x + GELU_C * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+    float t = tanh_s(VM_GELU_K * (x + VM_GELU_C * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * VM_GELU_K * (1.0f + 3.0f * VM_GELU_C * x * x);
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -61,18 +43,18 @@ static inline float gelu_d_s(float x) {
 #define AVX2 __attribute__((target("avx2,fma")))
 
 AVX2 static inline __m256 exp8(__m256 x) {
-    __m256 lo_mask = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_GE_OQ);
-    x = _mm256_min_ps(x, _mm256_set1_ps(EXP_HI));
-    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO));
-    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(LN2_HI), x);
-    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(LN2_LO), r);
+    __m256 lo_mask = _mm256_cmp_ps(x, _mm256_set1_ps(VM_EXP_LO), _CMP_GE_OQ);
+    x = _mm256_min_ps(x, _mm256_set1_ps(VM_EXP_HI));
+    x = _mm256_max_ps(x, _mm256_set1_ps(VM_EXP_LO));
+    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(VM_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(VM_LN2_HI), x);
+    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(VM_LN2_LO), r);
     __m256 z = _mm256_mul_ps(r, r);
-    __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P2));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P3));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P4));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(P5));
+    __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(VM_P0), r, _mm256_set1_ps(VM_P1));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(VM_P2));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(VM_P3));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(VM_P4));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(VM_P5));
     y = _mm256_fmadd_ps(y, z, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -84,10 +66,10 @@ AVX2 static inline __m256 tanh8(__m256 x) {
     __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
     /* small: odd polynomial */
     __m256 z = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(T0), z, _mm256_set1_ps(T1));
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(T2));
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(T3));
-    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(T4));
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(VM_T0), z, _mm256_set1_ps(VM_T1));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VM_T2));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VM_T3));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VM_T4));
     __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
     /* large: 1 - 2/(exp(2a)+1), with the sign of x */
     __m256 e = exp8(_mm256_add_ps(a, a));
@@ -102,9 +84,9 @@ AVX2 static inline __m256 tanh8(__m256 x) {
  * accuracy near 0, so the polynomial branch of tanh8 is skipped (one exp, one division). */
 AVX2 static inline __m256 gelu_inner8(__m256 x) {
     __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 u = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f * GELU_K), x),
-                             _mm256_fmadd_ps(_mm256_set1_ps(GELU_C), x2, _mm256_set1_ps(1.0f)));
-    __m256 e = exp8(_mm256_min_ps(u, _mm256_set1_ps(EXP_HI)));
+    __m256 u = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f * VM_GELU_K), x),
+                             _mm256_fmadd_ps(_mm256_set1_ps(VM_GELU_C), x2, _mm256_set1_ps(1.0f)));
+    __m256 e = exp8(_mm256_min_ps(u, _mm256_set1_ps(VM_EXP_HI)));
     return _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
 }
 
@@ -206,7 +188,7 @@ AVX2 static inline __m256 gelu_d8(__m256 x) {
     __m256 x2 = _mm256_mul_ps(x, x);
     __m256 a = _mm256_mul_ps(half, _mm256_add_ps(one, t));
     __m256 b = _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_fnmadd_ps(t, t, one));
-    __m256 c = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_C), x2, one));
+    __m256 c = _mm256_mul_ps(_mm256_set1_ps(VM_GELU_K), _mm256_fmadd_ps(_mm256_set1_ps(3.0f * VM_GELU_C), x2, one));
     return _mm256_fmadd_ps(b, c, a);
 }
 AVX2 static void vgelu_backward_avx2(float *dx, const float *dy, const float *x, size_t n, int acc) {

@@ -12,6 +12,28 @@
 #define TFM_VMATH_H
 #include <stddef.h>
 
+/* The Cephes-style constants every path's bodies share (vmath.c, kernels_avx512.c): exp's range
+ * reduction (x = n ln2 + r, ln2 split in two parts) and degree-5 polynomial VM_P0..VM_P5, tanh's odd
+ * polynomial VM_T0..VM_T4 below 0.625, and the GELU tanh approximation's sqrt(2/pi) and cubic coefficient. */
+#define VM_EXP_HI 88.3762626647949f
+#define VM_EXP_LO (-87.3365447504f)
+#define VM_LOG2E 1.44269504088896341f
+#define VM_LN2_HI 0.693359375f
+#define VM_LN2_LO (-2.12194440e-4f)
+#define VM_P0 1.9875691500E-4f
+#define VM_P1 1.3981999507E-3f
+#define VM_P2 8.3334519073E-3f
+#define VM_P3 4.1665795894E-2f
+#define VM_P4 1.6666665459E-1f
+#define VM_P5 5.0000001201E-1f
+#define VM_T0 (-5.70498872745E-3f)
+#define VM_T1 2.06390887954E-2f
+#define VM_T2 (-5.37397155531E-2f)
+#define VM_T3 1.33314422036E-1f
+#define VM_T4 (-3.33332819422E-1f)
+#define VM_GELU_K 0.7978845608028654f
+#define VM_GELU_C 0.044715f
+
 /* y[i] = exp(x[i] - sub); returns sum of y (float, fixed lane order). y may alias x. */
 float tfm_vexp_sum(float *y, const float *x, float sub, size_t n);
 /* y[i] = exp(x[i]) */

@@ -13,16 +13,7 @@ int tfm_translator_build_bpe(tfm_translator *t, tfm_bpe *bpe, const tfm_s2s_conf
         tfm_translator_free(t);
         return -1;
     }
-    tfm_s2s_config c = *cfg;
-    c.src_vocab = t->src_vocab.n;
-    c.tgt_vocab = t->tgt_vocab.n;
-    t->model = tfm_s2s_create(&c);
-    if (!t->model) {
-        tfm_translator_free(t);
-        return -1;
-    }
-    t->model->vt->init_weights(t->model, seed);
-    return 0;
+    return tfm_translator_create_model(t, cfg, seed);
 }
 
 /* one side: line i = lists[i].tok[0] (or empty) -> ids[off[i] .. off[i+1]) */

@@ -5,15 +5,7 @@
 
 #include "tfm/train.h"
 
-int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
-                         const tfm_s2s_config *cfg, uint64_t seed) {
-    memset(t, 0, sizeof *t);
-    t->tok_kind = tok_kind;
-    if (tfm_vocab_build(&t->src_vocab, p->src, p->n, min_freq) ||
-        tfm_vocab_build(&t->tgt_vocab, p->tgt, p->n, min_freq)) {
-        tfm_translator_free(t);
-        return -1;
-    }
+int tfm_translator_create_model(tfm_translator *t, const tfm_s2s_config *cfg, uint64_t seed) {
     tfm_s2s_config c = *cfg;
     c.src_vocab = t->src_vocab.n;
     c.tgt_vocab = t->tgt_vocab.n;
@@ -24,6 +16,18 @@ int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_
     }
     t->model->vt->init_weights(t->model, seed);
     return 0;
+}
+
+int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+                         const tfm_s2s_config *cfg, uint64_t seed) {
+    memset(t, 0, sizeof *t);
+    t->tok_kind = tok_kind;
+    if (tfm_vocab_build(&t->src_vocab, p->src, p->n, min_freq) ||
+        tfm_vocab_build(&t->tgt_vocab, p->tgt, p->n, min_freq)) {
+        tfm_translator_free(t);
+        return -1;
+    }
+    return tfm_translator_create_model(t, cfg, seed);
 }
 
 int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a) {
