@@ -193,6 +193,6 @@ import sys; sys.path.insert(0, "scripts"); import numpy as np, tfmio
 e = tfmio.load(sys.argv[1]); k, v = sys.argv[3].split("=")
 e[k] = np.full_like(e[k], float(v) if e[k].dtype.kind == "f" else int(v)); tfmio.save(sys.argv[2], e)
 EOF2
-    expect_error "resume with $edit refused" "edit.tfm: training state out of range" \
+    expect_error "resume with $edit refused" "edit.tfm: train\.(eval_every|grad_accum|lr) must be" \
         $TFM train-lm --resume "$TMP/edit.tfm" --out "$TMP/z.tfm" --data "$TMP/s.txt"
 done
