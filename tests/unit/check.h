@@ -4,6 +4,7 @@
 #define TFM_TEST_CHECK_H
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_failures = 0;
@@ -44,4 +45,17 @@ static inline double rel_err(const float *a, const float *b, size_t n) {
 }
 
 #define CHECK_EXIT() return check_failures ? 1 : 0
+/* The whole file at path, malloc'd with one spare byte; *n its length. NULL if it cannot be opened. */
+static inline unsigned char *check_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)len + 1);
+    *n = b ? fread(b, 1, (size_t)len, f) : 0;
+    fclose(f);
+    return b;
+}
+
 #endif

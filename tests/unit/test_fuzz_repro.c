@@ -8,18 +8,6 @@
 
 #include <dirent.h>
 
-static unsigned char *read_all(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    return b;
-}
-
 static const char *const targets[] = {"container", "gpt", "transformer", "rnn", "bahdanau", "vocab",
                                       "text", "tsv", "parallel", "lmdata",
 #ifdef TFM_FUZZ_BPE
@@ -41,7 +29,7 @@ static void replay_reproducers(void) {
         char p[600];
         snprintf(p, sizeof p, "tests/fixtures/fuzz/%s", de->d_name);
         size_t len = 0;
-        unsigned char *b = read_all(p, &len);
+        unsigned char *b = check_read_file(p, &len);
         if (!b) continue;
         int accepted = tfm_fuzz_run(target, b, len);
         free(b);
@@ -64,7 +52,7 @@ static void replay_fixed_inputs(void) {
     int accepted = 0;
     for (int i = 0; i < 4; i++) {
         size_t len = 0;
-        unsigned char *b = read_all(fixtures[i], &len);
+        unsigned char *b = check_read_file(fixtures[i], &len);
         if (!b) continue;
         accepted += tfm_fuzz_run("container", b, len);
         for (int t = 1; t < 5; t++) tfm_fuzz_run(targets[t], b, len);   /* parity fixtures: not checkpoints */

@@ -22,18 +22,6 @@ static const char *tpath(const char *name) {
     return buf[k];
 }
 
-static unsigned char *read_file(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    return b;
-}
-
 static void write_file(const char *p, const unsigned char *b, size_t n) {
     FILE *f = fopen(p, "wb");
     if (!f) { perror(p); exit(2); }
@@ -156,7 +144,7 @@ static void test_round_trip(void) {
     CHECK("save ok", rc == 0, "%s", tfm_last_error());
     CHECK("save leaves no temp file", count_tmp(dir) == 0, "%d temp files", count_tmp(dir));
     size_t n;
-    unsigned char *raw = read_file(p, &n);
+    unsigned char *raw = check_read_file(p, &n);
     CHECK("file starts with magic TFMC, version 2 LE, count 9",
           raw && n > 12 && memcmp(raw, "TFMC", 4) == 0 && raw[4] == 2 && raw[5] == 0 && raw[6] == 0 &&
           raw[7] == 0 && raw[8] == 9 && raw[9] == 0, "bad header");
@@ -226,7 +214,7 @@ static void test_truncation(void) {
     tfm_container_save(&c, good);
     tfm_container_free(&c);
     size_t n;
-    unsigned char *raw = read_file(good, &n);
+    unsigned char *raw = check_read_file(good, &n);
     const char *p = tpath("trunc.tfm");
     int bad = 0;
     char firstbad[600] = "";
@@ -270,7 +258,7 @@ static void test_truncation(void) {
 
 static void test_corruptions(void) {
     size_t n;
-    unsigned char *raw = read_file(tpath("small.tfm"), &n);
+    unsigned char *raw = check_read_file(tpath("small.tfm"), &n);
     unsigned char *b = malloc(n + 16);
     const char *p = tpath("bad.tfm");
 #define MUTATE(stmt) do { memcpy(b, raw, n); stmt; } while (0)
@@ -414,7 +402,7 @@ static void test_save_failures(void) {
     tfm_container_save(&small, keep);
     tfm_container_free(&small);
     size_t n0;
-    unsigned char *before = read_file(keep, &n0);
+    unsigned char *before = check_read_file(keep, &n0);
     tfm_container big;
     tfm_container_init(&big);
     int shp[1] = {1 << 16};
@@ -429,7 +417,7 @@ static void test_save_failures(void) {
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, SIG_DFL);
     size_t n1;
-    unsigned char *after = read_file(keep, &n1);
+    unsigned char *after = check_read_file(keep, &n1);
     printf("#   %s\n", tfm_last_error());
     CHECK("save fails when the write fails", rc == -1 && strstr(tfm_last_error(), keep), "rc=%d err=%s", rc,
           tfm_last_error());
@@ -443,7 +431,7 @@ static void test_save_failures(void) {
     c.e[0].nbytes = 8;
     rc = tfm_container_save(&c, keep);
     size_t n2;
-    unsigned char *again = read_file(keep, &n2);
+    unsigned char *again = check_read_file(keep, &n2);
     CHECK("save refuses inconsistent entry, file untouched", rc == -1 && n2 == n0, "rc=%d", rc);
     free(again);
     c.e[0].nbytes = 24;
@@ -457,7 +445,7 @@ static void test_integrity(void) {
           tfm_crc32(0, "123456789", 9) == 0xCBF43926u, "got %08x", tfm_crc32(0, "123456789", 9));
     CHECK("crc32 running over two chunks", tfm_crc32(tfm_crc32(0, "1234", 4), "56789", 5) == 0xCBF43926u, "differs");
     size_t n;
-    unsigned char *raw = read_file(tpath("small.tfm"), &n);
+    unsigned char *raw = check_read_file(tpath("small.tfm"), &n);
     unsigned char *b = malloc(n);
     int refused = 0, lines_ok = 0, tried = 0;
     char firstbad[600] = "";

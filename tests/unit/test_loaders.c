@@ -26,18 +26,6 @@ static const char *tpath(const char *name) {
     return buf[k];
 }
 
-static unsigned char *read_all(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    return b;
-}
-
 /* ---------------------------------------------------------------- parameter-count formulas */
 static void test_param_counts(void) {
     tfm_gpt_config g[] = {
@@ -132,7 +120,7 @@ static void test_gpt_bitflips(void) {
     save_gpt(good, 0);
     CHECK("tiny GPT checkpoint with optimizer state loads", load_gpt_full(good) == 0, "%s", tfm_last_error());
     size_t n = 0;
-    unsigned char *raw = read_all(good, &n);
+    unsigned char *raw = check_read_file(good, &n);
     unsigned char *b = malloc(n);
     int refused = 0, tried = 0;
     char first[600] = "";

@@ -25,21 +25,9 @@ static const char *tmp(const char *name) {
     return buf[k];
 }
 
-static unsigned char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
-
 static int same_bytes(const char *a, const char *b) {
     size_t na = 0, nb = 0;
-    unsigned char *x = read_file(a, &na), *y = read_file(b, &nb);
+    unsigned char *x = check_read_file(a, &na), *y = check_read_file(b, &nb);
     int same = x && y && na == nb && !memcmp(x, y, na);
     free(x), free(y);
     return same;
@@ -157,7 +145,7 @@ static void round_trip(const char *kind) {
 static void rewrite(const char *src, const char *dst, const char *from, const char *to, size_t data_len,
                     uint64_t header_len) {
     size_t n;
-    unsigned char *b = read_file(src, &n);
+    unsigned char *b = check_read_file(src, &n);
     if (!b) printf("FAIL rewrite: cannot read %s\n", src), exit(1);
     uint64_t hl = 0;
     for (int k = 7; k >= 0; k--) hl = hl << 8 | b[k];
@@ -205,7 +193,7 @@ static void bad_input(void) {
     expect_bad("bad: huge header length", X, "header length 1099511627776 exceeds", NULL);
     {   /* truncated inside the header */
         size_t n;
-        unsigned char *b = read_file(G, &n);
+        unsigned char *b = check_read_file(G, &n);
         FILE *f = fopen(X, "wb");
         fwrite(b, 1, 100, f);
         fclose(f);
