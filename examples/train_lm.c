@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     tfm_gpt_config cfg = {.block_size = 32, .n_layer = 2, .n_head = 4, .n_embd = 64, .dropout = 0.0f,
                           .attention = TFM_ATTN_CAUSAL};
     tfm_lm_train_state st = {.iters = steps, .batch_size = 8, .grad_accum = 1, .warmup = 10, .eval_every = steps,
-                             .eval_iters = 5, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
+                             .eval_iters = 5, .seed = 1, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
                              .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
     tfm_lm_data data;   /* the text as character ids, 90% train / 10% validation, and its vocabulary */
     if (steps < 1 || tfm_lm_data_load(&data, argv[1], NULL, 0.9f, cfg.block_size)) {

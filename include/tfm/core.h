@@ -25,6 +25,19 @@
 /* Library functions that can fail on user input return NULL / -1 and set a one-line message. */
 void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *tfm_last_error(void);
+/* What kind of failure the current error is, so a program can react (the tfm CLI maps it to its exit
+ * status: man tfm, EXIT STATUS). tfm_set_error() sets TFM_ERR_OTHER; tfm_prefix_error() keeps the kind. */
+typedef enum {
+    TFM_ERR_OTHER = 0, /* an invalid argument, a numerical fault, anything not below */
+    TFM_ERR_DATA,      /* a file's contents are malformed or inconsistent: format, CRC, ranges, encoding */
+    TFM_ERR_IO,        /* the system refused: open, read, write, fsync, rename (ENOENT, EACCES, ENOSPC, EROFS) */
+    TFM_ERR_NOMEM,     /* out of memory */
+} tfm_error_kind;
+void tfm_set_error_kind(tfm_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tfm_error_kind tfm_last_error_kind(void);
+/* For loaders, on their failure path once a file was opened: an unclassified (TFM_ERR_OTHER) error becomes
+ * TFM_ERR_DATA (I/O and out-of-memory errors stay what they are). Returns -1. */
+int tfm_error_in_data(void);
 /* Put formatted text in front of the current error ("PATH: " + "bad config: ..."); returns -1, so a
  * failing call can end with `return tfm_prefix_error("%s: ", path);`. */
 int tfm_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -3,8 +3,9 @@
  *   tfm_lm_train   a GPT language model on a character corpus   (src/train/train_lm.c)
  *   tfm_mt_train   any tfm_encdec translator on sentence pairs   (src/train/train_mt.c)
  * Both take options, an optimizer, a progress/state struct that a checkpoint carries for an exact resume,
- * a report callback (progress lines) and a checkpoint callback; both stop early after max_steps steps of
- * this run (0 = no limit) with the state saved so that a resume continues with the same numbers. */
+ * a report callback (progress lines) and a checkpoint callback; both stop early once the run's global
+ * optimizer step (counted from the start of the run, across resumes) reaches max_steps (0 = no limit), with
+ * the state saved so that a resume continues with the same numbers. */
 #ifndef TFM_TRAIN_H
 #define TFM_TRAIN_H
 
@@ -167,11 +168,11 @@ typedef int (*tfm_lm_save_fn)(const tfm_lm_train_state *st, void *user);
  * RNGs seeded from st->seed (as train-lm always has). */
 void tfm_lm_train_state_init(tfm_lm_train_state *st);
 /* train-lm's defaults (iters 2000, batch 12, grad_accum 1, warmup 100, eval every 500 over 20 batches,
- * seed 1337, lr 1e-3 -> 1e-4, weight decay 0.1, betas 0.9 / 0.99, grad clip 1), then _init. */
+ * seed 1, lr 1e-3 -> 1e-4, weight decay 0.1, betas 0.9 / 0.99, grad clip 1), then _init. */
 void tfm_lm_train_state_default(tfm_lm_train_state *st);
 /* Train m on d from st->iter to st->iters (cosine schedule with warmup, grad accumulation, clipping,
- * fused AdamW); evaluate every st->eval_every steps and at the end; max_steps > 0 stops after that many
- * steps of this run. opt initialised for m->params (or restored by tfm_gpt_load). profile: print the
+ * fused AdamW); evaluate every st->eval_every steps and at the end; max_steps > 0 stops (evaluating and
+ * saving) once st->iter, the run's global step counted across resumes, reaches max_steps. opt initialised for m->params (or restored by tfm_gpt_load). profile: print the
  * op/phase times per step at the end to stderr. Returns the number of steps run, or -1 with a tfm error
  * (loss not finite, save failed). */
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
@@ -200,8 +201,9 @@ typedef struct {
     int log_every;           /* steps between progress lines (0: one per epoch) */
     int quiet;
     int profile;             /* at the end, print time per op kind and phase per step to stderr */
-    int max_steps;           /* > 0: stop after this many optimizer steps of this run (on_epoch is called
-                                with the position inside the epoch, prog->batch) */
+    int max_steps;           /* > 0: stop once prog->step, the run's global optimizer step counted across
+                                resumes, reaches it (on_epoch is called with the position inside the
+                                epoch, prog->batch) */
     tfm_train_ctl ctl;       /* stop flag, --save-every, --skip-nonfinite */
     /* issue 10 */
     int max_tokens;          /* > 0: token-budget batches (tfm_batches_by_tokens) instead of batch_size */
@@ -267,6 +269,9 @@ typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
 void tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
 void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
                       float best_bleu, const char *checkpoint);
+/* train-lm's lines in the same schema: a progress report as "train" (step, loss = the mean given since the
+ * previous line, lr, tokens_per_s); an evaluation (r->eval) as "valid" (loss = train loss, valid_loss). */
+void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry

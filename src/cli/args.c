@@ -1,5 +1,6 @@
 /* Flag parsing shared by every command. */
 #include "cli/cli.h"
+#include "tfm/core.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -14,7 +15,7 @@ int cli_error(const char *cmd, const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-    return 2;
+    return CLI_EXIT_USAGE;
 }
 
 int cli_stderr_is_tty(void) { return isatty(2); }
@@ -28,6 +29,24 @@ static const char *type_meta(cli_flag_type t) {
     }
 }
 
+/* " (default V)", with control characters in a string default written as C escapes (\\n) so the
+ * help stays one line a flag. */
+static void format_default(const cli_flag *fl, char *buf, size_t n) {
+    if (fl->type == FLAG_INT) snprintf(buf, n, " (default %d)", *(int *)fl->dst);
+    else if (fl->type == FLAG_FLOAT) snprintf(buf, n, " (default %g)", *(float *)fl->dst);
+    if (fl->type != FLAG_STR || !*(const char **)fl->dst) return;
+    const char *v = *(const char **)fl->dst;
+    size_t k = (size_t)snprintf(buf, n, " (default ");
+    for (; *v && k + 8 < n; v++) {
+        unsigned char c = (unsigned char)*v;
+        if (c == '\n') k += (size_t)snprintf(buf + k, n - k, "\\n");
+        else if (c == '\t') k += (size_t)snprintf(buf + k, n - k, "\\t");
+        else if (c < 32 || c == 127) k += (size_t)snprintf(buf + k, n - k, "\\x%02x", c);
+        else buf[k++] = (char)c;
+    }
+    snprintf(buf + k, n - k, ")");
+}
+
 void cli_usage(const cli_spec *s, FILE *f) {
     fprintf(f, "usage: tfm %s %s\n", s->cmd, s->synopsis);
     if (s->description) fprintf(f, "\n%s\n", s->description);
@@ -36,11 +55,8 @@ void cli_usage(const cli_spec *s, FILE *f) {
         const cli_flag *fl = &s->flags[i];
         char left[64];
         snprintf(left, sizeof left, "--%s %s", fl->name, type_meta(fl->type));
-        char def[64] = "";
-        if (fl->type == FLAG_INT) snprintf(def, sizeof def, " (default %d)", *(int *)fl->dst);
-        else if (fl->type == FLAG_FLOAT) snprintf(def, sizeof def, " (default %g)", *(float *)fl->dst);
-        else if (fl->type == FLAG_STR && *(const char **)fl->dst)
-            snprintf(def, sizeof def, " (default %s)", *(const char **)fl->dst);
+        char def[96] = "";
+        if (!strstr(fl->help, "(default")) format_default(fl, def, sizeof def);   /* the help may state its own */
         fprintf(f, "  %-24s %s%s\n", left, fl->help, def);
     }
     fprintf(f, "  %-24s %s\n", "--help", "show this help");
@@ -81,13 +97,13 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos) 
                 if (strlen(s->flags[k].name) == len && !strncmp(s->flags[k].name, name, len)) fl = &s->flags[k];
             if (!fl) {
                 cli_error(s->cmd, "unknown flag --%.*s (see tfm %s --help)", (int)len, name, s->cmd);
-                return 2;
+                return CLI_EXIT_USAGE;
             }
             fl->seen = 1;
             if (fl->type == FLAG_BOOL) {
                 if (eq) {
                     cli_error(s->cmd, "flag --%s takes no value", fl->name);
-                    return 2;
+                    return CLI_EXIT_USAGE;
                 }
                 *(int *)fl->dst = 1;
                 continue;
@@ -95,28 +111,28 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos) 
             const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!val) {
                 cli_error(s->cmd, "flag --%s needs a value", fl->name);
-                return 2;
+                return CLI_EXIT_USAGE;
             }
             if (fl->type == FLAG_INT && parse_int(val, (int *)fl->dst)) {
                 cli_error(s->cmd, "flag --%s: '%s' is not an integer", fl->name, val);
-                return 2;
+                return CLI_EXIT_USAGE;
             }
             if (fl->type == FLAG_FLOAT && parse_float(val, (float *)fl->dst)) {
                 cli_error(s->cmd, "flag --%s: '%s' is not a number", fl->name, val);
-                return 2;
+                return CLI_EXIT_USAGE;
             }
             if (fl->type == FLAG_STR) *(const char **)fl->dst = val;
             continue;
         }
         if (*n_pos >= s->max_pos) {
             cli_error(s->cmd, "unexpected argument '%s' (see tfm %s --help)", a, s->cmd);
-            return 2;
+            return CLI_EXIT_USAGE;
         }
         pos[(*n_pos)++] = a;
     }
     if (*n_pos < s->min_pos) {
         cli_error(s->cmd, "missing argument: usage: tfm %s %s", s->cmd, s->synopsis);
-        return 2;
+        return CLI_EXIT_USAGE;
     }
     return 0;
 }
@@ -124,16 +140,5 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos) 
 int cli_flag_seen(const cli_spec *s, const char *name) {
     for (int i = 0; i < s->n_flags; i++)
         if (!strcmp(s->flags[i].name, name)) return s->flags[i].seen;
-    return 0;
-}
-
-int cli_check_writable(const char *cmd, const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
-    if (access(dir, W_OK)) return cli_error(cmd, "cannot write %s: directory %s: %s", path, dir, strerror(errno));
     return 0;
 }

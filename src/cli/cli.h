@@ -25,21 +25,35 @@ typedef struct {
 } cli_spec;
 
 /* Parses argv[1..] (argv[0] is the command name). Positional arguments are stored in pos[] (at most
- * spec->max_pos). Returns 0 ok; 1 if --help was printed (caller exits 0); 2 on error (already printed
- * as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
+ * spec->max_pos). Returns 0 ok; 1 if --help was printed (caller exits 0); CLI_EXIT_USAGE on error (already
+ * printed as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
 int cli_parse(cli_spec *spec, int argc, char **argv, const char **pos, int *n_pos);
 void cli_usage(const cli_spec *spec, FILE *f);
 /* Was --name given on the command line? */
 int cli_flag_seen(const cli_spec *spec, const char *name);
-/* Print "tfm <cmd>: <msg>" to stderr and return 2 (use: return cli_error(cmd, "...")). */
+/* Exit statuses (man tfm, EXIT STATUS; 65 and 74 are sysexits.h's EX_DATAERR and EX_IOERR). A stop by
+ * SIGINT / SIGTERM exits with 128 + the signal (train_run.h). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_ERROR = 1,   /* anything else: out of memory, a diverged run, an internal error */
+    CLI_EXIT_USAGE = 2,   /* an unknown command or flag, a bad or missing flag value */
+    CLI_EXIT_DATA = 65,   /* bad input data: a malformed or corrupt file (checkpoint, text, TSV, BPE model, ...) */
+    CLI_EXIT_IO = 74,     /* an I/O failure: a file that cannot be opened, read, written or renamed */
+};
+/* Print "tfm <cmd>: <msg>" to stderr and return CLI_EXIT_USAGE (use: return cli_error(cmd, "...")). */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For a failed library call: prints "tfm <cmd>: <msg>" and returns the exit status of the library's error
+ * kind (tfm_last_error_kind: data 65, I/O 74, else 1). */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit status for the library's current error kind. */
+int cli_exit_status(void);
 /* 0 if a file can be created at path (its directory exists and is writable), else prints
- * "tfm <cmd>: cannot write <path>: <reason>" and returns 2. */
+ * "tfm <cmd>: cannot write <path>: <reason>" and returns CLI_EXIT_IO. */
 int cli_check_writable(const char *cmd, const char *path);
 /* After a command: flushes stdout; if any write to it failed (a full disk, /dev/full, a closed pipe),
- * prints "tfm <cmd>: cannot write standard output: <reason>" and returns 1 (or rc if already non-zero). */
+ * prints "tfm <cmd>: cannot write standard output: <reason>" and returns CLI_EXIT_IO (or rc if already non-zero). */
 int cli_finish_stdout(const char *cmd, int rc);
-/* --out must not be one of the inputs (same device and inode): prints the error and returns 2. inputs may
+/* --out must not be one of the inputs (same device and inode): prints the error and returns CLI_EXIT_USAGE. inputs may
  * hold NULLs (flags not given). */
 int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n);
 /* Is stderr a terminal (for live progress lines)? */

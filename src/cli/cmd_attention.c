@@ -39,13 +39,13 @@ int cmd_attention(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (!src) return cli_error(C, "--src \"TEXT\" is required");
     if (!out) return cli_error(C, "--out FILE.svg is required");
-    if (cli_check_out_not_input(C, out, pos, 1)) return 2;
+    if ((rc = cli_check_out_not_input(C, out, pos, 1))) return rc;
     if (max_len < 1 || max_len > 1000) return cli_error(C, "--max-len must be in 1..1000, got %d", max_len);
     if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--src: invalid UTF-8");
     tfm_set_threads(threads);
     tfm_translator tr;
-    if (tfm_translator_load(&tr, pos[0])) return cli_error(C, "%s", tfm_last_error());
+    if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
     tfm_encdec *m = tr.model;
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {
@@ -125,7 +125,7 @@ int cmd_attention(int argc, char **argv) {
         char title[512];
         snprintf(title, sizeof title, "attention weights: %.200s", src);
         tfm_heatmap_opts ho = {title, "keys", "queries", max_heads, 0.0f, 1.0f, 0};
-        if (tfm_svg_heatmaps(out, hm, nh, &ho)) rc = cli_error(C, "%s", tfm_last_error());
+        if (tfm_svg_heatmaps(out, hm, nh, &ho)) rc = cli_fail(C, "%s", tfm_last_error());
         else fprintf(stderr, "wrote %s (%d maps)\n", out, nh);
         free(hm);
         free(titles);

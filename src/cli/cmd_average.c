@@ -23,7 +23,7 @@ int cmd_average(int argc, char **argv) {
     };
     /* the flag parser knows long flags only: -o is spelled --out for it */
     char **args = malloc(((size_t)argc + 1) * sizeof *args);
-    if (!args) return cli_error("average", "out of memory");
+    if (!args) return cli_error("average", "out of memory"), CLI_EXIT_ERROR;
     for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") ? argv[i] : "--out";
     const char *pos[MAX_INPUTS];
     int n_pos;
@@ -31,8 +31,8 @@ int cmd_average(int argc, char **argv) {
     free(args);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("average", "-o OUT.tfm is required");
-    if (cli_check_writable("average", out)) return 2;
-    if (tfm_checkpoint_average(pos, n_pos, out)) return cli_error("average", "%s", tfm_last_error());
+    if ((rc = cli_check_writable("average", out))) return rc;
+    if (tfm_checkpoint_average(pos, n_pos, out)) return cli_fail("average", "%s", tfm_last_error());
     printf("wrote %s: mean of %d checkpoints\n", out, n_pos);
     return 0;
 }

@@ -14,11 +14,11 @@ static int print_score(int chrf, const char *const *h, const char *const *r, int
     char line[256], sig[128];
     if (chrf) {
         tfm_chrf_result res;
-        if (tfm_corpus_chrf(h, r, n, lowercase, &res)) return cli_error("bleu", "%s", tfm_last_error());
+        if (tfm_corpus_chrf(h, r, n, lowercase, &res)) return cli_fail("bleu", "%s", tfm_last_error());
         printf("%s\n%s\n", tfm_chrf_format(&res, line, sizeof line), tfm_chrf_signature(lowercase, 1, sig, sizeof sig));
     } else {
         tfm_bleu_result res;
-        if (tfm_corpus_bleu(h, r, n, lowercase, &res)) return cli_error("bleu", "%s", tfm_last_error());
+        if (tfm_corpus_bleu(h, r, n, lowercase, &res)) return cli_fail("bleu", "%s", tfm_last_error());
         printf("%s\n%s\n", tfm_bleu_format(&res, line, sizeof line), tfm_bleu_signature(lowercase, 1, sig, sizeof sig));
     }
     return 0;
@@ -50,20 +50,21 @@ int cmd_bleu(int argc, char **argv) {
     const char *hyp_path = pos[0], *ref_path = pos[1];
     size_t lh, lr;
     char *bh = tfm_read_text_file(hyp_path, &lh);
-    if (!bh) return cli_error("bleu", "%s", tfm_last_error());
+    if (!bh) return cli_fail("bleu", "%s", tfm_last_error());
     char *br = tfm_read_text_file(ref_path, &lr);
     if (!br) {
         free(bh);
-        return cli_error("bleu", "%s", tfm_last_error());
+        return cli_fail("bleu", "%s", tfm_last_error());
     }
     int nh, nr;
     char **h = tfm_split_lines(bh, lh, &nh);
     char **r = tfm_split_lines(br, lr, &nr);
     if (!h || !r) {
-        rc = cli_error("bleu", "out of memory");
+        rc = cli_error("bleu", "out of memory"), rc = CLI_EXIT_ERROR;
     } else if (nh != nr) {
         rc = cli_error("bleu", "'%s' has %d lines but '%s' has %d lines (hypotheses and references must be aligned)",
                        hyp_path, nh, ref_path, nr);
+        rc = CLI_EXIT_DATA;
     } else {
         rc = print_score(chrf, (const char *const *)h, (const char *const *)r, nh, lowercase);
     }

@@ -17,7 +17,7 @@ static int bpe_usage(FILE *f) {
                "       tfm bpe encode --model FILE [--ids]   (stdin -> stdout, one line each)\n"
                "       tfm bpe decode --model FILE [--ids]\n"
                "(tfm bpe SUBCOMMAND --help for details)\n");
-    return f == stdout ? 0 : 2;
+    return f == stdout ? 0 : CLI_EXIT_USAGE;
 }
 
 /* ---------------------------------------------------------------- learn */
@@ -27,7 +27,7 @@ static int bpe_learn(int argc, char **argv) {
     const char *out = NULL;
     cli_flag flags[] = {
         {"vocab-size", FLAG_INT, &o.vocab_size, "number of pieces, specials and bytes included", 0},
-        {"output", FLAG_STR, &out, "the model file to write (also -o)", 0},
+        {"out", FLAG_STR, &out, "the model file to write (also -o)", 0},
         {"character-coverage", FLAG_FLOAT, &o.character_coverage, "share of characters that get their own piece", 0},
         {"max-piece-chars", FLAG_INT, &o.max_piece_chars, "longest piece, in characters (2..16)", 0},
     };
@@ -48,17 +48,17 @@ static int bpe_learn(int argc, char **argv) {
     if (!out) return cli_error("bpe learn", "-o FILE.model is required");
     if (o.vocab_size > 1000000 || o.vocab_size < 1)
         return cli_error("bpe learn", "--vocab-size %d is out of range (1..1000000)", o.vocab_size);
-    if (cli_check_writable("bpe learn", out)) return 2;
+    if ((rc = cli_check_writable("bpe learn", out))) return rc;
     tfm_bpe m;
     if (tfm_bpe_learn_files(&m, pos, n_pos, &o)) {
         const char *e = tfm_last_error();
         if (!strncmp(e, "vocabulary size", 15)) return cli_error("bpe learn", "--vocab-size: %s", e);
         if (!strncmp(e, "character coverage", 18)) return cli_error("bpe learn", "--character-coverage: %s", e);
         if (!strncmp(e, "max piece length", 16)) return cli_error("bpe learn", "--max-piece-chars: %s", e);
-        return cli_error("bpe learn", "%s", e);
+        return cli_fail("bpe learn", "%s", e);
     }
     rc = 0;
-    if (tfm_bpe_save(&m, out)) rc = cli_error("bpe learn", "%s", tfm_last_error());
+    if (tfm_bpe_save(&m, out)) rc = cli_fail("bpe learn", "%s", tfm_last_error());
     else fprintf(stderr, "tfm bpe learn: wrote %s (%d pieces)\n", out, m.n);
     tfm_bpe_free(&m);
     return rc;
@@ -86,13 +86,13 @@ static int bpe_code(int argc, char **argv, int decode) {
     if (rc) return rc == 1 ? 0 : rc;
     if (!model_path) return cli_error(cmd, "--model FILE is required");
     tfm_bpe m;
-    if (tfm_bpe_load(&m, model_path)) return cli_error(cmd, "%s", tfm_last_error());
+    if (tfm_bpe_load(&m, model_path)) return cli_fail(cmd, "%s", tfm_last_error());
     size_t len, out_len = 0;
     char *buf = tfm_read_stream(stdin, "stdin", MAX_STDIN, &len);
     char *text = buf ? tfm_bpe_code_lines(&m, decode, ids, buf, len, "stdin", &out_len) : NULL;
-    if (!text) rc = cli_error(cmd, "%s", tfm_last_error());
+    if (!text) rc = cli_fail(cmd, "%s", tfm_last_error());
     if (!rc && out_len && (fwrite(text, 1, out_len, stdout) != out_len || fflush(stdout)))
-        rc = cli_error(cmd, "cannot write stdout: %s", strerror(errno));
+        rc = cli_error(cmd, "cannot write stdout: %s", strerror(errno)), rc = CLI_EXIT_IO;
     free(text);
     free(buf);
     tfm_bpe_free(&m);
@@ -103,10 +103,10 @@ int cmd_bpe(int argc, char **argv) {
     if (argc < 2) return bpe_usage(stderr);
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) return bpe_usage(stdout);
-    /* argv[1..] as the subcommand's argv, with -o spelled --output */
+    /* argv[1..] as the subcommand's argv, with -o spelled --out */
     char **av = malloc((size_t)argc * sizeof *av);
-    if (!av) return cli_error("bpe", "out of memory");
-    for (int i = 1; i < argc; i++) av[i - 1] = !strcmp(argv[i], "-o") ? "--output" : argv[i];
+    if (!av) return cli_error("bpe", "out of memory"), CLI_EXIT_ERROR;
+    for (int i = 1; i < argc; i++) av[i - 1] = !strcmp(argv[i], "-o") ? "--out" : argv[i];
     int rc;
     if (!strcmp(sub, "learn")) rc = bpe_learn(argc - 1, av);
     else if (!strcmp(sub, "encode")) rc = bpe_code(argc - 1, av, 0);

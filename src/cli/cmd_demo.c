@@ -45,7 +45,7 @@ static int demo_kernel_regression(int argc, char **argv) {
     float *pred_np = malloc(sizeof(float) * n), *pred_p = malloc(sizeof(float) * n);
     float *w_np = malloc(sizeof(float) * n * k), *w_p = malloc(sizeof(float) * n * k);
     float *losses = malloc(sizeof(float) * (epochs + 1));
-    if (!pred_np || !pred_p || !w_np || !w_p || !losses) return cli_error("demo", "out of memory");
+    if (!pred_np || !pred_p || !w_np || !w_p || !losses) return cli_error("demo", "out of memory"), CLI_EXIT_ERROR;
 
     tfm_kr_predict(d.x_test, n, d.x_train, d.y_train, k, 1.0f, pred_np, w_np);
     double err_np = tfm_kr_mse(pred_np, d.y_truth, n);
@@ -65,12 +65,12 @@ static int demo_kernel_regression(int argc, char **argv) {
     };
     tfm_plot_opts po = {"Nadaraya-Watson kernel regression", "x", "y", 0, 0};
     snprintf(path, sizeof path, "%s/kernel_regression_fit.svg", out_dir);
-    if (tfm_svg_lines(path, s, 4, &po)) return cli_error("demo", "%s", tfm_last_error());
+    if (tfm_svg_lines(path, s, 4, &po)) return cli_fail("demo", "%s", tfm_last_error());
     printf("wrote %s\n", path);
     tfm_heatmap maps[2] = {{"non-parametric", n, k, w_np, NULL, NULL}, {"parametric", n, k, w_p, NULL, NULL}};
     tfm_heatmap_opts ho = {"attention weights", "Sorted training inputs", "Sorted testing inputs", 2, 0, 0, 0};
     snprintf(path, sizeof path, "%s/kernel_regression_attention.svg", out_dir);
-    if (tfm_svg_heatmaps(path, maps, 2, &ho)) return cli_error("demo", "%s", tfm_last_error());
+    if (tfm_svg_heatmaps(path, maps, 2, &ho)) return cli_fail("demo", "%s", tfm_last_error());
     printf("wrote %s\n", path);
     free(pred_np);
     free(pred_p);
@@ -86,9 +86,9 @@ int cmd_demo(int argc, char **argv) {
         FILE *f = argc < 2 ? stderr : stdout;
         fprintf(f, "usage: tfm demo NAME [options]   (tfm demo NAME --help for details)\n\n"
                    "demos:\n  kernel-regression   Nadaraya-Watson attention pooling (d2l), SVG plots\n");
-        return argc < 2 ? 2 : 0;
+        return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "kernel-regression")) return demo_kernel_regression(argc - 1, argv + 1);
     fprintf(stderr, "tfm demo: unknown demo '%s' (kernel-regression)\n", argv[1]);
-    return 2;
+    return CLI_EXIT_USAGE;
 }

@@ -16,7 +16,7 @@ int cmd_export(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("export", "--out is required (the safetensors file to write)");
-    if (cli_check_writable("export", out)) return 2;
-    if (tfm_export_safetensors(pos[0], out)) return cli_error("export", "%s", tfm_last_error());
+    if ((rc = cli_check_writable("export", out))) return rc;
+    if (tfm_export_safetensors(pos[0], out)) return cli_fail("export", "%s", tfm_last_error());
     return 0;
 }

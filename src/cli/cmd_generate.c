@@ -55,7 +55,7 @@ int cmd_generate(int argc, char **argv) {
     tfm_set_threads(threads);
     tfm_gpt m;
     tfm_char_vocab v;
-    if (tfm_gpt_load(pos[0], &m, &v, NULL, NULL)) return cli_error("generate", "%s", tfm_last_error());
+    if (tfm_gpt_load(pos[0], &m, &v, NULL, NULL)) return cli_fail("generate", "%s", tfm_last_error());
     int n_prompt;
     int *ids = tfm_char_encode(&v, prompt, strlen(prompt), &n_prompt);
     if (!ids) {
@@ -72,7 +72,7 @@ int cmd_generate(int argc, char **argv) {
         fputc('\n', stdout);
         fflush(stdout);
         if (made < 0) {
-            rc = cli_error("generate", "%s", tfm_last_error());
+            rc = cli_fail("generate", "%s", tfm_last_error());
         } else {
             fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, %s)\n", made, t, t > 0 ? made / t : 0.0,
                     so.no_cache || m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "full recompute" : "KV cache");

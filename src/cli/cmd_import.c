@@ -17,7 +17,7 @@ int cmd_import(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("import", "--out is required (the tfm checkpoint to write)");
-    if (cli_check_writable("import", out)) return 2;
-    if (tfm_import_safetensors(pos[0], out)) return cli_error("import", "%s", tfm_last_error());
+    if ((rc = cli_check_writable("import", out))) return rc;
+    if (tfm_import_safetensors(pos[0], out)) return cli_fail("import", "%s", tfm_last_error());
     return 0;
 }

@@ -40,12 +40,12 @@ int cmd_info(int argc, char **argv) {
     tfm_container c;
     if (tfm_container_load(&c, pos[0])) {
         tfm_container_free(&c);
-        return cli_error("info", "%s", tfm_last_error());
+        return cli_fail("info", "%s", tfm_last_error());
     }
     const tfm_entry *kind = tfm_container_get(&c, "meta.kind");
     if (!kind || kind->dtype != TFM_DT_BYTES) {
         tfm_container_free(&c);
-        return cli_error("info", "%s: not a tfm model checkpoint (no meta.kind entry)", pos[0]);
+        return cli_error("info", "%s: not a tfm model checkpoint (no meta.kind entry)", pos[0]), CLI_EXIT_DATA;
     }
     printf("%s\n", pos[0]);
     print_group(&c, "meta.", "model");

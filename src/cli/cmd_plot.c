@@ -25,12 +25,12 @@ int cmd_plot(int argc, char **argv) {
     int rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("plot", "--out FILE.svg is required");
-    if (cli_check_writable("plot", out)) return 2;
+    if ((rc = cli_check_writable("plot", out))) return rc;
     tfm_train_log log;
-    if (tfm_train_log_load(pos[0], &log)) return cli_error("plot", "%s", tfm_last_error());
+    if (tfm_train_log_load(pos[0], &log)) return cli_fail("plot", "%s", tfm_last_error());
     const char *slash = strrchr(pos[0], '/');
     if (tfm_train_log_plot(&log, out, title ? title : slash ? slash + 1 : pos[0])) {
-        rc = cli_error("plot", "%s: %s", pos[0], tfm_last_error());
+        rc = cli_fail("plot", "%s: %s", pos[0], tfm_last_error());
     } else {
         int best = -1;
         for (int i = 0; i < log.n; i++)

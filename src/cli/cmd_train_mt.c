@@ -15,7 +15,7 @@ int cmd_train_mt(int argc, char **argv) {
     mt_opts o = {.arch = "transformer", .preprocess = "d2l", .schedule = "constant", .loss_norm = "tokens",
                  .min_freq = 2, .max_len = 10, .d_model = 32, .n_head = 4, .n_layer = 2, .ffn = 64, .batch_size = 64,
                  .epochs = 10, .seed = 1, .embed_size = 32, .hidden_size = 32, .dropout = 0.2f, .lr = 0.005f,
-                 .grad_clip = 1.0f, .beta2 = 0.999f, .log_every = -1, .pe_len = 1000,
+                 .grad_clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.999f, .log_every = 50, .pe_len = 1000,
                  .tokenizer = "word", .init = "d2l"};
     cli_flag flags[] = {
         {"tsv", FLAG_STR, &o.tsv, "parallel corpus: one 'source<TAB>target' pair a line", 0},
@@ -48,19 +48,19 @@ int cmd_train_mt(int argc, char **argv) {
         {"epochs", FLAG_INT, &o.epochs, "epochs (total, also when resuming)", 0},
         {"grad-clip", FLAG_FLOAT, &o.grad_clip, "clip the global gradient norm (0 = off)", 0},
         {"weight-decay", FLAG_FLOAT, &o.weight_decay, "AdamW weight decay (0 = Adam)", 0},
-        {"beta2", FLAG_FLOAT, &o.beta2, "Adam beta2", 0},
+        {"beta1", FLAG_FLOAT, &o.beta1, "Adam(W) beta1", 0},
+        {"beta2", FLAG_FLOAT, &o.beta2, "Adam(W) beta2 (0.999: the d2l and Vaswani recipes; train-lm: 0.99)", 0},
         {"bucket", FLAG_INT, &o.bucket, "sort by length within chunks of N batches (0 = off)", 0},
         {"seed", FLAG_INT, &o.seed, "random seed (init, shuffling, dropout)", 0},
         {"threads", FLAG_INT, &o.threads, "threads (0 = all cores)", 0},
-        {"log-every", FLAG_INT, &o.log_every, "steps between progress lines (default: live on a TTY, else per epoch)", 0},
-        {"max-steps", FLAG_INT, &o.max_steps,
-         "stop after N optimizer steps (0 = run all epochs); the checkpoint is written, its epoch not counted", 0},
+        {"log-every", FLAG_INT, &o.log_every, "progress line every N steps when stderr is not a terminal (0 = per epoch)", 0},
+        {"max-steps", FLAG_INT, &o.max_steps, "stop (with a checkpoint) once the run's step reaches N (0 = no limit)", 0},
         {"save-every", FLAG_INT, &o.save_every, "also checkpoint every N steps, inside epochs too (0 = per epoch)", 0},
         {"keep-last", FLAG_INT, &o.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
         {"allow-new-data", FLAG_BOOL, &o.allow_new_data, "--resume on different data (fine-tuning; logged)", 0},
         {"skip-nonfinite", FLAG_INT, &o.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
         {"profile", FLAG_BOOL, &o.profile, "at the end, print time per op kind and phase per step", 0},
-        {"resume", FLAG_BOOL, &o.resume, "continue training the checkpoint at --out (same flags)", 0},
+        {"resume", FLAG_STR, &o.resume, "continue the run saved in this checkpoint exactly (--out defaults to it)", 0},
         {"d2l-examples", FLAG_BOOL, &o.d2l_examples, "after training, translate d2l's 4 English sentences", 0},
         {"dump-data", FLAG_STR, &o.dump, "write PREFIX.{train,valid}.{src,tgt} tokens and PREFIX.{src,tgt}.vocab", 0},
         {"dump-only", FLAG_BOOL, &o.dump_only, "with --dump-data: write the files and stop (no training)", 0},
@@ -76,12 +76,12 @@ int cmd_train_mt(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
-    if ((o.resume && mt_resume_config(&spec, &o, &stored)) || mt_check(&o) || mt_check_model(&o) ||
-        cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run))
-        return 2;
+    if ((o.resume && (rc = mt_resume_config(&spec, &o, &stored))) || (rc = mt_check(&o)) || (rc = mt_check_model(&o)) ||
+        (rc = cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run)))
+        return rc;
     tfm_set_threads(o.threads);
     int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
-    if (o.log_every < 0) o.log_every = tty ? 1 : 0;
+    if (tty) o.log_every = 1;   /* a live line */
     tfm_mt_train_opts to;
     mt_train_opts(&o, &to);
     tfm_translator tr = {0};
@@ -89,29 +89,28 @@ int cmd_train_mt(int argc, char **argv) {
     tfm_mt_progress prog;
     tfm_mt_progress_init(&prog, to.seed);
     if (o.resume) {
-        if (tfm_mt_resume(o.out, &tr, &opt, &prog, &to)) return cli_error(C, "--resume: %s", tfm_last_error());
+        if (tfm_mt_resume(o.resume, &tr, &opt, &prog, &to)) return cli_fail(C, "--resume: %s", tfm_last_error());
         kind = tr.tok_kind;
     }
     tfm_parallel_text ptrain = {0}, pvalid = {0};
     tfm_nmt_arrays atrain = {0}, avalid = {0};
     int have_valid = o.valid_src != NULL;
-    rc = 2;
-    if (mt_load_corpus(&ptrain, o.tsv, o.src, o.tgt, kind, o.num_examples)) goto free_model;
-    if (have_valid && mt_load_corpus(&pvalid, NULL, o.valid_src, o.valid_tgt, kind, 0)) goto free_train;
-    if (!o.resume && mt_build(&o, &ptrain, &to, &tr, &opt)) goto done;
-    if (mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train") ||
-        (have_valid && mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid")))
+    if ((rc = mt_load_corpus(&ptrain, o.tsv, o.src, o.tgt, kind, o.num_examples))) goto free_model;
+    if (have_valid && (rc = mt_load_corpus(&pvalid, NULL, o.valid_src, o.valid_tgt, kind, 0))) goto free_train;
+    if ((!o.resume && (rc = mt_build(&o, &ptrain, &to, &tr, &opt))) ||
+        (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train")) ||
+        (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid"))))
         goto done;
-    if (o.dump && (mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr) || o.dump_only)) {
-        if (o.dump_only) fprintf(stderr, "wrote %s.*\n", o.dump), rc = 0;
+    if (o.dump && ((rc = mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr)) || o.dump_only)) {
+        if (!rc) fprintf(stderr, "wrote %s.*\n", o.dump);
         goto done;
     }
     fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
-    if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
+    if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
     mt_valid val;
-    if (mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run)) goto done_valid;
+    if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;
     mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val};
     cli_run_config_print(C, &run);
     to.ctl.stop = cli_stop_install();
@@ -119,9 +118,9 @@ int cmd_train_mt(int argc, char **argv) {
     if (prog.epoch >= o.epochs)
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
-        cli_error(C, "%s", tfm_last_error());
+        rc = cli_fail(C, "%s", tfm_last_error());   /* 74: a checkpoint could not be written; 1: a diverged run */
         goto done_valid;
-    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume --out")))
+    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")))
         goto done_valid;
     fprintf(stderr, "wrote %s\n", o.out);
     cli_report_rss(C);

@@ -53,7 +53,7 @@ int cmd_translate(int argc, char **argv) {
     if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
     tfm_set_threads(threads);
     tfm_translator tr;
-    if (tfm_translator_load(&tr, pos[0])) return cli_error(C, "%s", tfm_last_error());
+    if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
     tfm_decode_opts o = {beam, alpha, max_len};
     tfm_graph g;
     tfm_graph_init(&g, 0);
@@ -104,7 +104,7 @@ int cmd_translate(int argc, char **argv) {
         if (!rc && m) {
             char **out = calloc((size_t)m, sizeof(char *));
             if (!out || tfm_translate_lines(&tr, &g, todo, m, max_src, batch, &o, out)) {
-                rc = cli_error(C, "%s", tfm_last_error());
+                rc = cli_fail(C, "%s", tfm_last_error());
             } else {
                 for (int k = 0; k < m; k++) hyps[slot[k]] = out[k];
                 n_translated += m;
@@ -123,8 +123,8 @@ int cmd_translate(int argc, char **argv) {
         }
         n_total += n;
     }
-    if (!rc && n_total == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)");
-    if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout");
+    if (!rc && n_total == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)"), rc = CLI_EXIT_DATA;
+    if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout"), rc = CLI_EXIT_IO;
     if (!rc && profile) tfm_profile_print(&g, n_translated, "sentence", tfm_now() - t_start, tfm_isa_name(), stderr);
     if (!rc) cli_report_rss("translate");
     free(lines), free(todo), free(hyps), free(slot);

@@ -42,26 +42,39 @@ static void usage(FILE *f) {
         fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
 }
 
+/* tfm help CMD [SUB]: the command's own --help (tfm CMD [SUB] --help) */
+static int help_command(int argc, char **argv) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[2], commands[i].name)) continue;
+        char help[] = "--help";
+        char *args[4] = {argv[2], argc > 3 ? argv[3] : help, argc > 3 ? help : NULL, NULL};
+        return cli_finish_stdout(argv[2], commands[i].fn(argc > 3 ? 3 : 2, args));
+    }
+    fprintf(stderr, "tfm help: unknown command '%s' (see tfm --help)\n", argv[2]);
+    return CLI_EXIT_USAGE;
+}
+
 int main(int argc, char **argv) {
     tfm_threads_short_spin(argv); /* may re-execute the program once (see tfm/core.h) */
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return CLI_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || (!strcmp(argv[1], "help") && argc == 2)) {
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "help")) return help_command(argc, argv);
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
         printf("tfm %s\n", TFM_VERSION_STRING);   /* the CLI links libtfm statically: headers = library */
         return 0;
     }
     if (tfm_isa_check()) { /* a TFM_ISA this CPU cannot run: say so before any kernel runs */
         fprintf(stderr, "tfm: %s\n", tfm_last_error());
-        return 2;
+        return CLI_EXIT_USAGE;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return cli_finish_stdout(argv[1], commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "tfm: unknown command '%s' (see tfm --help)\n", argv[1]);
-    return 2;
+    return CLI_EXIT_USAGE;
 }

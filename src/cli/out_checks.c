@@ -1,9 +1,45 @@
-/* Output checks shared by the commands: stdout write errors, --out that is one of the inputs (cli.h). */
+/* Exit statuses and output checks shared by the commands: library errors -> exit status, a writable --out,
+ * stdout write errors, --out that is one of the inputs (cli.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "tfm/core.h"
+
+int cli_exit_status(void) {
+    switch (tfm_last_error_kind()) {
+    case TFM_ERR_DATA: return CLI_EXIT_DATA;
+    case TFM_ERR_IO: return CLI_EXIT_IO;
+    default: return CLI_EXIT_ERROR;
+    }
+}
+
+int cli_fail(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tfm %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return cli_exit_status();
+}
+
+int cli_check_writable(const char *cmd, const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (access(dir, W_OK)) {
+        cli_error(cmd, "cannot write %s: directory %s: %s", path, dir, strerror(errno));
+        return CLI_EXIT_IO;
+    }
+    return 0;
+}
 
 int cli_finish_stdout(const char *cmd, int rc) {
     errno = 0;
@@ -11,7 +47,7 @@ int cli_finish_stdout(const char *cmd, int rc) {
     int err = errno;
     if (!bad && !ferror(stdout)) return rc;
     fprintf(stderr, "tfm %s: cannot write standard output: %s\n", cmd, err ? strerror(err) : "write error");
-    return rc ? rc : 1;
+    return rc ? rc : CLI_EXIT_IO;
 }
 
 int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n) {

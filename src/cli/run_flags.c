@@ -33,11 +33,11 @@ int cli_run_config_build(const char *cmd, const cli_spec *spec, const char *safe
         const cli_flag *f = &spec->flags[i];
         if (listed(safe, f->name)) continue;
         format_flag(f, buf, sizeof buf);
-        if (tfm_run_config_set(rc, f->name, buf)) return cli_error(cmd, "%s", tfm_last_error());
+        if (tfm_run_config_set(rc, f->name, buf)) return cli_fail(cmd, "%s", tfm_last_error());
         if (listed(data, f->name) && *buf) {
             snprintf(key, sizeof key, "data:%s", f->name);
             if (tfm_file_fingerprint(buf, buf, sizeof buf) || tfm_run_config_set(rc, key, buf))
-                return cli_error(cmd, "--%s: %s", f->name, tfm_last_error());
+                return cli_fail(cmd, "--%s: %s", f->name, tfm_last_error());
         }
     }
     return 0;
@@ -68,7 +68,7 @@ int cli_run_config_resume(const char *cmd, cli_spec *spec, const char *safe, con
         snprintf(key, sizeof key, "data:%s", f->name);
         const char *fp = tfm_run_config_find(stored, key);
         if (!listed(data, f->name) || !fp || !*(const char **)f->dst) continue;
-        if (tfm_file_fingerprint(*(const char **)f->dst, buf, sizeof buf)) return cli_error(cmd, "%s", tfm_last_error());
+        if (tfm_file_fingerprint(*(const char **)f->dst, buf, sizeof buf)) return cli_fail(cmd, "%s", tfm_last_error());
         if (!strcmp(buf, fp)) continue;
         if (!allow_new_data)
             return cli_error(cmd, "--resume: --%s %s is not the data of the run (%s; the checkpoint's: %s); "

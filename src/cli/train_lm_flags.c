@@ -13,12 +13,19 @@ void lm_report(const tfm_lm_report *r, void *user) {
     char eta[32];
     x->train_s = r->train_s;
     if (r->eval) {
+        tfm_lm_log_report(x->log, r, r->train_loss);
         fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;
     }
     x->loss_ema = isnan(x->loss_ema) ? r->loss : 0.9f * x->loss_ema + 0.1f * r->loss;
+    x->log_loss += r->loss, x->log_n++;
+    int line = (x->log_every > 0 && r->step % x->log_every == 0) || r->step == 1;
+    if (line && x->log) {
+        tfm_lm_log_report(x->log, r, (float)(x->log_loss / x->log_n));
+        x->log_loss = 0, x->log_n = 0;
+    }
     cli_format_eta(r->eta_s, eta, sizeof eta);
-    if (x->tty || r->step % x->log_every == 0 || r->step == 1)
+    if (x->tty || line)
         fprintf(stderr, "%sstep %d/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s", cr, r->step, r->steps,
                 x->tty ? x->loss_ema : r->loss, r->lr, r->tokens_per_s, eta, x->tty ? "" : "\n");
 }
@@ -29,7 +36,7 @@ int lm_save(const tfm_lm_train_state *st, void *user) {
     return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, st->iter, x->keep_last) : 0;
 }
 
-int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention, int log_every,
+int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention, int log_every, int max_steps,
                 const tfm_train_ctl *ctl, int keep_last) {
     if (s->lr <= 0) return cli_error(C, "--lr must be > 0, got %g", s->lr);
     if (s->min_lr < 0 || s->min_lr > s->lr) return cli_error(C, "--min-lr must be in [0, lr], got %g", s->min_lr);
@@ -39,7 +46,8 @@ int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const 
     if (s->warmup < 0 || s->warmup > 100000000) return cli_error(C, "--warmup must be in 0..1e8, got %d", s->warmup);
     if (s->eval_every < 1 || s->eval_iters < 1 || s->eval_iters > 1000000 || s->grad_accum < 1 || s->grad_accum > 65536)
         return cli_error(C, "--eval-every >= 1, --eval-iters in 1..1e6 and --grad-accum in 1..65536 required");
-    if (log_every < 1) return cli_error(C, "--log-every must be >= 1, got %d", log_every);
+    if (log_every < 0) return cli_error(C, "--log-every must be >= 0, got %d", log_every);
+    if (max_steps < 0) return cli_error(C, "--max-steps must be >= 0 (0 = no limit), got %d", max_steps);
     if (ctl->save_every < 0 || keep_last < 0 || ctl->skip_nonfinite < 0)
         return cli_error(C, "--save-every, --keep-last and --skip-nonfinite must be >= 0");
     if (s->weight_decay < 0) return cli_error(C, "--weight-decay must be >= 0, got %g", s->weight_decay);

@@ -5,11 +5,11 @@
 #include "tfm/train.h"
 
 typedef struct {
-    const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *arch, *preprocess, *schedule, *dump, *loss_norm;
+    const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out, *resume, *arch, *preprocess, *schedule, *dump, *loss_norm;
     int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, batch_size, epochs, warmup, seed, threads;
-    int embed_size, hidden_size, pre_ln, resume, bucket, log_every, d2l_examples, pe_len, dump_only, profile;
+    int embed_size, hidden_size, pre_ln, bucket, log_every, d2l_examples, pe_len, dump_only, profile;
     int max_steps, save_every, keep_last, skip_nonfinite, allow_new_data;
-    float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta2;
+    float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta1, beta2;
     /* issue 10 (train_mt_model.c): subwords, tied embeddings, init, token batches */
     const char *tokenizer, *bpe_model, *init;
     int vocab_size, share_embeddings, max_tokens;
@@ -18,11 +18,12 @@ typedef struct {
     const char *log_file;
 } mt_opts;
 
-/* Range checks naming the flag (printed; returns 2), and the library structs the flags fill in. */
+/* Range checks naming the flag (printed; returns the exit status), and the library structs the flags fill in. */
 int mt_check(const mt_opts *o);
-/* --resume: the stored run configuration of --out into the flags not given; a given flag that differs, or
- * different data without --allow-new-data, is an error (printed; returns 2). */
-int mt_resume_config(cli_spec *spec, const mt_opts *o, tfm_run_config *stored);
+/* --resume PATH: the stored run configuration of PATH into the flags not given (--out defaults to PATH); a
+ * given flag that differs, or different data without --allow-new-data, is an error (printed; returns the
+ * exit status). */
+int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored);
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to);
 void mt_model_config(const mt_opts *o, tfm_s2s_config *cf);
 /* issue 10's flags (train_mt_model.c): all = base flags + them (all has room for n_base + 16); returns the

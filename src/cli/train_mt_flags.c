@@ -13,9 +13,11 @@ int mt_check(const mt_opts *o) {
     if (!o->tsv == !(o->src || o->tgt)) return cli_error(C, "give either --tsv FILE or --src FILE --tgt FILE");
     if (!o->tsv && (!o->src || !o->tgt)) return cli_error(C, "--src and --tgt go together");
     if (!o->valid_src != !o->valid_tgt) return cli_error(C, "--valid-src and --valid-tgt go together");
-    if (!o->out) return cli_error(C, "--out MODEL.tfm is required");
-    const char *inputs[] = {o->tsv, o->src, o->tgt, o->valid_src, o->valid_tgt};
-    if (cli_check_writable(C, o->out) || cli_check_out_not_input(C, o->out, inputs, 5)) return 2;
+    if (!o->out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
+    const char *inputs[] = {o->tsv, o->src, o->tgt, o->valid_src, o->valid_tgt,
+                            o->resume && strcmp(o->resume, o->out) ? o->resume : NULL};
+    int rc;
+    if ((rc = cli_check_writable(C, o->out)) || (rc = cli_check_out_not_input(C, o->out, inputs, 6))) return rc;
     if (tfm_tok_kind_parse(o->preprocess) < 0)
         return cli_error(C, "--preprocess: unknown '%s' (d2l, moses, moses-lower, space)", o->preprocess);
     if (strcmp(o->schedule, "noam") && strcmp(o->schedule, "cosine") && strcmp(o->schedule, "constant"))
@@ -37,7 +39,9 @@ int mt_check(const mt_opts *o) {
         return cli_error(C, "--label-smoothing must be in [0, 1), got %g", o->label_smoothing);
     if (!(o->grad_clip >= 0)) return cli_error(C, "--grad-clip must be >= 0, got %g", o->grad_clip);
     if (!(o->weight_decay >= 0)) return cli_error(C, "--weight-decay must be >= 0, got %g", o->weight_decay);
-    if (!(o->beta2 > 0 && o->beta2 < 1)) return cli_error(C, "--beta2 must be in (0, 1), got %g", o->beta2);
+    if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
+        return cli_error(C, "--beta1/--beta2 must be in [0,1), got %g / %g", o->beta1, o->beta2);
+    if (o->log_every < 0) return cli_error(C, "--log-every must be >= 0, got %d", o->log_every);
     if (o->threads < 0 || o->threads > 1024)
         return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", o->threads);
     if (o->bucket < 0) return cli_error(C, "--bucket must be >= 0, got %d", o->bucket);
@@ -54,9 +58,9 @@ int mt_check(const mt_opts *o) {
     return 0;
 }
 
-int mt_resume_config(cli_spec *spec, const mt_opts *o, tfm_run_config *stored) {
-    if (!o->out) return cli_error(C, "--out MODEL.tfm is required");
-    if (tfm_run_config_load(o->out, stored)) return cli_error(C, "--resume: %s", tfm_last_error());
+int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored) {
+    if (tfm_run_config_load(o->resume, stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
+    if (!o->out) o->out = o->resume;
     return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data);
 }
 
@@ -74,6 +78,7 @@ void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to) {
     to->loss_norm = strcmp(o->loss_norm, "d2l") ? TFM_LOSS_TOKENS : TFM_LOSS_D2L;
     to->grad_clip = o->grad_clip;
     to->weight_decay = o->weight_decay;
+    to->beta1 = o->beta1;
     to->beta2 = o->beta2;
     to->seed = (uint64_t)o->seed;
     to->bucket = o->bucket;
@@ -101,7 +106,7 @@ void mt_model_config(const mt_opts *o, tfm_s2s_config *cf) {
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs) {
     int rc = tsv ? tfm_parallel_load_tsv(p, tsv, (tfm_tok_kind)kind, max_pairs)
                  : tfm_parallel_load_files(p, src, tgt, (tfm_tok_kind)kind, max_pairs);
-    if (rc) return cli_error(C, "%s", tfm_last_error());
+    if (rc) return cli_fail(C, "%s", tfm_last_error());
     if (p->n_empty)
         fprintf(stderr, "tfm %s: warning: %s: skipped %d empty line%s (of %d read)\n", C, tsv ? tsv : src, p->n_empty,
                 p->n_empty == 1 ? "" : "s", p->n_lines);
@@ -113,7 +118,7 @@ int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const
 }
 
 int mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a, const char *what) {
-    if (tfm_mt_arrays(p, t, num_steps, a)) return cli_error(C, "%s", tfm_last_error());
+    if (tfm_mt_arrays(p, t, num_steps, a)) return cli_fail(C, "%s", tfm_last_error());
     if (a->n_truncated_src || a->n_truncated_tgt)
         fprintf(stderr, "%s: truncated to --max-len %d: %d source and %d target sentences\n", what, num_steps,
                 a->n_truncated_src, a->n_truncated_tgt);

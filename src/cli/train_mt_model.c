@@ -77,7 +77,7 @@ static tfm_bpe *make_bpe(const mt_opts *o, const tfm_parallel_text *p) {
         else fprintf(stderr, "learned a joint BPE model of %d pieces from %d pairs\n", b->n, p->n);
         if (rc) return free(b), NULL;
     }
-    if (rc) return cli_error(C, "--bpe-model: %s", tfm_last_error()), free(b), NULL;
+    if (rc) return cli_fail(C, "--bpe-model: %s", tfm_last_error()), free(b), NULL;
     return b;
 }
 
@@ -89,13 +89,13 @@ int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_op
     cf.init = strcmp(o->init, "xavier") ? TFM_INIT_D2L : TFM_INIT_XAVIER;
     if (!strcmp(o->tokenizer, "bpe")) {
         tfm_bpe *b = make_bpe(o, p);
-        if (!b) return 2;
+        if (!b) return o->bpe_model ? cli_exit_status() : CLI_EXIT_USAGE;   /* a bad model file / --vocab-size */
         if (tfm_translator_build_bpe(tr, b, &cf, to->seed))
-            return cli_error(C, "%s%s", o->bpe_model ? "--bpe-model: " : "", tfm_last_error());
+            return cli_fail(C, "%s%s", o->bpe_model ? "--bpe-model: " : "", tfm_last_error());
     } else if (tfm_translator_build(tr, p, mt_corpus_kind(o), o->min_freq, &cf, to->seed)) {
-        return cli_error(C, "%s", tfm_last_error());
+        return cli_fail(C, "%s", tfm_last_error());
     }
     if (tfm_adamw_init(opt, &tr->model->params, to->beta1, to->beta2, to->eps, to->weight_decay))
-        return cli_error(C, "%s", tfm_last_error());
+        return cli_fail(C, "%s", tfm_last_error());
     return 0;
 }

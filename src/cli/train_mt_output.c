@@ -11,23 +11,23 @@
 
 static int dump_tokens(const char *path, const tfm_toklist *l, int n) {
     FILE *f = fopen(path, "w");
-    if (!f) return cli_error(C, "cannot write %s", path);
+    if (!f) return cli_error(C, "cannot write %s", path), CLI_EXIT_IO;
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < l[i].n; k++) fprintf(f, k ? " %s" : "%s", l[i].tok[k]);
         fputc('\n', f);
     }
-    return fclose(f) ? cli_error(C, "cannot write %s", path) : 0;
+    return fclose(f) ? (cli_error(C, "cannot write %s", path), CLI_EXIT_IO) : 0;
 }
 
 static int dump_vocab(const char *prefix, const char *side, const tfm_vocab *v) {
     char path[4096];
     snprintf(path, sizeof path, "%s.%s.vocab", prefix, side);
     FILE *f = fopen(path, "w");
-    if (!f) return cli_error(C, "cannot write %s", path);
+    if (!f) return cli_error(C, "cannot write %s", path), CLI_EXIT_IO;
     char *s = tfm_vocab_serialize(v);
     fprintf(f, "%s\n", s ? s : "");
     free(s);
-    return fclose(f) ? cli_error(C, "cannot write %s", path) : 0;
+    return fclose(f) ? (cli_error(C, "cannot write %s", path), CLI_EXIT_IO) : 0;
 }
 
 int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_translator *t) {

@@ -43,12 +43,13 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_n
     size_t k = strlen(o->out);
     k = k > 4 && !strcmp(o->out + k - 4, ".tfm") ? k - 4 : k;
     snprintf(v->best_path, sizeof v->best_path, "%.*s.best.tfm", (int)k, o->out);
-    if (o->log_file && !(v->log = fopen(o->log_file, "w"))) return cli_error(C, "--log-file: cannot write %s", o->log_file);
+    if (o->log_file && !(v->log = fopen(o->log_file, "w")))
+        return cli_error(C, "--log-file: cannot write %s", o->log_file), CLI_EXIT_IO;
     if (!valid) return 0;
     int ns = 0, nt = 0;
     v->src = read_lines(o->valid_src, &v->buf[0], &ns);
     v->ref = v->src ? read_lines(o->valid_tgt, &v->buf[1], &nt) : NULL;
-    if (!v->ref) return cli_error(C, "%s", tfm_last_error());
+    if (!v->ref) return cli_fail(C, "%s", tfm_last_error());
     v->n = ns < nt ? ns : nt;
     v->valid = valid;
     to->validate = fn;

@@ -97,7 +97,7 @@ int tfm_dist_is_mpi(void) { return 0; }
 tfm_dist *tfm_dist_init(int *argc, char ***argv, const tfm_dist_opts *opts) {
     (void)argc, (void)argv;
     tfm_dist *d = calloc(1, sizeof *d);
-    if (!d) return tfm_set_error("out of memory"), NULL;
+    if (!d) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
     d->rank = 0;
     d->size = 1;
     apply_opts(d, opts);
@@ -163,7 +163,7 @@ tfm_dist *tfm_dist_init(int *argc, char ***argv, const tfm_dist_opts *opts) {
     }
     if (provided < MPI_THREAD_FUNNELED) return tfm_set_error("MPI provides no MPI_THREAD_FUNNELED support"), NULL;
     tfm_dist *d = calloc(1, sizeof *d);
-    if (!d) return tfm_set_error("out of memory"), NULL;
+    if (!d) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
     d->owns_init = !inited;
     apply_opts(d, opts);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -185,7 +185,7 @@ tfm_dist *tfm_dist_init(int *argc, char ***argv, const tfm_dist_opts *opts) {
     d->cnt = malloc(4 * per * sizeof(int));
     if (!d->pend || !d->cnt) {
         tfm_dist_finalize(d);
-        return tfm_set_error("out of memory"), NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
     }
     d->off = d->cnt + per;
     d->rcnt = d->off + per;
@@ -224,7 +224,7 @@ int tfm_dist_barrier(tfm_dist *d) {
 int tfm_dist_check_config(tfm_dist *d, const char *config) {
     uint64_t mine = tfm_dist_hash(config);
     uint64_t stack[64], *all = d->size <= 64 ? stack : malloc(sizeof(uint64_t) * d->size);
-    if (!all) return tfm_set_error("out of memory"), -1;
+    if (!all) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     MPI_Request r;
     int rc = MPI_Iallgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, d->comm, &r);
     rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "configuration check") : wait_req(d, &r, "configuration check");
@@ -260,7 +260,7 @@ int tfm_dist_reserve(tfm_dist *d, size_t n) {
     if (need <= d->scratch_cap) return 0;
     if (d->n_pend) return tfm_set_error("rank %d: all-reduce scratch grown while buckets are in flight", d->rank), -1;
     float *s = realloc(d->scratch, need * sizeof(float));
-    if (!s) return tfm_set_error("out of memory (all-reduce scratch of %zu floats)", need), -1;
+    if (!s) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (all-reduce scratch of %zu floats)", need), -1;
     d->scratch = s;
     d->scratch_cap = need;
     return 0;
@@ -366,7 +366,7 @@ static int gather_small(tfm_dist *d, const void *mine, void *all, int n, MPI_Dat
 int tfm_dist_sum_f64(tfm_dist *d, double *v, int n) {
     if (d->size == 1 || n <= 0) return 0;
     double *all = malloc(sizeof(double) * (size_t)n * d->size);
-    if (!all) return tfm_set_error("out of memory"), -1;
+    if (!all) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     int rc = gather_small(d, v, all, n, MPI_DOUBLE);
     for (int i = 0; !rc && i < n; i++) {
         double acc = all[i];
@@ -380,7 +380,7 @@ int tfm_dist_sum_f64(tfm_dist *d, double *v, int n) {
 int tfm_dist_sum_i64(tfm_dist *d, int64_t *v, int n) {
     if (d->size == 1 || n <= 0) return 0;
     int64_t *all = malloc(sizeof(int64_t) * (size_t)n * d->size);
-    if (!all) return tfm_set_error("out of memory"), -1;
+    if (!all) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     int rc = gather_small(d, v, all, n, MPI_INT64_T);
     for (int i = 0; !rc && i < n; i++) {
         int64_t acc = 0;

@@ -390,7 +390,7 @@ int tfm_container_save(const tfm_container *c, const char *path) {
 
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        tfm_set_error("%s: cannot create %s: %s", path, tmp, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -399,7 +399,7 @@ int tfm_container_save(const tfm_container *c, const char *path) {
         int err = errno;
         close(fd);
         unlink(tmp);
-        tfm_set_error("%s: cannot open %s: %s", path, tmp, strerror(err));
+        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot open %s: %s", path, tmp, strerror(err));
         free(tmp);
         return -1;
     }
@@ -412,7 +412,7 @@ int tfm_container_save(const tfm_container *c, const char *path) {
     if (!what && rename(tmp, path) != 0) { what = "rename"; err = errno; }
     if (what) {
         unlink(tmp);
-        tfm_set_error("%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
+        tfm_set_error_kind(TFM_ERR_IO, "%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
         free(tmp);
         return -1;
     }
@@ -446,7 +446,7 @@ typedef struct {
 /* read n bytes (caller has checked n <= left) and fold them into the running CRC */
 static int rd(reader *r, void *p, size_t n) {
     if (n && fread(p, 1, n, r->f) != n) {
-        tfm_set_error("%s: read error (file changed or I/O error): %s", r->path,
+        tfm_set_error_kind(ferror(r->f) ? TFM_ERR_IO : TFM_ERR_DATA, "%s: read error (file changed or I/O error): %s", r->path,
                       ferror(r->f) ? strerror(errno) : "unexpected end of file");
         return 0;
     }
@@ -606,37 +606,38 @@ int tfm_container_load(tfm_container *c, const char *path) {
     tfm_container_init(c);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tfm_set_error("%s: cannot open: %s", path, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0) {
-        tfm_set_error("%s: cannot stat: %s", path, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         fclose(f);
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        tfm_set_error("%s: not a regular file", path);
+        tfm_set_error_kind(TFM_ERR_IO, "%s: not a regular file", path);
         fclose(f);
         return -1;
     }
     int rc = load_stream(c, f, (uint64_t)st.st_size, path);
     fclose(f);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;   /* truncated, bad magic, CRC, sizes */
 }
 
 int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name) {
     tfm_container_init(c);
     if (n == 0) {   /* fmemopen refuses a zero-length buffer */
-        tfm_set_error("%s: truncated: header needs 12 bytes, 0 left", name);
+        tfm_set_error_kind(TFM_ERR_DATA, "%s: truncated: header needs 12 bytes, 0 left", name);
         return -1;
     }
     FILE *f = fmemopen((void *)data, n, "rb");
     if (!f) {
-        tfm_set_error("%s: cannot open memory buffer: %s", name, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot open memory buffer: %s", name, strerror(errno));
         return -1;
     }
     int rc = load_stream(c, f, (uint64_t)n, name);
+    if (rc) tfm_error_in_data();
     fclose(f);
     return rc;
 }

@@ -69,7 +69,7 @@ int tfm_params_alloc(tfm_params *p) {
     if (!p->data || !p->grad) {
         free(p->data);
         p->data = NULL;
-        return tfm_set_error("out of memory: %zu parameters (2 x %.1f MiB)", p->total, bytes / 1048576.0), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory: %zu parameters (2 x %.1f MiB)", p->total, bytes / 1048576.0), -1;
     }
     size_t off = 0;
     for (int i = 0; i < p->n; i++) {

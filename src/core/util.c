@@ -13,15 +13,32 @@
 #include <unistd.h>
 
 static _Thread_local char last_error[512];
+static _Thread_local tfm_error_kind last_kind;
 
 void tfm_set_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    last_kind = TFM_ERR_OTHER;
+}
+
+void tfm_set_error_kind(tfm_error_kind kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    last_kind = kind;
 }
 
 const char *tfm_last_error(void) { return last_error[0] ? last_error : "unknown error"; }
+
+tfm_error_kind tfm_last_error_kind(void) { return last_kind; }
+
+int tfm_error_in_data(void) {
+    if (last_kind == TFM_ERR_OTHER) last_kind = TFM_ERR_DATA;
+    return -1;
+}
 
 int tfm_prefix_error(const char *fmt, ...) {
     char old[sizeof last_error];
@@ -140,7 +157,7 @@ char *tfm_read_stream(void *file, const char *name, size_t max, size_t *len) {
         if (got == 0) {
             if (ferror(f)) {
                 free(buf);
-                tfm_set_error("%s: read error: %s", name, strerror(errno));
+                tfm_set_error_kind(TFM_ERR_IO, "%s: read error: %s", name, strerror(errno));
                 return NULL;
             }
             buf[n] = 0;
@@ -149,6 +166,6 @@ char *tfm_read_stream(void *file, const char *name, size_t max, size_t *len) {
         }
     }
     free(buf);
-    tfm_set_error("%s: out of memory", name);
+    tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name);
     return NULL;
 }

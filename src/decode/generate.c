@@ -43,7 +43,7 @@ int tfm_gpt_generate(tfm_gpt *m, tfm_graph *g, const int *prompt, int n_prompt, 
     float *scratch = malloc(sizeof(float) * 2 * (size_t)V);
     if (!ctx || !scratch) {
         free(ctx), free(scratch);
-        return tfm_set_error("out of memory (generate %zu tokens)", total), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (generate %zu tokens)", total), -1;
     }
     memcpy(ctx, prompt, sizeof(int) * (size_t)n_prompt);
     int saved_grad = g->grad_enabled;

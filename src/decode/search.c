@@ -309,7 +309,7 @@ static int grow_ids(int **ids, int *cap, int need) {
     int c = *cap;
     while (c < need) c *= 2;
     int *p = realloc(*ids, sizeof(int) * (size_t)c);
-    if (!p) return tfm_set_error("out of memory"), -1;
+    if (!p) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     *ids = p;
     *cap = c;
     return 0;
@@ -418,6 +418,6 @@ end:
     free(out_len);
     free(off);
     free(ids);
-    if (rc) tfm_set_error("translation failed (out of memory or bad input)");
+    if (rc) tfm_set_error_kind(TFM_ERR_NOMEM, "translation failed (out of memory or bad input)");
     return rc;
 }

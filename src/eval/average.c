@@ -137,7 +137,7 @@ static int build_output(tfm_container *out, const tfm_container *base, double *c
     for (int k = 0; k < n; k++) len += strlen(inputs[k]) + 1;
     char *note = malloc(len);
     if (!note) {
-        tfm_set_error("out of memory");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
         return -1;
     }
     size_t o = (size_t)snprintf(note, len, "mean of %d checkpoints:", n);
@@ -163,7 +163,7 @@ int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_pat
     int rc = -1, n_params = 0;
     double **sums = calloc((size_t)base.n + 1, sizeof *sums);
     if (!sums) {
-        tfm_set_error("out of memory");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < base.n; i++) {
@@ -175,7 +175,7 @@ int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_pat
         }
         sums[i] = calloc(n_elems(a) + 1, sizeof **sums);
         if (!sums[i]) {
-            tfm_set_error("out of memory (%s: entry '%s')", inputs[0], a->name);
+            tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%s: entry '%s')", inputs[0], a->name);
             goto done;
         }
         if (accumulate(sums[i], a, inputs[0])) goto done;
@@ -194,6 +194,7 @@ int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_pat
     if (build_output(&out, &base, sums, inputs, n)) goto done;
     rc = tfm_container_save(&out, out_path);
 done:
+    if (rc) tfm_error_in_data();   /* inputs that differ, non-finite or missing entries (I/O errors stay I/O) */
     for (int i = 0; sums && i < base.n; i++) free(sums[i]);
     free(sums);
     tfm_container_free(&base);

@@ -340,7 +340,7 @@ int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, in
     s->n_segments++;
     rc = 0;
 done:
-    if (rc) tfm_set_error("out of memory computing BLEU");
+    if (rc) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory computing BLEU");
     for (int k = 0; k < nseg && text && tok; k++) {
         free(text[k]);
         free(tok[k]);

@@ -151,7 +151,7 @@ int tfm_chrf_add(tfm_chrf_stats *s, const char *hyp, const char *const *refs, in
     s->n_segments++;
     rc = 0;
 done:
-    if (rc) tfm_set_error("out of memory computing chrF");
+    if (rc) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory computing chrF");
     free(h);
     free(r);
     free(gh);

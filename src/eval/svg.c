@@ -99,19 +99,19 @@ static void sb_text(sbuf *b, const char *s) {
 /* Writes b to path through a temporary file in the same directory + rename. */
 static int write_atomic(const char *path, const sbuf *b) {
     if (b->oom) {
-        tfm_set_error("out of memory writing '%s'", path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory writing '%s'", path);
         return -1;
     }
     size_t pl = strlen(path);
     char *tmp = malloc(pl + 16);
     if (!tmp) {
-        tfm_set_error("out of memory writing '%s'", path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory writing '%s'", path);
         return -1;
     }
     snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        tfm_set_error("cannot write '%s': %s", path, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -122,7 +122,7 @@ static int write_atomic(const char *path, const sbuf *b) {
     if (f) ok = (fclose(f) == 0) && ok;
     else close(fd);
     if (!ok || rename(tmp, path) != 0) {
-        tfm_set_error("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        tfm_set_error_kind(TFM_ERR_IO, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         unlink(tmp);
         free(tmp);
         return -1;

@@ -224,12 +224,12 @@ int tfm_train_log_load(const char *path, tfm_train_log *log) {
     char **lines = tfm_split_lines(buf, len, &n_lines);
     int rc = -1;
     if (!lines) {
-        tfm_set_error("%s: out of memory", path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
     for (int f = 0; f < TFM_LOG_N_FIELDS; f++)
         if (!(log->v[f] = malloc(((size_t)n_lines + 1) * sizeof(float)))) {
-            tfm_set_error("%s: out of memory", path);
+            tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path);
             goto done;
         }
     for (int i = 0; i < n_lines; i++) {
@@ -253,7 +253,7 @@ int tfm_train_log_load(const char *path, tfm_train_log *log) {
     }
     rc = 0;
 done:
-    if (rc) tfm_train_log_free(log);
+    if (rc) tfm_train_log_free(log), tfm_error_in_data();
     free(lines);
     free(buf);
     return rc;
@@ -294,7 +294,7 @@ int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const cha
             }
     float *xy = malloc(2 * (size_t)N_CURVES * ((size_t)log->n + 1) * sizeof *xy);
     if (!xy) {
-        tfm_set_error("out of memory plotting '%s'", svg_path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory plotting '%s'", svg_path);
         return -1;
     }
     tfm_series series[N_CURVES];

@@ -120,7 +120,7 @@ int tfm_gpt_cache_init(tfm_gpt_cache *c, const tfm_gpt *m) {
     c->v = malloc(n * sizeof(float));
     if (!c->k || !c->v) {
         tfm_gpt_cache_free(c);
-        return tfm_set_error("out of memory (KV cache of %zu floats)", 2 * n), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (KV cache of %zu floats)", 2 * n), -1;
     }
     return 0;
 }

@@ -59,7 +59,7 @@ tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, c
     } else {
         cap = cap_rows > B ? cap_rows : B;
         s = calloc(1, sizeof *s);
-        if (!s) return tfm_set_error("out of memory (decoder state)"), NULL;
+        if (!s) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoder state)"), NULL;
         s->incremental = 1;
         s->valid = malloc(sizeof(int) * 2 * (size_t)cap);   /* + cap ints of reorder scratch */
         size_t row = (size_t)(r->bahdanau ? Ts : 1) * H;
@@ -73,7 +73,7 @@ tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, c
         }
         if (!s->valid || !s->h_buf || !s->scratch || (r->bahdanau ? !s->keys_buf || !s->pkeys_buf : !s->ctx_buf)) {
             tfm_rnn_free_state(m, s);   /* a search gets NULL: -1 with this error */
-            return tfm_set_error("out of memory (decoder state, %d rows)", cap), NULL;
+            return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoder state, %d rows)", cap), NULL;
         }
         memcpy(s->h_buf, hn->data, sizeof(float) * hn->size);
         if (r->bahdanau) {

@@ -159,7 +159,7 @@ static int check_lowercase(const tfm_translator *t, const char *path) {
 /* tokenizer.bpe of a "bpe" translator: both vocabularies must be its pieces */
 static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) {
     t->bpe = calloc(1, sizeof *t->bpe);
-    if (!t->bpe) return tfm_set_error("%s: out of memory", path), -1;
+    if (!t->bpe) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
     if (tfm_bpe_from_container(t->bpe, c, TFM_BPE_ENTRY)) {
         free(t->bpe);
         t->bpe = NULL;
@@ -262,7 +262,7 @@ int tfm_translator_load(tfm_translator *t, const char *path) {
     }
     int rc = tfm_translator_get(t, &c, path);
     tfm_container_free(&c);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;
 }
 
 void tfm_translator_free(tfm_translator *t) {

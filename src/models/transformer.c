@@ -445,7 +445,7 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     tf_impl *t = calloc(1, sizeof *t);
     if (!m || !t) {
         free(m), free(t);
-        return tfm_set_error("out of memory (transformer)"), NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (transformer)"), NULL;
     }
     m->vt = &tf_vtable;
     m->cfg = *c;
@@ -458,7 +458,7 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     t->db = calloc((size_t)L, sizeof *t->db);
     if (!t->eb || !t->db) {
         tf_destroy(m);
-        return tfm_set_error("out of memory (transformer, %d layers)", L), NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (transformer, %d layers)", L), NULL;
     }
     char name[128], sub[192];
     tfm_Embedding_init(&t->enc_emb, P, c->share_embeddings ? "shared.embedding" : "encoder.embedding", c->src_vocab,

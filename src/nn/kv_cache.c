@@ -24,7 +24,7 @@ int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, in
     c->scratch = malloc(sizeof(int) * (3 * (size_t)cap_rows + n_slot));
     if (!c->k || !c->v || !c->slot || !c->scratch) {
         tfm_kv_cache_free(c);
-        return tfm_set_error("kv cache: out of memory"), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "kv cache: out of memory"), -1;
     }
     for (int r = 0; r < cap_rows; r++) c->slot[r] = r < n_slot ? r : 0;
     return 0;

@@ -39,7 +39,7 @@ int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
     m->max_len = max_len;
     m->d = d;
     m->P = malloc(sizeof(float) * (size_t)max_len * d);
-    if (!m->P) return tfm_set_error("out of memory (positional encoding %d x %d)", max_len, d), -1;
+    if (!m->P) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
     for (int pos = 0; pos < max_len; pos++)
         for (int i = 0; i < d; i += 2) {
             /* computed in double then rounded, as PyTorch computes pos / 10000^(i/d) in float32:

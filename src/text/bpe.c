@@ -241,14 +241,14 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
     if (!norm || n > (size_t)1 << 30) {
         free(norm);
         free(lit);
-        return tfm_set_error("out of memory encoding a line"), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
     }
     e->norm = norm;
     *norm_out = norm;
     e->sym = malloc((n ? n : 1) * sizeof *e->sym);
     if (!e->sym) {
         free(lit);
-        return tfm_set_error("out of memory encoding a line"), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
     }
     int ns = 0;
     for (size_t i = 0; i < n;) {   /* characters (or user-defined pieces) */
@@ -277,7 +277,7 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
         if (e->sym[i].freeze == 2) output_piece(e, e->sym[i].off, e->sym[i].len, m->unk_id);
         else resegment(e, e->sym[i].off, e->sym[i].len);
     }
-    if (e->oom) return tfm_set_error("out of memory encoding a line"), -1;
+    if (e->oom) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
     return 0;
 }
 
@@ -295,7 +295,7 @@ int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) 
     int *ids = NULL;
     if (!encode_segments(m, text, len, &e, &norm)) {
         ids = malloc((size_t)(e.n_seg ? e.n_seg : 1) * sizeof *ids);
-        if (!ids) tfm_set_error("out of memory encoding a line");
+        if (!ids) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line");
         else {
             for (int i = 0; i < e.n_seg; i++) ids[i] = e.seg[i].id;
             *n_ids = e.n_seg;
@@ -326,7 +326,7 @@ char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len) {
     free(norm);
     if (b.oom) {
         free(b.p);
-        tfm_set_error("out of memory encoding a line");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line");
         return NULL;
     }
     return (char *)b.p;
@@ -395,7 +395,7 @@ char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_p
     free(bytes.p);
     if (out.oom || bytes.oom) {
         free(out.p);
-        tfm_set_error("out of memory decoding");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory decoding");
         return NULL;
     }
     return (char *)out.p;
@@ -403,7 +403,7 @@ char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_p
 
 char *tfm_bpe_decode(const tfm_bpe *m, const int *ids, int n_ids) {
     const char **p = malloc((size_t)(n_ids > 0 ? n_ids : 1) * sizeof *p);
-    if (!p) return tfm_set_error("out of memory decoding"), NULL;
+    if (!p) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory decoding"), NULL;
     for (int i = 0; i < n_ids; i++) {
         if (ids[i] < 0 || ids[i] >= m->n) {
             free(p);

@@ -333,7 +333,7 @@ static int count_words(trainer *t, const char *const *lines, int n_lines) {
         long bad = tfm_utf8_first_invalid(lines[li], len);
         if (bad >= 0) return tfm_set_error("line %d: invalid UTF-8 (byte 0x%02x)", li + 1, (unsigned char)lines[li][bad]), -1;
         char *norm = bpe_normalize(&norm_spec, lines[li], len, &n, NULL, NULL);
-        if (!norm) return tfm_set_error("out of memory learning BPE"), -1;
+        if (!norm) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE"), -1;
         for (size_t i = 0; i < n;) {   /* a word starts at each '▁' */
             size_t j = i + BPE_WS_LEN;
             while (j < n && memcmp(norm + j, BPE_WS, BPE_WS_LEN)) j++;
@@ -342,7 +342,7 @@ static int count_words(trainer *t, const char *const *lines, int n_lines) {
             int w = set_intern(&t->words, norm + i, j - i, &added);
             if (w < 0) {
                 free(norm);
-                return tfm_set_error("out of memory learning BPE"), -1;
+                return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE"), -1;
             }
             if (added) {
                 if (w >= cap) {
@@ -350,7 +350,7 @@ static int count_words(trainer *t, const char *const *lines, int n_lines) {
                     int64_t *nc = realloc(t->wcount, (size_t)cap * sizeof *nc);
                     if (!nc) {
                         free(norm);
-                        return tfm_set_error("out of memory learning BPE"), -1;
+                        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE"), -1;
                     }
                     t->wcount = nc;
                 }
@@ -379,7 +379,7 @@ static int char_count_cmp(const void *x, const void *y) {
  * symbol ids are 0..n_kept-1. cp_sym maps every code point to its symbol or -1. */
 static int choose_alphabet(trainer *t, int *cp_sym, char_count **chars_out, int *n_kept) {
     int64_t *cnt = calloc(0x110000, sizeof *cnt);
-    if (!cnt) return tfm_set_error("out of memory learning BPE"), -1;
+    if (!cnt) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE"), -1;
     int64_t all = 0;
     int n_distinct = 0;
     for (int w = 0; w < t->words.n; w++) {
@@ -397,7 +397,7 @@ static int choose_alphabet(trainer *t, int *cp_sym, char_count **chars_out, int 
     char_count *chars = malloc((size_t)(n_distinct ? n_distinct : 1) * sizeof *chars);
     if (!chars) {
         free(cnt);
-        return tfm_set_error("out of memory learning BPE"), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE"), -1;
     }
     int k = 0;
     for (uint32_t cp = 0; cp < 0x110000; cp++)
@@ -538,7 +538,7 @@ static int build_learned(tfm_bpe *m, const trainer *t, const int *merged, int n_
     unsigned char *type = malloc((size_t)n);
     int rc = -1;
     if (!piece || !strs || !score || !type) {
-        tfm_set_error("out of memory learning BPE");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE");
         goto done;
     }
     static const char *const specials[4] = {"<pad>", "<s>", "</s>", "<unk>"};
@@ -597,7 +597,7 @@ int tfm_bpe_learn_lines(tfm_bpe *m, const char *const *lines, int n_lines, const
     char_count *chars = NULL;
     int *merged = NULL, n_kept = 0, n_merged = 0, rc = -1;
     if (!cp_sym) {
-        tfm_set_error("out of memory learning BPE");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE");
         goto done;
     }
     if (count_words(&t, lines, n_lines) || choose_alphabet(&t, cp_sym, &chars, &n_kept)) goto done;
@@ -613,7 +613,7 @@ int tfm_bpe_learn_lines(tfm_bpe *m, const char *const *lines, int n_lines, const
     int n_target = o->vocab_size - N_SPECIAL - n_kept;
     merged = malloc((size_t)(n_target ? n_target : 1) * sizeof *merged);
     if (!merged || init_symbols(&t, cp_sym, chars, n_kept) || run_merges(&t, n_target, merged, &n_merged)) {
-        if (!merged || t.oom) tfm_set_error("out of memory learning BPE");
+        if (!merged || t.oom) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory learning BPE");
         goto done;
     }
     if (n_merged < n_target) {
@@ -635,7 +635,7 @@ int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const
     char **bufs = calloc((size_t)n_paths + 1, sizeof *bufs);
     const char **all = NULL;
     int n_all = 0, cap = 0, rc = -1;
-    if (!bufs) return tfm_set_error("out of memory"), -1;
+    if (!bufs) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     for (int f = 0; f < n_paths; f++) {
         size_t len;
         bufs[f] = tfm_read_text_file(paths[f], &len);
@@ -643,7 +643,7 @@ int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const
         int n;
         char **lines = tfm_split_lines(bufs[f], len, &n);
         if (!lines) {
-            tfm_set_error("out of memory reading '%s'", paths[f]);
+            tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", paths[f]);
             goto done;
         }
         if (n_all + n > cap) {
@@ -651,7 +651,7 @@ int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const
             const char **na = realloc(all, (size_t)cap * sizeof *na);
             if (!na) {
                 free(lines);
-                tfm_set_error("out of memory reading '%s'", paths[f]);
+                tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", paths[f]);
                 goto done;
             }
             all = na;

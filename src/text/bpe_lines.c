@@ -19,7 +19,7 @@ static char **split_lines(char *buf, size_t len, const char *name, int *n_lines)
     if (len && buf[len - 1] != '\n') count++;
     if (count > INT_MAX) return tfm_set_error("%s: too many lines", name), NULL;
     char **lines = malloc((count ? count : 1) * sizeof *lines);
-    if (!lines) return tfm_set_error("%s: out of memory", name), NULL;
+    if (!lines) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), NULL;
     size_t k = 0, start = 0;
     for (size_t i = 0; i <= len && k < count; i++) {
         if (i < len && buf[i] != '\n') continue;
@@ -53,11 +53,11 @@ static int split_spaces(char *s, char **tok, int cap) {
 static int decode_line(const tfm_bpe *m, int ids, char *line, char **s, const char *name, int lineno) {
     size_t len = strlen(line);
     char **tok = malloc((len / 2 + 2) * sizeof *tok);
-    if (!tok) return tfm_set_error("%s: out of memory", name), -1;
+    if (!tok) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), -1;
     int n = split_spaces(line, tok, (int)(len / 2 + 2)), rc = 0;
     if (ids) {
         int *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-        if (!v) tfm_set_error("%s: out of memory", name), rc = -1;
+        if (!v) tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), rc = -1;
         for (int i = 0; v && i < n && !rc; i++) {
             char *end;
             errno = 0;
@@ -100,7 +100,7 @@ char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size
     char *res = NULL;
     size_t res_len = 0;
     FILE *out = open_memstream(&res, &res_len);
-    if (!out) tfm_set_error("%s: out of memory", name), rc = -1;
+    if (!out) tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), rc = -1;
     for (int i = 0; out && i < n_lines && !rc; i++) {
         if (!decode) {
             rc = encode_line(m, ids, lines[i], out, name, i + 1);
@@ -112,7 +112,7 @@ char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size
         free(s);
     }
     if (out && fclose(out) && !rc) {
-        tfm_set_error("%s: out of memory", name);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name);
         rc = -1;
     }
     free(lines);

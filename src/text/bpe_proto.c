@@ -98,7 +98,7 @@ unsigned char *bpe_proto_write(const bpe_proto_spec *s, size_t *len) {
     free(sub.p);
     if (out.oom || sub.oom) {
         free(out.p);
-        tfm_set_error("out of memory writing a BPE model");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory writing a BPE model");
         return NULL;
     }
     *len = out.n;
@@ -256,7 +256,7 @@ static int read_model_proto(pb *r, proto_fields *f) {
                 if (f->n_pieces == f->cap) {
                     int nc = f->cap ? f->cap * 2 : 1024;
                     pb *np = realloc(f->piece_msgs, (size_t)nc * sizeof *np);
-                    if (!np) return tfm_set_error("out of memory reading '%s'", r->name), r->bad = 1, -1;
+                    if (!np) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", r->name), r->bad = 1, -1;
                     f->piece_msgs = np;
                     f->cap = nc;
                 }
@@ -489,7 +489,7 @@ static int build_model(tfm_bpe *m, proto_fields *f, const char *name) {
         }
     return 0;
 oom:
-    tfm_set_error("%s: out of memory", name);
+    tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name);
 fail:
     free(strs);
     return -1;
@@ -498,7 +498,7 @@ fail:
 int tfm_bpe_from_bytes(tfm_bpe *m, const void *data, size_t n, const char *name) {
     memset(m, 0, sizeof *m);
     m->proto = malloc(n ? n : 1);
-    if (!m->proto) return tfm_set_error("%s: out of memory", name), -1;
+    if (!m->proto) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), -1;
     memcpy(m->proto, data, n);
     m->proto_len = n;
     proto_fields f = {0};
@@ -531,7 +531,7 @@ void tfm_bpe_free(tfm_bpe *m) {
 int tfm_bpe_load(tfm_bpe *m, const char *path) {
     memset(m, 0, sizeof *m);
     FILE *fp = fopen(path, "rb");
-    if (!fp) return tfm_set_error("cannot open '%s': %s", path, strerror(errno)), -1;
+    if (!fp) return tfm_set_error_kind(TFM_ERR_IO, "cannot open '%s': %s", path, strerror(errno)), -1;
     bpe_buf b = {0};
     unsigned char chunk[65536];
     size_t got;
@@ -540,18 +540,19 @@ int tfm_bpe_load(tfm_bpe *m, const char *path) {
         if (b.n > MAX_MODEL_BYTES) {
             fclose(fp);
             free(b.p);
-            return tfm_set_error("%s: too large for a BPE model (more than 256 MiB)", path), -1;
+            return tfm_set_error_kind(TFM_ERR_DATA, "%s: too large for a BPE model (more than 256 MiB)", path), -1;
         }
     }
     int err = ferror(fp);
     fclose(fp);
     if (err || b.oom) {
         free(b.p);
-        return tfm_set_error("cannot read '%s'%s", path, b.oom ? ": out of memory" : ""), -1;
+        return tfm_set_error_kind(b.oom ? TFM_ERR_NOMEM : TFM_ERR_IO, "cannot read '%s'%s", path,
+                                  b.oom ? ": out of memory" : ": read error"), -1;
     }
     if (b.n == 0) {
         free(b.p);
-        return tfm_set_error("%s: empty file (not a SentencePiece model)", path), -1;
+        return tfm_set_error_kind(TFM_ERR_DATA, "%s: empty file (not a SentencePiece model)", path), -1;
     }
     int rc;
     if (b.n >= 4 && !memcmp(b.p, "TFMC", 4)) {   /* a tfm checkpoint holding a tokenizer */
@@ -563,17 +564,17 @@ int tfm_bpe_load(tfm_bpe *m, const char *path) {
         rc = tfm_bpe_from_bytes(m, b.p, b.n, path);
     }
     free(b.p);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;
 }
 
 int tfm_bpe_save(const tfm_bpe *m, const char *path) {
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
-    if (!tmp) return tfm_set_error("%s: out of memory", path), -1;
+    if (!tmp) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
     snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        tfm_set_error("%s: cannot create %s: %s", path, tmp, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -594,7 +595,7 @@ int tfm_bpe_save(const tfm_bpe *m, const char *path) {
     if (!what && rename(tmp, path) != 0) what = "rename", err = errno;
     if (what) {
         unlink(tmp);
-        tfm_set_error("%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
+        tfm_set_error_kind(TFM_ERR_IO, "%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
         free(tmp);
         return -1;
     }

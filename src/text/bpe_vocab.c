@@ -15,7 +15,7 @@ int tfm_bpe_vocab(const tfm_bpe *m, tfm_vocab *v) {
     size_t len = 1;
     for (int i = 0; i < m->n; i++) len += (i < TFM_N_RESERVED ? strlen(reserved[i]) : (size_t)m->len[i]) + 1;
     char *s = malloc(len), *p = s;
-    if (!s) return tfm_set_error("out of memory (BPE vocabulary)"), -1;
+    if (!s) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (BPE vocabulary)"), -1;
     for (int i = 0; i < m->n; i++) {
         const char *piece = i < TFM_N_RESERVED ? reserved[i] : m->piece[i];
         size_t l = i < TFM_N_RESERVED ? strlen(piece) : (size_t)m->len[i];

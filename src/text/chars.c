@@ -69,7 +69,7 @@ int tfm_char_vocab_build(tfm_char_vocab *v, const char *text, size_t len) {
     free(extra);
     return 0;
 oom:
-    tfm_set_error("out of memory building the character vocabulary");
+    tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory building the character vocabulary");
 fail:
     free(seen);
     free(extra);
@@ -86,7 +86,7 @@ int tfm_char_vocab_from_string(tfm_char_vocab *v, const char *chars) {
     }
     v->cps = malloc(len * sizeof *v->cps);
     if (!v->cps) {
-        tfm_set_error("out of memory loading the character vocabulary");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory loading the character vocabulary");
         return -1;
     }
     for (size_t i = 0; i < len;) {
@@ -105,7 +105,7 @@ int tfm_char_vocab_from_string(tfm_char_vocab *v, const char *chars) {
     }
     v->chars = malloc(len + 1);
     if (!v->chars) {
-        tfm_set_error("out of memory loading the character vocabulary");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory loading the character vocabulary");
         goto fail;
     }
     memcpy(v->chars, chars, len + 1);
@@ -141,7 +141,7 @@ static void describe_cp(uint32_t cp, char *buf, size_t n) {
 int *tfm_char_encode(const tfm_char_vocab *v, const char *text, size_t len, int *n_ids) {
     int *ids = malloc((len ? len : 1) * sizeof *ids);
     if (!ids) {
-        tfm_set_error("out of memory encoding text");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding text");
         return NULL;
     }
     size_t n = 0;
@@ -171,7 +171,7 @@ int *tfm_char_encode(const tfm_char_vocab *v, const char *text, size_t len, int 
 char *tfm_char_decode(const tfm_char_vocab *v, const int *ids, int n_ids) {
     char *out = malloc((size_t)(n_ids > 0 ? n_ids : 0) * 4 + 1);
     if (!out) {
-        tfm_set_error("out of memory decoding text");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory decoding text");
         return NULL;
     }
     size_t o = 0;

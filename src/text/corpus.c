@@ -52,7 +52,7 @@ static int add_pair(tfm_parallel_text *p, int *cap, tfm_tok_kind kind, const cha
     if (pt_push(p, cap, a, b)) {
         tfm_toklist_free(&a);
         tfm_toklist_free(&b);
-        tfm_set_error("out of memory loading the corpus");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory loading the corpus");
         return -1;
     }
     return 0;
@@ -67,7 +67,7 @@ int tfm_parallel_load_tsv(tfm_parallel_text *p, const char *path, tfm_tok_kind k
     char **lines = tfm_split_lines(buf, len, &n_lines);
     if (!lines) {
         free(buf);
-        tfm_set_error("out of memory reading '%s'", path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", path);
         return -1;
     }
     int cap = 0, rc = 0;
@@ -96,7 +96,7 @@ int tfm_parallel_load_tsv(tfm_parallel_text *p, const char *path, tfm_tok_kind k
     }
     free(lines);
     free(buf);
-    if (rc) tfm_parallel_text_free(p);
+    if (rc) tfm_parallel_text_free(p), tfm_error_in_data();   /* a line without a tab, a bad token */
     return rc;
 }
 
@@ -115,7 +115,7 @@ int tfm_parallel_load_files(tfm_parallel_text *p, const char *src_path, const ch
     char **s = tfm_split_lines(bs, ls, &ns);
     char **t = tfm_split_lines(bt, lt, &nt);
     if (!s || !t) {
-        tfm_set_error("out of memory reading '%s'", src_path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", src_path);
         rc = -1;
     } else if (ns != nt) {
         tfm_set_error("'%s' has %d lines but '%s' has %d lines (the files must be aligned line by line)",
@@ -135,7 +135,7 @@ int tfm_parallel_load_files(tfm_parallel_text *p, const char *src_path, const ch
     free(t);
     free(bs);
     free(bt);
-    if (rc) tfm_parallel_text_free(p);
+    if (rc) tfm_parallel_text_free(p), tfm_error_in_data();   /* unaligned files, a bad token */
     return rc;
 }
 
@@ -162,7 +162,7 @@ static int encode_side(const tfm_toklist *lists, int n, const tfm_vocab *v, int 
     if (!off || !ids) {
         free(off);
         free(ids);
-        tfm_set_error("out of memory encoding the corpus");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding the corpus");
         return -1;
     }
     int o = 0;
@@ -221,7 +221,7 @@ int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arr
     a->tgt_valid = malloc(((size_t)ids->n + 1) * sizeof *a->tgt_valid);
     if (!a->src || !a->tgt || !a->src_valid || !a->tgt_valid) {
         tfm_nmt_arrays_free(a);
-        tfm_set_error("out of memory building the training arrays");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory building the training arrays");
         return -1;
     }
     a->n = ids->n;
@@ -284,7 +284,7 @@ int tfm_batches_make(tfm_batches *b, int n, int batch_size, const int *lengths, 
         free(order);
         free(tmp);
         tfm_batches_free(b);
-        tfm_set_error("out of memory making batches");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory making batches");
         return -1;
     }
     for (int i = 0; i < n; i++) b->idx[i] = i;

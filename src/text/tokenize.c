@@ -33,7 +33,7 @@ static int tb_finish(tokbuf *t, tfm_toklist *out) {
     char *block = malloc(ptr_bytes + t->len + 1);
     if (!block) {
         free(t->b);
-        tfm_set_error("out of memory tokenizing");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory tokenizing");
         return -1;
     }
     char **tok = (char **)(void *)block;
@@ -52,7 +52,7 @@ static int tb_finish(tokbuf *t, tfm_toklist *out) {
 
 static int tb_oom(tokbuf *t) {
     free(t->b);
-    tfm_set_error("out of memory tokenizing");
+    tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory tokenizing");
     return -1;
 }
 
@@ -91,7 +91,7 @@ char *tfm_preprocess_d2l(const char *s) {
     /* 1. non-breaking spaces -> ' ' (U+00A0 is 2 bytes, U+202F is 3: the result never grows) */
     char *a = malloc(n + 1);
     if (!a) {
-        tfm_set_error("out of memory");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
         return NULL;
     }
     size_t m = 0;
@@ -110,7 +110,7 @@ char *tfm_preprocess_d2l(const char *s) {
     char *low = tfm_utf8_lower(a, m, &lm);
     free(a);
     if (!low) {
-        tfm_set_error("out of memory");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
         return NULL;
     }
     /* 3. a space before , . ! ? that follow a non-space (the previous code point is ' ' iff the
@@ -118,7 +118,7 @@ char *tfm_preprocess_d2l(const char *s) {
     char *out = malloc(2 * lm + 1);
     if (!out) {
         free(low);
-        tfm_set_error("out of memory");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
         return NULL;
     }
     size_t o = 0;
@@ -280,7 +280,7 @@ int tfm_tokenize(tfm_tok_kind kind, const char *line, tfm_toklist *out) {
     case TFM_TOK_MOSES_LOWER: {
         char *low = tfm_utf8_lower(line, strlen(line), NULL);
         if (!low) {
-            tfm_set_error("out of memory");
+            tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
             return -1;
         }
         int r = tfm_tokenize_moses(low, out);
@@ -326,7 +326,7 @@ char *tfm_detokenize(const char *const *tokens, int n) {
     for (int i = 0; i < n; i++) total += strlen(tokens[i]) + 1;
     char *out = malloc(total);
     if (!out) {
-        tfm_set_error("out of memory");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
         return NULL;
     }
     size_t o = 0;

@@ -129,14 +129,14 @@ char *tfm_utf8_lower(const char *s, size_t n, size_t *out_len) {
 char *tfm_read_text_file(const char *path, size_t *len_out) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tfm_set_error("cannot open '%s': %s", path, strerror(errno));
+        tfm_set_error_kind(TFM_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {
         fclose(f);
-        tfm_set_error("out of memory reading '%s'", path);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", path);
         return NULL;
     }
     for (;;) {
@@ -148,7 +148,7 @@ char *tfm_read_text_file(const char *path, size_t *len_out) {
             cap *= 2;
             char *nb = realloc(buf, cap + 1);
             if (!nb) {
-                tfm_set_error("out of memory reading '%s'", path);
+                tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory reading '%s'", path);
                 goto fail;
             }
             buf = nb;
@@ -158,7 +158,7 @@ char *tfm_read_text_file(const char *path, size_t *len_out) {
         if (got == 0) break;
     }
     if (ferror(f)) {
-        tfm_set_error("cannot read '%s': %s", path, strerror(errno ? errno : EIO));
+        tfm_set_error_kind(TFM_ERR_IO, "cannot read '%s': %s", path, strerror(errno ? errno : EIO));
         goto fail;
     }
     fclose(f);
@@ -185,6 +185,7 @@ char *tfm_read_text_file(const char *path, size_t *len_out) {
 fail:
     if (f) fclose(f);
     free(buf);
+    tfm_error_in_data();   /* empty, binary, invalid UTF-8, too large (I/O and memory errors keep their kind) */
     return NULL;
 }
 

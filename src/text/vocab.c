@@ -23,7 +23,7 @@ static int vocab_index(tfm_vocab *v) {
     v->n_slots = slots_for(v->n);
     v->slots = malloc((size_t)v->n_slots * sizeof *v->slots);
     if (!v->slots) {
-        tfm_set_error("out of memory building the vocabulary");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory building the vocabulary");
         return -1;
     }
     for (int i = 0; i < v->n_slots; i++) v->slots[i] = -1;
@@ -141,7 +141,7 @@ int tfm_vocab_build(tfm_vocab *v, const tfm_toklist *lists, int n_lists, int min
     if (vocab_index(v)) goto fail;
     return 0;
 oom:
-    tfm_set_error("out of memory building the vocabulary");
+    tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory building the vocabulary");
 fail:
     free(slots);
     free(uniq);
@@ -155,7 +155,7 @@ char *tfm_vocab_serialize(const tfm_vocab *v) {
     for (int i = 0; i < v->n; i++) total += strlen(v->tok[i]) + 1;
     char *s = malloc(total);
     if (!s) {
-        tfm_set_error("out of memory serializing the vocabulary");
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory serializing the vocabulary");
         return NULL;
     }
     size_t o = 0;
@@ -209,7 +209,7 @@ int tfm_vocab_deserialize(tfm_vocab *v, const char *s) {
     if (vocab_index(v)) goto fail;
     return 0;
 oom:
-    tfm_set_error("out of memory loading the vocabulary");
+    tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory loading the vocabulary");
 fail:
     tfm_vocab_free(v);
     return -1;

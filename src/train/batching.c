@@ -85,5 +85,5 @@ oom:
     free(order);
     free(tmp);
     tfm_batches_free(b);
-    return tfm_set_error("out of memory making batches"), -1;
+    return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory making batches"), -1;
 }

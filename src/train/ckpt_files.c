@@ -69,11 +69,11 @@ int tfm_ckpt_keep_step(const char *path, int step, int keep) {
     snprintf(stem, sizeof stem, "%.*s", (int)(n - cut), path);
     snprintf(name, sizeof name, "%s.step%d.tfm", stem, step);
     unlink(name);
-    if (link(path, name)) return tfm_set_error("%s: cannot link %s: %s", path, name, strerror(errno)), -1;
+    if (link(path, name)) return tfm_set_error_kind(TFM_ERR_IO, "%s: cannot link %s: %s", path, name, strerror(errno)), -1;
     const char *base;
     split_path(stem, dir, sizeof dir, &base);
     DIR *d = opendir(dir);
-    if (!d) return tfm_set_error("%s: cannot list %s: %s", path, dir, strerror(errno)), -1;
+    if (!d) return tfm_set_error_kind(TFM_ERR_IO, "%s: cannot list %s: %s", path, dir, strerror(errno)), -1;
     size_t nb = strlen(base), count = 0, cap = 16;
     long *steps = malloc(sizeof(long) * cap);
     struct dirent *e;
@@ -89,7 +89,7 @@ int tfm_ckpt_keep_step(const char *path, int step, int keep) {
         steps[count++] = s;
     }
     closedir(d);
-    if (!steps) return tfm_set_error("out of memory"), -1;
+    if (!steps) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     qsort(steps, count, sizeof *steps, cmp_long);
     for (size_t i = 0; keep > 0 && i + (size_t)keep < count; i++) {
         snprintf(name, sizeof name, "%s.step%ld.tfm", stem, steps[i]);

@@ -132,7 +132,7 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
     }
     int rc = tfm_gpt_get(&c, path, m, v, opt, st);
     tfm_container_free(&c);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;
 }
 
 int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,

@@ -21,7 +21,7 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
     if (!d->ids) {
         tfm_prefix_error("%s: ", path);
         tfm_lm_data_free(d);
-        return -1;
+        return tfm_error_in_data();   /* a character outside the checkpoint's vocabulary */
     }
     d->n_train = (int)((double)d->n * train_frac);
     int n_val = d->n - d->n_train;
@@ -29,7 +29,7 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
         tfm_set_error("%s: corpus too short: %d characters give %d train / %d validation tokens, each split needs "
                       "at least block_size+1 = %d", path, d->n, d->n_train, n_val, block_size + 1);
         tfm_lm_data_free(d);
-        return -1;
+        return tfm_error_in_data();
     }
     return 0;
 }
@@ -55,7 +55,7 @@ float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int s
     tfm_rng r;
     tfm_rng_seed(&r, seed);
     int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
-    if (!x) return tfm_set_error("out of memory (%d x %d batch)", B, T), NAN;
+    if (!x) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d x %d batch)", B, T), NAN;
     int saved_grad = g->grad_enabled, saved_train = g->training;
     g->grad_enabled = 0;
     g->training = 0;

@@ -52,7 +52,7 @@ static int encode_side(const tfm_bpe *m, const tfm_toklist *lists, int n, int **
     return 0;
 oom:
     free(off), free(ids);
-    return tfm_set_error("out of memory encoding the corpus"), -1;
+    return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding the corpus"), -1;
 }
 
 int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a) {

@@ -82,5 +82,5 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
         tfm_translator_free(t);
     }
     tfm_container_free(&c);
-    return rc ? -1 : 0;
+    return rc ? tfm_error_in_data() : 0;
 }

@@ -18,7 +18,7 @@ int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, 
     o->t = 0;
     if (!o->m || !o->v) {
         tfm_adamw_free(o);
-        return tfm_set_error("out of memory (optimizer state, %zu parameters)", p->total), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (optimizer state, %zu parameters)", p->total), -1;
     }
     return 0;
 }

@@ -20,7 +20,7 @@ void tfm_lm_train_state_init(tfm_lm_train_state *st) {
 
 void tfm_lm_train_state_default(tfm_lm_train_state *st) {
     *st = (tfm_lm_train_state){.iters = 2000, .batch_size = 12, .grad_accum = 1, .warmup = 100, .eval_every = 500,
-                               .eval_iters = 20, .seed = 1337, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
+                               .eval_iters = 20, .seed = 1, .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f,
                                .beta1 = 0.9f, .beta2 = 0.99f, .grad_clip = 1.0f};
     tfm_lm_train_state_init(st);
 }
@@ -55,7 +55,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
     int B = st->batch_size, T = m->cfg.block_size;
     int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
-    if (!x) return tfm_set_error("out of memory (%d x %d batch)", B, T), -1;
+    if (!x) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d x %d batch)", B, T), -1;
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.rng.s = st->dropout_rng;
@@ -66,7 +66,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     tfm_train_ctl none = {0};
     if (!ctl) ctl = &none;
     int skipped = 0;
-    while (st->iter < st->iters) {
+    while (st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) {
         double t0 = tfm_now();
         if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step zeroes them */
         float loss = accumulate(m, &g, d, st, &batch_rng, x, y);
@@ -90,8 +90,9 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
         tfm_lm_report r = {st->iter, st->iters, loss, lr, (float)((double)steps * B * T * st->grad_accum / t_train),
                            (float)(t_train / steps * (st->iters - st->iter)), 0, NAN, NAN, t_train};
         if (report) report(&r, user);
-        int stop = (max_steps > 0 && steps >= max_steps) || (ctl->stop && *ctl->stop);
-        int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || (max_steps > 0 && steps >= max_steps);
+        int at_max = max_steps > 0 && st->iter >= max_steps;   /* the run's global step, across resumes */
+        int stop = at_max || (ctl->stop && *ctl->stop);
+        int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || at_max;
         if (eval) {
             evaluate(m, &g, d, st, &r);
             if (report) report(&r, user);

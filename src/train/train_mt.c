@@ -149,7 +149,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     }
     int total = o->epochs * steps_per_epoch;
     int *lens = malloc(sizeof(int) * (size_t)train->n);
-    if (!lens) return tfm_set_error("out of memory"), -1;
+    if (!lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     for (int i = 0; i < train->n; i++)
         lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
     tfm_graph g;
@@ -161,9 +161,9 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     double t0 = tfm_now(), t_last = t0, loss_sum = 0;
     long tok_since = 0, tok_total = 0;
     int steps_this_run = 0, rc = 0;
-    int limit = o->max_steps > 0;   /* --max-steps: stop after that many steps of this run */
+    int limit = o->max_steps > 0;   /* --max-steps: stop once the run's global step reaches it */
     const tfm_train_ctl *ctl = &o->ctl;
-    int done = 0;
+    int done = limit && prog->step >= o->max_steps;
     for (int epoch = prog->epoch; epoch < o->epochs && !rc && !done; epoch++) {
         /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
         if (prog->batch > 0) prog->rng = prog->epoch_rng;
@@ -214,7 +214,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 tok_total += b.n_tok;
             }
             int last = bi == bt.n_batches - 1;
-            int stop_now = (limit && steps_this_run == o->max_steps) || (ctl->stop && *ctl->stop);
+            int stop_now = (limit && prog->step >= o->max_steps) || (ctl->stop && *ctl->stop);
             if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
                 double now = tfm_now();
                 tfm_mt_report r = {0};
@@ -270,7 +270,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         }
         if (rc) break;
         if (on_epoch && on_epoch(prog, user)) rc = -1;
-        if ((limit && steps_this_run >= o->max_steps) || (ctl->stop && *ctl->stop)) done = 1;
+        if ((limit && prog->step >= o->max_steps) || (ctl->stop && *ctl->stop)) done = 1;
     }
     (void)t_last;
     if (o->profile && steps_this_run) {
