@@ -24,7 +24,7 @@ if [ "$which" != torch ]; then
   for beam in 1 4; do
     echo "== tfm translate beam $beam"
     s=$(date +%s.%N)
-    $TFM translate "$out/tfm_m30k.tfm" --beam $beam --alpha 0.6 --max-len 60 --threads 2 < $D/test_2016_flickr.de > "$out/tfm_beam$beam.en"
+    $TFM translate "$out/tfm_m30k.tfm" --beam $beam --alpha 0.6 --max-output 60 --threads 2 < $D/test_2016_flickr.de > "$out/tfm_beam$beam.en"
     e=$(date +%s.%N)
     echo "tfm beam $beam: $(wc -l < "$out/tfm_beam$beam.en") sentences in $(echo "$e - $s" | bc) s" | tee -a "$out/tfm_decode.log"
     $TFM bleu "$out/tfm_beam$beam.en" $D/test_2016_flickr.en | tee -a "$out/tfm_decode.log"

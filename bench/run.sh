@@ -201,7 +201,7 @@ if want mt || want translate; then
                 t_rss="$t_rss $(sed -n 's/.*train-mt: peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_mt.$r.log")"
                 if want translate; then
                     s=$(date +%s.%N)
-                    "$TFM" translate "$TMP/mt.tfm" --beam 4 --alpha 0.6 --max-len 60 --threads $THREADS <"$TMP/test.de" \
+                    "$TFM" translate "$TMP/mt.tfm" --beam 4 --alpha 0.6 --max-output 60 --threads $THREADS <"$TMP/test.de" \
                         >"$TMP/tfm_beam4.en" 2>"$TMP/tfm_tr.$r.log"
                     e=$(date +%s.%N)
                     t_snt="$t_snt $(awk -v n="$TEST_N" -v s="$s" -v e="$e" 'BEGIN {printf "%.1f", n / (e - s)}')"

@@ -127,7 +127,7 @@ m30k_tfm() { # seed epochs dir
     if ! grep -q 'valid loss' "$d/tfm_seed$s.err"; then   # stopped mid-epoch: no validation loss printed
         $PY scripts/mt_twin_train.py $M30K_TWIN --out "$d" --eval-tfm "$d/tfm_seed$s.tfm" >"$d/tfm_seed$s.valid"
     fi
-    $TFM translate "$d/tfm_seed$s.tfm" --beam 1 --max-len 60 --threads "$threads" <$M30K/val.de >"$d/tfm_seed$s.hyp"
+    $TFM translate "$d/tfm_seed$s.tfm" --beam 1 --max-output 60 --threads "$threads" <$M30K/val.de >"$d/tfm_seed$s.hyp"
     $TFM bleu "$d/tfm_seed$s.hyp" $M30K/val.en >"$d/tfm_seed$s.bleu"
 }
 

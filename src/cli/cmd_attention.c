@@ -23,11 +23,11 @@ static int src_tokens(const tfm_translator *tr, const char *src, tfm_toklist *tl
 
 int cmd_attention(int argc, char **argv) {
     const char *src = NULL, *out = NULL;
-    int max_len = 50, threads = 1;
+    int max_output = 50, threads = 0;
     cli_flag flags[] = {
         {"src", FLAG_STR, &src, "source sentence", 0},
         {"out", FLAG_STR, &out, "SVG file to write", 0},
-        {"max-len", FLAG_INT, &max_len, "maximum output tokens", 0},
+        {"max-output", FLAG_INT, &max_output, "maximum output tokens (without <eos>)", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
     };
     cli_spec spec = {C, "MODEL.tfm --src \"TEXT\" --out FILE.svg",
@@ -40,8 +40,8 @@ int cmd_attention(int argc, char **argv) {
     if (!src) return cli_error(C, "--src \"TEXT\" is required");
     if (!out) return cli_error(C, "--out FILE.svg is required");
     if ((rc = cli_check_out_not_input(C, out, pos, 1))) return rc;
-    if (max_len < 1 || max_len > 1000) return cli_error(C, "--max-len must be in 1..1000, got %d", max_len);
-    if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
+    if (max_output < 1 || max_output > 1000) return cli_error(C, "--max-output must be in 1..1000, got %d", max_output);
+    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--src: invalid UTF-8");
     tfm_set_threads(threads);
     tfm_translator tr;
@@ -65,7 +65,7 @@ int cmd_attention(int argc, char **argv) {
     slab[Ts - 1] = "<eos>";
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, max_len};
+    tfm_decode_opts o = {1, 0.0f, max_output};
     int *y = NULL, ny = 0;
     if (tfm_translate_ids(m, &g, sids, off, 1, Ts, 1, &o, &y, &ny)) {
         rc = cli_error(C, "translation failed");

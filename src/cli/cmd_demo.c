@@ -34,7 +34,7 @@ static int demo_kernel_regression(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (epochs < 0 || epochs > 100000) return cli_error("demo", "--epochs must be in 0..100000");
     if (!(lr > 0)) return cli_error("demo", "--lr must be > 0");
-    if (threads < 0) return cli_error("demo", "--threads must be >= 0 (0 = all cores), got %d", threads);
+    if (threads < 0 || threads > 1024) return cli_error("demo", "--threads must be in 0..1024 (0 = all cores), got %d", threads);
     tfm_set_threads(threads);
     struct stat st;
     if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);

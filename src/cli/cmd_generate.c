@@ -49,7 +49,7 @@ int cmd_generate(int argc, char **argv) {
     if (so.temperature < 0) return cli_error("generate", "--temperature must be >= 0, got %g", so.temperature);
     if (so.top_k < 0) return cli_error("generate", "--top-k must be >= 0, got %d", so.top_k);
     if (!(so.top_p > 0 && so.top_p <= 1)) return cli_error("generate", "--top-p must be in (0, 1], got %g", so.top_p);
-    if (threads < 0 || threads > 1024) return cli_error("generate", "--threads must be in 0..1024, got %d", threads);
+    if (threads < 0 || threads > 1024) return cli_error("generate", "--threads must be in 0..1024 (0 = all cores), got %d", threads);
     if (!*prompt) return cli_error("generate", "--prompt must not be empty");
     so.seed = (uint64_t)seed;
     tfm_set_threads(threads);

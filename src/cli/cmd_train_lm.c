@@ -115,6 +115,9 @@ int cmd_train_lm(int argc, char **argv) {
     } else if (steps < 0) {
         fprintf(stderr, "%stfm %s: %s\n", x.tty ? "\n" : "", C, tfm_last_error());
         sig = cli_exit_status();   /* 74: a checkpoint could not be written; 1: a diverged run */
+    } else if (!steps) {
+        fprintf(stderr, "%s is at step %d (--iters %d, --max-steps %d): nothing to do\n", resume ? resume : out, st.iter,
+                st.iters, max_steps);
     } else {
         long tok = (long)steps * st.batch_size * m.cfg.block_size * st.grad_accum;
         fprintf(stderr, "done: %d steps in %.1f s (%.1f ms/step, %.0f tok/s); saved %s\n", st.iter - start, x.train_s,

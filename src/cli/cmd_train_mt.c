@@ -115,15 +115,16 @@ int cmd_train_mt(int argc, char **argv) {
     cli_run_config_print(C, &run);
     to.ctl.stop = cli_stop_install();
     cli_clean_stale(C, o.out);
-    if (prog.epoch >= o.epochs)
-        fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
+    int idle = prog.epoch >= o.epochs || (o.max_steps > 0 && prog.step >= o.max_steps);
+    if (idle)
+        fprintf(stderr, "%s is at epoch %d, step %d (--epochs %d, --max-steps %d): nothing to do\n",
+                o.resume ? o.resume : o.out, prog.epoch, prog.step, o.epochs, o.max_steps);
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
         rc = cli_fail(C, "%s", tfm_last_error());   /* 74: a checkpoint could not be written; 1: a diverged run */
         goto done_valid;
     } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")))
         goto done_valid;
-    fprintf(stderr, "wrote %s\n", o.out);
-    cli_report_rss(C);
+    if (!idle) fprintf(stderr, "wrote %s\n", o.out), cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);
     rc = 0;
 done_valid:

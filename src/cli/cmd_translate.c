@@ -23,19 +23,19 @@ static int more_input_ready(void) {
 }
 
 int cmd_translate(int argc, char **argv) {
-    int beam = 1, max_len = 50, threads = 0, batch = 32, max_src = 200, profile = 0;
+    int beam = 1, max_output = 50, threads = 0, batch = 32, max_src = 200, profile = 0;
     float alpha = 0.0f;
     cli_flag flags[] = {
         {"beam", FLAG_INT, &beam, "beam size (1 = greedy)", 0},
         {"alpha", FLAG_FLOAT, &alpha, "GNMT length penalty exponent: score / ((5+len)/6)^alpha", 0},
-        {"max-len", FLAG_INT, &max_len, "maximum output tokens", 0},
+        {"max-output", FLAG_INT, &max_output, "maximum output tokens per sentence (without <eos>)", 0},
         {"max-src", FLAG_INT, &max_src, "source tokens kept (incl. <eos>)", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
         {"profile", FLAG_BOOL, &profile,
          "at the end, print time per sentence by op kind and phase (kv_cache, search) to stderr", 0},
     };
-    cli_spec spec = {C, "MODEL.tfm [--beam K] [--alpha A] [--max-len N] [--threads N] [--profile] < source.txt",
+    cli_spec spec = {C, "MODEL.tfm [--beam K] [--alpha A] [--max-output N] [--threads N] [--profile] < source.txt",
                      "Translate stdin, one sentence a line, with a checkpoint written by tfm train-mt. Greedy\n"
                      "or beam search; the decoder caches keys/values so each new token costs O(length).\n"
                      "--profile prints, at the end, milliseconds per sentence spent in each op kind and in the\n"
@@ -47,14 +47,14 @@ int cmd_translate(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (beam < 1 || beam > 64) return cli_error(C, "--beam must be in 1..64, got %d", beam);
     if (!(alpha >= 0 && alpha <= 10)) return cli_error(C, "--alpha must be in [0, 10], got %g", alpha);
-    if (max_len < 1 || max_len > 4096) return cli_error(C, "--max-len must be in 1..4096, got %d", max_len);
+    if (max_output < 1 || max_output > 4096) return cli_error(C, "--max-output must be in 1..4096, got %d", max_output);
     if (max_src < 2 || max_src > 100000) return cli_error(C, "--max-src must be in 2..100000, got %d", max_src);
     if (batch < 1 || batch > 4096) return cli_error(C, "--batch-size must be in 1..4096, got %d", batch);
-    if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
+    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
     tfm_set_threads(threads);
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
-    tfm_decode_opts o = {beam, alpha, max_len};
+    tfm_decode_opts o = {beam, alpha, max_output};
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.profile = profile;

@@ -72,7 +72,7 @@ typedef struct {   /* what the report and save callbacks need */
 } mt_run;
 /* flags not stored in the run configuration; stored flags a --resume may change (the rest must match); data */
 #define MT_SAFE " out resume threads log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "
-#define MT_CHANGEABLE " epochs save-every keep-last skip-nonfinite valid-every keep-best patience "
+#define MT_CHANGEABLE " epochs save-every keep-last skip-nonfinite eval-every keep-best patience "
 #define MT_DATA " tsv src tgt valid-src valid-tgt "
 /* tfm_mt_report_fn printing progress lines; user = an mt_run (or a pointer to an int "stderr is a TTY"). */
 void mt_report(const tfm_mt_report *r, void *user);

@@ -11,7 +11,7 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
     cli_flag extra[] = {
         {"tokenizer", FLAG_STR, &o->tokenizer, "word (--preprocess) | bpe (joint subwords, raw text in and out)", 0},
         {"vocab-size", FLAG_INT, &o->vocab_size, "with --tokenizer bpe: pieces of the joint BPE model learned "
-                                                 "from the training pairs (0: 8000)", 0},
+                                                 "from the training pairs (0 = 8000)", 0},
         {"bpe-model", FLAG_STR, &o->bpe_model, "with --tokenizer bpe: use this BPE .model (tfm bpe learn, or "
                                                "spm_train --model_type=bpe with tfm's special ids)", 0},
         {"share-embeddings", FLAG_BOOL, &o->share_embeddings,
@@ -19,7 +19,7 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
         {"init", FLAG_STR, &o->init, "d2l (embeddings N(0,1)) | xavier (every matrix Xavier-uniform)", 0},
         {"max-tokens", FLAG_INT, &o->max_tokens,
          "batches of up to N source and N target tokens incl. padding, length-sorted (0 = --batch-size)", 0},
-        {"valid-every", FLAG_INT, &o->valid_every, "also validate every N steps (default: after each epoch)", 0},
+        {"eval-every", FLAG_INT, &o->valid_every, "also validate every N steps (0 = after each epoch only)", 0},
         {"keep-best", FLAG_BOOL, &o->keep_best, "write MODEL.best.tfm whenever validation BLEU improves", 0},
         {"patience", FLAG_INT, &o->patience, "stop after N validations without a better BLEU (0 = never)", 0},
         {"log-file", FLAG_STR, &o->log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},

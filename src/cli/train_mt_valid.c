@@ -1,4 +1,4 @@
-/* train-mt: validation that drives training. After each epoch (and every --valid-every steps): validation
+/* train-mt: validation that drives training. After each epoch (and every --eval-every steps): validation
  * loss, greedy BLEU (and chrF2) of the raw validation sources against the raw references (tfm bleu's metric), a best
  * checkpoint (--keep-best: MODEL.best.tfm, weights and tokenizer, written atomically), --patience, and the
  * JSON-lines log (--log-file). The keep-best / patience rule: tfm_early_stop_update (src/train/validate.c). */
@@ -13,11 +13,11 @@
 #define C "train-mt"
 
 int mt_check_valid(const mt_opts *o) {
-    if (o->valid_every < 0) return cli_error(C, "--valid-every must be >= 0, got %d", o->valid_every);
+    if (o->valid_every < 0) return cli_error(C, "--eval-every must be >= 0, got %d", o->valid_every);
     if (o->patience < 0) return cli_error(C, "--patience must be >= 0, got %d", o->patience);
     if (!o->valid_src && (o->keep_best || o->patience || o->valid_every))
         return cli_error(C, "--%s needs --valid-src and --valid-tgt",
-                         o->keep_best ? "keep-best" : o->patience ? "patience" : "valid-every");
+                         o->keep_best ? "keep-best" : o->patience ? "patience" : "eval-every");
     return 0;
 }
 

@@ -18,7 +18,7 @@ same_output() {
 for arch in transformer rnn bahdanau; do
     flags="--tsv $FRA --num-examples 200 --arch $arch --embed-size 16 --hidden-size 16 --d-model 16 --ffn 32 --threads 1 --log-every 0 --out $TMP/run_$arch.tfm"
     $TFM train-mt $flags --epochs 2 >/dev/null 2>&1 && cp "$TMP/run_$arch.tfm" "$TMP/${arch}_a.tfm"
-    $TFM train-mt $flags --epochs 3 --resume >/dev/null 2>&1 && cp "$TMP/run_$arch.tfm" "$TMP/${arch}_b.tfm"
+    $TFM train-mt $flags --epochs 3 --resume "$TMP/run_$arch.tfm" >/dev/null 2>&1 && cp "$TMP/run_$arch.tfm" "$TMP/${arch}_b.tfm"
     expect_ok "average $arch (epochs 2 and 3)" $TFM average -o "$TMP/${arch}_avg.tfm" "$TMP/${arch}_a.tfm" "$TMP/${arch}_b.tfm"
     printf 'go .\ni lost .\n' | $TFM translate "$TMP/${arch}_avg.tfm" --threads 1 >"$TMP/hyp" 2>"$TMP/err"
     if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/hyp")" -eq 2 ]; then pass "translate with averaged $arch"; else fail "translate with averaged $arch" "$(tail -n 1 "$TMP/err")"; fi
@@ -32,7 +32,7 @@ done
 
 # ---- GPT: a checkpoint after 10 steps and the same run resumed to 20
 TINY="--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --eval-every 10 --threads 1"
-$TFM train-lm --data "$TMP/small.txt" --out "$TMP/lm.tfm" $TINY --iters 20 --stop-after 10 >/dev/null 2>&1 && cp "$TMP/lm.tfm" "$TMP/lm_a.tfm"
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/lm.tfm" $TINY --iters 20 --max-steps 10 >/dev/null 2>&1 && cp "$TMP/lm.tfm" "$TMP/lm_a.tfm"
 $TFM train-lm --data "$TMP/small.txt" --out "$TMP/lm.tfm" --resume "$TMP/lm.tfm" --threads 1 >/dev/null 2>&1 && cp "$TMP/lm.tfm" "$TMP/lm_b.tfm"
 expect_ok "average gpt (steps 10 and 20)" $TFM average -o "$TMP/lm_avg.tfm" "$TMP/lm_a.tfm" "$TMP/lm_b.tfm"
 expect_ok "generate with averaged gpt" $TFM generate "$TMP/lm_avg.tfm" --tokens 20 --threads 1

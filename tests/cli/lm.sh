@@ -34,7 +34,7 @@ $TFM train-lm --data "$TMP/small.txt" --out "$TMP/d2.tfm" $TINY --iters 20 --eva
 cmp -s "$TMP/d1.tfm" "$TMP/d2.tfm" && pass "train-lm deterministic (same seed, same threads)" || fail "train-lm determinism" "checkpoints differ"
 
 # Resume: 10 steps, stop, resume to 20 == 20 straight.
-$TFM train-lm --data "$TMP/small.txt" --out "$TMP/r.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 --stop-after 7 2>/dev/null
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/r.tfm" $TINY --iters 20 --eval-every 10 --dropout 0.1 --max-steps 7 2>/dev/null
 expect_ok "train-lm --resume" $TFM train-lm --data "$TMP/small.txt" --out "$TMP/r.tfm" --resume "$TMP/r.tfm" --threads 2
 cmp -s "$TMP/d1.tfm" "$TMP/r.tfm" && pass "resume continues the run exactly (bit-identical checkpoint)" || fail "resume exactness" "checkpoints differ"
 

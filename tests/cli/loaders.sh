@@ -69,7 +69,7 @@ $TFM train-mt --tsv "$TMP/e.tsv" --out "$TMP/t.tfm" $MT --max-len 10 2>/dev/null
 edit "$TMP/t.tfm" "$TMP/t2.tfm" config.max_len=6
 expect_error "train-mt --resume: config.max_len shorter than --max-len + 1 (was an abort)" \
     "t2.tfm: config.max_len 6 is shorter than --max-len 10" \
-    $TFM train-mt --tsv "$TMP/e.tsv" --out "$TMP/t2.tfm" $MT --max-len 10 --resume
+    $TFM train-mt --tsv "$TMP/e.tsv" $MT --max-len 10 --resume "$TMP/t2.tfm"
 edit "$TMP/t.tfm" "$TMP/t2.tfm" config.d_model=65536
 expect_error "config.d_model 65536: refused before allocating" "t2.tfm: the config implies" $TFM translate "$TMP/t2.tfm"
 $TFM train-mt --tsv "$TMP/e.tsv" --out "$TMP/b.tfm" $MT --arch bahdanau --embed-size 8 --hidden-size 8 2>/dev/null \

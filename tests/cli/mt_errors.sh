@@ -47,7 +47,7 @@ expect_err "mt bad --lr" "lr" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --
 expect_err "mt non-numeric --epochs" "epochs" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --epochs ten
 expect_err "mt --n-head must divide --d-model" "n-head" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --d-model 32 --n-head 5
 expect_err "mt bad --dropout" "dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --dropout 1.5
-expect_err "mt --resume without a checkpoint" "resume" $TFM train-mt --tsv "$d/e.tsv" --out "$d/none.tfm" --resume
+expect_err "mt --resume without a checkpoint" "resume" $TFM train-mt --tsv "$d/e.tsv" --resume "$d/none.tfm"
 
 # a language-model checkpoint (meta.kind "gpt") given to translate: a minimal valid container
 printf 'TFMC\x01\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00meta.kind\x02\x00\x00\x00\x01\x00\x00\x00\x03\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00gpt' > "$d/lm.tfm"

@@ -80,6 +80,6 @@ args="--tsv $DATA --num-examples 200 --max-len 10 --d-model 16 --n-layer 1 --n-h
       --batch-size 32 --epochs 4 --seed 7 --threads 1 --log-every 0 --label-smoothing 0.1 --schedule noam --lr 1 --warmup 5"
 $TFM train-mt $args --out "$d/a.tfm" 2>/dev/null
 $TFM train-mt $args --out "$d/b.tfm" --epochs 2 2>/dev/null
-$TFM train-mt $args --out "$d/b.tfm" --resume 2>"$d/err"
+$TFM train-mt $args --resume "$d/b.tfm" 2>"$d/err"
 grep -q "resuming" "$d/err" && cmp -s "$d/a.tfm" "$d/b.tfm" && pass "mt --resume continues exactly (identical checkpoint)" \
     || fail "mt --resume continues exactly" "checkpoints differ: $(head -c 300 "$d/err")"

@@ -18,7 +18,7 @@ losses() { grep -o 'step [0-9]*/[0-9]* | loss [0-9.]*' "$1" | awk -v from="$2" '
 $TFM train-lm --data "$TMP/s.txt" --out "$TMP/a.tfm" $LM --iters 20 --eval-every 10 --log-every 1 --save-every 3 \
     --keep-last 2 2>"$TMP/a.err"
 $TFM train-lm --data "$TMP/s.txt" --out "$TMP/b.tfm" $LM --iters 20 --eval-every 10 --save-every 3 --keep-last 2 \
-    --stop-after 8 2>/dev/null
+    --max-steps 8 2>/dev/null
 ls "$TMP" | grep -q '^b.step6.tfm$' && ls "$TMP" | grep -q '^b.step8.tfm$' && ! ls "$TMP" | grep -q '^b.step3.tfm$' \
     && pass "train-lm --keep-last 2 keeps step6 and step8 only" || fail "train-lm --keep-last" "$(ls "$TMP" | grep '^b\.')"
 $TFM train-lm --data "$TMP/s.txt" --out "$TMP/c.tfm" --resume "$TMP/b.step6.tfm" --threads 2 --log-every 1 2>"$TMP/c.err"
@@ -30,7 +30,7 @@ cmp -s "$TMP/a.tfm" "$TMP/c.tfm" && pass "train-lm resume from --save-every step
 # ---- train-mt: a checkpoint inside epoch 1 (step 7 of 13) resumes bit-identically, same per-step losses
 $TFM train-mt $MT --out "$TMP/m1.tfm" --save-every 5 2>"$TMP/m1.err"
 $TFM train-mt $MT --out "$TMP/m2.tfm" --save-every 5 --max-steps 7 2>/dev/null
-$TFM train-mt $MT --out "$TMP/m2.tfm" --resume 2>"$TMP/m2.err"
+$TFM train-mt $MT --resume "$TMP/m2.tfm" 2>"$TMP/m2.err"
 cmp -s "$TMP/m1.tfm" "$TMP/m2.tfm" && pass "train-mt resume from a mid-epoch checkpoint (step 7) is bit-identical" \
     || fail "train-mt mid-epoch resume" "checkpoints differ"
 mtl() { grep -o 'step [0-9]*/[0-9]*  loss [0-9.]*' "$1" | awk -v from="$2" '{split($2, a, "/"); if (a[1] + 0 > from) print}'; }
@@ -40,7 +40,7 @@ $TFM train-mt $MT --out "$TMP/m3.tfm" --save-every 4 --keep-last 2 --max-steps 1
 ls "$TMP" | grep -q '^m3.step16.tfm$' && ls "$TMP" | grep -q '^m3.step17.tfm$' && ! ls "$TMP" | grep -q '^m3.step12.tfm$' \
     && pass "train-mt --keep-last 2" || fail "train-mt --keep-last 2" "$(ls "$TMP" | grep '^m3\.')"
 cp "$TMP/m3.step16.tfm" "$TMP/m4.tfm"
-$TFM train-mt $MT --out "$TMP/m4.tfm" --resume --save-every 5 --keep-last 0 2>/dev/null
+$TFM train-mt $MT --resume "$TMP/m4.tfm" --save-every 5 --keep-last 0 2>/dev/null
 cmp -s "$TMP/m1.tfm" "$TMP/m4.tfm" && pass "train-mt resume from step 16 (epoch 2) copy is bit-identical" \
     || fail "train-mt epoch-2 resume" "checkpoints differ"
 
@@ -67,7 +67,7 @@ wait_for "$TMP/t2.err" "step 20/"; kill -TERM $pid; wait $pid; rc=$?
 # (the signal lands some steps after "step 20/" was seen, in the first epoch or a later one: 6 epochs leave room)
 [ $rc -eq 143 ] && grep -q "stopped by SIGTERM: saved $TMP/t2.tfm at step [0-9]* (epoch [0-5])" "$TMP/t2.err" \
     && pass "train-mt SIGTERM mid-run: exit 143, checkpoint named" || fail "train-mt SIGTERM" "exit $rc: $(tail -n 2 "$TMP/t2.err")"
-$TFM train-mt $MTL --out "$TMP/t2.tfm" --resume 2>/dev/null
+$TFM train-mt $MTL --resume "$TMP/t2.tfm" 2>/dev/null
 cmp -s "$TMP/t1.tfm" "$TMP/t2.tfm" && pass "train-mt after SIGTERM: resume == uninterrupted run" \
     || fail "train-mt SIGTERM resume" "checkpoints differ"
 
@@ -92,7 +92,7 @@ done
 [ $ok -eq 20 ] && [ -f "$TMP/k.tfm" ] && pass "20 x SIGKILL: checkpoint always loadable (or not yet written)" \
     || fail "SIGKILL" "unloadable after kills:$bad"
 ntmp=$(ls "$TMP" | grep -c '^k.tfm.tmp.' || true)
-$TFM train-lm --data "$TMP/s.txt" --out "$TMP/k.tfm" --resume "$TMP/k.tfm" --threads 2 --stop-after 1 2>"$TMP/k.err"
+$TFM train-lm --data "$TMP/s.txt" --out "$TMP/k.tfm" --resume "$TMP/k.tfm" --threads 2 --max-steps 1 2>"$TMP/k.err"
 left=$(ls "$TMP" | grep -c '^k.tfm.tmp.' || true)
 [ "$left" -eq 0 ] && pass "stale k.tfm.tmp.<pid> files removed at start ($ntmp found)" || fail "stale tmp" "$left left"
 
@@ -102,13 +102,13 @@ if mount -t tmpfs -o size=80k tmpfs "$mnt" 2>/dev/null; then
     $TFM train-lm --data "$TMP/s.txt" --out "$mnt/x.tfm" $LM --iters 50 --eval-every 100 --save-every 5 2>"$TMP/full.err"
     rc=$?
     it=$($TFM info "$mnt/x.tfm" 2>/dev/null | awk '$1 == "iter" {print $2}')
-    [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "$mnt/x.tfm: save failed.*No space left on device" "$TMP/full.err" \
-        && pass "ENOSPC: stops with path and reason" || fail "ENOSPC message" "exit $rc: $(tail -n 1 "$TMP/full.err")"
+    [ $rc -eq 74 ] && grep -q "$mnt/x.tfm: save failed.*No space left on device" "$TMP/full.err" \
+        && pass "ENOSPC: stops with path and reason, exit 74" || fail "ENOSPC message" "exit $rc: $(tail -n 1 "$TMP/full.err")"
     [ "$it" = 5 ] && ! ls "$mnt" | grep -q tmp && pass "ENOSPC: previous checkpoint (step 5) intact, no temp file" \
         || fail "ENOSPC old checkpoint" "iter '$it', files: $(ls "$mnt")"
     # read-only directory: refused before training starts
     mount -o remount,ro "$mnt"
-    expect_error "read-only dir: train-mt refuses --out at start" "cannot write $mnt/y.tfm.*Read-only" \
+    expect_exit "read-only dir: train-mt refuses --out at start" 74 "cannot write $mnt/y.tfm.*Read-only" \
         $TFM train-mt $MT --out "$mnt/y.tfm"
     umount "$mnt"
 else
@@ -177,12 +177,12 @@ MQ="--tsv $FRA --num-examples 200 --max-len 12 --d-model 16 --n-layer 1 --n-head
     --threads 2 --dropout 0.1 --bucket 4 --seed 3 --schedule cosine --warmup 3 --preprocess moses-lower --lr 0.004"
 $TFM train-mt $MQ --out "$TMP/q1.tfm" 2>/dev/null
 $TFM train-mt $MQ --out "$TMP/q2.tfm" --max-steps 7 2>/dev/null
-$TFM train-mt --out "$TMP/q2.tfm" --resume --threads 2 2>"$TMP/err"
+$TFM train-mt --resume "$TMP/q2.tfm" --threads 2 2>"$TMP/err"
 cmp -s "$TMP/q1.tfm" "$TMP/q2.tfm" && grep -q "config: --tsv .* --preprocess moses-lower .*--schedule cosine" "$TMP/err" \
     && pass "train-mt --resume with no other flag: the stored run, bit-identical from mid-epoch" \
     || fail "train-mt resume without flags" "$(tail -n 2 "$TMP/err")"
 expect_error "train-mt --resume --arch rnn: both values named" "--arch rnn differs from the checkpoint's --arch transformer" \
-    $TFM train-mt --out "$TMP/q2.tfm" --resume --arch rnn --d-model 64
+    $TFM train-mt --resume "$TMP/q2.tfm" --arch rnn --d-model 64
 $TFM info "$TMP/q2.tfm" >"$TMP/out"
 grep -q "run configuration" "$TMP/out" && grep -Eq "^  data:tsv +[0-9]+ bytes, fnv1a64 [0-9a-f]{16}" "$TMP/out" \
     && pass "info shows the run configuration and data fingerprint" || fail "info run config" "$(grep -A3 run "$TMP/out")"

@@ -91,7 +91,7 @@ $TFM train-mt --src $M30K/train.de --tgt $M30K/train.en $mflags --max-steps 200 
     --out "$TMP/small.tfm" 2>"$TMP/err"
 head -n 60 $M30K/val.de >"$TMP/val.de"; head -n 60 $M30K/val.en >"$TMP/val.en"
 cp $M30K/train.de $M30K/train.en "$TMP/"
-$TFM translate "$TMP/small.tfm" --beam 1 --max-len 60 --threads 1 <"$TMP/val.de" >"$TMP/tfm.hyp" 2>/dev/null
+$TFM translate "$TMP/small.tfm" --beam 1 --max-output 60 --threads 1 <"$TMP/val.de" >"$TMP/tfm.hyp" 2>/dev/null
 "$PY" scripts/mt_twin_train.py $mflags --data-dir "$TMP" --out "$TMP" --eval-tfm "$TMP/small.tfm" \
     --eval-hyp "$TMP/twin.hyp" >"$TMP/out" 2>&1
 if [ -s "$TMP/tfm.hyp" ] && cmp -s "$TMP/tfm.hyp" "$TMP/twin.hyp" && grep -q '^valid loss [0-9.]* ' "$TMP/out"; then
