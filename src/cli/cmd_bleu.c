@@ -29,7 +29,7 @@ int cmd_bleu(int argc, char **argv) {
     const char *metric = "bleu";
     cli_flag flags[] = {
         {"lowercase", FLAG_BOOL, &lowercase, "case-insensitive: lowercase both sides first (sacrebleu -lc; with chrf: --chrf-lowercase)", 0},
-        {"metric", FLAG_STR, &metric, "bleu (default) or chrf (sacreBLEU's chrF2)", 0},
+        {"metric", FLAG_STR, &metric, "bleu or chrf (sacreBLEU's chrF2)", 0},
     };
     cli_spec spec = {
         "bleu", "HYP REF [--lowercase] [--metric bleu|chrf]",

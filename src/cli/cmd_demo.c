@@ -14,10 +14,10 @@ static int demo_kernel_regression(int argc, char **argv) {
     int seed = 1, epochs = 5, threads = 0;
     float lr = 0.5f;
     cli_flag flags[] = {
-        {"out-dir", FLAG_STR, &out_dir, "directory for kernel_regression_fit.svg and kernel_regression_attention.svg (default .)", 0},
-        {"seed", FLAG_INT, &seed, "random seed of the data and of w's initial value (default 1)", 0},
-        {"epochs", FLAG_INT, &epochs, "SGD epochs of the parametric model (default 5, like d2l)", 0},
-        {"lr", FLAG_FLOAT, &lr, "SGD learning rate (default 0.5, like d2l)", 0},
+        {"out-dir", FLAG_STR, &out_dir, "directory for kernel_regression_fit.svg and kernel_regression_attention.svg", 0},
+        {"seed", FLAG_INT, &seed, "random seed of the data and of w's initial value", 0},
+        {"epochs", FLAG_INT, &epochs, "SGD epochs of the parametric model, as in d2l", 0},
+        {"lr", FLAG_FLOAT, &lr, "SGD learning rate, as in d2l", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
     };
     cli_spec spec = {
