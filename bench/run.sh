@@ -144,7 +144,7 @@ if want gpt; then
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
             if [ $side = tfm ]; then
-                "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 \
+                "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
                     --eval-iters 1 --threads $THREADS --log-every 10 --profile 2>"$TMP/tfm_gpt.$r.log"
                 # ms/step over all steps (the first, warm-up step included; the torch twin's iters_per_s likewise)
                 ms=$(awk '/^done:/ {gsub(/[(]/,""); for (i=1;i<=NF;i++) if ($(i)=="ms/step,") print $(i-1)}' "$TMP/tfm_gpt.$r.log")
