@@ -40,7 +40,10 @@
  * ---- Contract ----
  *
  * Errors. Functions that can fail on input (files, configs, data, sizes) return -1 (or NULL) and set a
- * one-line message naming the file, entry or field: tfm_last_error(). The message is per thread.
+ * one-line message naming the file, entry or field: tfm_last_error(). The message is per thread, and so
+ * is its kind, tfm_last_error_kind(): TFM_ERR_DATA (a file's contents are malformed), TFM_ERR_IO (the
+ * system refused to open, read or write), TFM_ERR_NOMEM, or TFM_ERR_OTHER (the tfm CLI exits with 65,
+ * 74, 1 and 1 for them).
  * Nothing is printed by the library except what a caller asks for (profile printing, progress through
  * the callbacks it passes). tfm_fatal (abort with "internal error") is reserved for broken invariants:
  * shape mismatches between ops a model builds, i.e. programming errors, never bad input.

@@ -128,7 +128,7 @@ int tfm_st_save(const char *path, const tfm_st_tensor *t, int n, const tfm_st_me
     }
     if (what) {
         unlink(tmp);
-        tfm_set_error("%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
+        tfm_set_error_kind(TFM_ERR_IO, "%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
     }
     free(tmp);
     tfm_strbuf_free(&h);
@@ -239,7 +239,7 @@ int tfm_st_load(tfm_st_file *f, const char *path) {
     f->path = strdup(path);
     if (!f->path) return tfm_set_error("%s: out of memory", path), -1;
     FILE *fp = fopen(path, "rb");
-    if (!fp) return tfm_set_error("%s: cannot open: %s", path, strerror(errno)), -1;
+    if (!fp) return tfm_set_error_kind(TFM_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), -1;
     int rc = -1;
     char *hdr = NULL;
     struct stat st;

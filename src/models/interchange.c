@@ -90,7 +90,7 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
         }
     }
     tfm_container_free(&c);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;   /* I/O errors of the load or the save keep their kind */
 }
 
 /* ------------------------------------------------------------------ import */
@@ -270,5 +270,5 @@ int tfm_import_safetensors(const char *st_path, const char *tfm_path) {
         else if (kind) tfm_set_error("%s: unknown tfm.kind '%.40s' (gpt, seq2seq)", st_path, kind);
     }
     tfm_st_free(&f);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;   /* I/O errors of the load or the save keep their kind */
 }

@@ -104,10 +104,16 @@ printf 'not a model' >"$TMP/bad.model"
 expect_exit "data: a malformed BPE model" 65 "bad.model" "$TFM" bpe encode --model "$TMP/bad.model"
 printf '{"step": 1, \n' >"$TMP/bad.jsonl"
 expect_exit "data: a malformed log line (plot)" 65 "bad.jsonl:1" "$TFM" plot "$TMP/bad.jsonl" --out "$TMP/x.svg"
+printf '\x10\x00\x00\x00\x00\x00\x00\x00{"a": [1, 2, 3]}' >"$TMP/bad.safetensors"
+expect_exit "data: a malformed safetensors file (import)" 65 "bad.safetensors" "$TFM" import "$TMP/bad.safetensors" --out "$TMP/x.tfm"
+printf 'a\nb\n' >"$TMP/h.txt"; printf 'a\n' >"$TMP/r.txt"
+expect_exit "data: hypotheses and references not aligned (bleu)" 65 "2 lines but" "$TFM" bleu "$TMP/h.txt" "$TMP/r.txt"
 expect_exit "I/O: missing checkpoint" 74 "cannot open" "$TFM" info "$TMP/none.tfm"
 expect_exit "I/O: missing training text" 74 "none.txt: cannot.*No such file" "$TFM" train-lm --data "$TMP/none.txt" --out "$TMP/x.tfm"
 expect_exit "I/O: --out in a directory that does not exist" 74 "cannot write $TMP/nodir/x.tfm" \
     "$TFM" train-lm --data "$TMP/s.txt" --out "$TMP/nodir/x.tfm"
+expect_exit "I/O: missing safetensors file (import)" 74 "none.safetensors: cannot open" \
+    "$TFM" import "$TMP/none.safetensors" --out "$TMP/x.tfm"
 "$TFM" info "$TMP/a.tfm" >/dev/full 2>"$TMP/err"; rc=$?
 [ $rc -eq 74 ] && grep -q "cannot write standard output" "$TMP/err" && pass "I/O: stdout not writable (exit 74)" \
     || fail "I/O: stdout not writable" "exit $rc: $(cat "$TMP/err")"
