@@ -81,13 +81,13 @@ int cmd_translate(int argc, char **argv) {
             line_no++;
             while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
             if ((size_t)len != strlen(buf)) {
-                rc = cli_error(C, "stdin:%ld: NUL byte in input", line_no);
+                rc = cli_error(C, "stdin:%ld: NUL byte in input", line_no), rc = CLI_EXIT_DATA;
                 free(buf);
                 break;
             }
             long bad = tfm_utf8_first_invalid(buf, (size_t)len);
             if (bad >= 0) {
-                rc = cli_error(C, "stdin:%ld: invalid UTF-8 at byte %ld", line_no, bad + 1);
+                rc = cli_error(C, "stdin:%ld: invalid UTF-8 at byte %ld", line_no, bad + 1), rc = CLI_EXIT_DATA;
                 free(buf);
                 break;
             }
