@@ -1,4 +1,4 @@
-/* tfm attention MODEL.tfm --src "TEXT" --out FILE.svg: translate one sentence greedily, then draw
+/* tfm attention MODEL.tfm --text "TEXT" --out FILE.svg: translate one sentence greedily, then draw
  * every attention map the model keeps (Transformer: encoder self-attention, decoder self-attention
  * and encoder-decoder attention per layer and head; Bahdanau: the alignment) with tokens on the axes. */
 #include <stdio.h>
@@ -25,24 +25,24 @@ int cmd_attention(int argc, char **argv) {
     const char *src = NULL, *out = NULL;
     int max_output = 50, threads = 0;
     cli_flag flags[] = {
-        {"src", FLAG_STR, &src, "source sentence", 0},
+        {"text", FLAG_STR, &src, "the source sentence to translate (train-mt's --src is a file)", 0},
         {"out", FLAG_STR, &out, "SVG file to write", 0},
         {"max-output", FLAG_INT, &max_output, "maximum output tokens (without <eos>)", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
     };
-    cli_spec spec = {C, "MODEL.tfm --src \"TEXT\" --out FILE.svg",
+    cli_spec spec = {C, "MODEL.tfm --text \"TEXT\" --out FILE.svg",
                      "Translate one sentence (greedy) and write heatmaps of its attention weights, per layer\n"
                      "and head, with the tokens on the axes.",
                      flags, (int)(sizeof flags / sizeof flags[0]), 1, 1};
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
-    if (!src) return cli_error(C, "--src \"TEXT\" is required");
+    if (!src) return cli_error(C, "--text \"TEXT\" is required");
     if (!out) return cli_error(C, "--out FILE.svg is required");
     if ((rc = cli_check_out_not_input(C, out, pos, 1))) return rc;
     if (max_output < 1 || max_output > 1000) return cli_error(C, "--max-output must be in 1..1000, got %d", max_output);
     if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
-    if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--src: invalid UTF-8");
+    if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--text: invalid UTF-8");
     tfm_set_threads(threads);
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
@@ -50,7 +50,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {
         tfm_translator_free(&tr);
-        return cli_error(C, "--src: %s", tfm_last_error());
+        return cli_error(C, "--text: %s", tfm_last_error());
     }
     int Ts = tl.n + 1;
     int max_pos = tfm_encdec_max_positions(m);

@@ -50,7 +50,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"log-every", FLAG_INT, &log_every, "progress line every N steps when stderr is not a terminal (0 = none)", 0},
         {"log-file", FLAG_STR, &log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
         {"max-steps", FLAG_INT, &max_steps, "stop (with a checkpoint) once the run's step reaches N (0 = no limit)", 0},
-        {"profile", FLAG_BOOL, &profile, "print time per op kind per step at the end", 0},
+        {"profile", FLAG_BOOL, &profile, "at the end, print time per op kind and phase per step", 0},
         {"allow-new-data", FLAG_BOOL, &allow_new_data, "--resume on a different --data (fine-tuning; logged)", 0},
         {"save-every", FLAG_INT, &ctl.save_every, "also checkpoint every N steps (0 = only at evals and the end)", 0},
         {"keep-last", FLAG_INT, &x.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},

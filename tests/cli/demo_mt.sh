@@ -12,5 +12,5 @@ for arch in rnn bahdanau; do
     if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/hyp")" -eq 2 ]; then pass "translate $arch beam 3: one line per input"; else fail "translate $arch beam 3: one line per input" "$(cat "$TMP/err")"; fi
     expect_ok "info on a $arch checkpoint" "$TFM" info "$TMP/$arch.tfm"
 done
-expect_ok "attention bahdanau" "$TFM" attention "$TMP/bahdanau.tfm" --src "i lost ." --out "$TMP/att.svg"
+expect_ok "attention bahdanau" "$TFM" attention "$TMP/bahdanau.tfm" --text "i lost ." --out "$TMP/att.svg"
 if [ -s "$TMP/att.svg" ] && grep -q '<svg' "$TMP/att.svg"; then pass "attention bahdanau writes an SVG"; else fail "attention bahdanau writes an SVG" "missing"; fi

@@ -37,7 +37,7 @@ expect_ok "mt_bpe: tfm bleu on the detokenized output" $TFM bleu "$TMP/hyp.en" "
 grep -q "BLEU" "$TMP/out" && pass "mt_bpe: bleu prints a score" || fail "mt_bpe: bleu prints a score" "$(cat "$TMP/out")"
 expect_ok "mt_bpe: tfm plot of the log" $TFM plot "$TMP/log.jsonl" --out "$TMP/curves.svg"
 grep -q "<svg" "$TMP/curves.svg" 2>/dev/null && pass "mt_bpe: plot wrote an SVG" || fail "mt_bpe: plot SVG" "missing"
-expect_ok "mt_bpe: attention shows subword pieces" $TFM attention "$M" --src "Ein Mann fährt Fahrrad." --out "$TMP/a.svg"
+expect_ok "mt_bpe: attention shows subword pieces" $TFM attention "$M" --text "Ein Mann fährt Fahrrad." --out "$TMP/a.svg"
 grep -q $'\u2581' "$TMP/a.svg" && pass "mt_bpe: attention labels are pieces" || fail "mt_bpe: attention labels" "no piece marker"
 # --bpe-model: a tfm model works; a SentencePiece model without tfm's special ids is refused
 $TFM bpe learn --vocab-size 600 -o "$TMP/b.model" "$TMP/tr.de" "$TMP/tr.en" 2>/dev/null

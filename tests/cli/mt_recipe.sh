@@ -67,7 +67,7 @@ cmp -s "$d/beam.txt" "$d/beam1.txt" && pass "mt translate batched equals line by
     || fail "mt translate batched equals line by line" "$(paste "$d/beam.txt" "$d/beam1.txt")"
 
 # attention pictures
-$TFM attention "$d/fra.tfm" --src "he's calm ." --out "$d/att.svg" --threads 1 >"$d/aout" 2>"$d/err"
+$TFM attention "$d/fra.tfm" --text "he's calm ." --out "$d/att.svg" --threads 1 >"$d/aout" 2>"$d/err"
 if [ $? -eq 0 ] && grep -q "enc-dec attention, layer 2, head 4" "$d/att.svg" && grep -q "encoder self-attention, layer 1, head 1" "$d/att.svg" \
     && grep -q "decoder self-attention" "$d/att.svg" && grep -q "calme\|&lt;bos&gt;" "$d/att.svg"; then
     pass "mt attention writes encoder, decoder and enc-dec heatmaps with tokens"

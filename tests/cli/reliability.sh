@@ -151,7 +151,7 @@ head -n 50 $FRA >"$TMP/small.tsv"
 expect_error "train-mt --out = --tsv refused" "is the input file" $TFM train-mt --tsv "$TMP/small.tsv" --out "$TMP/small.tsv"
 ln -f "$TMP/m1.tfm" "$TMP/m1-link.tfm"
 expect_error "attention --out = MODEL (hard link) refused" "is the input file" \
-    $TFM attention "$TMP/m1.tfm" --src "go ." --out "$TMP/m1-link.tfm"
+    $TFM attention "$TMP/m1.tfm" --text "go ." --out "$TMP/m1-link.tfm"
 cmp -s "$TMP/s.txt" "$TMP/keep.txt" && pass "corpus untouched after the refused runs" || fail "corpus" "changed"
 expect_error "train-mt --out in a missing dir: refused at start" "cannot write" $TFM train-mt $MT --out "$TMP/nodir/x.tfm"
 for cmd in "info $TMP/a.tfm" "generate $TMP/a.tfm --tokens 5" "demo kernel-regression --out-dir $TMP"; do
