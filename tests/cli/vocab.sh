@@ -50,6 +50,9 @@ for c in translate attention; do
         && pass "$c: --max-output (the decoding limit), no --max-len" || fail "$c --max-output" "flag missing or --max-len left"
 done
 
+"$TFM" attention --help | grep -qE '^  --text S ' && ! "$TFM" attention --help | grep -qE '^  --src ' \
+    && pass "attention: --text for its sentence (--src is train-mt's file)" || fail "attention --text" "missing or --src left"
+
 # ---- train-lm: --max-steps is the run's global step, across resumes; --log-file for tfm plot
 head -c 20000 ../shared/data/tinyshakespeare/input.txt >"$TMP/s.txt" 2>/dev/null || seq 1 5000 >"$TMP/s.txt"
 LM="--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --threads 1 --iters 20 --eval-every 10 --eval-iters 2"
