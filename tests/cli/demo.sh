@@ -13,4 +13,4 @@ for f in kernel_regression_fit kernel_regression_attention; do
 done
 expect_error "demo unknown name" "unknown demo" "$TFM" demo nope
 expect_error "demo kernel-regression bad out-dir" "not a directory" "$TFM" demo kernel-regression --out-dir "$TMP/missing"
-expect_error "demo kernel-regression bad --threads" "threads must be >= 0" "$TFM" demo kernel-regression --threads -1
+expect_error "demo kernel-regression bad --threads" "threads must be in 0\.\.1024" "$TFM" demo kernel-regression --threads -1

@@ -137,7 +137,7 @@ $TFM train-lm --data "$TMP/s.txt" --out "$TMP/nan2.tfm" $LM --iters 200 --lr 1e3
 
 # ---- flags bounded, --out that is an input refused, stdout write errors reported
 D="--data $TMP/s.txt --out $TMP/z.tfm"
-expect_error "train-lm --log-every 0" "--log-every must be >= 1" $TFM train-lm $D --log-every 0
+expect_error "train-lm --log-every -1" "--log-every must be >= 0" $TFM train-lm $D --log-every -1
 expect_error "train-lm --val-frac 1e-9" "corpus too short.*validation" $TFM train-lm $D --val-frac 1e-9
 expect_error "train-lm --batch-size 2147483647" "--batch-size must be in" $TFM train-lm $D --batch-size 2147483647
 expect_error "train-lm --threads 2147483647" "--threads must be in" $TFM train-lm $D --threads 2147483647
