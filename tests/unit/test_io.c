@@ -504,6 +504,39 @@ static void rm_rf(const char *d) {
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", d);
 }
 
+/* The error kind of each failure class (tfm_last_error_kind): what the CLI turns into exit 74 / 65 / 2. */
+static void test_error_kinds(void) {
+    char path[600];
+    tfm_container c;
+    snprintf(path, sizeof path, "%s/none.tfm", dir);
+    int rc = tfm_container_load(&c, path);
+    tfm_container_free(&c);
+    CHECK("error kind: missing file is I/O", rc != 0 && tfm_last_error_kind() == TFM_ERR_IO, "rc=%d kind=%d '%s'", rc,
+          (int)tfm_last_error_kind(), tfm_last_error());
+    snprintf(path, sizeof path, "%s/garbage.tfm", dir);
+    FILE *f = fopen(path, "wb");
+    fputs("TFMC this is not a checkpoint", f);
+    fclose(f);
+    rc = tfm_container_load(&c, path);
+    tfm_container_free(&c);
+    CHECK("error kind: malformed checkpoint is data", rc != 0 && tfm_last_error_kind() == TFM_ERR_DATA,
+          "rc=%d kind=%d '%s'", rc, (int)tfm_last_error_kind(), tfm_last_error());
+    rc = tfm_container_load(&c, dir);
+    tfm_container_free(&c);
+    CHECK("error kind: a directory is I/O", rc != 0 && tfm_last_error_kind() == TFM_ERR_IO, "rc=%d kind=%d '%s'", rc,
+          (int)tfm_last_error_kind(), tfm_last_error());
+    tfm_set_error("x");
+    CHECK("error kind: tfm_set_error is other", tfm_last_error_kind() == TFM_ERR_OTHER, "kind=%d", (int)tfm_last_error_kind());
+    tfm_set_error_kind(TFM_ERR_IO, "io");
+    tfm_prefix_error("p: ");
+    tfm_error_in_data();
+    CHECK("error kind: prefix and tfm_error_in_data keep I/O", tfm_last_error_kind() == TFM_ERR_IO &&
+          !strcmp(tfm_last_error(), "p: io"), "kind=%d '%s'", (int)tfm_last_error_kind(), tfm_last_error());
+    tfm_set_error("bad field");
+    CHECK("error kind: tfm_error_in_data makes other data", tfm_error_in_data() == -1 &&
+          tfm_last_error_kind() == TFM_ERR_DATA, "kind=%d", (int)tfm_last_error_kind());
+}
+
 int main(void) {
     const char *base = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/tfm_test_io.XXXXXX", base && *base ? base : "/tmp");
@@ -516,6 +549,7 @@ int main(void) {
     test_corruptions();
     test_integrity();
     test_save_failures();
+    test_error_kinds();
     rm_rf(dir);
     CHECK_EXIT();
 }
