@@ -62,7 +62,7 @@ export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=1
 
 # ---------------------------------------------------------------- d2l fra-eng recipes
 recipe_flags() { # model -> the tfm train-mt flags of docs/RECIPES.md (without seed, threads, epochs)
-    local common="--tsv $FRA --num-examples 600 --max-len 10 --preprocess d2l --lr 0.005 --batch-size 64 --loss-norm d2l"
+    local common="--tsv $FRA --num-examples 600 --max-len 10 --pad-to-max-len --preprocess d2l --lr 0.005 --batch-size 64 --loss-norm d2l"
     case $1 in
         transformer) echo "$common --arch transformer --d-model 32 --n-layer 2 --n-head 4 --ffn 64 --dropout 0.2" ;;
         rnn|bahdanau) echo "$common --arch $1 --embed-size 32 --hidden-size 32 --n-layer 2 --dropout 0.1" ;;

@@ -78,6 +78,11 @@ typedef struct {
     int share_embeddings;    /* one (V,d) matrix for the source and target embeddings and the output
                                 layer (needs src_vocab == tgt_vocab); config.share_embeddings */
     int init;                /* tfm_init_kind for init_weights (not saved: only a fresh model uses it) */
+    /* All architectures (0 = off; saved only when non-zero as config.pad_len) */
+    int pad_len;             /* > 0: every source (and, in training, target) is padded to at least this many
+                                tokens, as d2l pads every batch to num_steps. Transformers mask the padding, so
+                                it changes only their cost; the GRU encoders of rnn/bahdanau run over it, so their
+                                final state (the decoder's start and context) is the book's. */
 } tfm_s2s_config;
 
 /* Weight initialisation of a fresh Transformer (vt->init_weights):

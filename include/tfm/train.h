@@ -182,8 +182,10 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
 typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sched_kind;
 /* TOKENS: mean cross-entropy over the valid target tokens of the batch.
  * D2L:    d2l's MaskedSoftmaxCELoss + l.sum(): per sentence the sum of its valid-token losses divided by
- *         num_steps, summed over the batch (= token mean * n_tokens / num_steps). With gradient
- *         clipping this gives different updates from TOKENS; it is what the d2l recipes train with. */
+ *         the batch's target length Tt, summed over the batch (= token mean * n_tokens / Tt). Tt is
+ *         num_steps, as in the book, when the model pads to it (tfm_s2s_config.pad_len), else the batch's
+ *         longest target. With gradient clipping this gives different updates from TOKENS; it is what the
+ *         d2l recipes train with. */
 typedef enum { TFM_LOSS_TOKENS = 0, TFM_LOSS_D2L = 1 } tfm_loss_norm;
 
 struct tfm_mt_progress;

@@ -39,7 +39,7 @@ int cmd_train_mt(int argc, char **argv) {
         {"dropout", FLAG_FLOAT, &o.dropout, "dropout", 0},
         {"label-smoothing", FLAG_FLOAT, &o.label_smoothing, "label smoothing of the cross-entropy", 0},
         {"loss-norm", FLAG_STR, &o.loss_norm,
-         "tokens (mean over target tokens) | d2l (per-sentence sum / num_steps, summed over the batch)", 0},
+         "tokens (mean over target tokens) | d2l (per-sentence sum / the batch's target length, summed over the batch)", 0},
         {"lr", FLAG_FLOAT, &o.lr, "learning rate (peak; the scale factor for noam)", 0},
         {"min-lr", FLAG_FLOAT, &o.min_lr, "final learning rate of the cosine schedule", 0},
         {"schedule", FLAG_STR, &o.schedule, "noam | cosine | constant (all with --warmup)", 0},

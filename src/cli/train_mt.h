@@ -12,7 +12,7 @@ typedef struct {
     float dropout, label_smoothing, lr, min_lr, grad_clip, weight_decay, beta1, beta2;
     /* issue 10 (train_mt_model.c): subwords, tied embeddings, init, token batches */
     const char *tokenizer, *bpe_model, *init;
-    int vocab_size, share_embeddings, max_tokens;
+    int vocab_size, share_embeddings, max_tokens, pad_to_max_len;
     /* issue 10 (train_mt_valid.c): validation that drives training, JSON-lines log */
     int valid_every, keep_best, patience;
     const char *log_file;

@@ -101,6 +101,7 @@ void mt_model_config(const mt_opts *o, tfm_s2s_config *cf) {
     cf->embed_size = o->embed_size;
     cf->hidden_size = o->hidden_size;
     cf->dropout = o->dropout;
+    cf->pad_len = o->pad_to_max_len ? o->max_len : 0;
 }
 
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs) {

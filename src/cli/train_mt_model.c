@@ -16,6 +16,9 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
                                                "spm_train --model_type=bpe with tfm's special ids)", 0},
         {"share-embeddings", FLAG_BOOL, &o->share_embeddings,
          "transformer: one matrix for source/target embeddings and the output layer (needs --tokenizer bpe)", 0},
+        {"pad-to-max-len", FLAG_BOOL, &o->pad_to_max_len,
+         "pad every batch to --max-len, as d2l does (rnn/bahdanau encoders run over the padding; --loss-norm d2l "
+         "divides by --max-len); stored in the model, so translate pads sources alike", 0},
         {"init", FLAG_STR, &o->init, "d2l (embeddings N(0,1)) | xavier (every matrix Xavier-uniform)", 0},
         {"max-tokens", FLAG_INT, &o->max_tokens,
          "batches of up to N source and N target tokens incl. padding, length-sorted (0 = --batch-size)", 0},
@@ -47,6 +50,8 @@ int mt_check_model(const mt_opts *o) {
         return cli_error(C, "--init: unknown '%s' (d2l, xavier)", o->init);
     if (!strcmp(o->init, "xavier") && strcmp(o->arch, "transformer"))
         return cli_error(C, "--init xavier: only for --arch transformer");
+    if (o->pad_to_max_len && o->max_tokens)
+        return cli_error(C, "--pad-to-max-len and --max-tokens: token budgets are for unpadded batches, give one");
     if (o->max_tokens < 0) return cli_error(C, "--max-tokens must be >= 0, got %d", o->max_tokens);
     if (o->max_tokens && o->max_tokens < o->max_len)
         return cli_error(C, "--max-tokens must be at least --max-len (%d), got %d", o->max_len, o->max_tokens);

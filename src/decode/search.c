@@ -48,10 +48,11 @@ static int *dup_ids(const int *ids, int n) {
     return p;
 }
 
-/* Encode one batch and create an incremental state with cap rows. */
+/* Encode one batch and create an incremental state with cap rows. Sources are padded to the batch's
+ * longest, or to the model's pad_len (at most max_src) when it has one, as in training. */
 static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
                          int nb, int max_src, int max_steps, int cap, int *Ts_out) {
-    int Ts = 1;
+    int pad = m->cfg.pad_len, Ts = pad < 1 ? 1 : pad < max_src ? pad : max_src;
     for (int i = 0; i < nb; i++) {
         int len = src_off[sent[i] + 1] - src_off[sent[i]];
         if (len > max_src - 1) len = max_src - 1;

@@ -52,6 +52,7 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
     } else {
         return tfm_set_error("unknown architecture '%.20s' (transformer, rnn, bahdanau)", c->arch), -1;
     }
+    RANGE(pad_len, 0, 1 << 20);
 #undef RANGE
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
     return 0;
@@ -136,6 +137,7 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
     if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
     if (cf->share_embeddings) tfm_container_add_int(c, "config.share_embeddings", cf->share_embeddings);
+    if (cf->pad_len) tfm_container_add_int(c, "config.pad_len", cf->pad_len);
     free(s);
     free(u);
 }
@@ -196,6 +198,7 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     if (tfm_container_get(c, "config.share_embeddings") &&
         tfm_container_int(c, "config.share_embeddings", &cf.share_embeddings))
         return -1;
+    if (tfm_container_get(c, "config.pad_len") && tfm_container_int(c, "config.pad_len", &cf.pad_len)) return -1;
     const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
     const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
     const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;

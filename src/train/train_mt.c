@@ -82,16 +82,16 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
     return 0;
 }
 
-/* Gather batch rows into (nb, Ts) source, (nb, Tt) target / decoder input, trimmed to the longest. */
+/* Gather batch rows into (nb, Ts) source, (nb, Tt) target / decoder input, trimmed to the longest, or padded
+ * to the model's pad_len (at most num_steps) when it has one. */
 typedef struct {
     int *src, *valid, *tgt, *tgt_in;
     int Ts, Tt, n_tok;
 } mt_batch;
 
-static void gather(tfm_graph *g, const tfm_nmt_arrays *a, const int *idx, int nb, mt_batch *b) {
+static void gather(tfm_graph *g, const tfm_nmt_arrays *a, int pad_len, const int *idx, int nb, mt_batch *b) {
     int S = a->num_steps;
-    b->Ts = 1;
-    b->Tt = 1;
+    b->Ts = b->Tt = pad_len < 1 ? 1 : pad_len < S ? pad_len : S;
     b->n_tok = 0;
     for (int i = 0; i < nb; i++) {
         if (a->src_valid[idx[i]] > b->Ts) b->Ts = a->src_valid[idx[i]];
@@ -123,7 +123,7 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
         for (int i = 0; i < nb; i++) idx[i] = i0 + i;
         tfm_graph_reset(g);
         mt_batch b;
-        gather(g, data, idx, nb, &b);
+        gather(g, data, m->cfg.pad_len, idx, nb, &b);
         tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, 0.0f);
         sum += (double)loss->data[0] * b.n_tok;
         n_tok += b.n_tok;
@@ -183,7 +183,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             g.grad_enabled = 1;
             g.training = 1;
             mt_batch b;
-            gather(&g, train, bt.idx + bt.off[bi], nb, &b);
+            gather(&g, train, m->cfg.pad_len, bt.idx + bt.off[bi], nb, &b);
             if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step zeroes them */
             tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
             if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
