@@ -10,11 +10,11 @@
 
 #define C "train-lm"
 /* flags not stored in the run configuration, and stored flags a --resume may change (the rest must match) */
-#define LM_SAFE " out resume threads stop-after log-every profile allow-new-data "
+#define LM_SAFE " out resume threads stop-after log-every profile allow-new-data log-file "
 #define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
 
 int cmd_train_lm(int argc, char **argv) {
-    const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal";
+    const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL;
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
@@ -54,6 +54,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"save-every", FLAG_INT, &ctl.save_every, "also checkpoint every N steps (0 = only at evals and the end)", 0},
         {"keep-last", FLAG_INT, &x.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
         {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
+        {"log-file", FLAG_STR, &log_file, "also write every step and evaluation as JSON lines (docs/LOGS.md)", 0},
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
                      "Trains a character-level GPT (pre-LN, tied LM head) with AdamW, warmup + cosine decay and\n"
@@ -73,7 +74,9 @@ int cmd_train_lm(int argc, char **argv) {
     if (lm_validate(&st, threads, val_frac, attention, log_every, &ctl, x.keep_last) || cli_check_writable(C, out) ||
         cli_check_out_not_input(C, out, &data, 1))
         return 2;
-    tfm_set_threads(threads);
+    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
+    int q = cli_dist_open(C, threads, &dist);
+    if (q < 0) return 2;
     tfm_gpt m;
     tfm_char_vocab vocab;
     tfm_adamw opt;
@@ -84,7 +87,7 @@ int cmd_train_lm(int argc, char **argv) {
         if (cli_flag_seen(&spec, "iters")) st.iters = iters;
         if (tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
             return cli_error(C, "%s", tfm_last_error());
-        fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
+        if (!q) fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
     } else {
         if (tfm_lm_data_load(&d, data, NULL, 1.0f - val_frac, cfg.block_size)) return cli_error(C, "%s", tfm_last_error());
         cfg.vocab_size = d.vocab.n;
@@ -96,31 +99,35 @@ int cmd_train_lm(int argc, char **argv) {
             return cli_error(C, "%s", tfm_last_error());
         tfm_lm_train_state_init(&st);
     }
-    fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
+    if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
             m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
-    fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
+    if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
             d.n - d.n_train, tfm_get_threads(), tfm_gemm_backend());
-    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run};
-    cli_run_config_print(C, &run);
+    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL};
+    if (log_file && !q && !(x.log = fopen(log_file, "w"))) return cli_error(C, "--log-file: cannot write %s", log_file);
+    if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
     ctl.stop = cli_stop_install();
-    cli_clean_stale(C, out);
-    int start = st.iter, steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, &ctl, lm_report, lm_save, &x);
-    int sig = steps >= 0 ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
+    ctl.dist = dist;
+    int start = st.iter, steps = -2;   /* -2: the ranks disagree (printed) */
+    if (!cli_dist_sync(C, dist, &run, st.iter, &m.params, &opt))
+        steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, &ctl, lm_report, lm_save, &x);
+    int sig = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
     if (sig) {
-    } else if (steps < 0) {
-        fprintf(stderr, "%stfm %s: %s\n", x.tty ? "\n" : "", C, tfm_last_error());
-    } else {
+    } else if (steps == -1) {
+        cli_dist_error(C, dist, x.tty ? "\n" : "");
+    } else if (steps >= 0 && !q) {
         long tok = (long)steps * st.batch_size * m.cfg.block_size * st.grad_accum;
         fprintf(stderr, "done: %d steps in %.1f s (%.1f ms/step, %.0f tok/s); saved %s\n", st.iter - start, x.train_s,
                 1e3 * x.train_s / (steps ? steps : 1), x.train_s > 0 ? tok / x.train_s : 0.0, out);
         cli_report_rss(C);
     }
+    if (x.log) fclose(x.log);
     tfm_adamw_free(&opt);
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&vocab);
     tfm_lm_data_free(&d);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
-    return sig ? sig : steps < 0;
+    return cli_dist_close(dist, sig ? sig : steps < 0 ? (steps == -2 ? 2 : 1) : 0);
 }

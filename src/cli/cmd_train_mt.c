@@ -79,7 +79,9 @@ int cmd_train_mt(int argc, char **argv) {
     if ((o.resume && mt_resume_config(&spec, &o, &stored)) || mt_check(&o) || mt_check_model(&o) ||
         cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run))
         return 2;
-    tfm_set_threads(o.threads);
+    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
+    int q = cli_dist_open(C, o.threads, &dist);
+    if (q < 0) return 2;
     int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
     if (o.log_every < 0) o.log_every = tty ? 1 : 0;
     tfm_mt_train_opts to;
@@ -106,22 +108,24 @@ int cmd_train_mt(int argc, char **argv) {
         if (o.dump_only) fprintf(stderr, "wrote %s.*\n", o.dump), rc = 0;
         goto done;
     }
-    fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
+    if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
-    if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
+    if (o.resume && !q) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.out, prog.epoch, prog.step);
     mt_valid val;
+    if (q) o.log_file = NULL;
     if (mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run)) goto done_valid;
     mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val};
-    cli_run_config_print(C, &run);
+    if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, o.out);
     to.ctl.stop = cli_stop_install();
-    cli_clean_stale(C, o.out);
+    to.ctl.dist = dist;
+    if (cli_dist_sync(C, dist, &run, prog.step, &tr.model->params, &opt)) goto done_valid;
     if (prog.epoch >= o.epochs)
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
-        cli_error(C, "%s", tfm_last_error());
+        cli_dist_error(C, dist, "");
         goto done_valid;
-    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume --out")))
+    } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume --out")) || q)
         goto done_valid;
     fprintf(stderr, "wrote %s\n", o.out);
     cli_report_rss(C);
@@ -140,5 +144,5 @@ free_model:
     tfm_translator_free(&tr);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
-    return rc;
+    return cli_dist_close(dist, rc);
 }

@@ -10,6 +10,7 @@ typedef struct {   /* what the report and save callbacks need */
     double train_s;
     int keep_last;           /* --keep-last K: OUT.step<N>.tfm copies */
     const tfm_run_config *run;   /* stored as run.* in every checkpoint */
+    FILE *log;                   /* --log-file (JSON lines), or NULL */
 } lm_run;
 
 void lm_report(const tfm_lm_report *r, void *user);

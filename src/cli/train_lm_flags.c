@@ -12,6 +12,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
     const char *cr = x->tty ? "\r\033[K" : "";
     char eta[32];
     x->train_s = r->train_s;
+    tfm_lm_log_report(x->log, r);
     if (r->eval) {
         fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;

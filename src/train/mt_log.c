@@ -1,4 +1,4 @@
-/* train-mt --log-file F.jsonl: one JSON object per line, the schema of docs/LOGS.md (read by tfm plot).
+/* train-mt / train-lm --log-file F.jsonl: one JSON object per line, the schema of docs/LOGS.md (read by tfm plot).
  * Non-finite numbers are written as null so every line stays strict JSON; each line is flushed. */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +16,21 @@ void tfm_mt_log_report(FILE *f, const tfm_mt_report *r) {
     num(f, "loss", r->loss);
     num(f, "lr", r->lr);
     num(f, "tokens_per_s", r->tokens_per_s);
+    fputs("}\n", f);
+    fflush(f);
+}
+
+void tfm_lm_log_report(FILE *f, const tfm_lm_report *r) {
+    if (!f) return;
+    fprintf(f, "{\"event\": \"%s\", \"step\": %d", r->eval ? "valid" : "train", r->step);
+    if (r->eval) {
+        num(f, "train_loss", r->train_loss);
+        num(f, "valid_loss", r->val_loss);
+    } else {
+        num(f, "loss", r->loss);
+        num(f, "lr", r->lr);
+        num(f, "tokens_per_s", r->tokens_per_s);
+    }
     fputs("}\n", f);
     fflush(f);
 }
