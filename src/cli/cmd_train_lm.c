@@ -99,6 +99,8 @@ int cmd_train_lm(int argc, char **argv) {
             return cli_error(C, "%s", tfm_last_error());
         tfm_lm_train_state_init(&st);
     }
+    int start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &m.params, &opt) ? -2 : 0;
+    q = q || steps;   /* -2: the ranks disagree (printed): nothing more to say */
     if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
             m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
@@ -109,9 +111,7 @@ int cmd_train_lm(int argc, char **argv) {
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
     ctl.stop = cli_stop_install();
     ctl.dist = dist;
-    int start = st.iter, steps = -2;   /* -2: the ranks disagree (printed) */
-    if (!cli_dist_sync(C, dist, &run, st.iter, &m.params, &opt))
-        steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, &ctl, lm_report, lm_save, &x);
+    if (!steps) steps = tfm_lm_train(&m, &d, &opt, &st, stop_after, profile, &ctl, lm_report, lm_save, &x);
     int sig = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
     if (sig) {
     } else if (steps == -1) {

@@ -108,6 +108,7 @@ int cmd_train_mt(int argc, char **argv) {
         if (o.dump_only) fprintf(stderr, "wrote %s.*\n", o.dump), rc = 0;
         goto done;
     }
+    if (cli_dist_sync(C, dist, &run, prog.step, 0, &tr.model->params, &opt)) goto done;
     if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
@@ -119,7 +120,6 @@ int cmd_train_mt(int argc, char **argv) {
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, o.out);
     to.ctl.stop = cli_stop_install();
     to.ctl.dist = dist;
-    if (cli_dist_sync(C, dist, &run, prog.step, &tr.model->params, &opt)) goto done_valid;
     if (prog.epoch >= o.epochs)
         fprintf(stderr, "%s already has %d epochs (--epochs %d): nothing to do\n", o.out, prog.epoch, o.epochs);
     else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {

@@ -24,9 +24,12 @@ int cli_dist_open(const char *cmd, int threads, tfm_dist **d) {
 
 int cli_dist_quiet(const tfm_dist *d) { return d && !tfm_dist_is_writer(d); }
 
-int cli_dist_sync(const char *cmd, tfm_dist *d, const tfm_run_config *run, long step, tfm_params *p, tfm_adamw *opt) {
+int cli_dist_sync(const char *cmd, tfm_dist *d, const tfm_run_config *run, long step, int batch, tfm_params *p,
+                  tfm_adamw *opt) {
+    int start, count;
     if (!d || tfm_dist_size(d) < 2) return 0;
-    if (tfm_train_dist_start(d, run, step, p, opt) == 0) return 0;
+    if ((batch <= 0 || tfm_dist_slice(d, batch, &start, &count) == 0) && tfm_train_dist_start(d, run, step, p, opt) == 0)
+        return 0;
     if (tfm_dist_is_writer(d)) cli_error(cmd, "%s", tfm_last_error());
     return 2;
 }
