@@ -250,3 +250,10 @@ if grep -q 'stopped by SIGTERM: saved' "$TMP/k.err" && $TFMM info "$TMP/k.tfm" 2
 else
     fail "SIGTERM to mpirun" "$(tail -n 3 "$TMP/k.err" | head -c 400)"
 fi
+
+# the benchmark script (1 rank x 2 threads vs 2 ranks x 1 thread) runs: 2 steps of tiny models, numbers unused
+if bash bench/dist.sh --smoke >"$TMP/b.out" 2>"$TMP/b.err" && [ "$(grep -Ec 'it/s .* compute .* allreduce .* wait' "$TMP/b.out")" -eq 4 ]; then
+    pass "bench/dist.sh --smoke: it/s and the compute / allreduce / wait split for GPT and MT, 1x2 and 2x1"
+else
+    fail "bench/dist.sh --smoke" "$(tail -n 3 "$TMP/b.err" "$TMP/b.out" | head -c 400)"
+fi
