@@ -186,8 +186,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
     int writer = !dist || tfm_dist_is_writer(dist);
     int *lens = malloc(sizeof(int) * ((size_t)train->n + (dist ? (size_t)train->n + tfm_dist_size(dist) + 2 : 0)));
-    int *w = lens + train->n, *bounds = w + train->n + 1;   /* dist_slice's scratch */
     if (!lens) return tfm_set_error("out of memory"), -1;
+    int *w = lens + train->n, *bounds = w + train->n + 1;   /* dist_slice's scratch (several ranks) */
     for (int i = 0; i < train->n; i++)
         lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
     tfm_graph g;
