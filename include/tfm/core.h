@@ -163,6 +163,7 @@ typedef struct tfm_node {
 /* --profile: the parts of a step that are not ops, timed by the loops that run them. */
 typedef enum {
     TFM_PHASE_ZERO_GRAD, TFM_PHASE_CLIP, TFM_PHASE_OPTIMIZER, TFM_PHASE_KV_CACHE, TFM_PHASE_SEARCH,
+    TFM_PHASE_DIST_WAIT, TFM_PHASE_ALLREDUCE,   /* data parallel: waiting for the slowest rank, the sums */
     TFM_PHASE_COUNT
 } tfm_phase;
 const char *tfm_phase_name(tfm_phase ph);
@@ -180,6 +181,10 @@ typedef struct tfm_graph {
      * the global batch's tensor: each sample gets the mask the single-process run draws for it, however
      * the batch is split. 0 (tfm_graph_init): no offset. */
     long drop_sample0, drop_samples;
+    /* The same for tensors of packed token rows (a translator's training loss drops the padding): the global
+     * index of the slice's first source [0] and target [1] token; the model swaps them into drop_sample0
+     * (with its row count as drop_samples) around its row-wise dropouts. */
+    long drop_row0[2];
     double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
     double phase_time[TFM_PHASE_COUNT]; /* --profile: seconds per non-op phase */
     int profile;
