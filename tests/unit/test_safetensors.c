@@ -397,7 +397,7 @@ static int tool_logits(const char *model, const char *in_path, const char *out_p
 /* tests/fixtures/twin_KIND.safetensors were written by the PyTorch twins; twin_logits.tfm holds, per kind,
  * the inputs (KIND.x or KIND.src/src_valid/tgt_in) and the twin's logits (KIND.logits). */
 static void twin_fixtures(void) {
-    const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau"};
+    const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau", "bpe", "bpe_tied"};
     tfm_container fx;
     if (tfm_container_load(&fx, "tests/fixtures/twin_logits.tfm")) {
         CHECK("twin fixtures: load tests/fixtures/twin_logits.tfm", 0, "%s", tfm_last_error());
