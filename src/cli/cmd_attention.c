@@ -41,7 +41,7 @@ int cmd_attention(int argc, char **argv) {
     if (!out) return cli_error(C, "--out FILE.svg is required");
     if (cli_check_out_not_input(C, out, pos, 1)) return 2;
     if (max_len < 1 || max_len > 1000) return cli_error(C, "--max-len must be in 1..1000, got %d", max_len);
-    if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
+    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024, got %d", threads);
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--src: invalid UTF-8");
     tfm_set_threads(threads);
     tfm_translator tr;
@@ -68,7 +68,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_decode_opts o = {1, 0.0f, max_len};
     int *y = NULL, ny = 0;
     if (tfm_translate_ids(m, &g, sids, off, 1, Ts, 1, &o, &y, &ny)) {
-        rc = cli_error(C, "translation failed");
+        rc = cli_error(C, "translation failed: %s", tfm_last_error());
         goto end;
     }
     /* teacher-forced pass over <bos> + output (+ <eos> as the last target) with weights kept */

@@ -50,7 +50,7 @@ int cmd_translate(int argc, char **argv) {
     if (max_len < 1 || max_len > 4096) return cli_error(C, "--max-len must be in 1..4096, got %d", max_len);
     if (max_src < 2 || max_src > 100000) return cli_error(C, "--max-src must be in 2..100000, got %d", max_src);
     if (batch < 1 || batch > 4096) return cli_error(C, "--batch-size must be in 1..4096, got %d", batch);
-    if (threads < 0) return cli_error(C, "--threads must be >= 0, got %d", threads);
+    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024, got %d", threads);
     tfm_set_threads(threads);
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_error(C, "%s", tfm_last_error());

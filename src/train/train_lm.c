@@ -54,6 +54,7 @@ static void evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_trai
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
     int B = st->batch_size, T = m->cfg.block_size;
+    if (tfm_lm_step_check(&m->cfg, B)) return -1;
     int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
     if (!x) return tfm_set_error("out of memory (%d x %d batch)", B, T), -1;
     tfm_graph g;
