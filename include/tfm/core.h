@@ -49,7 +49,8 @@ void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 int tfm_mul_size_overflow(size_t a, size_t b, size_t *out);
 int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
 #define TFM_MAX_STEP_ELEMS ((int64_t)1 << 31)
-/* The most parameters a model config may describe (8 GiB of f32 weights); checked with the config. */
+/* The most parameters a model may have (8 GiB of f32 weights); tfm_gpt_init and tfm_s2s_create check it
+ * before allocating. */
 #define TFM_MAX_PARAMS ((int64_t)1 << 31)
 
 typedef enum { TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_COUNT } tfm_scratch_slot;

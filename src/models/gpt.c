@@ -18,11 +18,6 @@ int tfm_gpt_config_check(const tfm_gpt_config *c) {
         return tfm_set_error("unknown attention kind %d", c->attention), -1;
     if (c->n_layer > 256 || c->n_embd > 65536 || c->block_size > 1 << 20 || c->vocab_size > 1 << 24)
         return tfm_set_error("model config too large"), -1;
-    int64_t n = tfm_gpt_n_params(c);
-    if (n > TFM_MAX_PARAMS)
-        return tfm_set_error("model config too large: %lld parameters (n_layer %d, n_embd %d, block_size %d, vocab %d), "
-                             "at most %lld", (long long)n, c->n_layer, c->n_embd, c->block_size, c->vocab_size,
-                             (long long)TFM_MAX_PARAMS), -1;
     return 0;
 }
 
@@ -43,6 +38,11 @@ int64_t tfm_gpt_step_elems(const tfm_gpt_config *c, int64_t B, int64_t T) {
 
 int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c) {
     if (tfm_gpt_config_check(c)) return -1;
+    int64_t n = tfm_gpt_n_params(c);   /* before anything is allocated (a loader checks the file's count first) */
+    if (n > TFM_MAX_PARAMS)
+        return tfm_set_error("model config too large: %lld parameters (n_layer %d, n_embd %d, block_size %d, vocab %d), "
+                             "at most %lld", (long long)n, c->n_layer, c->n_embd, c->block_size, c->vocab_size,
+                             (long long)TFM_MAX_PARAMS), -1;
     m->cfg = *c;
     tfm_params_init(&m->params);
     tfm_params *p = &m->params;

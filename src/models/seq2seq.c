@@ -54,10 +54,6 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
     }
 #undef RANGE
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
-    int64_t n = tfm_s2s_n_params(c);   /* int64 on the checked ranges: cannot wrap */
-    if (n > TFM_MAX_PARAMS)
-        return tfm_set_error("config describes %lld parameters, at most %lld (lower d_model/ffn/n_layer or the "
-                             "vocabularies)", (long long)n, (long long)TFM_MAX_PARAMS), -1;
     return 0;
 }
 
@@ -118,6 +114,11 @@ tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c) {
     else if (!strcmp(c->arch, "rnn")) fn = tfm_rnn_s2s_create;
     else if (!strcmp(c->arch, "bahdanau")) fn = tfm_bahdanau_create;
     else return tfm_set_error("unknown architecture '%s' (transformer, rnn, bahdanau)", c->arch), NULL;
+    if (tfm_s2s_config_check(c)) return NULL;
+    int64_t n = tfm_s2s_n_params(c);   /* int64 on the checked ranges: cannot wrap; a loader checks the file first */
+    if (n > TFM_MAX_PARAMS)
+        return tfm_set_error("config describes %lld parameters, at most %lld (lower d_model/ffn/n_layer or the "
+                             "vocabularies)", (long long)n, (long long)TFM_MAX_PARAMS), NULL;
     return fn(c);
 }
 
