@@ -139,6 +139,18 @@ static int load_params(const tfm_st_file *f, tfm_params *p) {
     return 0;
 }
 
+/* An edited config cannot make the import allocate far more than the file holds: the parameter count it
+ * implies may exceed the file's elements by at most 2x + 2^20 (a missing tensor or layer is then named
+ * exactly by load_params). Checked before the model is built. */
+static int check_budget(const tfm_st_file *f, int64_t need) {
+    int64_t have = 0;
+    for (int i = 0; i < f->n; i++) have += (int64_t)tfm_st_numel(&f->t[i]);
+    if (need < 0 || need > 2 * have + ((int64_t)1 << 20))
+        return tfm_set_error("%s: tfm.config implies %lld parameters but the file holds only %lld", f->path,
+                             (long long)need, (long long)have), -1;
+    return 0;
+}
+
 static const char *need_meta(const tfm_st_file *f, const char *key) {
     const char *v = tfm_st_meta_get(f, key);
     if (!v) tfm_set_error("%s: __metadata__ has no '%s' (not exported by tfm?)", f->path, key);
@@ -207,7 +219,7 @@ static int import_gpt(const tfm_st_file *f, const char *out) {
     if (tfm_char_vocab_from_string(&v, chars)) { wrap_error(f->path, "tfm.tokenizer.chars"); goto done; }
     if (v.n != c.vocab_size) {
         tfm_set_error("%s: tfm.tokenizer.chars has %d characters but vocab_size is %d", f->path, v.n, c.vocab_size);
-    } else {
+    } else if (!check_budget(f, tfm_gpt_n_params(&c))) {
         tfm_gpt m;
         if (tfm_gpt_init(&m, &c)) wrap_error(f->path, "tfm.config");
         else {
@@ -304,6 +316,7 @@ static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char
         get_vocab(f, "tfm.tokenizer.tgt_vocab", &t->tgt_vocab, c.tgt_vocab))
         return -1;
     if (t->tok_kind == TFM_TOK_BPE && get_bpe(f, t)) return -1;
+    if (check_budget(f, tfm_s2s_n_params(&c))) return -1;
     t->model = tfm_s2s_create(&c);
     return t->model ? 0 : wrap_error(f->path, "tfm.config");
 }

@@ -270,6 +270,9 @@ static void bad_input(void) {
     rewrite(G, X, "\\\"n_layer\\\":2", "\\\"n_layer\\\":3", SIZE_MAX, 0);
     expect_bad("bad: config describes more layers than the file has (missing tensor)", X,
                "tensor 'blocks.2.ln1.weight' missing", "needs shape (16)");
+    rewrite(G, X, "\\\"n_embd\\\":16", "\\\"n_embd\\\":4096", SIZE_MAX, 0);
+    expect_bad("bad: config implies far more parameters than the file holds (checked before building)", X,
+               "tfm.config implies", "parameters but the file holds only");
     rewrite(G, X, "\\\"n_embd\\\":16", "\\\"n_embd\\\":15", SIZE_MAX, 0);
     expect_bad("bad: config rejected", X, "tfm.config", NULL);
     rewrite(G, X, "\"tfm.tokenizer.chars\":\"\\n", "\"tfm.tokenizer.chars\":\"", SIZE_MAX, 0);
