@@ -139,6 +139,9 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
 void tfm_lm_data_free(tfm_lm_data *d);
 /* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
 void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
+/* 0 if a training step of batch_size rows of block_size tokens fits TFM_MAX_STEP_ELEMS (tfm_gpt_step_elems),
+ * else -1 with an error naming --batch-size and --block-size. tfm_lm_train calls it before allocating. */
+int tfm_lm_step_check(const tfm_gpt_config *c, int batch_size);
 /* Mean loss over n_batches random batches of the split (eval mode, no grad); NAN with a tfm error if out
  * of memory. */
 float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int split, int n_batches, int B,
@@ -301,6 +304,10 @@ void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
  * restored moments); prog carries the state to resume from (zeroed + seeded for a fresh run:
  * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
 void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
+/* 0 if the largest batch of `a` under o (--batch-size rows, or --max-tokens) fits TFM_MAX_STEP_ELEMS
+ * (tfm_s2s_step_elems on the longest source and target row), else -1 with an error naming the flags.
+ * tfm_mt_train calls it before allocating. */
+int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o);
 int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user);

@@ -96,6 +96,7 @@ static int evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_train
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
     int B = st->batch_size, T = m->cfg.block_size;
+    if (tfm_lm_step_check(&m->cfg, B)) return -1;
     tfm_dist *dist = tfm_train_dist(ctl);   /* NULL: one process */
     int start = 0, count = B, writer = !dist || tfm_dist_is_writer(dist);
     if (dist && tfm_dist_slice(dist, B, &start, &count)) return -1;

@@ -5,6 +5,7 @@
  * Each batch is cut to its longest valid source and target length: the trailing pads are masked
  * keys (encoder), later positions (causal decoder) or ignored targets, so this changes nothing but
  * the cost. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,13 +176,17 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                  tfm_mt_epoch_fn on_epoch, void *user) {
     if (train->n < 1) return tfm_set_error("no training pairs"), -1;
     if (o->batch_size < 1) return tfm_set_error("batch size must be >= 1"), -1;
-    int steps_per_epoch = (train->n + o->batch_size - 1) / o->batch_size;
+    int steps_per_epoch = (int)(((int64_t)train->n + o->batch_size - 1) / o->batch_size);
     if (o->max_tokens > 0) {   /* the batch count of token batches does not depend on the shuffle */
         tfm_batches b0;
         if (tfm_batches_by_tokens(&b0, train->n, train->src_valid, train->tgt_valid, o->max_tokens, NULL)) return -1;
         steps_per_epoch = b0.n_batches;
         tfm_batches_free(&b0);
     }
+    if ((int64_t)o->epochs * steps_per_epoch > INT_MAX)
+        return tfm_set_error("--epochs %d x %d steps per epoch overflows the step counter (at most %d steps)", o->epochs,
+                             steps_per_epoch, INT_MAX), -1;
+    if (tfm_mt_step_check(&m->cfg, train, o)) return -1;
     int total = o->epochs * steps_per_epoch;
     tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
     int writer = !dist || tfm_dist_is_writer(dist);
