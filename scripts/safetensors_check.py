@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """Cross-check tfm's safetensors interchange against the PyTorch twins, for every model kind
-(GPT causal, GPT synthesizer, Transformer, GRU seq2seq, Bahdanau):
+(GPT causal, GPT synthesizer, Transformer, GRU seq2seq, Bahdanau, and Transformers on a joint BPE model,
+untied (bpe) and with tied embeddings (bpe_tied, train-mt --share-embeddings)):
 
   (a) train a tiny tfm model for a few steps (build/tfm train-lm / train-mt), `tfm export` it, load the
       file into the twin (same parameter names; the file is parsed here with struct + json + numpy, the
       `safetensors` package is not needed), and compare the twin's logits with tfm's on one batch;
   (b) train the twin a few Adam steps further, write its weights as a safetensors file (same metadata),
       `tfm import` it, and compare tfm's logits with the twin's.
+For bpe/bpe_tied it also reads the tokenizer from __metadata__: tfm.tokenizer.bpe (base64 of the
+SentencePiece ModelProto, parsed here with a few lines of protobuf) must hold the pieces of the vocabularies,
+and tfm.tied_weights must name exactly the parameters the twin ties to 'shared.embedding.weight'.
 tfm's logits come from `build/tests/test_safetensors --logits MODEL.tfm IN.tfm OUT.tfm`.
 Pass: max |logit difference| <= 1e-5 in both directions, for every kind.
 
@@ -16,6 +20,7 @@ Pass: max |logit difference| <= 1e-5 in both directions, for every kind.
 their inputs and twin logits in tests/fixtures/twin_logits.tfm (test_safetensors checks tfm reproduces them).
 """
 import argparse
+import base64
 import json
 import os
 import struct
@@ -77,6 +82,55 @@ def st_save(path, tensors, meta):
         f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
 
 
+# ---------------------------------------------------------------- the tokenizer metadata
+def proto_fields(buf):
+    """(field, wire, value) of one protobuf message; value is bytes (wire 2), int (0) or raw bytes (1, 5)."""
+    i, out = 0, []
+
+    def varint():
+        nonlocal i
+        v, sh = 0, 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7f) << sh
+            sh += 7
+            if not b & 0x80:
+                return v
+    while i < len(buf):
+        key = varint()
+        f, w = key >> 3, key & 7
+        if w == 0:
+            out.append((f, w, varint()))
+        elif w == 2:
+            n = varint()
+            out.append((f, w, buf[i:i + n]))
+            i += n
+        else:
+            n = 8 if w == 1 else 4
+            out.append((f, w, buf[i:i + n]))
+            i += n
+    return out
+
+
+def check_tokenizer(meta, twin):
+    """The BPE model's pieces are the vocabulary (ids 0..3 carry tfm's names); the tied layout is the twin's."""
+    if meta.get('tfm.tokenizer.kind') == 'bpe':
+        model = base64.b64decode(meta['tfm.tokenizer.bpe'], validate=True)
+        pieces = [dict((f, v) for f, _, v in proto_fields(m))[1].decode('utf-8')
+                  for f, w, m in proto_fields(model) if f == 1]
+        vocab = meta['tfm.tokenizer.src_vocab'].split('\n')
+        assert vocab == meta['tfm.tokenizer.tgt_vocab'].split('\n'), 'BPE translator: src and tgt vocabularies differ'
+        assert pieces[4:] == vocab[4:] and len(pieces) == len(vocab), 'tfm.tokenizer.bpe pieces != vocabulary'
+    tied = json.loads(meta.get('tfm.tied_weights', '{}'))
+    params = {id(p): n for n, p in twin.named_parameters()}
+    every = [(f'{mn}.{pn}' if mn else pn, p) for mn, m in twin.named_modules(remove_duplicate=False)
+             for pn, p in m.named_parameters(recurse=False)]
+    twin_tied = {n: params[id(p)] for n, p in every if params[id(p)] != n}
+    assert tied == twin_tied, f'tfm.tied_weights {tied} != the twin\'s ties {twin_tied}'
+    return len(pieces) if meta.get('tfm.tokenizer.kind') == 'bpe' else 0
+
+
 # ---------------------------------------------------------------- twins
 def make_twin(meta):
     c = json.loads(meta['tfm.config'])
@@ -85,7 +139,7 @@ def make_twin(meta):
         cfg = GPTConfig(c['vocab_size'], c['block_size'], c['n_layer'], c['n_head'], c['n_embd'], c['dropout'])
         return SynthGPT(cfg) if c['attention'] == 'synthesizer' else GPT(cfg)
     if arch == 'transformer':
-        return Transformer(c)
+        return Transformer(c)   # c['share_embeddings'] ties the embeddings and the output layer
     fn = make_rnn if arch == 'rnn' else make_bahdanau
     return fn(c['src_vocab'], c['tgt_vocab'], c['embed_size'], c['hidden_size'], c['n_layer'], c['dropout'])
 
@@ -167,6 +221,9 @@ def train_tfm(args, kind, tmp):
                '--log-every', '0']
         if kind == 'transformer':
             cmd.append('--pre-ln')
+        if kind.startswith('bpe'):   # joint BPE model (both vocabularies are its pieces), transformer
+            cmd[cmd.index('--arch') + 1] = 'transformer'
+            cmd += ['--tokenizer', 'bpe', '--vocab-size', '340'] + (['--share-embeddings'] if kind == 'bpe_tied' else [])
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return out
 
@@ -179,6 +236,7 @@ def check_kind(args, kind, tmp, fixtures):
     subprocess.run([tfm, 'export', model_tfm, '--out', exported], check=True)
     tensors, meta = st_load(exported)
     twin = make_twin(meta)
+    n_pieces = check_tokenizer(meta, twin)
     load_into(twin, tensors)
     inp = make_inputs(meta, gen)
     d_a = float(np.abs(twin_logits(twin, meta, inp).ravel() - tfm_logits(args, model_tfm, inp, tmp)).max())
@@ -194,7 +252,8 @@ def check_kind(args, kind, tmp, fixtures):
     d_b = float(np.abs(want.ravel() - tfm_logits(args, imported, inp, tmp)).max())
     n_params = sum(t.size for t in tensors.values())
     print(f'{kind:12s} {len(tensors):3d} tensors {n_params:7d} params | tfm export -> twin: max |dlogit| {d_a:.2e} | '
-          f'twin trained (logits moved by {moved:.2f}) -> tfm import: max |dlogit| {d_b:.2e}')
+          f'twin trained (logits moved by {moved:.2f}) -> tfm import: max |dlogit| {d_b:.2e}'
+          + (f' | {n_pieces} BPE pieces' if n_pieces else '') + (' | tied' if 'tfm.tied_weights' in meta else ''))
     if fixtures is not None:
         with open(written, 'rb') as f:
             fixtures['files'][kind] = f.read()
@@ -214,7 +273,7 @@ def main():
     fixtures = {'files': {}, 'entries': {}} if args.write_fixtures else None
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ('gpt', 'synthesizer', 'transformer', 'rnn', 'bahdanau'):
+        for kind in ('gpt', 'synthesizer', 'transformer', 'rnn', 'bahdanau', 'bpe', 'bpe_tied'):
             ok &= check_kind(args, kind, tmp, fixtures)
     if fixtures is not None and ok:
         fx = os.path.join(ROOT, 'tests', 'fixtures')

@@ -13,6 +13,9 @@ Structure (d2l's TransformerEncoder / TransformerDecoder, post-LN by default):
   AddNorm(X, Y) = ln(drop(Y) + X); pre_ln: X = X + drop(sublayer(addnorm.ln(X))) and a final ln_f per stack.
   Attention: bias-free W_q W_k W_v W_o, scores / sqrt(d_k), hidden keys set to -1e6 (d2l's masked_softmax),
   dropout on the weights. FFN: dense2(relu(dense1(x))).
+  share_embeddings (train-mt --share-embeddings): one nn.Embedding `shared.embedding` is the encoder's and the
+  decoder's embedding and the weight of decoder.dense (which keeps its own bias); named_parameters() lists it
+  once, as 'shared.embedding.weight', like tfm.
   Loss: cross-entropy over target positions != <pad> (id 0), PyTorch label smoothing.
 """
 import math
@@ -151,10 +154,10 @@ class DecoderBlock(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, shared=None):
         super().__init__()
         self.d = cfg['d_model']
-        self.embedding = nn.Embedding(cfg['src_vocab'], self.d)
+        self.embedding = shared if shared is not None else nn.Embedding(cfg['src_vocab'], self.d)
         self.blocks = nn.ModuleList([EncoderBlock(self.d, cfg['n_head'], cfg['ffn'], cfg['dropout'], cfg['pre_ln'])
                                      for _ in range(cfg['n_layer'])])
         if cfg['pre_ln']:
@@ -172,16 +175,18 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, shared=None):
         super().__init__()
         self.d = cfg['d_model']
-        self.embedding = nn.Embedding(cfg['tgt_vocab'], self.d)
+        self.embedding = shared if shared is not None else nn.Embedding(cfg['tgt_vocab'], self.d)
         self.blocks = nn.ModuleList([DecoderBlock(self.d, cfg['n_head'], cfg['ffn'], cfg['dropout'], cfg['pre_ln'])
                                      for _ in range(cfg['n_layer'])])
         if cfg['pre_ln']:
             self.ln_f = nn.LayerNorm(self.d)
         self.pre_ln = cfg['pre_ln']
         self.dense = nn.Linear(self.d, cfg['tgt_vocab'])
+        if shared is not None:
+            self.dense.weight = shared.weight   # logits = X E^T + b
         self.dropout = nn.Dropout(cfg['dropout'])
         self.register_buffer('P', positional_table(cfg['max_len'], self.d), persistent=False)
 
@@ -208,8 +213,13 @@ class Transformer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.cfg = dict(cfg)
-        self.encoder = Encoder(cfg)
-        self.decoder = Decoder(cfg)
+        shared = None
+        if cfg.get('share_embeddings'):   # one (V,d) matrix, registered first: named 'shared.embedding.weight'
+            self.shared = nn.Module()
+            self.shared.embedding = nn.Embedding(cfg['src_vocab'], cfg['d_model'])
+            shared = self.shared.embedding
+        self.encoder = Encoder(cfg, shared)
+        self.decoder = Decoder(cfg, shared)
 
     def forward(self, src, src_valid, tgt_in):
         enc = self.encoder(src, src_valid)

@@ -53,10 +53,25 @@ void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
  * when it grows; reused by later calls of the same thread, freed when the thread exits. NULL if out of
  * memory. A kernel asks from the calling thread and hands the buffer to its OpenMP workers, or asks from
  * each worker (GEMM packing). No two threads ever share one. */
+/* Overflow-checked size arithmetic for sizes built from user-controlled numbers (flags, config fields).
+ * tfm_mul_size_overflow: 1 if a*b does not fit a size_t, else 0 with *out = a*b.
+ * tfm_mul_i64_sat: a*b for a, b >= 0, saturated at INT64_MAX (an estimate that cannot wrap).
+ * TFM_MAX_STEP_ELEMS: the most float elements of activations one training step or one decoding batch may
+ * need by the models' estimates (tfm_gpt_step_elems, tfm_s2s_step_elems): 2^31 = 8 GiB. Beyond it the
+ * workflows refuse with an error naming the flags, before allocating. */
+int tfm_mul_size_overflow(size_t a, size_t b, size_t *out);
+int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
+#define TFM_MAX_STEP_ELEMS ((int64_t)1 << 31)
+/* The most parameters a model may have (8 GiB of f32 weights); tfm_gpt_init and tfm_s2s_create check it
+ * before allocating. */
+#define TFM_MAX_PARAMS ((int64_t)1 << 31)
+
 typedef enum { TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_COUNT } tfm_scratch_slot;
 float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
 
-/* n <= 0: tfm_default_threads(). */
+/* n <= 0: tfm_default_threads(); n > TFM_MAX_THREADS is clamped (per-thread scratch buffers are sized
+ * by the thread count). */
+#define TFM_MAX_THREADS 1024
 void tfm_set_threads(int n);
 int tfm_get_threads(void);
 /* The thread count when none is given: OMP_NUM_THREADS (its first value) if set to a positive integer,
@@ -163,6 +178,7 @@ typedef struct tfm_node {
 /* --profile: the parts of a step that are not ops, timed by the loops that run them. */
 typedef enum {
     TFM_PHASE_ZERO_GRAD, TFM_PHASE_CLIP, TFM_PHASE_OPTIMIZER, TFM_PHASE_KV_CACHE, TFM_PHASE_SEARCH,
+    TFM_PHASE_DIST_WAIT, TFM_PHASE_ALLREDUCE,   /* data parallel: waiting for the slowest rank, the sums */
     TFM_PHASE_COUNT
 } tfm_phase;
 const char *tfm_phase_name(tfm_phase ph);
@@ -180,6 +196,10 @@ typedef struct tfm_graph {
      * the global batch's tensor: each sample gets the mask the single-process run draws for it, however
      * the batch is split. 0 (tfm_graph_init): no offset. */
     long drop_sample0, drop_samples;
+    /* The same for tensors of packed token rows (a translator's training loss drops the padding): the global
+     * index of the slice's first source [0] and target [1] token; the model swaps them into drop_sample0
+     * (with its row count as drop_samples) around its row-wise dropouts. */
+    long drop_row0[2];
     double op_time[TFM_OP_COUNT];   /* --profile: seconds per op kind (forward+backward) */
     double phase_time[TFM_PHASE_COUNT]; /* --profile: seconds per non-op phase */
     int profile;

@@ -42,6 +42,10 @@ typedef struct {
 
 /* Validate a config; returns 0 or -1 with a one-line tfm error naming the field. */
 int tfm_gpt_config_check(const tfm_gpt_config *c);
+/* Estimated float elements of the activations of one training step on B rows of T tokens (per layer ~32
+ * (B,T,C) tensors and two (B,H,T,T) attention maps, plus 3 (B,T,V) for the logits); saturates, never wraps.
+ * Compared with TFM_MAX_STEP_ELEMS before a run allocates anything. */
+int64_t tfm_gpt_step_elems(const tfm_gpt_config *c, int64_t B, int64_t T);
 /* Number of parameters tfm_gpt_init would allocate for a checked config (computed, not built;
  * tests/unit/test_loaders.c checks it equals params.total). */
 int64_t tfm_gpt_n_params(const tfm_gpt_config *c);

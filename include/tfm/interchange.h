@@ -13,9 +13,17 @@
  *                     gpt:     vocab_size block_size n_layer n_head n_embd dropout attention ("causal" |
  *                              "synthesizer")
  *                     seq2seq: src_vocab tgt_vocab d_model n_head ffn pre_ln max_len n_layer embed_size
- *                              hidden_size dropout
+ *                              hidden_size share_embeddings (optional on import, default 0) dropout
  *   "tfm.tokenizer.chars"                                          gpt: the character vocabulary
  *   "tfm.tokenizer.src_vocab", ".tgt_vocab", ".kind"               seq2seq: as in the checkpoint
+ *   "tfm.tokenizer.bpe"   tokenizer.kind "bpe" only: base64 (RFC 4648, padded) of the SentencePiece
+ *                         ModelProto that the checkpoint stores as tokenizer.bpe (pieces, scores, types,
+ *                         normalizer; sentencepiece's SentencePieceProcessor(model_proto=...) reads it);
+ *                         its pieces must be src_vocab and tgt_vocab
+ *   "tfm.tied_weights"    share_embeddings 1 only: {"encoder.embedding.weight": "shared.embedding.weight",
+ *                         "decoder.embedding.weight": ..., "decoder.dense.weight": ...}: the one stored
+ *                         (V,d) tensor "shared.embedding.weight" is all three (the twin ties them;
+ *                         "decoder.dense.bias" stays its own tensor)
  * Optimizer moments and training state are not exported: an import gives a weights-only checkpoint,
  * byte-identical to what tfm writes for the same model without optimizer state. */
 #ifndef TFM_INTERCHANGE_H

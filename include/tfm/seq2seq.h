@@ -102,6 +102,14 @@ int tfm_s2s_config_check(const tfm_s2s_config *c);
 /* Parameters the constructor of c->arch allocates for a checked config (-1: unknown arch), computed
  * without building anything (tests/unit/test_loaders.c checks it equals params.total). */
 int64_t tfm_s2s_n_params(const tfm_s2s_config *c);
+/* Estimated float elements of the activations of one step on `rows` pairs of Ts source and Tt target
+ * tokens (transformer: per layer ~(12 d + 2 ffn) per token plus the (H,T,T) attention maps; RNNs: the
+ * gates; 3 (Tt,V) for the logits); saturates, never wraps. Compared with TFM_MAX_STEP_ELEMS. */
+int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt);
+/* The same for decoding nb sentences as `rows` hypotheses (nb x beam) of up to max_steps tokens from Ts
+ * source tokens: the encoder's activations, the key/value caches, one step's activations (the graph is
+ * reset per step) and the histories. */
+int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps);
 
 /* ---------------------------------------------------------------- attention maps */
 typedef enum { TFM_MAP_ENC_SELF = 0, TFM_MAP_DEC_SELF = 1, TFM_MAP_ENC_DEC = 2 } tfm_attn_map_kind;

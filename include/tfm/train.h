@@ -14,6 +14,7 @@
 
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
+#include "tfm/dist.h"
 #include "tfm/gpt.h"
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
@@ -73,6 +74,10 @@ typedef struct {
     int save_every;          /* > 0: save (through the loop's callback) every N optimizer steps */
     int skip_nonfinite;      /* batches whose loss or grad norm is not finite that are skipped (no update)
                                 before the run stops with an error naming the step */
+    tfm_dist *dist;          /* data parallel across the ranks of mpirun (docs/DISTRIBUTED.md); NULL or one
+                                rank: one process. The batch size stays global: every rank draws the whole
+                                batch, computes its slice, the gradients are summed, every rank makes the same
+                                update; only rank 0 reports and saves. */
 } tfm_train_ctl;
 
 /* Checkpoint files around PATH (src/train/ckpt_files.c). Removes PATH.tmp.<pid> files left by processes
@@ -100,6 +105,24 @@ int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.
 /* "N bytes, fnv1a64 HEX" of a file's contents. 0, or -1 with a tfm error naming the file. */
 int tfm_file_fingerprint(const char *path, char *buf, size_t n);
 
+/* ---------------------------------------------------------------- data parallel (src/train/dist_train.c) */
+/* d if it has more than one rank, else NULL (the loops then run exactly the one-process code). */
+tfm_dist *tfm_train_dist(const tfm_train_ctl *ctl);
+/* Start of a run on every rank: the configuration (every run.* pair and the step it starts from) must hash
+ * equally on every rank, then rank 0's parameters and AdamW state go to all. 0 or -1 (tfm error). */
+int tfm_train_dist_start(tfm_dist *d, const tfm_run_config *run, long step, tfm_params *p, tfm_adamw *opt);
+/* After this rank's backward: loss[0] (this rank's share of the step's loss; the sum over ranks is the
+ * global loss) and *stop (the local stop request) become the sums over ranks (stop: any rank asked); when
+ * the summed loss is finite the gradient block is summed too. Profiled as dist_wait (a barrier, only with
+ * g->profile) and allreduce. 0 or -1 (a collective failed: a rank died or hangs). */
+int tfm_train_dist_reduce(tfm_graph *g, tfm_dist *d, tfm_params *p, double *loss, int *stop);
+/* Every rank gets rank 0's value of v (a save's or a validation's result). -1 if the collective failed
+ * (then *v is -1 too). */
+int tfm_train_dist_agree(tfm_dist *d, int *v);
+/* The end of a run: every rank hashes its parameters (FNV-1a 64 of the bytes, written to hash as 16 hex
+ * digits) and the hashes must be equal; -1 with "parameters differ between ranks ..." otherwise. */
+int tfm_train_dist_check_params(tfm_dist *d, const tfm_params *p, char *hash, size_t n);
+
 /* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
 /* A character corpus split into train (first frac) and validation (rest). */
 typedef struct {
@@ -116,6 +139,9 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
 void tfm_lm_data_free(tfm_lm_data *d);
 /* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
 void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
+/* 0 if a training step of batch_size rows of block_size tokens fits TFM_MAX_STEP_ELEMS (tfm_gpt_step_elems),
+ * else -1 with an error naming --batch-size and --block-size. tfm_lm_train calls it before allocating. */
+int tfm_lm_step_check(const tfm_gpt_config *c, int batch_size);
 /* Mean loss over n_batches random batches of the split (eval mode, no grad); NAN with a tfm error if out
  * of memory. */
 float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int split, int n_batches, int B,
@@ -280,6 +306,10 @@ void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
  * restored moments); prog carries the state to resume from (zeroed + seeded for a fresh run:
  * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
 void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
+/* 0 if the largest batch of `a` under o (--batch-size rows, or --max-tokens) fits TFM_MAX_STEP_ELEMS
+ * (tfm_s2s_step_elems on the longest source and target row), else -1 with an error naming the flags.
+ * tfm_mt_train calls it before allocating. */
+int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o);
 int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user);

@@ -68,7 +68,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_decode_opts o = {1, 0.0f, max_output};
     int *y = NULL, ny = 0;
     if (tfm_translate_ids(m, &g, sids, off, 1, Ts, 1, &o, &y, &ny)) {
-        rc = cli_error(C, "translation failed"), rc = CLI_EXIT_ERROR;
+        rc = cli_fail(C, "%s", tfm_last_error());
         goto end;
     }
     /* teacher-forced pass over <bos> + output (+ <eos> as the last target) with weights kept */

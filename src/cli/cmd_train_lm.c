@@ -55,6 +55,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"save-every", FLAG_INT, &ctl.save_every, "also checkpoint every N steps (0 = only at evals and the end)", 0},
         {"keep-last", FLAG_INT, &x.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
         {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
+        {"log-file", FLAG_STR, &log_file, "also write every step and evaluation as JSON lines (docs/LOGS.md)", 0},
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
                      "Trains a character-level GPT (pre-LN, tied LM head) with AdamW, warmup + cosine decay and\n"
@@ -76,7 +77,9 @@ int cmd_train_lm(int argc, char **argv) {
         (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
         (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)))
         return rc;
-    tfm_set_threads(threads);
+    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
+    int q = cli_dist_open(C, threads, &dist);
+    if (q < 0) return CLI_EXIT_USAGE;
     tfm_gpt m;
     tfm_char_vocab vocab;
     tfm_adamw opt;
@@ -87,7 +90,7 @@ int cmd_train_lm(int argc, char **argv) {
         if (cli_flag_seen(&spec, "iters")) st.iters = iters;
         if (tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
             return cli_fail(C, "%s", tfm_last_error());
-        fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
+        if (!q) fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
     } else {
         if (tfm_lm_data_load(&d, data, NULL, 1.0f - val_frac, cfg.block_size)) return cli_fail(C, "%s", tfm_last_error());
         cfg.vocab_size = d.vocab.n;
@@ -99,22 +102,26 @@ int cmd_train_lm(int argc, char **argv) {
             return cli_fail(C, "%s", tfm_last_error());
         tfm_lm_train_state_init(&st);
     }
-    fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
+    int start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &m.params, &opt) ? -2 : 0;
+    q = q || steps;   /* -2: the ranks disagree (printed): nothing more to say */
+    if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
             m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
-    fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
+    if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
             d.n - d.n_train, tfm_get_threads(), tfm_gemm_backend());
     x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0};
-    if (log_file && !(x.log = fopen(log_file, "w"))) return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;
-    cli_run_config_print(C, &run);
+    if (log_file && !q && !(x.log = fopen(log_file, "w")))
+        return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;
+    if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
     ctl.stop = cli_stop_install();
-    cli_clean_stale(C, out);
-    int start = st.iter, steps = tfm_lm_train(&m, &d, &opt, &st, max_steps, profile, &ctl, lm_report, lm_save, &x);
-    int sig = steps >= 0 ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
+    ctl.dist = dist;
+    if (!steps) steps = tfm_lm_train(&m, &d, &opt, &st, max_steps, profile, &ctl, lm_report, lm_save, &x);
+    int sig = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
     if (sig) {
-    } else if (steps < 0) {
-        fprintf(stderr, "%stfm %s: %s\n", x.tty ? "\n" : "", C, tfm_last_error());
+    } else if (steps == -1) {
+        cli_dist_error(C, dist, x.tty ? "\n" : "");
         sig = cli_exit_status();   /* 74: a checkpoint could not be written; 1: a diverged run */
+    } else if (q || steps < 0) {
     } else if (!steps) {
         fprintf(stderr, "%s is at step %d (--iters %d, --max-steps %d): nothing to do\n", resume ? resume : out, st.iter,
                 st.iters, max_steps);
@@ -124,12 +131,12 @@ int cmd_train_lm(int argc, char **argv) {
                 1e3 * x.train_s / (steps ? steps : 1), x.train_s > 0 ? tok / x.train_s : 0.0, out);
         cli_report_rss(C);
     }
+    if (x.log) fclose(x.log);
     tfm_adamw_free(&opt);
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&vocab);
     tfm_lm_data_free(&d);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
-    if (x.log) fclose(x.log);
-    return sig;
+    return cli_dist_close(dist, sig ? sig : steps < 0 ? (steps == -2 ? CLI_EXIT_USAGE : 1) : 0);
 }

@@ -79,7 +79,9 @@ int cmd_train_mt(int argc, char **argv) {
     if ((o.resume && (rc = mt_resume_config(&spec, &o, &stored))) || (rc = mt_check(&o)) || (rc = mt_check_model(&o)) ||
         (rc = cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run)))
         return rc;
-    tfm_set_threads(o.threads);
+    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
+    int q = cli_dist_open(C, o.threads, &dist);
+    if (q < 0) return CLI_EXIT_USAGE;
     int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
     if (tty) o.log_every = 1;   /* a live line */
     tfm_mt_train_opts to;
@@ -105,24 +107,28 @@ int cmd_train_mt(int argc, char **argv) {
         if (!rc) fprintf(stderr, "wrote %s.*\n", o.dump);
         goto done;
     }
-    fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
+    if ((rc = cli_dist_sync(C, dist, &run, prog.step, 0, &tr.model->params, &opt))) goto done;
+    if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %d threads, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, tfm_get_threads(), tfm_gemm_backend());
-    if (o.resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
+    if (o.resume && !q) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
     mt_valid val;
+    if (q) o.log_file = NULL;
     if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;
     mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val};
-    cli_run_config_print(C, &run);
+    if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, o.out);
     to.ctl.stop = cli_stop_install();
-    cli_clean_stale(C, o.out);
+    to.ctl.dist = dist;
     int idle = prog.epoch >= o.epochs || (o.max_steps > 0 && prog.step >= o.max_steps);
-    if (idle)
+    if (idle && !q)
         fprintf(stderr, "%s is at epoch %d, step %d (--epochs %d, --max-steps %d): nothing to do\n",
                 o.resume ? o.resume : o.out, prog.epoch, prog.step, o.epochs, o.max_steps);
-    else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
-        rc = cli_fail(C, "%s", tfm_last_error());   /* 74: a checkpoint could not be written; 1: a diverged run */
+    if (idle) {
+    } else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
+        cli_dist_error(C, dist, "");   /* 74: a checkpoint could not be written; 1: a diverged run */
+        rc = cli_exit_status();
         goto done_valid;
-    } else if ((rc = cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")))
+    } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")) || q)
         goto done_valid;
     if (!idle) fprintf(stderr, "wrote %s\n", o.out), cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);
@@ -140,5 +146,5 @@ free_model:
     tfm_translator_free(&tr);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
-    return rc;
+    return cli_dist_close(dist, rc);
 }

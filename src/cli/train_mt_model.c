@@ -52,7 +52,8 @@ int mt_check_model(const mt_opts *o) {
         return cli_error(C, "--init xavier: only for --arch transformer");
     if (o->pad_to_max_len && o->max_tokens)
         return cli_error(C, "--pad-to-max-len and --max-tokens: token budgets are for unpadded batches, give one");
-    if (o->max_tokens < 0) return cli_error(C, "--max-tokens must be >= 0, got %d", o->max_tokens);
+    if (o->max_tokens < 0 || o->max_tokens > 10000000)
+        return cli_error(C, "--max-tokens must be in 0..1e7, got %d", o->max_tokens);
     if (o->max_tokens && o->max_tokens < o->max_len)
         return cli_error(C, "--max-tokens must be at least --max-len (%d), got %d", o->max_len, o->max_tokens);
     return mt_check_valid(o);

@@ -26,4 +26,19 @@ int cli_run_config_resume(const char *cmd, cli_spec *spec, const char *safe, con
                           const char *data, const tfm_run_config *stored, int allow_new_data);
 /* "CMD config: --flag value ..." on stderr */
 void cli_run_config_print(const char *cmd, const tfm_run_config *rc);
+
+/* The threads per process (tfm_set_threads), and under mpirun with MPI=1 (src/cli/train_dist.c) the ranks:
+ * *d (NULL: one process, always so without MPI=1 or without mpirun); TFM_DIST_TIMEOUT sets the collectives'
+ * timeout. Returns cli_dist_quiet(*d), or -1 with the error printed. */
+int cli_dist_open(const char *cmd, int threads, tfm_dist **d);
+int cli_dist_quiet(const tfm_dist *d);   /* 1 on ranks other than 0: they print no progress, write no file */
+/* Before training on several ranks: batch (> 0) must split evenly (tfm_dist_slice), the configuration hashes
+ * must be equal, then rank 0's weights and moments go to all (tfm_train_dist_start). 0, or 2 (printed by
+ * rank 0). */
+int cli_dist_sync(const char *cmd, tfm_dist *d, const tfm_run_config *run, long step, int batch, tfm_params *p,
+                  tfm_adamw *opt);
+/* "NLtfm CMD: <tfm_last_error()>" on rank 0, or on any rank when the communication failed there. */
+void cli_dist_error(const char *cmd, const tfm_dist *d, const char *nl);
+/* The end of a command: finalize, or stop every rank when this one lost its peers. Returns rc. */
+int cli_dist_close(tfm_dist *d, int rc);
 #endif

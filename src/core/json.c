@@ -392,3 +392,47 @@ void tfm_strbuf_free(tfm_strbuf *b) {
     b->s = NULL;
     b->len = b->cap = 0;
 }
+
+/* ------------------------------------------------------------------ base64 (RFC 4648, padded) */
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void tfm_base64_put(tfm_strbuf *b, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        char q[4] = {B64[v >> 18 & 63], B64[v >> 12 & 63], i + 1 < n ? B64[v >> 6 & 63] : '=', i + 2 < n ? B64[v & 63] : '='};
+        tfm_strbuf_put(b, q, 4);
+    }
+}
+
+static int b64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+unsigned char *tfm_base64_decode(const char *s, size_t n, size_t *out_len) {
+    if (n % 4) return tfm_set_error("not base64: length %zu is not a multiple of 4", n), NULL;
+    unsigned char *out = malloc(n / 4 * 3 + 1);
+    if (!out) return tfm_set_error("out of memory (%zu bytes of base64)", n), NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int pad = s[i + 3] == '=' ? s[i + 2] == '=' ? 2 : 1 : 0, v[4] = {0, 0, 0, 0};
+        if (pad && i + 4 != n) goto bad;
+        for (int j = 0; j < 4 - pad; j++)
+            if ((v[j] = b64_value((unsigned char)s[i + j])) < 0) goto bad;
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff))) goto bad;   /* non-canonical tail bits */
+        out[k++] = (unsigned char)(w >> 16);
+        if (pad < 2) out[k++] = (unsigned char)(w >> 8);
+        if (pad < 1) out[k++] = (unsigned char)w;
+        continue;
+    bad:
+        free(out);
+        return tfm_set_error("not base64: bad character or padding in the 4 characters at offset %zu", i), NULL;
+    }
+    *out_len = k;
+    return out;
+}

@@ -51,4 +51,10 @@ void tfm_strbuf_printf(tfm_strbuf *b, const char *fmt, ...) __attribute__((forma
 int tfm_json_put_string(tfm_strbuf *b, const char *s, size_t n);
 void tfm_strbuf_free(tfm_strbuf *b);
 
+/* Base64 (RFC 4648 alphabet, '=' padding, no line breaks): append n bytes encoded; decode n characters
+ * strictly (length a multiple of 4, padding only at the end, canonical tail bits) into a malloc'd buffer,
+ * or NULL with a tfm error "not base64: ..." (no file name: the caller adds it). */
+void tfm_base64_put(tfm_strbuf *b, const void *data, size_t n);
+unsigned char *tfm_base64_decode(const char *s, size_t n, size_t *out_len);
+
 #endif

@@ -83,8 +83,20 @@ int tfm_default_threads(void) {
     return n > 0 ? n : 1;
 }
 
+int tfm_mul_size_overflow(size_t a, size_t b, size_t *out) {
+    if (b && a > SIZE_MAX / b) return 1;
+    *out = a * b;
+    return 0;
+}
+
+int64_t tfm_mul_i64_sat(int64_t a, int64_t b) {
+    if (a <= 0 || b <= 0) return 0;
+    return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
 void tfm_set_threads(int n) {
     if (n <= 0) n = tfm_default_threads();
+    if (n > TFM_MAX_THREADS) n = TFM_MAX_THREADS;
     omp_set_num_threads(n);
 }
 

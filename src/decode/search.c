@@ -58,6 +58,12 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
         if (len > max_src - 1) len = max_src - 1;
         if (len + 1 > Ts) Ts = len + 1;
     }
+    int64_t need = tfm_s2s_decode_elems(&m->cfg, nb, cap, Ts, max_steps);
+    if (need > TFM_MAX_STEP_ELEMS)
+        return tfm_set_error("decoding %d sentences x beam %d, %d source tokens, up to %d output tokens (--batch-size, "
+                             "--beam, --max-src, --max-len) needs ~%.0f GiB, at most %.0f GiB: lower them", nb, cap / nb,
+                             Ts, max_steps - 1, (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)),
+               NULL;
     int *src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * Ts);
     int *valid = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb);
     for (int i = 0; i < nb; i++) {
@@ -89,7 +95,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
     if (!row_sent || !hist || !prev || !keep || !len) {
         free(row_sent), free(hist), free(prev), free(keep), free(len);
         m->vt->free_state(m, st);
-        return -1;
+        return tfm_set_error("out of memory (decoding %d sentences)", nb), -1;
     }
     for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0;
     int rows = nb, rc = 0;
@@ -150,6 +156,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     if (!row_sent || !new_row_sent || !score || !new_score || !hist || !new_hist || !prev || !idx || !tops || !n_tops ||
         !best_score || !best_hyp || !best_len || !n_fin || !done) {
         rc = -1;
+        tfm_set_error("out of memory (beam search over %d sentences x beam %d)", nb, K);
         goto end;
     }
     for (int s = 0; s < nb; s++) {
@@ -318,6 +325,7 @@ static int grow_ids(int **ids, int *cap, int need) {
 
 int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src, int batch_size,
                         const tfm_decode_opts *o, char **hyps) {
+    tfm_set_error("%s", "");   /* a failure below that sets no message is reported as out of memory */
     int *off = malloc(sizeof(int) * (size_t)(n + 1));
     int cap = 1024, total = 0, rc = 0;
     int *ids = calloc((size_t)cap, sizeof(int));
@@ -419,6 +427,9 @@ end:
     free(out_len);
     free(off);
     free(ids);
-    if (rc) tfm_set_error_kind(TFM_ERR_NOMEM, "translation failed (out of memory or bad input)");
+    if (rc && !strcmp(tfm_last_error(), "unknown error"))
+        tfm_set_error_kind(TFM_ERR_NOMEM, "translation failed (out of memory)");
+    else if (rc)
+        tfm_prefix_error("translation failed: ");
     return rc;
 }

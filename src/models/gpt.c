@@ -21,8 +21,28 @@ int tfm_gpt_config_check(const tfm_gpt_config *c) {
     return 0;
 }
 
+/* int64 arithmetic on checked ranges (n_layer <= 256, n_embd <= 2^16, block_size <= 2^20, vocab <= 2^24):
+ * cannot wrap. The LM head is tied to wte. */
+int64_t tfm_gpt_n_params(const tfm_gpt_config *k) {
+    int64_t C = k->n_embd, T = k->block_size, V = k->vocab_size, hd = C / k->n_head;
+    int64_t ffn = (4 * C * C + 4 * C) + (4 * C * C + C);                       /* dense1 + dense2 */
+    int64_t attn = k->attention == TFM_ATTN_SYNTHESIZER ? 3 * (C * C + C) + hd * T + T   /* w1,W_v,W_o,w2,b2 */
+                                                        : 4 * (C * C + C);             /* W_q,W_k,W_v,W_o */
+    return V * C + T * C + k->n_layer * (2 * C + attn + 2 * C + ffn) + 2 * C;
+}
+
+int64_t tfm_gpt_step_elems(const tfm_gpt_config *c, int64_t B, int64_t T) {
+    int64_t per_tok = (int64_t)c->n_layer * (32 * (int64_t)c->n_embd + 2 * (int64_t)c->n_head * T) + 3 * (int64_t)c->vocab_size;
+    return tfm_mul_i64_sat(tfm_mul_i64_sat(B, T), per_tok);
+}
+
 int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c) {
     if (tfm_gpt_config_check(c)) return -1;
+    int64_t n = tfm_gpt_n_params(c);   /* before anything is allocated (a loader checks the file's count first) */
+    if (n > TFM_MAX_PARAMS)
+        return tfm_set_error("model config too large: %lld parameters (n_layer %d, n_embd %d, block_size %d, vocab %d), "
+                             "at most %lld", (long long)n, c->n_layer, c->n_embd, c->block_size, c->vocab_size,
+                             (long long)TFM_MAX_PARAMS), -1;
     m->cfg = *c;
     tfm_params_init(&m->params);
     tfm_params *p = &m->params;

@@ -2,6 +2,7 @@
 #include "tfm/interchange.h"
 #include "core/json.h"
 #include "tfm/safetensors.h"
+#include "tfm/bpe.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,33 +40,52 @@ int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_
     return save(path, &m->params, meta, (int)(sizeof meta / sizeof *meta));
 }
 
+/* The twin's parameters that are the one shared matrix of a tied translator (config share_embeddings). */
+#define SHARED_NAME "shared.embedding.weight"
+static const char *const TIED_ALIASES[] = {"encoder.embedding.weight", "decoder.embedding.weight",
+                                           "decoder.dense.weight"};
+#define N_TIED 3
+
+static void put_tied(tfm_strbuf *b) {
+    tfm_strbuf_put(b, "{", 1);
+    for (int i = 0; i < N_TIED; i++) tfm_strbuf_printf(b, "%s\"%s\":\"" SHARED_NAME "\"", i ? "," : "", TIED_ALIASES[i]);
+    tfm_strbuf_put(b, "}", 1);
+}
+
 int tfm_translator_save_safetensors(const char *path, const tfm_translator *t) {
     const tfm_s2s_config *c = &t->model->cfg;
-    if (t->bpe || c->share_embeddings)   /* not in the interchange format yet */
-        return tfm_set_error("%s: export of BPE / tied-embedding translators is not supported yet", path), -1;
-    tfm_strbuf b = {0};
+    if (t->bpe && (!t->bpe->proto || t->bpe->proto_len > TFM_ST_MAX_HEADER / 2))
+        return tfm_set_error("%s: the BPE model is too large for the safetensors header", path), -1;
+    tfm_strbuf b = {0}, bpe = {0}, tied = {0};
     tfm_strbuf_put(&b, "{", 1);
 #define PUT(f) tfm_strbuf_printf(&b, "%s\"" #f "\":%d", b.len > 1 ? "," : "", c->f);
     S2S_INT_FIELDS(PUT)
 #undef PUT
-    tfm_strbuf_printf(&b, ",\"dropout\":%.9g}", c->dropout);
+    if (c->pad_len) tfm_strbuf_printf(&b, ",\"pad_len\":%d", c->pad_len);   /* only when set: older readers */
+    tfm_strbuf_printf(&b, ",\"share_embeddings\":%d,\"dropout\":%.9g}", c->share_embeddings, c->dropout);
+    if (t->bpe) tfm_base64_put(&bpe, t->bpe->proto, t->bpe->proto_len);
+    tfm_strbuf_put(&bpe, "", 0);
+    if (c->share_embeddings) put_tied(&tied);
     char *src = tfm_vocab_serialize(&t->src_vocab), *tgt = tfm_vocab_serialize(&t->tgt_vocab);
     int rc = -1;
-    if (b.oom || !src || !tgt) {
+    if (b.oom || bpe.oom || tied.oom || !src || !tgt) {
         tfm_set_error("%s: out of memory", path);
     } else {
-        tfm_st_meta meta[] = {{"format", "pt"},
-                              {"tfm.format", "1"},
-                              {"tfm.kind", "seq2seq"},
-                              {"tfm.arch", c->arch},
-                              {"tfm.config", b.s},
-                              {"tfm.tokenizer.src_vocab", src},
-                              {"tfm.tokenizer.tgt_vocab", tgt},
-                              {"tfm.tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind)}};
-        rc = save(path, &t->model->params, meta, (int)(sizeof meta / sizeof *meta));
+        tfm_st_meta meta[11] = {{"format", "pt"},
+                                {"tfm.format", "1"},
+                                {"tfm.kind", "seq2seq"},
+                                {"tfm.arch", c->arch},
+                                {"tfm.config", b.s},
+                                {"tfm.tokenizer.src_vocab", src},
+                                {"tfm.tokenizer.tgt_vocab", tgt},
+                                {"tfm.tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind)}};
+        int n = 8;
+        if (t->bpe) meta[n++] = (tfm_st_meta){"tfm.tokenizer.bpe", bpe.s};
+        if (c->share_embeddings) meta[n++] = (tfm_st_meta){"tfm.tied_weights", tied.s};
+        rc = save(path, &t->model->params, meta, n);
     }
     free(src), free(tgt);
-    tfm_strbuf_free(&b);
+    tfm_strbuf_free(&b), tfm_strbuf_free(&bpe), tfm_strbuf_free(&tied);
     return rc;
 }
 
@@ -117,6 +137,18 @@ static int load_params(const tfm_st_file *f, tfm_params *p) {
         }
     }
     for (int i = 0; i < p->n; i++) tfm_st_read_f32(tfm_st_find(f, p->t[i]->name), p->t[i]->data);
+    return 0;
+}
+
+/* An edited config cannot make the import allocate far more than the file holds: the parameter count it
+ * implies may exceed the file's elements by at most 2x + 2^20 (a missing tensor or layer is then named
+ * exactly by load_params). Checked before the model is built. */
+static int check_budget(const tfm_st_file *f, int64_t need) {
+    int64_t have = 0;
+    for (int i = 0; i < f->n; i++) have += (int64_t)tfm_st_numel(&f->t[i]);
+    if (need < 0 || need > 2 * have + ((int64_t)1 << 20))
+        return tfm_set_error("%s: tfm.config implies %lld parameters but the file holds only %lld", f->path,
+                             (long long)need, (long long)have), -1;
     return 0;
 }
 
@@ -188,7 +220,7 @@ static int import_gpt(const tfm_st_file *f, const char *out) {
     if (tfm_char_vocab_from_string(&v, chars)) { wrap_error(f->path, "tfm.tokenizer.chars"); goto done; }
     if (v.n != c.vocab_size) {
         tfm_set_error("%s: tfm.tokenizer.chars has %d characters but vocab_size is %d", f->path, v.n, c.vocab_size);
-    } else {
+    } else if (!check_budget(f, tfm_gpt_n_params(&c))) {
         tfm_gpt m;
         if (tfm_gpt_init(&m, &c)) wrap_error(f->path, "tfm.config");
         else {
@@ -214,48 +246,107 @@ static int get_vocab(const tfm_st_file *f, const char *key, tfm_vocab *v, int wa
     return 0;
 }
 
+/* tfm.tokenizer.bpe: base64 of the SentencePiece ModelProto (the checkpoint's tokenizer.bpe bytes); its
+ * pieces must be both vocabularies. */
+static int get_bpe(const tfm_st_file *f, tfm_translator *t) {
+    const char *s = need_meta(f, "tfm.tokenizer.bpe");
+    if (!s) return -1;
+    size_t n = 0;
+    unsigned char *bytes = tfm_base64_decode(s, strlen(s), &n);
+    if (!bytes) return wrap_error(f->path, "tfm.tokenizer.bpe");
+    char name[600];
+    snprintf(name, sizeof name, "%s: tfm.tokenizer.bpe", f->path);
+    t->bpe = calloc(1, sizeof *t->bpe);
+    int rc = t->bpe ? tfm_bpe_from_bytes(t->bpe, bytes, n, name) : (tfm_set_error("%s: out of memory", f->path), -1);
+    free(bytes);
+    if (rc) return free(t->bpe), t->bpe = NULL, -1;
+    tfm_vocab v;
+    if (tfm_bpe_vocab(t->bpe, &v)) return wrap_error(f->path, "tfm.tokenizer.bpe");
+    int same = v.n == t->src_vocab.n && v.n == t->tgt_vocab.n;
+    for (int i = 0; same && i < v.n; i++)
+        same = !strcmp(v.tok[i], t->src_vocab.tok[i]) && !strcmp(v.tok[i], t->tgt_vocab.tok[i]);
+    tfm_vocab_free(&v);
+    if (!same)
+        return tfm_set_error("%s: tfm.tokenizer.bpe: the model's pieces are not tfm.tokenizer.src_vocab / tgt_vocab",
+                             f->path), -1;
+    return 0;
+}
+
+/* tfm.tied_weights: present exactly when the config ties the embeddings, and then the canonical map. */
+static int check_tied(const tfm_st_file *f, int share) {
+    const char *s = tfm_st_meta_get(f, "tfm.tied_weights");
+    if (!share) {
+        if (s) return tfm_set_error("%s: tfm.tied_weights given but tfm.config has share_embeddings 0", f->path), -1;
+        return 0;
+    }
+    if (!s) return tfm_set_error("%s: __metadata__ has no 'tfm.tied_weights' (tfm.config has share_embeddings 1)",
+                                 f->path), -1;
+    tfm_json *j = tfm_json_parse(s, strlen(s));
+    if (!j) return wrap_error(f->path, "tfm.tied_weights");
+    int ok = j->type == TFM_JSON_OBJECT && j->n == N_TIED;
+    for (int i = 0; ok && i < N_TIED; i++) {
+        const tfm_json *v = tfm_json_get(j, TIED_ALIASES[i]);
+        ok = v && v->type == TFM_JSON_STRING && !strcmp(v->text, SHARED_NAME);
+    }
+    tfm_json_free(j);
+    if (!ok)
+        return tfm_set_error("%s: tfm.tied_weights must map %s, %s and %s to \"" SHARED_NAME "\"", f->path,
+                             TIED_ALIASES[0], TIED_ALIASES[1], TIED_ALIASES[2]), -1;
+    return 0;
+}
+
+/* The translator the metadata describes (config, vocabularies, tokenizer), its model built, weights unset. */
+static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char *arch, tfm_translator *t) {
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+    if (strlen(arch) >= sizeof c.arch) return tfm_set_error("%s: unknown tfm.arch '%.40s'", f->path, arch), -1;
+    snprintf(c.arch, sizeof c.arch, "%s", arch);
+#define GET(k) cfg_int(f, j, #k, &c.k) ||
+    if (S2S_INT_FIELDS(GET) cfg_float(f, j, "dropout", &c.dropout)) return -1;
+#undef GET
+    if (tfm_json_get(j, "share_embeddings") && cfg_int(f, j, "share_embeddings", &c.share_embeddings)) return -1;
+    if (tfm_json_get(j, "pad_len") && cfg_int(f, j, "pad_len", &c.pad_len)) return -1;
+    if (tfm_s2s_config_check(&c)) return wrap_error(f->path, "tfm.config");
+    if (check_tied(f, c.share_embeddings)) return -1;
+    const char *kind = need_meta(f, "tfm.tokenizer.kind");
+    if (!kind) return -1;
+    t->tok_kind = tfm_tok_kind_parse(kind);
+    if (t->tok_kind < 0) return tfm_set_error("%s: unknown tfm.tokenizer.kind '%.40s'", f->path, kind), -1;
+    if (t->tok_kind != TFM_TOK_BPE && tfm_st_meta_get(f, "tfm.tokenizer.bpe"))
+        return tfm_set_error("%s: tfm.tokenizer.bpe given but tfm.tokenizer.kind is '%.40s'", f->path, kind), -1;
+    if (get_vocab(f, "tfm.tokenizer.src_vocab", &t->src_vocab, c.src_vocab) ||
+        get_vocab(f, "tfm.tokenizer.tgt_vocab", &t->tgt_vocab, c.tgt_vocab))
+        return -1;
+    if (t->tok_kind == TFM_TOK_BPE && get_bpe(f, t)) return -1;
+    if (check_budget(f, tfm_s2s_n_params(&c))) return -1;
+    t->model = tfm_s2s_create(&c);
+    return t->model ? 0 : wrap_error(f->path, "tfm.config");
+}
+
 static int import_seq2seq(const tfm_st_file *f, const char *out) {
     static const char *const known[] = {
 #define NAME(k) #k,
         S2S_INT_FIELDS(NAME)
 #undef NAME
-        "dropout", NULL};
+        "share_embeddings", "pad_len", "dropout", NULL};
     const char *arch = need_meta(f, "tfm.arch");
     tfm_json *j = arch ? config_json(f, known) : NULL;
     if (!j) return -1;
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
-    tfm_translator t;
+    tfm_translator t, check;
     memset(&t, 0, sizeof t);
     int rc = -1;
-    if (strlen(arch) >= sizeof c.arch) {
-        tfm_set_error("%s: unknown tfm.arch '%.40s'", f->path, arch);
-        goto done;
+    if (!seq2seq_from_meta(f, j, arch, &t) && !load_params(f, &t.model->params)) {
+        tfm_container ck;
+        tfm_container_init(&ck);
+        tfm_translator_put(&ck, &t);
+        /* what a checkpoint load would check (e.g. a lowercasing tokenizer's vocabulary) before writing */
+        if (!tfm_translator_get(&check, &ck, f->path)) {
+            tfm_translator_free(&check);
+            rc = tfm_container_save(&ck, out);
+        }
+        tfm_container_free(&ck);
     }
-    snprintf(c.arch, sizeof c.arch, "%s", arch);
-#define GET(k) cfg_int(f, j, #k, &c.k) ||
-    if (S2S_INT_FIELDS(GET) cfg_float(f, j, "dropout", &c.dropout)) goto done;
-#undef GET
-    const char *kind = need_meta(f, "tfm.tokenizer.kind");
-    if (!kind) goto done;
-    t.tok_kind = tfm_tok_kind_parse(kind);
-    if (t.tok_kind < 0 || t.tok_kind == TFM_TOK_BPE) {
-        tfm_set_error("%s: unknown tfm.tokenizer.kind '%.40s'", f->path, kind);
-        goto done;
-    }
-    if (get_vocab(f, "tfm.tokenizer.src_vocab", &t.src_vocab, c.src_vocab) ||
-        get_vocab(f, "tfm.tokenizer.tgt_vocab", &t.tgt_vocab, c.tgt_vocab))
-        goto done;
-    t.model = tfm_s2s_create(&c);
-    if (!t.model) { wrap_error(f->path, "tfm.config"); goto done; }
-    if (load_params(f, &t.model->params)) goto done;
-    tfm_container ck;
-    tfm_container_init(&ck);
-    tfm_translator_put(&ck, &t);
-    rc = tfm_container_save(&ck, out);
-    tfm_container_free(&ck);
-done:
-    if (t.src_vocab.tok || t.tgt_vocab.tok || t.model) tfm_translator_free(&t);
+    tfm_translator_free(&t);
     tfm_json_free(j);
     return rc;
 }

@@ -58,6 +58,38 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
     return 0;
 }
 
+int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt) {
+    int64_t L = c->n_layer, V = c->tgt_vocab, enc, dec;
+    if (!strcmp(c->arch, "transformer")) {
+        int64_t w = 12 * (int64_t)c->d_model + 2 * (int64_t)c->ffn, H = c->n_head;
+        enc = tfm_mul_i64_sat(tfm_mul_i64_sat(rows, Ts), L * (w + 2 * H * Ts));
+        dec = tfm_mul_i64_sat(tfm_mul_i64_sat(rows, Tt), L * (2 * w + 2 * H * (Tt + Ts)) + 3 * V);
+    } else {
+        int64_t w = 3 * (int64_t)c->embed_size + 12 * (int64_t)c->hidden_size;
+        enc = tfm_mul_i64_sat(tfm_mul_i64_sat(rows, Ts), L * w);
+        dec = tfm_mul_i64_sat(tfm_mul_i64_sat(rows, Tt), L * w + 2 * Ts + 3 * V);
+    }
+    return enc > INT64_MAX - dec ? INT64_MAX : enc + dec;
+}
+
+static int64_t add_sat(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps) {
+    int64_t L = c->n_layer, V = c->tgt_vocab, enc, cache, step;
+    if (!strcmp(c->arch, "transformer")) {
+        int64_t d = c->d_model, w = 12 * d + 2 * (int64_t)c->ffn, H = c->n_head;
+        enc = tfm_mul_i64_sat(tfm_mul_i64_sat(nb, Ts), L * (w + 2 * H * Ts));
+        cache = tfm_mul_i64_sat(tfm_mul_i64_sat(rows, Ts + max_steps), 2 * L * d);   /* cross + self K/V */
+        step = tfm_mul_i64_sat(rows, L * (2 * w + 2 * H * (max_steps + Ts)) + 3 * V);
+    } else {
+        int64_t w = 3 * (int64_t)c->embed_size + 12 * (int64_t)c->hidden_size;
+        enc = tfm_mul_i64_sat(tfm_mul_i64_sat(nb, Ts), L * w);
+        cache = tfm_mul_i64_sat(tfm_mul_i64_sat(rows, Ts), 2 * (int64_t)c->hidden_size);
+        step = tfm_mul_i64_sat(rows, L * w + 2 * Ts + 3 * V);
+    }
+    return add_sat(add_sat(enc, cache), add_sat(step, tfm_mul_i64_sat(rows, max_steps)));   /* + histories */
+}
+
 int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     int64_t Vs = c->src_vocab, Vt = c->tgt_vocab, L = c->n_layer;
     if (!strcmp(c->arch, "transformer")) {
@@ -83,6 +115,11 @@ tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c) {
     else if (!strcmp(c->arch, "rnn")) fn = tfm_rnn_s2s_create;
     else if (!strcmp(c->arch, "bahdanau")) fn = tfm_bahdanau_create;
     else return tfm_set_error("unknown architecture '%s' (transformer, rnn, bahdanau)", c->arch), NULL;
+    if (tfm_s2s_config_check(c)) return NULL;
+    int64_t n = tfm_s2s_n_params(c);   /* int64 on the checked ranges: cannot wrap; a loader checks the file first */
+    if (n > TFM_MAX_PARAMS)
+        return tfm_set_error("config describes %lld parameters, at most %lld (lower d_model/ffn/n_layer or the "
+                             "vocabularies)", (long long)n, (long long)TFM_MAX_PARAMS), NULL;
     return fn(c);
 }
 

@@ -74,12 +74,12 @@ static void set_keep(tfm_encdec *m) {
 
 /* The valid positions of a padded (B,T) batch, b-major: rows[i] = b*T + t and pos[i] = t for t < len[b]. */
 typedef struct tf_packing {
-    int B, T, n;
+    int B, T, n, side;   /* side: 0 source, 1 target (tfm_graph.drop_row0) */
     int *rows, *pos;
 } tf_packing;
 
-static tf_packing tf_pack(tfm_graph *g, const int *len, int B, int T) {
-    tf_packing p = {B, T, 0, NULL, NULL};
+static tf_packing tf_pack(tfm_graph *g, const int *len, int B, int T, int side) {
+    tf_packing p = {B, T, 0, side, NULL, NULL};
     for (int b = 0; b < B; b++) p.n += len[b];
     p.rows = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(p.n > 0 ? p.n : 1));
     p.pos = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(p.n > 0 ? p.n : 1));
@@ -87,6 +87,16 @@ static tf_packing tf_pack(tfm_graph *g, const int *len, int B, int T) {
         for (int t = 0; t < len[b]; t++, i++) p.rows[i] = b * T + t, p.pos[i] = t;
     return p;
 }
+
+/* Data parallel (tfm_graph.drop_row0): a row-wise dropout on packed rows keys its elements from the slice's
+ * first global row of that side, so swap the row offsets in around it (attention keeps the sample ones). */
+typedef struct { long s0, n; } drop_saved;
+static drop_saved rows_begin(tfm_graph *g, const tf_packing *p, int side) {
+    drop_saved sv = {g->drop_sample0, g->drop_samples};
+    if (p && g->drop_samples > 0) g->drop_sample0 = g->drop_row0[side], g->drop_samples = p->n > 0 ? p->n : 1;
+    return sv;
+}
+static void rows_end(tfm_graph *g, drop_saved sv) { g->drop_sample0 = sv.s0, g->drop_samples = sv.n; }
 
 /* embed() on the packed positions: (n, d), row i = embedding(ids[rows[i]]) * sqrt(d) + PE(pos[i]) */
 static tfm_tensor *embed_packed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids,
@@ -102,7 +112,10 @@ static tfm_tensor *embed_packed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding
     }
     tfm_tensor *x = tfm_scale(g, tfm_embedding(g, e->weight, id, 1, (int[]){p->n}), sqrtf((float)d));
     x = tfm_add(g, x, tfm_constant(g, pe, 2, (int[]){p->n, d}));
-    return tfm_dropout(g, x, m->cfg.dropout);
+    drop_saved sv = rows_begin(g, p, p->side);
+    x = tfm_dropout(g, x, m->cfg.dropout);
+    rows_end(g, sv);
+    return x;
 }
 
 /* Self- or cross-attention on padded (B,T,d) tensors, or on packed rows when q (and kv) packings are given. */
@@ -122,8 +135,20 @@ static tfm_tensor *embed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, co
 }
 
 /* One residual sublayer. post-LN: AddNorm(X, Y); pre-LN handled by the caller. */
-static tfm_tensor *pre_residual(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor *x, tfm_tensor *y) {
-    return tfm_add(g, x, tfm_dropout(g, y, an->dropout));
+static tfm_tensor *pre_residual(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor *x, tfm_tensor *y,
+                                const tf_packing *p) {
+    drop_saved sv = rows_begin(g, p, p ? p->side : 0);
+    x = tfm_add(g, x, tfm_dropout(g, y, an->dropout));
+    rows_end(g, sv);
+    return x;
+}
+
+/* post-LN: AddNorm(X, Y) (y already computed, so its own dropouts keep their offsets) */
+static tfm_tensor *add_norm(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor *x, tfm_tensor *y, const tf_packing *p) {
+    drop_saved sv = rows_begin(g, p, p ? p->side : 0);
+    x = tfm_AddNorm_forward(g, an, x, y);
+    rows_end(g, sv);
+    return x;
 }
 
 /* ps: packed rows of the source (tf_loss), or NULL for the padded (B,Ts,d) encoder output */
@@ -140,12 +165,12 @@ static tfm_tensor *tf_encode_rows(tfm_encdec *m, tfm_graph *g, const int *src, c
         enc_block *b = &t->eb[l];
         if (m->cfg.pre_ln) {
             tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
-            x = pre_residual(g, &b->addnorm1, x, mha(g, &b->attention, h, ps, h, ps, &mask));
+            x = pre_residual(g, &b->addnorm1, x, mha(g, &b->attention, h, ps, h, ps, &mask), ps);
             h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
-            x = pre_residual(g, &b->addnorm2, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h));
+            x = pre_residual(g, &b->addnorm2, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h), ps);
         } else {
-            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x, mha(g, &b->attention, x, ps, x, ps, &mask));
-            x = tfm_AddNorm_forward(g, &b->addnorm2, y, tfm_PositionWiseFFN_forward(g, &b->ffn, y));
+            tfm_tensor *y = add_norm(g, &b->addnorm1, x, mha(g, &b->attention, x, ps, x, ps, &mask), ps);
+            x = add_norm(g, &b->addnorm2, y, tfm_PositionWiseFFN_forward(g, &b->ffn, y), ps);
         }
     }
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->enc_lnf, x);
@@ -258,15 +283,15 @@ static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int
         dec_block *b = &t->db[l];
         if (m->cfg.pre_ln) {
             tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
-            x = pre_residual(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, h));
+            x = pre_residual(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, h), s->tgt_pack);
             h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
-            x = pre_residual(g, &b->addnorm2, x, dec_cross_attention(g, s, b, l, h, &src_mask));
+            x = pre_residual(g, &b->addnorm2, x, dec_cross_attention(g, s, b, l, h, &src_mask), s->tgt_pack);
             h = tfm_LayerNorm_forward(g, &b->addnorm3.ln, x);
-            x = pre_residual(g, &b->addnorm3, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h));
+            x = pre_residual(g, &b->addnorm3, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h), s->tgt_pack);
         } else {
-            tfm_tensor *y = tfm_AddNorm_forward(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, x));
-            tfm_tensor *z = tfm_AddNorm_forward(g, &b->addnorm2, y, dec_cross_attention(g, s, b, l, y, &src_mask));
-            x = tfm_AddNorm_forward(g, &b->addnorm3, z, tfm_PositionWiseFFN_forward(g, &b->ffn, z));
+            tfm_tensor *y = add_norm(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, x), s->tgt_pack);
+            tfm_tensor *z = add_norm(g, &b->addnorm2, y, dec_cross_attention(g, s, b, l, y, &src_mask), s->tgt_pack);
+            x = add_norm(g, &b->addnorm3, z, tfm_PositionWiseFFN_forward(g, &b->ffn, z), s->tgt_pack);
         }
     }
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->dec_lnf, x);
@@ -416,8 +441,8 @@ static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const in
         tlen[b] = n;
     }
     tf_packing *ps = tfm_arena_alloc(&g->arena, sizeof *ps), *pt = tfm_arena_alloc(&g->arena, sizeof *pt);
-    *ps = tf_pack(g, src_valid, B, Ts);
-    *pt = tf_pack(g, tlen, B, Tt);
+    *ps = tf_pack(g, src_valid, B, Ts, 0);
+    *pt = tf_pack(g, tlen, B, Tt, 1);
     tfm_tensor *enc = tf_encode_rows(m, g, src, src_valid, B, Ts, ps);
     tf_state *s = tf_init_state(m, g, enc, src_valid, B, Ts, 0, B);
     s->src_pack = ps;

@@ -6,14 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int64_t tfm_gpt_n_params(const tfm_gpt_config *k) {
-    int64_t C = k->n_embd, T = k->block_size, V = k->vocab_size, hd = C / k->n_head;
-    int64_t ffn = (4 * C * C + 4 * C) + (4 * C * C + C);                       /* dense1 + dense2 */
-    int64_t attn = k->attention == TFM_ATTN_SYNTHESIZER ? 3 * (C * C + C) + hd * T + T   /* w1,W_v,W_o,w2,b2 */
-                                                        : 4 * (C * C + C);             /* W_q,W_k,W_v,W_o */
-    return V * C + T * C + k->n_layer * (2 * C + attn + 2 * C + ffn) + 2 * C;
-}
-
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st) {
     return tfm_gpt_save_run(path, m, v, opt, st, NULL);

@@ -25,9 +25,9 @@ int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, 
     }
     d->n_train = (int)((double)d->n * train_frac);
     int n_val = d->n - d->n_train;
-    if (d->n_train < block_size + 1 || n_val < block_size + 1) {   /* both splits: get_batch draws from each */
+    if (d->n_train <= block_size || n_val <= block_size) {   /* both splits: get_batch draws from each */
         tfm_set_error("%s: corpus too short: %d characters give %d train / %d validation tokens, each split needs "
-                      "at least block_size+1 = %d", path, d->n, d->n_train, n_val, block_size + 1);
+                      "at least block_size+1 = %lld", path, d->n, d->n_train, n_val, (long long)block_size + 1);
         tfm_lm_data_free(d);
         return tfm_error_in_data();
     }
@@ -45,8 +45,8 @@ void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T,
     uint32_t span = (uint32_t)(hi - lo - T);  /* start offsets 0..span-1 keep T+1 tokens inside */
     for (int b = 0; b < B; b++) {
         int s = lo + (int)(tfm_rng_u32(r) % span);
-        memcpy(x + b * T, d->ids + s, sizeof(int) * T);
-        memcpy(y + b * T, d->ids + s + 1, sizeof(int) * T);
+        memcpy(x + (size_t)b * T, d->ids + s, sizeof(int) * (size_t)T);
+        memcpy(y + (size_t)b * T, d->ids + s + 1, sizeof(int) * (size_t)T);
     }
 }
 
@@ -69,4 +69,12 @@ float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int s
     g->training = saved_train;
     free(x);
     return (float)(total / n_batches);
+}
+
+int tfm_lm_step_check(const tfm_gpt_config *c, int batch_size) {
+    int64_t need = tfm_gpt_step_elems(c, batch_size, c->block_size);
+    if (need <= TFM_MAX_STEP_ELEMS) return 0;
+    return tfm_set_error("--batch-size %d x --block-size %d: one training step needs ~%.0f GiB of activations, at most "
+                         "%.0f GiB (lower --batch-size and raise --grad-accum, or lower --block-size)", batch_size,
+                         c->block_size, (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)), -1;
 }

@@ -84,3 +84,20 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
+
+int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o) {
+    int64_t rows = o->max_tokens > 0 ? o->max_tokens : o->batch_size;   /* a batch has at most n rows */
+    if (rows > a->n) rows = a->n;
+    int Ts = 1, Tt = 1;   /* batches are cut to their longest row */
+    for (int i = 0; i < a->n; i++) {
+        if (a->src_valid[i] > Ts) Ts = a->src_valid[i];
+        if (a->tgt_valid[i] > Tt) Tt = a->tgt_valid[i];
+    }
+    int64_t need = tfm_s2s_step_elems(c, rows, Ts, Tt);
+    if (need <= TFM_MAX_STEP_ELEMS) return 0;
+    return tfm_set_error("%s %d (%lld pairs a batch) x up to %d source / %d target tokens (--max-len %d): one training "
+                         "step needs ~%.0f GiB of activations, at most %.0f GiB (lower --batch-size / --max-tokens or "
+                         "--max-len, or the model size)", o->max_tokens > 0 ? "--max-tokens" : "--batch-size",
+                         o->max_tokens > 0 ? o->max_tokens : o->batch_size, (long long)rows, Ts, Tt, a->num_steps,
+                         (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)), -1;
+}

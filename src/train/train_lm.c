@@ -25,35 +25,81 @@ void tfm_lm_train_state_default(tfm_lm_train_state *st) {
     tfm_lm_train_state_init(st);
 }
 
-/* Mean loss of one optimizer step: grad_accum micro-batches, each loss scaled by 1/grad_accum. */
+/* Mean loss of one optimizer step: grad_accum micro-batches, each loss scaled by 1/grad_accum. On several
+ * ranks every rank draws the whole batch and computes samples [start, start+count): its loss is scaled by
+ * count/B as well (the sum over ranks is the global mean) and dropout is keyed by the global sample. */
 static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
-                        tfm_rng *batch_rng, int *x, int *y) {
+                        tfm_rng *batch_rng, int *x, int *y, int start, int count) {
     int B = st->batch_size, T = m->cfg.block_size;
     float loss_sum = 0;
     for (int micro = 0; micro < st->grad_accum; micro++) {
         tfm_graph_reset(g);
         g->training = 1;
         tfm_lm_get_batch(d, 0, batch_rng, B, T, x, y);
-        tfm_tensor *loss = tfm_cross_entropy(g, tfm_gpt_forward(g, m, x, B, T), y, -100, 0.0f);
-        if (st->grad_accum > 1) loss = tfm_scale(g, loss, 1.0f / st->grad_accum);
+        if (count != B) g->drop_sample0 = start, g->drop_samples = count;
+        tfm_tensor *loss = tfm_cross_entropy(g, tfm_gpt_forward(g, m, x + (size_t)start * T, count, T),
+                                             y + (size_t)start * T, -100, 0.0f);
+        if (count != B) loss = tfm_scale(g, loss, (float)count / ((float)B * (float)st->grad_accum));
+        else if (st->grad_accum > 1) loss = tfm_scale(g, loss, 1.0f / st->grad_accum);
         tfm_backward(g, loss);
         loss_sum += loss->data[0];
     }
     return loss_sum;
 }
 
-static void evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_train_state *st, tfm_lm_report *r) {
+/* tfm_lm_estimate_loss split across ranks: the same batches, each rank its slice, one sum at the end */
+static int estimate_split(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
+                          tfm_dist *dist, uint64_t seed, float *train_loss, float *val_loss) {
+    int B = st->batch_size, T = m->cfg.block_size, start, count;
+    if (tfm_dist_slice(dist, B, &start, &count)) return -1;
+    int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
+    if (!x) return tfm_set_error("out of memory (%d x %d batch)", B, T), -1;
+    int saved_grad = g->grad_enabled, saved_train = g->training;
+    g->grad_enabled = 0;
+    g->training = 0;
+    double sum[2] = {0, 0};
+    for (int split = 0; split < 2; split++) {
+        tfm_rng r;
+        tfm_rng_seed(&r, seed + (uint64_t)split);
+        for (int i = 0; i < st->eval_iters; i++) {
+            tfm_graph_reset(g);
+            tfm_lm_get_batch(d, split, &r, B, T, x, y);
+            float mean = tfm_cross_entropy(g, tfm_gpt_forward(g, m, x + (size_t)start * T, count, T),
+                                           y + (size_t)start * T, -100, 0.0f)->data[0];
+            sum[split] += (double)mean * count / B;
+        }
+    }
+    g->grad_enabled = saved_grad;
+    g->training = saved_train;
+    free(x);
+    if (tfm_dist_sum_f64(dist, sum, 2)) return -1;
+    *train_loss = (float)(sum[0] / st->eval_iters);
+    *val_loss = (float)(sum[1] / st->eval_iters);
+    return 0;
+}
+
+static int evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_train_state *st, tfm_dist *dist,
+                    tfm_lm_report *r) {
     uint64_t eval_seed = (uint64_t)st->seed * 1000003u + 7;
     int B = st->batch_size, T = m->cfg.block_size;
-    r->train_loss = tfm_lm_estimate_loss(m, g, d, 0, st->eval_iters, B, T, eval_seed);
-    r->val_loss = tfm_lm_estimate_loss(m, g, d, 1, st->eval_iters, B, T, eval_seed + 1);
+    if (dist) {
+        if (estimate_split(m, g, d, st, dist, eval_seed, &r->train_loss, &r->val_loss)) return -1;
+    } else {
+        r->train_loss = tfm_lm_estimate_loss(m, g, d, 0, st->eval_iters, B, T, eval_seed);
+        r->val_loss = tfm_lm_estimate_loss(m, g, d, 1, st->eval_iters, B, T, eval_seed + 1);
+    }
     st->last_val_loss = r->val_loss;
     r->eval = 1;
+    return 0;
 }
 
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
     int B = st->batch_size, T = m->cfg.block_size;
+    if (tfm_lm_step_check(&m->cfg, B)) return -1;
+    tfm_dist *dist = tfm_train_dist(ctl);   /* NULL: one process */
+    int start = 0, count = B, writer = !dist || tfm_dist_is_writer(dist);
+    if (dist && tfm_dist_slice(dist, B, &start, &count)) return -1;
     int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
     if (!x) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d x %d batch)", B, T), -1;
     tfm_graph g;
@@ -69,7 +115,16 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     while (st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) {
         double t0 = tfm_now();
         if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step zeroes them */
-        float loss = accumulate(m, &g, d, st, &batch_rng, x, y);
+        float loss = accumulate(m, &g, d, st, &batch_rng, x, y, start, count);
+        int stop_req = ctl->stop && *ctl->stop;
+        if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
+            double l = loss;
+            if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
+                rc = -1;
+                break;
+            }
+            loss = (float)l;
+        }
         float lr = tfm_lr_cosine(st->iter, st->lr, st->min_lr, st->warmup, st->iters);
         /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
         int bad = !isfinite(loss);
@@ -82,32 +137,40 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
             rc = -1;
             break;
         }
-        if (bad) fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", st->iter + 1,
+        if (bad && writer) fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", st->iter + 1,
                          isfinite(loss) ? "gradient norm" : "loss", skipped, ctl->skip_nonfinite);
         st->iter++;
         steps++;
         t_train += tfm_now() - t0;
         tfm_lm_report r = {st->iter, st->iters, loss, lr, (float)((double)steps * B * T * st->grad_accum / t_train),
                            (float)(t_train / steps * (st->iters - st->iter)), 0, NAN, NAN, t_train};
-        if (report) report(&r, user);
+        if (report && writer) report(&r, user);
         int at_max = max_steps > 0 && st->iter >= max_steps;   /* the run's global step, across resumes */
-        int stop = at_max || (ctl->stop && *ctl->stop);
+        int stop = at_max || (dist ? stop_req : ctl->stop && *ctl->stop);
         int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || at_max;
-        if (eval) {
-            evaluate(m, &g, d, st, &r);
-            if (report) report(&r, user);
+        if (eval && evaluate(m, &g, d, st, dist, &r)) {
+            rc = -1;
+            break;
         }
+        if (eval && report && writer) report(&r, user);
         if (eval || stop || (ctl->save_every > 0 && st->iter % ctl->save_every == 0)) {
             st->batch_rng = batch_rng.s;
             st->dropout_rng = g.rng.s;
-            if (save && save(st, user)) {
+            int failed = save && writer && save(st, user);   /* rank 0 alone writes */
+            if (dist && tfm_train_dist_agree(dist, &failed) == 0 && failed && !writer)
+                tfm_set_error("rank 0 could not save the checkpoint (its message is on rank 0's stderr)");
+            if (failed) {
                 rc = -1;
                 break;
             }
         }
         if (stop) break;
     }
-    if (!rc && profile && steps) tfm_profile_print(&g, steps, "step", t_train, tfm_isa_name(), stderr);
+    char hash[32];
+    if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
+    else if (!rc && dist && writer)
+        fprintf(stderr, "%d ranks: parameters identical on every rank (fnv1a64 %s)\n", tfm_dist_size(dist), hash);
+    if (!rc && profile && steps && writer) tfm_profile_print(&g, steps, "step", t_train, tfm_isa_name(), stderr);
     free(x);
     tfm_graph_free(&g);
     return rc ? -1 : steps;

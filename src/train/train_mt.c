@@ -5,6 +5,7 @@
  * Each batch is cut to its longest valid source and target length: the trailing pads are masked
  * keys (encoder), later positions (causal decoder) or ignored targets, so this changes nothing but
  * the cost. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,16 +83,23 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
     return 0;
 }
 
-/* Gather batch rows into (nb, Ts) source, (nb, Tt) target / decoder input, trimmed to the longest, or padded
- * to the model's pad_len (at most num_steps) when it has one. */
+/* the length every batch is padded to: the model's pad_len, at most num_steps (0: the batch's longest) */
+static int pad_min(const tfm_encdec *m, const tfm_nmt_arrays *a) {
+    return m->cfg.pad_len < a->num_steps ? m->cfg.pad_len : a->num_steps;
+}
+
 typedef struct {
     int *src, *valid, *tgt, *tgt_in;
     int Ts, Tt, n_tok;
 } mt_batch;
 
-static void gather(tfm_graph *g, const tfm_nmt_arrays *a, int pad_len, const int *idx, int nb, mt_batch *b) {
+/* Gather batch rows into (nb, Ts) source, (nb, Tt) target / decoder input, trimmed to the longest but at
+ * least ts_min, tt_min (a rank's slice is padded to the global batch's lengths; a model with a pad_len pads
+ * every batch to pad_min) */
+static void gather(tfm_graph *g, const tfm_nmt_arrays *a, const int *idx, int nb, mt_batch *b, int ts_min, int tt_min) {
     int S = a->num_steps;
-    b->Ts = b->Tt = pad_len < 1 ? 1 : pad_len < S ? pad_len : S;
+    b->Ts = ts_min > 1 ? ts_min : 1;
+    b->Tt = tt_min > 1 ? tt_min : 1;
     b->n_tok = 0;
     for (int i = 0; i < nb; i++) {
         if (a->src_valid[idx[i]] > b->Ts) b->Ts = a->src_valid[idx[i]];
@@ -110,6 +118,32 @@ static void gather(tfm_graph *g, const tfm_nmt_arrays *a, int pad_len, const int
     tfm_s2s_shift_right(b->tgt, nb, b->Tt, b->tgt_in);
 }
 
+/* Data parallel: this rank's pairs of a global batch of nb pairs, contiguous and of nearly equal token
+ * count (tfm_dist_split_weighted), and what every rank needs of the whole batch: its longest source and
+ * target (the slice is padded to them, so attention dropout keys match the one-process batch), its target
+ * tokens (the loss normalisation) and the global index of the slice's first source and target token. */
+typedef struct {
+    int lo, n;               /* pairs [lo, lo + n) of the batch; n = 0: none (the rank runs a dummy) */
+    int Ts, Tt, n_tok;       /* of the whole batch */
+    long row0[2];
+} mt_slice;
+
+static void dist_slice(tfm_dist *d, const tfm_nmt_arrays *a, const int *idx, int nb, int *w, int *bounds,
+                       mt_slice *s) {
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < nb; i++) {
+        int j = idx[i];
+        w[i] = a->src_valid[j] + a->tgt_valid[j];
+        if (a->src_valid[j] > s->Ts) s->Ts = a->src_valid[j];
+        if (a->tgt_valid[j] > s->Tt) s->Tt = a->tgt_valid[j];
+        s->n_tok += a->tgt_valid[j];
+    }
+    tfm_dist_split_weighted(w, nb, tfm_dist_size(d), bounds);
+    s->lo = bounds[tfm_dist_rank(d)];
+    s->n = bounds[tfm_dist_rank(d) + 1] - s->lo;
+    for (int i = 0; i < s->lo; i++) s->row0[0] += a->src_valid[idx[i]], s->row0[1] += a->tgt_valid[idx[i]];
+}
+
 float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size) {
     int saved_grad = g->grad_enabled, saved_train = g->training;
     g->grad_enabled = 0;
@@ -123,7 +157,7 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
         for (int i = 0; i < nb; i++) idx[i] = i0 + i;
         tfm_graph_reset(g);
         mt_batch b;
-        gather(g, data, m->cfg.pad_len, idx, nb, &b);
+        gather(g, data, idx, nb, &b, pad_min(m, data), pad_min(m, data));
         tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, 0.0f);
         sum += (double)loss->data[0] * b.n_tok;
         n_tok += b.n_tok;
@@ -135,21 +169,36 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
     return n_tok ? (float)(sum / n_tok) : 0.0f;
 }
 
+/* Data parallel: a callback only rank 0 runs (validation, checkpoint) has its result on every rank. */
+static int on_writer(tfm_dist *d, int v) {
+    if (!d) return v;
+    if (tfm_train_dist_agree(d, &v)) return -1;
+    if (v < 0 && !tfm_dist_is_writer(d)) tfm_set_error("rank 0 failed (its message is on rank 0's stderr)");
+    return v;
+}
+
 int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user) {
     if (train->n < 1) return tfm_set_error("no training pairs"), -1;
     if (o->batch_size < 1) return tfm_set_error("batch size must be >= 1"), -1;
-    int steps_per_epoch = (train->n + o->batch_size - 1) / o->batch_size;
+    int steps_per_epoch = (int)(((int64_t)train->n + o->batch_size - 1) / o->batch_size);
     if (o->max_tokens > 0) {   /* the batch count of token batches does not depend on the shuffle */
         tfm_batches b0;
         if (tfm_batches_by_tokens(&b0, train->n, train->src_valid, train->tgt_valid, o->max_tokens, NULL)) return -1;
         steps_per_epoch = b0.n_batches;
         tfm_batches_free(&b0);
     }
+    if ((int64_t)o->epochs * steps_per_epoch > INT_MAX)
+        return tfm_set_error("--epochs %d x %d steps per epoch overflows the step counter (at most %d steps)", o->epochs,
+                             steps_per_epoch, INT_MAX), -1;
+    if (tfm_mt_step_check(&m->cfg, train, o)) return -1;
     int total = o->epochs * steps_per_epoch;
-    int *lens = malloc(sizeof(int) * (size_t)train->n);
+    tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
+    int writer = !dist || tfm_dist_is_writer(dist);
+    int *lens = malloc(sizeof(int) * ((size_t)train->n + (dist ? (size_t)train->n + tfm_dist_size(dist) + 2 : 0)));
     if (!lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    int *w = lens + train->n, *bounds = w + train->n + 1;   /* dist_slice's scratch (several ranks) */
     for (int i = 0; i < train->n; i++)
         lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
     tfm_graph g;
@@ -164,6 +213,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     int limit = o->max_steps > 0;   /* --max-steps: stop once the run's global step reaches it */
     const tfm_train_ctl *ctl = &o->ctl;
     int done = limit && prog->step >= o->max_steps;
+    int stop_seen = 0;   /* a rank's stop request, agreed by all (several ranks) */
     for (int epoch = prog->epoch; epoch < o->epochs && !rc && !done; epoch++) {
         /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
         if (prog->batch > 0) prog->rng = prog->epoch_rng;
@@ -183,13 +233,33 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             g.grad_enabled = 1;
             g.training = 1;
             mt_batch b;
-            gather(&g, train, m->cfg.pad_len, bt.idx + bt.off[bi], nb, &b);
+            const int *bidx = bt.idx + bt.off[bi];
+            mt_slice sl = {0, nb, 0, 0, 0, {0, 0}};
+            if (dist) dist_slice(dist, train, bidx, nb, w, bounds, &sl);
+            int rows = sl.n ? sl.n : 1;   /* a rank without pairs runs the first one with weight 0: same RNG draws */
+            int pm = pad_min(m, train);
+            gather(&g, train, bidx + (sl.n ? sl.lo : 0), rows, &b, sl.Ts > pm ? sl.Ts : pm, sl.Tt > pm ? sl.Tt : pm);
+            if (dist) g.drop_sample0 = sl.lo, g.drop_samples = rows, g.drop_row0[0] = sl.row0[0], g.drop_row0[1] = sl.row0[1];
             if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step zeroes them */
-            tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
-            if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
+            tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+            float lv = loss->data[0], mine = sl.n ? (float)b.n_tok : 0.0f;
+            int n_tok = b.n_tok;   /* target tokens of the step (of the global batch on several ranks) */
+            if (dist) {   /* this rank's share: the sum over ranks is the one-process objective */
+                tfm_backward(&g, tfm_scale(&g, loss, o->loss_norm == TFM_LOSS_D2L ? mine / b.Tt : mine / sl.n_tok));
+                n_tok = sl.n_tok;
+            } else if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
             else tfm_backward(&g, loss);
+            int stop_req = ctl->stop && *ctl->stop;
+            if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
+                double l = sl.n ? (double)lv * b.n_tok / sl.n_tok : 0.0;
+                if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
+                    rc = -1;
+                    break;
+                }
+                lv = (float)l;
+                stop_seen = stop_req;
+            }
             float lr = tfm_mt_lr(o, prog->step, total, d_model);
-            float lv = loss->data[0];
             /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
             int bad = !isfinite(lv);
             if (bad) tfm_train_zero_grad(&g, &m->params);
@@ -205,17 +275,17 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                               prog->skipped, ctl->skip_nonfinite);
                 break;
             }
-            if (bad) {
+            if (bad && writer) {
                 fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", prog->step,
                         isfinite(lv) ? "gradient norm" : "loss", prog->skipped, ctl->skip_nonfinite);
-            } else {
-                loss_sum += (double)lv * b.n_tok;
-                tok_since += b.n_tok;
-                tok_total += b.n_tok;
+            } else if (!bad) {
+                loss_sum += (double)lv * n_tok;
+                tok_since += n_tok;
+                tok_total += n_tok;
             }
             int last = bi == bt.n_batches - 1;
-            int stop_now = (limit && prog->step >= o->max_steps) || (ctl->stop && *ctl->stop);
-            if (report && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
+            int stop_now = (limit && prog->step >= o->max_steps) || (dist ? stop_req : ctl->stop && *ctl->stop);
+            if (report && writer && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
                 double now = tfm_now();
                 tfm_mt_report r = {0};
                 r.epoch = epoch + 1;
@@ -241,7 +311,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             int early = 0;   /* validation asked to stop (--patience) */
             if (o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0) {
                 prog->drop_rng = g.rng;
-                int v = o->validate(prog, epoch + 1, user);
+                int v = on_writer(dist, writer ? o->validate(prog, epoch + 1, user) : 0);
                 if (v < 0) {
                     rc = -1;
                     done = 1;
@@ -251,7 +321,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             }
             if (stop_now || early || (ctl->save_every > 0 && prog->step % ctl->save_every == 0)) {
                 prog->drop_rng = g.rng;   /* a checkpoint inside the epoch: prog->batch says where */
-                if (on_epoch && on_epoch(prog, user)) rc = -1;
+                if (on_epoch && on_writer(dist, writer ? on_epoch(prog, user) : 0)) rc = -1;
                 if (stop_now || early || rc) {
                     done = 1;
                     break;
@@ -264,16 +334,20 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         prog->batch = 0;
         prog->drop_rng = g.rng;
         if (o->validate) {
-            int v = o->validate(prog, epoch + 1, user);
+            int v = on_writer(dist, writer ? o->validate(prog, epoch + 1, user) : 0);
             if (v < 0) rc = -1;
             if (v > 0) done = 1;   /* --patience: save this epoch's checkpoint, then stop */
         }
         if (rc) break;
-        if (on_epoch && on_epoch(prog, user)) rc = -1;
-        if ((limit && prog->step >= o->max_steps) || (ctl->stop && *ctl->stop)) done = 1;
+        if (on_epoch && on_writer(dist, writer ? on_epoch(prog, user) : 0)) rc = -1;
+        if ((limit && prog->step >= o->max_steps) || (dist ? stop_seen : ctl->stop && *ctl->stop)) done = 1;
     }
     (void)t_last;
-    if (o->profile && steps_this_run) {
+    char hash[32];
+    if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
+    else if (!rc && dist && writer)
+        fprintf(stderr, "%d ranks: parameters identical on every rank (fnv1a64 %s)\n", tfm_dist_size(dist), hash);
+    if (o->profile && steps_this_run && writer) {
         tfm_profile_print(&g, steps_this_run, "step", t_steps, tfm_isa_name(), stderr);
         fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", g.arena.peak / 1048576.0, g.arena.n_mallocs);
     }

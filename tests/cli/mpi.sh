@@ -3,18 +3,20 @@
 # rank-order sum bit for bit (bucket boundaries, the non-blocking form), broadcast, sums, slices; a
 # configuration mismatch is one clear line; a rank that exits, is killed or hangs mid-run stops the
 # others within seconds; only rank 0 writes. Builds `make MPI=1 BUILD=build-mpi mpi-check` (dist.c, util.c
-# and the check program: seconds).
-# SKIP without mpirun / mpicc. Not yet: training loss equality (the trainers are not wired, see
-# docs/DISTRIBUTED.md).
+# and the check program: seconds), then the trainers under mpirun: `tfm train-lm` and `tfm train-mt` on 2 ranks
+# give the one-process loss at every step (1e-5 relative), identical parameters on every rank, --resume
+# across 2 -> 1 and 1 -> 2 ranks continues the curve, only rank 0 writes, and the bad cases (batch not
+# divisible, flags differing between ranks, a rank killed, SIGTERM to one rank) end cleanly.
+# SKIP without mpirun / mpicc.
 cd "$(dirname "$0")/../.."
 source tests/cli/lib.bash
 if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
     skip "mpi" "mpirun or mpicc (Open MPI: libopenmpi-dev openmpi-bin) not installed"; exit 0
 fi
-if ! make --no-print-directory -j2 MPI=1 BUILD=build-mpi mpi-check >"$TMP/build.log" 2>&1; then
+if ! make --no-print-directory -j2 MPI=1 BUILD=build-mpi mpi-check build-mpi/tfm >"$TMP/build.log" 2>&1; then
     fail "mpi build (make MPI=1)" "$(tail -n 3 "$TMP/build.log")"; exit 0
 fi
-pass "mpi build (make MPI=1 BUILD=build-mpi mpi-check)"
+pass "mpi build (make MPI=1 BUILD=build-mpi mpi-check build-mpi/tfm)"
 CHECK=build-mpi/mpi/dist_check
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 run() { timeout 60 mpirun -np "$@"; }
@@ -104,3 +106,154 @@ else
 fi
 
 # without MPI=1 the library is the single-process version (rank 0 of 1): checked by tests/unit/test_dist.c
+
+# ---------------------------------------------------------------- the trainers under mpirun
+TFMM=$PWD/build-mpi/tfm   # without mpirun it is the one-process trainer (MPI is never initialised)
+FRA=../shared/data/fra-eng/fra.txt
+head -c 20000 data/demo.txt >"$TMP/small.txt"
+# max relative difference of every "...loss..." value of log $2 against log $1 (--log-file JSON lines, matched
+# by event, step and key; only events matching $4, default all); 2 if a value of $2 has no partner in $1 or fewer
+# than $3 values were compared
+jrel() { awk -v want="$3" -v ev="${4:-.}" '
+    function parse(line, out,   n, i, f, kv) {
+        split("", out); gsub(/[{}"]/, "", line); n = split(line, f, ", ")
+        for (i = 1; i <= n; i++) { split(f[i], kv, ": "); out[kv[1]] = kv[2] }
+    }
+    NR == FNR { parse($0, r); for (k in r) if (k ~ /loss/) a[r["event"] " " r["step"] " " k] = r[k]; next }
+    { parse($0, r)
+      if (r["event"] !~ ev) next
+      for (k in r) if (k ~ /loss/) {
+          key = r["event"] " " r["step"] " " k; n++
+          if (!(key in a) || r[k] == "null") { m = 2; continue }
+          d = a[key] - r[k]; if (d < 0) d = -d; x = a[key] < 0 ? -a[key] : a[key]; if (x > 0 && d / x > m) m = d / x } }
+    END { if (n < want) m = 2; printf "%.3g\n", m + 0 }' "$1" "$2"; }
+# same_curve NAME WANT LOG_ONE LOG_OTHER [EVENTS [TOL]]: pass when every loss is within TOL (1e-5) relative
+same_curve() {
+    local r tol=${6:-1e-5}; r=$(jrel "$3" "$4" "$2" "${5:-.}")
+    if awk -v r="$r" -v t="$tol" 'BEGIN { exit !(r <= t) }'; then pass "$1 (max rel $r)"; else fail "$1" "max relative loss difference $r > $tol"; fi
+}
+mrun() { timeout 120 mpirun -np "$@"; }
+
+LM="--data $TMP/small.txt --n-layer 2 --n-head 2 --n-embd 32 --block-size 16 --batch-size 8 --iters 20 --eval-every 10
+    --eval-iters 2 --dropout 0.1 --warmup 2 --threads 1 --log-every 1"
+$TFMM train-lm $LM --out "$TMP/lm1.tfm" --log-file "$TMP/lm1.jsonl" 2>"$TMP/lm1.err" ||
+    fail "train-lm one process" "$(tail -n 2 "$TMP/lm1.err")"
+if mrun 2 --bind-to none $TFMM train-lm $LM --out "$TMP/lm2.tfm" --log-file "$TMP/lm2.jsonl" 2>"$TMP/lm2.err"; then
+    same_curve "train-lm on 2 ranks: the one-process loss at all 20 steps and both evaluations" 24 "$TMP/lm1.jsonl" "$TMP/lm2.jsonl"
+    grep -q '^2 ranks: parameters identical on every rank' "$TMP/lm2.err" && pass "train-lm on 2 ranks: parameters identical on both ranks" \
+        || fail "train-lm parameters" "no 'parameters identical' line: $(tail -n 2 "$TMP/lm2.err")"
+    [ "$(grep -c '^step 20: train loss' "$TMP/lm2.err")" -eq 1 ] && pass "train-lm on 2 ranks: one progress stream (rank 0's)" \
+        || fail "train-lm progress" "$(grep -c '^step 20: train loss' "$TMP/lm2.err") copies of the last evaluation line"
+else
+    fail "train-lm on 2 ranks" "exit $?: $(tail -n 2 "$TMP/lm2.err")"
+fi
+# --resume with another number of ranks: 10 steps on 2 ranks + 10 on 1, and 10 on 1 + 10 on 2
+mrun 2 --bind-to none $TFMM train-lm $LM --out "$TMP/r21.tfm" --max-steps 10 --log-file "$TMP/r21a.jsonl" 2>/dev/null
+$TFMM train-lm --resume "$TMP/r21.tfm" --data "$TMP/small.txt" --threads 1 --log-every 1 --log-file "$TMP/r21b.jsonl" 2>/dev/null
+cat "$TMP/r21a.jsonl" "$TMP/r21b.jsonl" >"$TMP/r21.jsonl" 2>/dev/null
+same_curve "train-lm --resume of a 2-rank checkpoint on 1 rank continues the one-process curve" 24 "$TMP/lm1.jsonl" "$TMP/r21.jsonl"
+$TFMM train-lm $LM --out "$TMP/r12.tfm" --max-steps 10 --log-file "$TMP/r12a.jsonl" 2>/dev/null
+mrun 2 --bind-to none $TFMM train-lm --resume "$TMP/r12.tfm" --data "$TMP/small.txt" --threads 1 --log-every 1 --log-file "$TMP/r12b.jsonl" 2>/dev/null
+cat "$TMP/r12a.jsonl" "$TMP/r12b.jsonl" >"$TMP/r12.jsonl" 2>/dev/null
+same_curve "train-lm --resume of a 1-rank checkpoint on 2 ranks continues the one-process curve" 24 "$TMP/lm1.jsonl" "$TMP/r12.jsonl"
+
+# train-mt: a small Transformer (dropout 0.2, the default) on 320 fra-eng pairs, 20 token-balanced batches,
+# validation on 40 pairs every 10 steps (rank 0 validates; the others wait)
+sed -n '2001,2040p' "$FRA" | cut -f1 >"$TMP/v.src"; sed -n '2001,2040p' "$FRA" | cut -f2 >"$TMP/v.tgt"
+MT="--tsv $FRA --num-examples 320 --batch-size 16 --epochs 1 --d-model 32 --ffn 64 --n-layer 2 --threads 1 --log-every 1
+    --valid-src $TMP/v.src --valid-tgt $TMP/v.tgt --eval-every 10"
+$TFMM train-mt $MT --out "$TMP/mt1.tfm" --log-file "$TMP/mt1.jsonl" 2>"$TMP/mt1.err" ||
+    fail "train-mt one process" "$(tail -n 2 "$TMP/mt1.err")"
+if mrun 2 --bind-to none $TFMM train-mt $MT --out "$TMP/mt2.tfm" --log-file "$TMP/mt2.jsonl" 2>"$TMP/mt2.err"; then
+    same_curve "train-mt on 2 ranks: the one-process loss at all 20 steps" 20 "$TMP/mt1.jsonl" "$TMP/mt2.jsonl" train
+    # rank 0 validates with its parameters, which differ from the one-process ones in the last bits (the
+    # gradient is summed in another order, and Adam's early steps amplify that): close, not to 1e-5
+    same_curve "train-mt on 2 ranks: the validation losses within 1e-4" 2 "$TMP/mt1.jsonl" "$TMP/mt2.jsonl" valid 1e-4
+    grep -q '^2 ranks: parameters identical on every rank' "$TMP/mt2.err" && pass "train-mt on 2 ranks: parameters identical on both ranks" \
+        || fail "train-mt parameters" "no 'parameters identical' line: $(tail -n 2 "$TMP/mt2.err")"
+else
+    fail "train-mt on 2 ranks" "exit $?: $(tail -n 2 "$TMP/mt2.err")"
+fi
+mrun 2 --bind-to none $TFMM train-mt $MT --out "$TMP/m21.tfm" --max-steps 10 --log-file "$TMP/m21a.jsonl" 2>/dev/null
+$TFMM train-mt $MT --resume "$TMP/m21.tfm" --log-file "$TMP/m21b.jsonl" 2>/dev/null
+cat "$TMP/m21a.jsonl" "$TMP/m21b.jsonl" >"$TMP/m21.jsonl" 2>/dev/null
+same_curve "train-mt --resume of a 2-rank checkpoint (mid-epoch) on 1 rank continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m21.jsonl" train
+$TFMM train-mt $MT --out "$TMP/m12.tfm" --max-steps 10 --log-file "$TMP/m12a.jsonl" 2>/dev/null
+mrun 2 --bind-to none $TFMM train-mt $MT --resume "$TMP/m12.tfm" --log-file "$TMP/m12b.jsonl" 2>/dev/null
+cat "$TMP/m12a.jsonl" "$TMP/m12b.jsonl" >"$TMP/m12.jsonl" 2>/dev/null
+same_curve "train-mt --resume of a 1-rank checkpoint on 2 ranks continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m12.jsonl" train
+
+# only rank 0 writes: each rank runs in its own directory with relative paths; rank 1's stays as it was
+for d in A B; do mkdir -p "$TMP/$d"; cp "$TMP/small.txt" "$TMP/v.src" "$TMP/v.tgt" "$TMP/$d/"; head -n 320 "$FRA" >"$TMP/$d/c.tsv"; done
+W_LM="--data small.txt --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --batch-size 4 --iters 10 --eval-every 5 --eval-iters 1
+      --threads 1 --save-every 3 --keep-last 2 --out o.tfm --log-file l.jsonl"
+W_MT="--tsv c.tsv --batch-size 32 --epochs 1 --d-model 16 --ffn 32 --n-layer 1 --threads 1 --valid-src v.src --valid-tgt v.tgt
+      --eval-every 5 --keep-best --save-every 3 --out m.tfm --log-file m.jsonl"
+mrun 1 --wdir "$TMP/A" $TFMM train-lm $W_LM : -np 1 --wdir "$TMP/B" $TFMM train-lm $W_LM >/dev/null 2>"$TMP/w.err"; rc=$?
+mrun 1 --wdir "$TMP/A" $TFMM train-mt $W_MT : -np 1 --wdir "$TMP/B" $TFMM train-mt $W_MT >/dev/null 2>>"$TMP/w.err"; rc=$((rc + $?))
+a=$(cd "$TMP/A" && ls | tr '\n' ' '); b=$(cd "$TMP/B" && ls | tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ "$b" = "c.tsv small.txt v.src v.tgt " ] && [ -s "$TMP/A/o.tfm" ] && [ -s "$TMP/A/m.best.tfm" ]; then
+    pass "train-lm / train-mt on 2 ranks: only rank 0 writes (checkpoints, --keep-last, --keep-best, --log-file)"
+else
+    fail "only rank 0 writes" "exit $rc; rank 0 wrote: $a; rank 1's directory: $b; $(tail -n 2 "$TMP/w.err")"
+fi
+
+# bad input: one line from rank 0, non-zero exit
+expect_error "train-lm --batch-size 9 on 2 ranks: one line" '^tfm train-lm: --batch-size 9 is not divisible by the 2 ranks' \
+    mrun 2 -q $TFMM train-lm $LM --batch-size 9 --out "$TMP/x.tfm"
+expect_error "train-lm with --lr differing between ranks: one line" '^tfm train-lm: configuration differs between ranks: rank 1 has hash' \
+    mrun 1 -q $TFMM train-lm $LM --out "$TMP/x.tfm" : -np 1 $TFMM train-lm $LM --lr 2e-3 --out "$TMP/x.tfm"
+expect_error "train-mt with other data on rank 2 of 3: one line" '^tfm train-mt: configuration differs between ranks: rank 2 has hash' \
+    mrun 2 -q $TFMM train-mt $MT --out "$TMP/x.tfm" : -np 1 $TFMM train-mt $MT --num-examples 300 --out "$TMP/x.tfm"
+[ ! -e "$TMP/x.tfm" ] && pass "a run refused at the start writes no checkpoint" || fail "refused run" "$TMP/x.tfm written"
+
+# a rank that dies (SIGKILL) or hangs (SIGSTOP) mid-run: the others stop within seconds, with a message
+LONG="--data $TMP/small.txt --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --batch-size 4 --iters 1000000 --eval-every 1000000
+      --threads 1 --log-every 1000000"
+for how in KILL STOP TERM; do
+    rm -f "$TMP/pid1" "$TMP/k.tfm"
+    t0=$(date +%s)
+    TFM_DIST_TIMEOUT=3 timeout 60 mpirun -np 1 --bind-to none $TFMM train-lm $LONG --out "$TMP/k.tfm" \
+        : -np 1 --bind-to none sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/pid1" $TFMM train-lm $LONG --out "$TMP/k.tfm" \
+        >/dev/null 2>"$TMP/k.err" &
+    job=$!
+    for _ in $(seq 100); do [ -s "$TMP/pid1" ] && break; sleep 0.1; done
+    sleep 1.5
+    [ -s "$TMP/pid1" ] && kill -"$how" "$(cat "$TMP/pid1")"
+    wait "$job"; rc=$?; dt=$(( $(date +%s) - t0 ))
+    [ "$how" = STOP ] && [ -s "$TMP/pid1" ] && kill -KILL "$(cat "$TMP/pid1")" 2>/dev/null
+    case $how in
+        KILL) want='exited on signal 9'; ok=$(( rc != 0 && rc != 124 ));;
+        STOP) want='rank 0: (sum|all-reduce|barrier): no answer from the other ranks for 3 s'; ok=$(( rc != 0 && rc != 124 ));;
+        TERM) want='^2 ranks: parameters identical'; ok=$(( rc == 0 )) ;;
+    esac
+    if [ "$ok" -eq 1 ] && [ "$dt" -le 30 ] && grep -Eq "$want" "$TMP/k.err"; then
+        case $how in
+            KILL) pass "rank 1 killed mid-run: rank 0 is stopped by mpirun in ${dt} s with a message";;
+            STOP) pass "rank 1 hangs mid-run: rank 0 times out (TFM_DIST_TIMEOUT=3) and stops all in ${dt} s";;
+            TERM) if $TFMM info "$TMP/k.tfm" 2>/dev/null | grep -Eq '^ +iter +[1-9]'; then
+                      pass "SIGTERM to rank 1 only: every rank stops at the same step, rank 0 saves, exit 0 (${dt} s)"
+                  else fail "SIGTERM to rank 1" "no checkpoint with a step: $(tail -n 2 "$TMP/k.err")"; fi;;
+        esac
+    else
+        fail "rank 1 $how mid-run" "exit $rc after ${dt} s: $(tail -n 3 "$TMP/k.err" | head -c 400)"
+    fi
+done
+# SIGTERM to mpirun (what Ctrl-C / a batch system does): it forwards it to every rank; rank 0 saves
+rm -f "$TMP/k.tfm"
+timeout 60 mpirun -np 2 --bind-to none $TFMM train-lm $LONG --out "$TMP/k.tfm" >/dev/null 2>"$TMP/k.err" &
+job=$!
+sleep 3
+kill -TERM "$job"; wait "$job"
+if grep -q 'stopped by SIGTERM: saved' "$TMP/k.err" && $TFMM info "$TMP/k.tfm" 2>/dev/null | grep -Eq '^ +iter +[1-9]'; then
+    pass "SIGTERM to mpirun: the ranks stop together and rank 0 saves the checkpoint"
+else
+    fail "SIGTERM to mpirun" "$(tail -n 3 "$TMP/k.err" | head -c 400)"
+fi
+
+# the benchmark script (1 rank x 2 threads vs 2 ranks x 1 thread) runs: 2 steps of tiny models, numbers unused
+if bash bench/dist.sh --smoke >"$TMP/b.out" 2>"$TMP/b.err" && [ "$(grep -Ec 'it/s .* compute .* allreduce .* wait' "$TMP/b.out")" -eq 4 ]; then
+    pass "bench/dist.sh --smoke: it/s and the compute / allreduce / wait split for GPT and MT, 1x2 and 2x1"
+else
+    fail "bench/dist.sh --smoke" "$(tail -n 3 "$TMP/b.err" "$TMP/b.out" | head -c 400)"
+fi

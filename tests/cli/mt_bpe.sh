@@ -67,9 +67,12 @@ head -c 100 "$TMP/b.model" > "$TMP/trunc.model"
 expect_error "mt_bpe: --bpe-model truncated file" "--bpe-model: .*trunc.model: .*trunc" \
     $TFM train-mt "${A[@]}" --tokenizer bpe --bpe-model "$TMP/trunc.model"
 [ ! -e "$TMP/x.tfm" ] && pass "mt_bpe: no checkpoint written on bad flags" || fail "mt_bpe: bad flags" "x.tfm written"
-expect_error "mt_bpe: export of a BPE translator refused (not in the interchange format yet)" "not supported yet" \
-    $TFM export "$M" --out "$TMP/m.safetensors"
-[ ! -e "$TMP/m.safetensors" ] && pass "mt_bpe: nothing exported" || fail "mt_bpe: export" "file written"
+# the tied BPE translator through safetensors: the imported model translates the test lines the same
+expect_ok "mt_bpe: export of the tied BPE translator" $TFM export "$M" --out "$TMP/m.safetensors"
+expect_ok "mt_bpe: import it" $TFM import "$TMP/m.safetensors" --out "$TMP/m2.tfm"
+$TFM translate "$M" < "$TMP/te.de" > "$TMP/h1" 2>/dev/null; $TFM translate "$TMP/m2.tfm" < "$TMP/te.de" > "$TMP/h2" 2>/dev/null
+[ -s "$TMP/h1" ] && cmp -s "$TMP/h1" "$TMP/h2" && pass "mt_bpe: the imported translator translates the test lines the same" \
+    || fail "mt_bpe: imported translator" "outputs differ"
 expect_error "mt_bpe: --init xavier with an RNN refused" "--init xavier: only for --arch transformer" \
     $TFM train-mt "${A[@]}" --arch rnn --init xavier
 # determinism: the same seed and threads give the same checkpoint bytes (token batches, tied embeddings)

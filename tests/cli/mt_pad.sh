@@ -37,3 +37,9 @@ b=$(printf 'go .\nhi .\n' | $TFM translate "$d/cont.tfm" 2>/dev/null; $TFM expor
 $TFM train-mt $RNN --epochs 1 --out "$d/nopad.tfm" >/dev/null 2>&1
 expect_exit "mt --resume with a different --pad-to-max-len" 2 "pad-to-max-len" \
     $TFM train-mt --resume "$d/nopad.tfm" --epochs 2 --pad-to-max-len
+
+# safetensors keeps it: export -> import translates the same (the RNN's translation depends on pad_len)
+$TFM export "$d/pad.tfm" --out "$d/pad.safetensors" >/dev/null 2>"$d/err" &&
+    $TFM import "$d/pad.safetensors" --out "$d/back.tfm" >/dev/null 2>>"$d/err"
+$TFM info "$d/back.tfm" 2>/dev/null | grep -Eq '^ *pad_len +6$' && pass "mt pad_len survives safetensors export/import" \
+    || fail "mt pad_len survives safetensors export/import" "$(cat "$d/err")"

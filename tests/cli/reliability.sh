@@ -45,9 +45,9 @@ cmp -s "$TMP/m1.tfm" "$TMP/m4.tfm" && pass "train-mt resume from step 16 (epoch 
     || fail "train-mt epoch-2 resume" "checkpoints differ"
 
 # ---- SIGINT: finishes the step, saves, says what and how to resume, exits 130; resume == uninterrupted
-N=600
-$TFM train-lm --data "$TMP/s.txt" --out "$TMP/full.tfm" $LM --iters $N --eval-every 200 --log-every 1 2>/dev/null
-$TFM train-lm --data "$TMP/s.txt" --out "$TMP/int.tfm" $LM --iters $N --eval-every 200 --log-every 1 2>"$TMP/int.err" &
+N=6000   # long enough (about 1 s) that the signal lands mid-run
+$TFM train-lm --data "$TMP/s.txt" --out "$TMP/full.tfm" $LM --iters $N --eval-every 2000 --log-every 1 2>/dev/null
+$TFM train-lm --data "$TMP/s.txt" --out "$TMP/int.tfm" $LM --iters $N --eval-every 2000 --log-every 1 2>"$TMP/int.err" &
 pid=$!
 wait_for "$TMP/int.err" "step 30/"; kill -INT $pid; wait $pid; rc=$?
 [ $rc -eq 130 ] && grep -q "stopped by SIGINT: saved $TMP/int.tfm at step [0-9]*; resume with: tfm train-lm" "$TMP/int.err" \

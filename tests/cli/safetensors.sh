@@ -31,6 +31,27 @@ for arch in transformer rnn bahdanau; do
         || fail "$arch: imported translator translates the same" "outputs differ"
 done
 
+# BPE translators (raw text, joint model) with and without tied embeddings: export -> import gives the same
+# checkpoint entries (tfm info lists them with their checksums) and the same translations.
+for tied in "" --share-embeddings; do
+    n=bpe${tied:+-tied}
+    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$n.tfm" --tokenizer bpe --vocab-size 290 $tied --d-model 8 --n-head 2 \
+        --n-layer 1 --ffn 8 --epochs 2 --batch-size 2 --threads 1 --log-every 0 2>/dev/null
+    $TFM export "$TMP/$n.tfm" --out "$TMP/$n.st" 2>/dev/null && $TFM import "$TMP/$n.st" --out "$TMP/$n.2.tfm" \
+        && $TFM export "$TMP/$n.2.tfm" --out "$TMP/$n.2.st" && cmp -s "$TMP/$n.st" "$TMP/$n.2.st" \
+        && pass "$n translator: export -> import -> export, same bytes" \
+        || fail "$n translator: export -> import -> export, same bytes" "failed or differs"
+    grep -q '"tfm.tokenizer.bpe":"' "$TMP/$n.st" && { [ -z "$tied" ] || grep -q '"tfm.tied_weights":' "$TMP/$n.st"; } \
+        && pass "$n: the export carries the BPE model${tied:+ and the tied layout}" || fail "$n: export metadata" "missing"
+    printf 'go .\nwho ?\nwow, run !\n' | $TFM translate "$TMP/$n.tfm" >"$TMP/t1" 2>/dev/null
+    printf 'go .\nwho ?\nwow, run !\n' | $TFM translate "$TMP/$n.2.tfm" >"$TMP/t2" 2>/dev/null
+    [ -s "$TMP/t1" ] && cmp -s "$TMP/t1" "$TMP/t2" && pass "$n: imported translator translates the same" \
+        || fail "$n: imported translator translates the same" "outputs differ"
+done
+sed 's/"tfm.tokenizer.bpe":"./"tfm.tokenizer.bpe":"%/' "$TMP/bpe.st" >"$TMP/badbpe.st"
+expect_error "import: malformed BPE metadata names the file and the field" "badbpe.st: tfm.tokenizer.bpe: not base64" \
+    $TFM import "$TMP/badbpe.st" --out "$TMP/x.tfm"
+
 # Bad input: one line naming the file (and the tensor), non-zero exit, --out not written or left untouched.
 S="$TMP/lm.safetensors"
 head -c 3000 "$S" >"$TMP/trunc.st"

@@ -11,6 +11,7 @@
 #include "core/json.h"
 #include "tfm/interchange.h"
 #include "tfm/safetensors.h"
+#include "tfm/train.h"
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -121,13 +122,39 @@ static int save_s2s(const char *path, const char *arch) {
     return rc;
 }
 
+/* A translator with a joint BPE model learned from a few lines (train-mt --tokenizer bpe), tied or not. */
+static int save_s2s_bpe(const char *path, int tied) {
+    const char *lines[] = {"the cat sat on the mat.", "le chat est sur le tapis.", "the dog ate the cake!",
+                           "le chien a mang\xc3\xa9 le g\xc3\xa2teau !", "a cat, a dog and a mat.",
+                           "un chat, un chien et un tapis."};
+    tfm_bpe_learn_opts lo;
+    tfm_bpe_learn_defaults(&lo);
+    lo.vocab_size = 300;
+    tfm_bpe *b = calloc(1, sizeof *b);
+    if (!b || tfm_bpe_learn_lines(b, lines, 6, &lo)) return printf("# bpe: %s\n", tfm_last_error()), free(b), -1;
+    tfm_s2s_config c;
+    tfm_s2s_config_default(&c);
+    c.d_model = 16, c.n_head = 2, c.ffn = 24, c.max_len = 20, c.n_layer = 2, c.share_embeddings = tied;
+    c.pre_ln = !tied;
+    tfm_translator t;
+    if (tfm_translator_build_bpe(&t, b, &c, 5)) return printf("# build: %s\n", tfm_last_error()), -1;
+    tfm_container ck;
+    tfm_container_init(&ck);
+    tfm_translator_put(&ck, &t);
+    int rc = tfm_container_save(&ck, path);
+    tfm_container_free(&ck);
+    tfm_translator_free(&t);
+    return rc;
+}
+
 static void round_trip(const char *kind) {
     char a_tfm[64], a_st[64], b_tfm[64], b_st[64], name[160];
     snprintf(a_tfm, sizeof a_tfm, "%s_a.tfm", kind), snprintf(a_st, sizeof a_st, "%s_a.safetensors", kind);
     snprintf(b_tfm, sizeof b_tfm, "%s_b.tfm", kind), snprintf(b_st, sizeof b_st, "%s_b.safetensors", kind);
     const char *A = tmp(a_tfm), *AS = tmp(a_st), *B = tmp(b_tfm), *BS = tmp(b_st);
     int rc = !strcmp(kind, "gpt") ? save_gpt(A, TFM_ATTN_CAUSAL)
-           : !strcmp(kind, "synthesizer") ? save_gpt(A, TFM_ATTN_SYNTHESIZER) : save_s2s(A, kind);
+           : !strcmp(kind, "synthesizer") ? save_gpt(A, TFM_ATTN_SYNTHESIZER)
+           : !strncmp(kind, "bpe", 3) ? save_s2s_bpe(A, !strcmp(kind, "bpe-tied")) : save_s2s(A, kind);
     snprintf(name, sizeof name, "%s: export", kind);
     CHECK(name, !rc && !tfm_export_safetensors(A, AS), "%s", tfm_last_error());
     snprintf(name, sizeof name, "%s: import", kind);
@@ -243,6 +270,9 @@ static void bad_input(void) {
     rewrite(G, X, "\\\"n_layer\\\":2", "\\\"n_layer\\\":3", SIZE_MAX, 0);
     expect_bad("bad: config describes more layers than the file has (missing tensor)", X,
                "tensor 'blocks.2.ln1.weight' missing", "needs shape (16)");
+    rewrite(G, X, "\\\"n_embd\\\":16", "\\\"n_embd\\\":4096", SIZE_MAX, 0);
+    expect_bad("bad: config implies far more parameters than the file holds (checked before building)", X,
+               "tfm.config implies", "parameters but the file holds only");
     rewrite(G, X, "\\\"n_embd\\\":16", "\\\"n_embd\\\":15", SIZE_MAX, 0);
     expect_bad("bad: config rejected", X, "tfm.config", NULL);
     rewrite(G, X, "\"tfm.tokenizer.chars\":\"\\n", "\"tfm.tokenizer.chars\":\"", SIZE_MAX, 0);
@@ -272,6 +302,41 @@ static void bad_input(void) {
     free(t);
     tfm_st_free(&f);
     expect_bad("bad: file does not exist", tmp("nope.safetensors"), "cannot open", NULL);
+}
+
+/* The new metadata of BPE and tied translators: missing or malformed -> one line naming the file and field. */
+static void bad_bpe_tied(void) {
+    char P[512], T[512], X[512];
+    snprintf(P, sizeof P, "%s", tmp("bpe_a.safetensors"));   /* from round_trip("bpe") */
+    snprintf(T, sizeof T, "%s", tmp("bpe-tied_a.safetensors"));
+    snprintf(X, sizeof X, "%s", tmp("bad.safetensors"));
+    rewrite(P, X, "\"tfm.tokenizer.bpe\":", "\"tfm.tokenizer.bpX\":", SIZE_MAX, 0);
+    expect_bad("bad bpe: tfm.tokenizer.bpe missing", X, "__metadata__ has no 'tfm.tokenizer.bpe'", NULL);
+    rewrite(P, X, "\"tfm.tokenizer.bpe\":\"", "\"tfm.tokenizer.bpe\":\"!", SIZE_MAX, 0);
+    expect_bad("bad bpe: tfm.tokenizer.bpe not base64", X, "tfm.tokenizer.bpe: not base64", NULL);
+    rewrite(P, X, "\"tfm.tokenizer.bpe\":\"", "\"tfm.tokenizer.bpe\":\"AAAA", SIZE_MAX, 0);
+    expect_bad("bad bpe: tfm.tokenizer.bpe not a SentencePiece model", X, "tfm.tokenizer.bpe: not a valid SentencePiece",
+               NULL);
+    rewrite(P, X, "<unk>\\n<0x00>", "<unk>\\n<0xZZ>", SIZE_MAX, 0);
+    expect_bad("bad bpe: pieces differ from the vocabulary", X, "tfm.tokenizer.bpe: the model's pieces are not", NULL);
+    rewrite(P, X, "\"tfm.tokenizer.kind\":\"bpe\"", "\"tfm.tokenizer.kind\":\"moses\"", SIZE_MAX, 0);
+    expect_bad("bad bpe: tfm.tokenizer.bpe with another tokenizer.kind", X, "tfm.tokenizer.bpe given but", NULL);
+    rewrite(T, X, "\"tfm.tied_weights\":", "\"tfm.tied_weightz\":", SIZE_MAX, 0);
+    expect_bad("bad tied: tfm.tied_weights missing", X, "no 'tfm.tied_weights'", NULL);
+    rewrite(T, X, "\"decoder.dense.weight\\\":\\\"shared", "\"decoder.dense.weight\\\":\\\"sharex", SIZE_MAX, 0);
+    expect_bad("bad tied: tfm.tied_weights maps to another tensor", X, "tfm.tied_weights must map", NULL);
+    rewrite(T, X, "\"tfm.tied_weights\":\"{", "\"tfm.tied_weights\":\"{{", SIZE_MAX, 0);
+    expect_bad("bad tied: tfm.tied_weights not JSON", X, "tfm.tied_weights: invalid JSON", NULL);
+    rewrite(T, X, "\\\"share_embeddings\\\":1", "\\\"share_embeddings\\\":0", SIZE_MAX, 0);
+    expect_bad("bad tied: tied weights but share_embeddings 0", X, "tfm.tied_weights given but tfm.config has share_embeddings 0",
+               NULL);
+    rewrite(T, X, "\\\"share_embeddings\\\":1", "\\\"share_embeddings\\\":2", SIZE_MAX, 0);
+    expect_bad("bad tied: share_embeddings out of range", X, "tfm.config: config share_embeddings must be in 0..1", NULL);
+    rewrite(P, X, "\\\"share_embeddings\\\":0", "\\\"share_embeddings\\\":1", SIZE_MAX, 0);
+    expect_bad("bad tied: share_embeddings 1 without tfm.tied_weights", X, "no 'tfm.tied_weights'", NULL);
+    rewrite(T, X, "\"shared.embedding.weight\":{", "\"encoder.embedding.weight\":{", SIZE_MAX, 0);
+    expect_bad("bad tied: the shared tensor under an untied name", X, "tensor 'encoder.embedding.weight' is not a parameter",
+               NULL);
 }
 
 /* ------------------------------------------------------------------ logits (twin fixtures, tool mode) */
@@ -335,7 +400,7 @@ static int tool_logits(const char *model, const char *in_path, const char *out_p
 /* tests/fixtures/twin_KIND.safetensors were written by the PyTorch twins; twin_logits.tfm holds, per kind,
  * the inputs (KIND.x or KIND.src/src_valid/tgt_in) and the twin's logits (KIND.logits). */
 static void twin_fixtures(void) {
-    const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau"};
+    const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau", "bpe", "bpe_tied"};
     tfm_container fx;
     if (tfm_container_load(&fx, "tests/fixtures/twin_logits.tfm")) {
         CHECK("twin fixtures: load tests/fixtures/twin_logits.tfm", 0, "%s", tfm_last_error());
@@ -376,9 +441,10 @@ int main(int argc, char **argv) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tfm_st_XXXXXX");
     if (!mkdtemp(tmpdir)) return printf("FAIL mkdtemp\n"), 1;
     test_json();
-    const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau"};
+    const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau", "bpe", "bpe-tied"};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) round_trip(kinds[k]);
     bad_input();
+    bad_bpe_tied();
     twin_fixtures();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
