@@ -14,7 +14,7 @@ fail() { echo "FAIL $1: $2"; }
 if [ ! -f "$DATA" ]; then fail "mt recipe" "$DATA not found (run from the repo root)"; exit 1; fi
 
 recipe() { # seed out_model out_text err
-    $TFM train-mt --tsv $DATA --num-examples 600 --max-len 10 --d-model 32 --n-layer 2 --n-head 4 --ffn 64 \
+    $TFM train-mt --tsv $DATA --num-examples 600 --max-len 10 --pad-to-max-len --d-model 32 --n-layer 2 --n-head 4 --ffn 64 \
         --dropout 0.2 --lr 0.005 --batch-size 64 --epochs 200 --preprocess d2l --loss-norm d2l --seed "$1" --threads 1 \
         --log-every 0 --out "$2" --d2l-examples >"$3" 2>"$4"
 }
