@@ -53,10 +53,13 @@ tfm_entry *tfm_container_add_i32(tfm_container *c, const char *name, int n, cons
 tfm_entry *tfm_container_add_str(tfm_container *c, const char *name, const char *s);
 tfm_entry *tfm_container_add_int(tfm_container *c, const char *name, int v);      /* i32 scalar, shape (1) */
 tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v);  /* f32 scalar, shape (1) */
+/* A 64-bit value (an RNG state) as i32 (2): low half, then high half. Both trainers store theirs so. */
+tfm_entry *tfm_container_add_u64(tfm_container *c, const char *name, uint64_t v);
 tfm_entry *tfm_container_get(const tfm_container *c, const char *name);
 /* Typed getters: return -1 and set tfm error ("FILE: entry NAME missing / has wrong type") on failure. */
 int tfm_container_int(const tfm_container *c, const char *name, int *out);
 int tfm_container_float(const tfm_container *c, const char *name, float *out);   /* also accepts an i32 scalar */
+int tfm_container_u64(const tfm_container *c, const char *name, uint64_t *out);  /* tfm_container_add_u64's */
 /* Raw-bytes entry as a NUL-terminated string, or NULL with tfm error set. */
 const char *tfm_container_str(const tfm_container *c, const char *name);
 

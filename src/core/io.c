@@ -202,6 +202,23 @@ tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v) 
     return tfm_container_add(c, name, TFM_DT_F32, 1, shape, &v, 4);
 }
 
+tfm_entry *tfm_container_add_u64(tfm_container *c, const char *name, uint64_t v) {
+    int w[2] = {(int)(uint32_t)(v & 0xffffffffu), (int)(uint32_t)(v >> 32)};
+    return tfm_container_add_i32(c, name, 2, w);
+}
+
+int tfm_container_u64(const tfm_container *c, const char *name, uint64_t *out) {
+    const tfm_entry *e = tfm_container_get(c, name);
+    if (!e || e->dtype != TFM_DT_I32 || e->nbytes != 8) {
+        tfm_set_error("%s: entry '%s' %s", cname(c), name, e ? "has wrong type (want i32 (2): a 64-bit value)" : "missing");
+        return -1;
+    }
+    uint32_t w[2];
+    memcpy(w, e->data, 8);
+    *out = (uint64_t)w[0] | (uint64_t)w[1] << 32;
+    return 0;
+}
+
 int tfm_container_int(const tfm_container *c, const char *name, int *out) {
     const tfm_entry *e = tfm_container_get(c, name);
     if (!e) {

@@ -43,8 +43,8 @@ int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v
             snprintf(name, sizeof name, "train.%s", fn[i]);
             tfm_container_add_float(&c, name, fl[i]);
         }
-        int rng[4] = {(int)(st->batch_rng >> 32), (int)st->batch_rng, (int)(st->dropout_rng >> 32), (int)st->dropout_rng};
-        tfm_container_add_i32(&c, "train.rng", 4, rng);
+        tfm_container_add_u64(&c, "train.rng", st->batch_rng);   /* the layout of train-mt's checkpoints */
+        tfm_container_add_u64(&c, "train.drop_rng", st->dropout_rng);
     }
     if (run) tfm_run_config_put(&c, run);
     int rc = tfm_container_save(&c, path);
@@ -103,11 +103,15 @@ static int load_state(const tfm_container *c, const char *path, const tfm_gpt_co
         if (tfm_container_float(c, name, fl[i])) return -1;
     }
     const tfm_entry *e = tfm_container_get(c, "train.rng");
-    if (!e || e->dtype != TFM_DT_I32 || e->nbytes != 16)
-        return tfm_set_error("%s: entry 'train.rng' missing or malformed", path), -1;
-    const uint32_t *r = e->data;
-    st->batch_rng = (uint64_t)r[0] << 32 | r[1];
-    st->dropout_rng = (uint64_t)r[2] << 32 | r[3];
+    if (e && e->dtype == TFM_DT_I32 && e->nbytes == 16) {   /* before 0.9: i32 (4), high half first */
+        uint32_t r[4];
+        memcpy(r, e->data, 16);
+        st->batch_rng = (uint64_t)r[0] << 32 | r[1];
+        st->dropout_rng = (uint64_t)r[2] << 32 | r[3];
+    } else if (tfm_container_u64(c, "train.rng", &st->batch_rng) ||
+               tfm_container_u64(c, "train.drop_rng", &st->dropout_rng)) {
+        return -1;
+    }
     if (tfm_lm_train_state_check(st, cfg)) {
         char msg[400];
         snprintf(msg, sizeof msg, "%s", tfm_last_error());

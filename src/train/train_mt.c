@@ -41,38 +41,24 @@ void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed) {
     tfm_rng_seed(&p->drop_rng, seed ^ 0x9e3779b97f4a7c15ull);
 }
 
-/* the 64-bit RNG states are stored as two i32 halves */
-static void put_u64(tfm_container *c, const char *name, uint64_t v) {
-    int w[2] = {(int)(uint32_t)(v & 0xffffffffu), (int)(uint32_t)(v >> 32)};
-    tfm_container_add_i32(c, name, 2, w);
-}
-static int get_u64(const tfm_container *c, const char *name, uint64_t *v) {
-    const tfm_entry *e = tfm_container_get(c, name);
-    if (!e || e->dtype != TFM_DT_I32 || e->nbytes != 8)
-        return tfm_set_error("%s: entry %s missing or malformed", c->path ? c->path : "checkpoint", name), -1;
-    const uint32_t *w = e->data;
-    *v = (uint64_t)w[0] | ((uint64_t)w[1] << 32);
-    return 0;
-}
-
 void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p) {
     tfm_container_add_int(c, "train.epoch", p->epoch);
     tfm_container_add_int(c, "train.step", p->step);
-    put_u64(c, "train.rng", p->rng.s);
-    put_u64(c, "train.drop_rng", p->drop_rng.s);
+    tfm_container_add_u64(c, "train.rng", p->rng.s);
+    tfm_container_add_u64(c, "train.drop_rng", p->drop_rng.s);
     tfm_container_add_int(c, "train.batch", p->batch);
-    put_u64(c, "train.epoch_rng", p->epoch_rng.s);
+    tfm_container_add_u64(c, "train.epoch_rng", p->epoch_rng.s);
     tfm_container_add_int(c, "train.skipped", p->skipped);
 }
 
 int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
     memset(p, 0, sizeof *p);
     if (tfm_container_int(c, "train.epoch", &p->epoch) || tfm_container_int(c, "train.step", &p->step) ||
-        get_u64(c, "train.rng", &p->rng.s) || get_u64(c, "train.drop_rng", &p->drop_rng.s))
+        tfm_container_u64(c, "train.rng", &p->rng.s) || tfm_container_u64(c, "train.drop_rng", &p->drop_rng.s))
         return -1;
     /* written since mid-epoch checkpoints; older checkpoints are at an epoch end */
     if (tfm_container_get(c, "train.batch") &&
-        (tfm_container_int(c, "train.batch", &p->batch) || get_u64(c, "train.epoch_rng", &p->epoch_rng.s) ||
+        (tfm_container_int(c, "train.batch", &p->batch) || tfm_container_u64(c, "train.epoch_rng", &p->epoch_rng.s) ||
          tfm_container_int(c, "train.skipped", &p->skipped)))
         return -1;
     if (p->epoch < 0 || p->step < 0 || p->batch < 0 || p->skipped < 0)

@@ -186,9 +186,14 @@ static void e_beta1(tfm_container *c) { tfm_container_add_float(c, "train.beta1"
 static void e_beta2(tfm_container *c) { tfm_container_add_float(c, "train.beta2", 1.0f); }
 static void e_wd(tfm_container *c) { tfm_container_add_float(c, "train.weight_decay", -0.1f); }
 static void e_clip(tfm_container *c) { tfm_container_add_float(c, "train.grad_clip", INFINITY); }
-static void e_rng(tfm_container *c) {
+static void e_rng(tfm_container *c) {   /* the layout before 0.9 (i32 (4), high half first), still read */
     int r[4] = {0, 0, 0, 678};
     tfm_container_add_i32(c, "train.rng", 4, r);
+}
+static void e_drop_rng(tfm_container *c) { tfm_container_add_u64(c, "train.drop_rng", 0); }
+static void e_rng_short(tfm_container *c) {
+    int r[1] = {5};
+    tfm_container_add_i32(c, "train.drop_rng", 1, r);
 }
 static void set_f32(tfm_container *c, const char *name, int idx, float v) {
     tfm_entry *e = tfm_container_get(c, name);
@@ -224,6 +229,8 @@ static void test_gpt_edits(void) {
     gpt_edit_case("train.weight_decay negative", e_wd, "train.weight_decay");
     gpt_edit_case("train.grad_clip Inf", e_clip, "train.grad_clip");
     gpt_edit_case("train.rng zero", e_rng, "train.rng");
+    gpt_edit_case("train.drop_rng zero", e_drop_rng, "train.rng");
+    gpt_edit_case("train.drop_rng malformed", e_rng_short, "train.drop_rng");
     gpt_edit_case("NaN weight refused naming the entry", e_nan_weight,
                   "entry 'param.blocks.0.attn.W_q.weight' holds a non-finite value");
     gpt_edit_case("-Inf weight refused", e_inf_weight, "entry 'param.wte.weight' holds a non-finite value");
