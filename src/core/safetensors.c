@@ -274,9 +274,7 @@ int tfm_st_load(tfm_st_file *f, const char *path) {
     if (!read_exact(fp, hdr, (size_t)n)) { tfm_set_error("%s: read error in the header", path); goto done; }
     tfm_json *root = tfm_json_parse(hdr, (size_t)n);
     if (!root) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
-        tfm_set_error("%s: header: %s", path, msg);
+        tfm_prefix_error("%s: header: ", path);
         goto done;
     }
     f->json = root;

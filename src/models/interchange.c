@@ -163,11 +163,7 @@ static tfm_json *config_json(const tfm_st_file *f, const char *const *known) {
     const char *s = need_meta(f, "tfm.config");
     if (!s) return NULL;
     tfm_json *j = tfm_json_parse(s, strlen(s));
-    if (!j) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
-        return tfm_set_error("%s: tfm.config: %s", f->path, msg), NULL;
-    }
+    if (!j) return tfm_prefix_error("%s: tfm.config: ", f->path), NULL;
     if (j->type != TFM_JSON_OBJECT) return tfm_json_free(j), tfm_set_error("%s: tfm.config is not a JSON object", f->path), NULL;
     for (const tfm_json *m = j->child; m; m = m->next) {
         int ok = 0;
@@ -190,12 +186,7 @@ static int cfg_float(const tfm_st_file *f, const tfm_json *j, const char *key, f
 }
 
 /* Prefix the current error with "PATH: what: ". */
-static int wrap_error(const char *path, const char *what) {
-    char msg[400];
-    snprintf(msg, sizeof msg, "%s", tfm_last_error());
-    tfm_set_error("%s: %s: %s", path, what, msg);
-    return -1;
-}
+static int wrap_error(const char *path, const char *what) { return tfm_prefix_error("%s: %s: ", path, what); }
 
 static int import_gpt(const tfm_st_file *f, const char *out) {
     static const char *const known[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout",

@@ -242,16 +242,10 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     if (!tk) return -1;
     int kind_id = tfm_tok_kind_parse(tk);
     if (kind_id < 0) return tfm_set_error("%s: unknown tokenizer.kind '%.40s'", path, tk), -1;
-    if (tfm_vocab_deserialize(&t->src_vocab, sv)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
-        return tfm_set_error("%s: tokenizer.src_vocab: %s", path, msg), -1;
-    }
+    if (tfm_vocab_deserialize(&t->src_vocab, sv)) return tfm_prefix_error("%s: tokenizer.src_vocab: ", path);
     if (tfm_vocab_deserialize(&t->tgt_vocab, tv)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
         tfm_vocab_free(&t->src_vocab);
-        return tfm_set_error("%s: tokenizer.tgt_vocab: %s", path, msg), -1;
+        return tfm_prefix_error("%s: tokenizer.tgt_vocab: ", path);
     }
     if (t->src_vocab.n != cf.src_vocab || t->tgt_vocab.n != cf.tgt_vocab) {
         tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
@@ -260,20 +254,17 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
         return -1;
     }
     t->tok_kind = kind_id;
-    char msg[512];
     if (check_lowercase(t, path)) {
         tfm_translator_free(t);
         return -1;
     }
     if (kind_id == TFM_TOK_BPE && get_bpe(t, c, path)) {
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
         tfm_translator_free(t);
-        return tfm_set_error("%s", msg), -1;
+        return -1;
     }
     if (tfm_s2s_config_check(&cf)) {
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
         tfm_translator_free(t);
-        return tfm_set_error("%s: %s", path, msg), -1;
+        return tfm_prefix_error("%s: ", path);
     }
     if (tfm_ckpt_check_param_budget(c, tfm_s2s_n_params(&cf), path)) {
         tfm_translator_free(t);
@@ -281,14 +272,12 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     }
     t->model = tfm_s2s_create(&cf);
     if (!t->model) {
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
         tfm_translator_free(t);
-        return tfm_set_error("%s: %s", path, msg), -1;
+        return tfm_prefix_error("%s: ", path);
     }
     if (tfm_ckpt_get_params(c, &t->model->params, path)) {
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
         tfm_translator_free(t);
-        return tfm_set_error("%s", msg), -1;
+        return -1;
     }
     return 0;
 }

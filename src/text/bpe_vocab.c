@@ -30,10 +30,5 @@ int tfm_bpe_vocab(const tfm_bpe *m, tfm_vocab *v) {
     *p = 0;
     int rc = tfm_vocab_deserialize(v, s);   /* checks: no empty or duplicate piece, valid UTF-8 */
     free(s);
-    if (rc) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
-        return tfm_set_error("BPE model: %s", msg), -1;
-    }
-    return 0;
+    return rc ? tfm_prefix_error("BPE model: ") : 0;
 }

@@ -112,11 +112,7 @@ static int load_state(const tfm_container *c, const char *path, const tfm_gpt_co
                tfm_container_u64(c, "train.drop_rng", &st->dropout_rng)) {
         return -1;
     }
-    if (tfm_lm_train_state_check(st, cfg)) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", tfm_last_error());
-        return tfm_set_error("%s: %s", path, msg), -1;
-    }
+    if (tfm_lm_train_state_check(st, cfg)) return tfm_prefix_error("%s: ", path);
     return 0;
 }
 
@@ -154,17 +150,13 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
     }
     cfg.attention = !strcmp(attn, "synthesizer") ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL;
     if (tfm_gpt_config_check(&cfg)) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s: bad config: %s", path, tfm_last_error());
-        tfm_set_error("%s", msg);
+        tfm_prefix_error("%s: bad config: ", path);
         goto done;
     }
     const char *chars = tfm_container_str(cp, "tokenizer.chars");
     if (!chars) goto done;
     if (tfm_char_vocab_from_string(v, chars)) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s: bad tokenizer: %s", path, tfm_last_error());
-        tfm_set_error("%s", msg);
+        tfm_prefix_error("%s: bad tokenizer: ", path);
         goto done;
     }
     if (v->n != cfg.vocab_size) {
