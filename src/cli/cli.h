@@ -56,6 +56,8 @@ int cli_finish_stdout(const char *cmd, int rc);
 /* --out must not be one of the inputs (same device and inode): prints the error and returns CLI_EXIT_USAGE. inputs may
  * hold NULLs (flags not given). */
 int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n);
+/* The same for the output file of another flag (e.g. "--log-file"). */
+int cli_check_not_input(const char *cmd, const char *flag, const char *out, const char *const *inputs, int n);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
 

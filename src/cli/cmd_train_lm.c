@@ -72,10 +72,11 @@ int cmd_train_lm(int argc, char **argv) {
     if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");
     if (!out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
-    const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL};
+    const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
         (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
-        (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)))
+        (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)) ||
+        (rc = cli_check_not_input(C, "--log-file", log_file, inputs, 3)))
         return rc;
     tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
     int q = cli_dist_open(C, threads, &dist);

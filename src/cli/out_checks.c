@@ -50,11 +50,16 @@ int cli_finish_stdout(const char *cmd, int rc) {
     return rc ? rc : CLI_EXIT_IO;
 }
 
-int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n) {
+int cli_check_not_input(const char *cmd, const char *flag, const char *out, const char *const *inputs, int n) {
     struct stat so, si;
-    if (stat(out, &so)) return 0;   /* does not exist yet: cannot be an input */
+    if (!out || stat(out, &so)) return 0;   /* does not exist yet: cannot be an input */
     for (int i = 0; i < n; i++)
         if (inputs[i] && !stat(inputs[i], &si) && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            return cli_error(cmd, "--out %s is the input file %s: refusing to overwrite it", out, inputs[i]);
+            return cli_error(cmd, "%s %s is the %s file %s: refusing to overwrite it", flag, out,
+                             strcmp(flag, "--out") ? "input or output" : "input", inputs[i]);
     return 0;
+}
+
+int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n) {
+    return cli_check_not_input(cmd, "--out", out, inputs, n);
 }

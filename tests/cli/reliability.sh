@@ -152,6 +152,12 @@ expect_error "train-mt --out = --tsv refused" "is the input file" $TFM train-mt 
 ln -f "$TMP/m1.tfm" "$TMP/m1-link.tfm"
 expect_error "attention --out = MODEL (hard link) refused" "is the input file" \
     $TFM attention "$TMP/m1.tfm" --text "go ." --out "$TMP/m1-link.tfm"
+expect_error "train-lm --log-file = --data refused" "--log-file .* is the input or output file" \
+    $TFM train-lm --data "$TMP/s.txt" --out "$TMP/z.tfm" --log-file "$TMP/s.txt"
+cp "$TMP/m1.tfm" "$TMP/m1-keep.tfm"
+expect_error "train-mt --log-file = --out refused" "--log-file .* is the input or output file" \
+    $TFM train-mt --tsv "$TMP/small.tsv" --out "$TMP/m1.tfm" --log-file "$TMP/m1.tfm"
+cmp -s "$TMP/m1.tfm" "$TMP/m1-keep.tfm" && pass "checkpoint untouched after a refused --log-file" || fail "--log-file = --out" "checkpoint changed"
 cmp -s "$TMP/s.txt" "$TMP/keep.txt" && pass "corpus untouched after the refused runs" || fail "corpus" "changed"
 expect_error "train-mt --out in a missing dir: refused at start" "cannot write" $TFM train-mt $MT --out "$TMP/nodir/x.tfm"
 for cmd in "info $TMP/a.tfm" "generate $TMP/a.tfm --tokens 5" "demo kernel-regression --out-dir $TMP"; do
