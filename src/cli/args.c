@@ -8,12 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
-int cli_error(const char *cmd, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+void cli_vprint_error(const char *cmd, const char *fmt, va_list ap) {
     fprintf(stderr, "tfm %s: ", cmd);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+int cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vprint_error(cmd, fmt, ap);
     va_end(ap);
     return CLI_EXIT_USAGE;
 }

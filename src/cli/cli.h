@@ -3,6 +3,7 @@
  * returning the process exit code. Errors go to stderr as one line: "tfm <cmd>: <what is wrong>". */
 #ifndef TFM_CLI_H
 #define TFM_CLI_H
+#include <stdarg.h>
 #include <stdio.h>
 
 typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL } cli_flag_type;
@@ -42,6 +43,8 @@ enum {
 };
 /* Print "tfm <cmd>: <msg>" to stderr and return CLI_EXIT_USAGE (use: return cli_error(cmd, "...")). */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The line of cli_error / cli_fail, from a va_list. */
+void cli_vprint_error(const char *cmd, const char *fmt, va_list ap);
 /* For a failed library call: prints "tfm <cmd>: <msg>" and returns the exit status of the library's error
  * kind (tfm_last_error_kind: data 65, I/O 74, else 1). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

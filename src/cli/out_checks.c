@@ -20,9 +20,7 @@ int cli_exit_status(void) {
 int cli_fail(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tfm %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    cli_vprint_error(cmd, fmt, ap);
     va_end(ap);
     return cli_exit_status();
 }
