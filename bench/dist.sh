@@ -5,8 +5,10 @@
 # (from --profile): compute (ops, clip, optimizer), allreduce (the loss/stop sum and the gradient
 # all-reduce, transfers included), wait (a barrier before them: the time rank 0 waits for the slowest rank).
 #
-#   bench/dist.sh [--smoke] [--steps N] [--build DIR] [gpt] [mt]
+#   bench/dist.sh [--smoke] [--steps N] [--rounds R] [--build DIR] [gpt] [mt]
 #
+# Each workload runs R rounds (default 3), the two configurations alternating, and the median of each is
+# printed last.
 # --smoke: 2 steps of tiny models on small data, to check that the script runs (tests/cli/mpi.sh); its
 # numbers mean nothing. Builds DIR/tfm with MPI=1 (default DIR build-mpi). Run it on an idle machine: with
 # other jobs on the cores the ranks wait for CPU time, not for each other.
@@ -14,11 +16,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-mpi
 STEPS=50
+ROUNDS=3
 SMOKE=0
 WHAT=""
 while [ $# -gt 0 ]; do
     case $1 in
-        --smoke) SMOKE=1; STEPS=2;;
+        --smoke) SMOKE=1; STEPS=2; ROUNDS=1;;
+        --rounds) ROUNDS=$2; shift;;
         --steps) STEPS=$2; shift;;
         --build) BUILD=$2; shift;;
         gpt|mt) WHAT="$WHAT $1";;
@@ -30,8 +34,7 @@ WHAT=${WHAT:-gpt mt}
 command -v mpirun >/dev/null || { echo "bench/dist.sh: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)" >&2; exit 2; }
 make --no-print-directory -j2 MPI=1 BUILD="$BUILD" "$BUILD/tfm" >/dev/null
 TFM=$PWD/$BUILD/tfm
-DATA=/work/shared/data
-[ -d "$DATA" ] || DATA=$PWD/../shared/data
+DATA=$PWD/../shared/data
 TMP=$(mktemp -d /tmp/tfm_dist.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -56,7 +59,9 @@ run() {
                    name, np, th, 1000 / total, total, total - ar - wait, ar + 0, wait + 0 }' "$log"
 }
 
-echo "# bench/dist.sh $(date -u +%Y-%m-%dT%H:%MZ) $(git log -1 --format=%h 2>/dev/null); $STEPS steps; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bench/dist.sh $(date -u +%Y-%m-%dT%H:%MZ) $(git log -1 --format=%h 2>/dev/null); $STEPS steps, $ROUNDS round(s);" \
+     "load: $(cut -d' ' -f1-3 /proc/loadavg); $(mpirun --version 2>/dev/null | head -1)"
+bash bench/sysinfo.sh
 for w in $WHAT; do
     if [ "$w" = gpt ]; then
         if [ $SMOKE = 1 ]; then
@@ -77,8 +82,17 @@ for w in $WHAT; do
         A="$A --epochs 1 --max-steps $STEPS --log-every 0"
     fi
     cmd=$([ "$w" = gpt ] && echo train-lm || echo train-mt)
-    # shellcheck disable=SC2086
-    run "$w" 1 2 $cmd $A
-    # shellcheck disable=SC2086
-    run "$w" 2 1 $cmd $A
+    for _ in $(seq "$ROUNDS"); do
+        # shellcheck disable=SC2086
+        run "$w" 1 2 $cmd $A | tee -a "$TMP/rounds"
+        # shellcheck disable=SC2086
+        run "$w" 2 1 $cmd $A | tee -a "$TMP/rounds"
+    done
 done
+# the median round of each configuration (by ms/step)
+if [ "$ROUNDS" -gt 1 ]; then
+    echo "# medians of $ROUNDS rounds (by ms/step)"
+    cut -d: -f1 "$TMP/rounds" | awk '!seen[$0]++' | while IFS= read -r key; do
+        grep -F "$key:" "$TMP/rounds" | sort -k9,9g | sed -n "$(( (ROUNDS + 1) / 2 ))p"
+    done
+fi
