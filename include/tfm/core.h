@@ -196,6 +196,7 @@ typedef struct tfm_graph {
      * the global batch's tensor: each sample gets the mask the single-process run draws for it, however
      * the batch is split. 0 (tfm_graph_init): no offset. */
     long drop_sample0, drop_samples;
+    long drop_total;          /* the global batch's samples (time-major dropouts: tfm_dropout_time_major) */
     /* The same for tensors of packed token rows (a translator's training loss drops the padding): the global
      * index of the slice's first source [0] and target [1] token; the model swaps them into drop_sample0
      * (with its row count as drop_samples) around its row-wise dropouts. */

@@ -102,6 +102,11 @@ tfm_tensor *tfm_attention_kv(tfm_graph *g, tfm_tensor *q, const tfm_kv_ref *kv, 
 
 /* Inverted dropout: zero with prob p, scale kept by 1/(1-p). Identity unless g->training && p > 0. */
 tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p);
+/* The same for a time-major (T, B, ...) tensor (a GRU's layer input): on a graph that computes a slice of
+ * the global batch (tfm_graph.drop_samples, drop_total) each element draws the bits of its place in the
+ * global (T, drop_total, ...) tensor, so a sample's mask does not depend on the split; otherwise (one
+ * process) it is tfm_dropout. */
+tfm_tensor *tfm_dropout_time_major(tfm_graph *g, tfm_tensor *x, float p);
 
 /* Mean cross-entropy of logits (N,V) (or (...,V)) against targets (N entries), PyTorch semantics:
  * targets equal to ignore_index are skipped and the mean is over the rest; label smoothing eps mixes

@@ -73,7 +73,7 @@ tfm_tensor *tfm_GRU_forward(tfm_graph *g, const tfm_GRU *m, tfm_tensor *X, tfm_t
             h = tfm_new2(g, B, H);
             memset(h->data, 0, sizeof(float) * h->size);
         }
-        if (l > 0) in = tfm_dropout(g, in, m->dropout);
+        if (l > 0) in = tfm_dropout_time_major(g, in, m->dropout);   /* (T,B,in): keyed by global sample */
         int in_size = in->shape[2];
         tfm_tensor *gi_all = tfm_linear(g, tfm_reshape2(g, in, T * B, in_size), m->W_ih[l], m->b_ih[l]); /* (TB,3H) */
         for (int t = 0; t < T; t++) {

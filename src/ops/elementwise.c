@@ -226,22 +226,44 @@ void tfm_bw_reduce(tfm_node *n) {
 /* Counter-based randomness: element i of a call keyed by k keeps iff hash(k + i) >= p * 2^32,
  * so any thread count gives the same mask. */
 
-tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
-    if (!g->training || p <= 0.0f) return x;
-    OP_BEGIN(g);
-    TFM_ASSERT(p < 1.0f, "dropout p=%g must be < 1", p);
+/* Element i draws the bits of element (i / inner) * outer + i % inner of the global batch's tensor (after
+ * `key`): inner = size for a sample-major tensor, inner = one time step of the slice for a time-major one. */
+static tfm_tensor *dropout_keyed(tfm_graph *g, tfm_tensor *x, float p, uint64_t key, size_t inner, size_t outer) {
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
     uint8_t *mask = tfm_arena_alloc(&g->arena, x->size);
-    uint64_t key = tfm_drop_key(g) + tfm_drop_offset(g, x->size);
     uint32_t thresh = tfm_drop_thresh(p);
     float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) {
-        mask[i] = tfm_drop_hash(key + i) >= thresh;
+        mask[i] = tfm_drop_hash(key + (i / inner) * outer + i % inner) >= thresh;
         out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);
     if (n) { n->saved = mask; n->fp[0] = scale; }
+    return out;
+}
+
+tfm_tensor *tfm_dropout(tfm_graph *g, tfm_tensor *x, float p) {
+    if (!g->training || p <= 0.0f) return x;
+    OP_BEGIN(g);
+    TFM_ASSERT(p < 1.0f, "dropout p=%g must be < 1", p);
+    uint64_t key = tfm_drop_key(g) + tfm_drop_offset(g, x->size);
+    tfm_tensor *out = dropout_keyed(g, x, p, key, x->size ? x->size : 1, 0);
+    OP_END(g, TFM_OP_DROPOUT);
+    return out;
+}
+
+tfm_tensor *tfm_dropout_time_major(tfm_graph *g, tfm_tensor *x, float p) {
+    if (g->drop_samples <= 0) return tfm_dropout(g, x, p);
+    if (!g->training || p <= 0.0f) return x;
+    OP_BEGIN(g);
+    TFM_ASSERT(p < 1.0f, "dropout p=%g must be < 1", p);
+    TFM_ASSERT(x->ndim >= 2 && x->shape[1] == g->drop_samples && g->drop_total >= g->drop_sample0 + g->drop_samples,
+               "dropout: a time-major tensor's batch must be the graph's slice of drop_total samples");
+    size_t per_sample = x->size / ((size_t)x->shape[0] * (size_t)x->shape[1]);   /* (T, B, per_sample) */
+    uint64_t key = tfm_drop_key(g) + (uint64_t)g->drop_sample0 * per_sample;
+    size_t inner = (size_t)x->shape[1] * per_sample, outer = (size_t)g->drop_total * per_sample;
+    tfm_tensor *out = dropout_keyed(g, x, p, key, inner ? inner : 1, outer);
     OP_END(g, TFM_OP_DROPOUT);
     return out;
 }

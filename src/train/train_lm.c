@@ -36,7 +36,7 @@ static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tf
         tfm_graph_reset(g);
         g->training = 1;
         tfm_lm_get_batch(d, 0, batch_rng, B, T, x, y);
-        if (count != B) g->drop_sample0 = start, g->drop_samples = count;
+        if (count != B) g->drop_sample0 = start, g->drop_samples = count, g->drop_total = B;
         tfm_tensor *loss = tfm_cross_entropy(g, tfm_gpt_forward(g, m, x + (size_t)start * T, count, T),
                                              y + (size_t)start * T, -100, 0.0f);
         if (count != B) loss = tfm_scale(g, loss, (float)count / ((float)B * (float)st->grad_accum));

@@ -225,7 +225,9 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             int rows = sl.n ? sl.n : 1;   /* a rank without pairs runs the first one with weight 0: same RNG draws */
             int pm = pad_min(m, train);
             gather(&g, train, bidx + (sl.n ? sl.lo : 0), rows, &b, sl.Ts > pm ? sl.Ts : pm, sl.Tt > pm ? sl.Tt : pm);
-            if (dist) g.drop_sample0 = sl.lo, g.drop_samples = rows, g.drop_row0[0] = sl.row0[0], g.drop_row0[1] = sl.row0[1];
+            if (dist)   /* a rank without pairs (weight 0) keys its one row as sample 0 */
+                g.drop_sample0 = sl.n ? sl.lo : 0, g.drop_samples = rows, g.drop_total = nb, g.drop_row0[0] = sl.row0[0],
+                g.drop_row0[1] = sl.row0[1];
             if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step zeroes them */
             tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
             float lv = loss->data[0], mine = sl.n ? (float)b.n_tok : 0.0f;

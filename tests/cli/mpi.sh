@@ -182,6 +182,16 @@ $TFMM train-mt $MT --out "$TMP/m12.tfm" --max-steps 10 --log-file "$TMP/m12a.jso
 mrun 2 --bind-to none $TFMM train-mt $MT --resume "$TMP/m12.tfm" --log-file "$TMP/m12b.jsonl" 2>/dev/null
 cat "$TMP/m12a.jsonl" "$TMP/m12b.jsonl" >"$TMP/m12.jsonl" 2>/dev/null
 same_curve "train-mt --resume of a 1-rank checkpoint on 2 ranks continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m12.jsonl" train
+# the GRU translators: their inter-layer dropout runs on time-major (T, B, H) tensors, keyed by global sample
+# (tfm_dropout_time_major), so 2 ranks give the one-process curve with dropout too
+for arch in rnn bahdanau; do
+    R="--tsv $FRA --num-examples 320 --batch-size 16 --epochs 1 --arch $arch --embed-size 16 --hidden-size 16 --n-layer 2
+       --dropout 0.2 --threads 1 --log-every 1"
+    $TFMM train-mt $R --out "$TMP/${arch}1.tfm" --log-file "$TMP/${arch}1.jsonl" 2>/dev/null
+    mrun 2 --bind-to none $TFMM train-mt $R --out "$TMP/${arch}2.tfm" --log-file "$TMP/${arch}2.jsonl" 2>/dev/null
+    same_curve "train-mt --arch $arch (dropout 0.2) on 2 ranks: the one-process loss at all 20 steps" 20 \
+        "$TMP/${arch}1.jsonl" "$TMP/${arch}2.jsonl" train
+done
 
 # only rank 0 writes: each rank runs in its own directory with relative paths; rank 1's stays as it was
 for d in A B; do mkdir -p "$TMP/$d"; cp "$TMP/small.txt" "$TMP/v.src" "$TMP/v.tgt" "$TMP/$d/"; head -n 320 "$FRA" >"$TMP/$d/c.tsv"; done
