@@ -235,7 +235,8 @@ static tfm_tensor *dropout_keyed(tfm_graph *g, tfm_tensor *x, float p, uint64_t 
     float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (x->size >= 16384)
     for (size_t i = 0; i < x->size; i++) {
-        mask[i] = tfm_drop_hash(key + (i / inner) * outer + i % inner) >= thresh;
+        uint64_t k = outer ? key + (i / inner) * outer + i % inner : key + i;   /* outer 0: sample-major */
+        mask[i] = tfm_drop_hash(k) >= thresh;
         out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);
