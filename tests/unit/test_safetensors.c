@@ -304,39 +304,45 @@ static void bad_input(void) {
     expect_bad("bad: file does not exist", tmp("nope.safetensors"), "cannot open", NULL);
 }
 
-/* The new metadata of BPE and tied translators: missing or malformed -> one line naming the file and field. */
+/* The new metadata of BPE and tied translators: missing or malformed -> one line naming the file and field.
+ * Each case edits the export of round_trip("bpe") (P) or round_trip("bpe-tied") (T). */
 static void bad_bpe_tied(void) {
+    static const struct {
+        int tied;
+        const char *from, *to, *label, *want;
+    } cases[] = {
+        {0, "\"tfm.tokenizer.bpe\":", "\"tfm.tokenizer.bpX\":", "bad bpe: tfm.tokenizer.bpe missing",
+         "__metadata__ has no 'tfm.tokenizer.bpe'"},
+        {0, "\"tfm.tokenizer.bpe\":\"", "\"tfm.tokenizer.bpe\":\"!", "bad bpe: tfm.tokenizer.bpe not base64",
+         "tfm.tokenizer.bpe: not base64"},
+        {0, "\"tfm.tokenizer.bpe\":\"", "\"tfm.tokenizer.bpe\":\"AAAA", "bad bpe: tfm.tokenizer.bpe not a SentencePiece model",
+         "tfm.tokenizer.bpe: not a valid SentencePiece"},
+        {0, "<unk>\\n<0x00>", "<unk>\\n<0xZZ>", "bad bpe: pieces differ from the vocabulary",
+         "tfm.tokenizer.bpe: the model's pieces are not"},
+        {0, "\"tfm.tokenizer.kind\":\"bpe\"", "\"tfm.tokenizer.kind\":\"moses\"",
+         "bad bpe: tfm.tokenizer.bpe with another tokenizer.kind", "tfm.tokenizer.bpe given but"},
+        {1, "\"tfm.tied_weights\":", "\"tfm.tied_weightz\":", "bad tied: tfm.tied_weights missing", "no 'tfm.tied_weights'"},
+        {1, "\"decoder.dense.weight\\\":\\\"shared", "\"decoder.dense.weight\\\":\\\"sharex",
+         "bad tied: tfm.tied_weights maps to another tensor", "tfm.tied_weights must map"},
+        {1, "\"tfm.tied_weights\":\"{", "\"tfm.tied_weights\":\"{{", "bad tied: tfm.tied_weights not JSON",
+         "tfm.tied_weights: invalid JSON"},
+        {1, "\\\"share_embeddings\\\":1", "\\\"share_embeddings\\\":0", "bad tied: tied weights but share_embeddings 0",
+         "tfm.tied_weights given but tfm.config has share_embeddings 0"},
+        {1, "\\\"share_embeddings\\\":1", "\\\"share_embeddings\\\":2", "bad tied: share_embeddings out of range",
+         "tfm.config: config share_embeddings must be in 0..1"},
+        {0, "\\\"share_embeddings\\\":0", "\\\"share_embeddings\\\":1", "bad tied: share_embeddings 1 without tfm.tied_weights",
+         "no 'tfm.tied_weights'"},
+        {1, "\"shared.embedding.weight\":{", "\"encoder.embedding.weight\":{", "bad tied: the shared tensor under an untied name",
+         "tensor 'encoder.embedding.weight' is not a parameter"},
+    };
     char P[512], T[512], X[512];
     snprintf(P, sizeof P, "%s", tmp("bpe_a.safetensors"));   /* from round_trip("bpe") */
     snprintf(T, sizeof T, "%s", tmp("bpe-tied_a.safetensors"));
     snprintf(X, sizeof X, "%s", tmp("bad.safetensors"));
-    rewrite(P, X, "\"tfm.tokenizer.bpe\":", "\"tfm.tokenizer.bpX\":", SIZE_MAX, 0);
-    expect_bad("bad bpe: tfm.tokenizer.bpe missing", X, "__metadata__ has no 'tfm.tokenizer.bpe'", NULL);
-    rewrite(P, X, "\"tfm.tokenizer.bpe\":\"", "\"tfm.tokenizer.bpe\":\"!", SIZE_MAX, 0);
-    expect_bad("bad bpe: tfm.tokenizer.bpe not base64", X, "tfm.tokenizer.bpe: not base64", NULL);
-    rewrite(P, X, "\"tfm.tokenizer.bpe\":\"", "\"tfm.tokenizer.bpe\":\"AAAA", SIZE_MAX, 0);
-    expect_bad("bad bpe: tfm.tokenizer.bpe not a SentencePiece model", X, "tfm.tokenizer.bpe: not a valid SentencePiece",
-               NULL);
-    rewrite(P, X, "<unk>\\n<0x00>", "<unk>\\n<0xZZ>", SIZE_MAX, 0);
-    expect_bad("bad bpe: pieces differ from the vocabulary", X, "tfm.tokenizer.bpe: the model's pieces are not", NULL);
-    rewrite(P, X, "\"tfm.tokenizer.kind\":\"bpe\"", "\"tfm.tokenizer.kind\":\"moses\"", SIZE_MAX, 0);
-    expect_bad("bad bpe: tfm.tokenizer.bpe with another tokenizer.kind", X, "tfm.tokenizer.bpe given but", NULL);
-    rewrite(T, X, "\"tfm.tied_weights\":", "\"tfm.tied_weightz\":", SIZE_MAX, 0);
-    expect_bad("bad tied: tfm.tied_weights missing", X, "no 'tfm.tied_weights'", NULL);
-    rewrite(T, X, "\"decoder.dense.weight\\\":\\\"shared", "\"decoder.dense.weight\\\":\\\"sharex", SIZE_MAX, 0);
-    expect_bad("bad tied: tfm.tied_weights maps to another tensor", X, "tfm.tied_weights must map", NULL);
-    rewrite(T, X, "\"tfm.tied_weights\":\"{", "\"tfm.tied_weights\":\"{{", SIZE_MAX, 0);
-    expect_bad("bad tied: tfm.tied_weights not JSON", X, "tfm.tied_weights: invalid JSON", NULL);
-    rewrite(T, X, "\\\"share_embeddings\\\":1", "\\\"share_embeddings\\\":0", SIZE_MAX, 0);
-    expect_bad("bad tied: tied weights but share_embeddings 0", X, "tfm.tied_weights given but tfm.config has share_embeddings 0",
-               NULL);
-    rewrite(T, X, "\\\"share_embeddings\\\":1", "\\\"share_embeddings\\\":2", SIZE_MAX, 0);
-    expect_bad("bad tied: share_embeddings out of range", X, "tfm.config: config share_embeddings must be in 0..1", NULL);
-    rewrite(P, X, "\\\"share_embeddings\\\":0", "\\\"share_embeddings\\\":1", SIZE_MAX, 0);
-    expect_bad("bad tied: share_embeddings 1 without tfm.tied_weights", X, "no 'tfm.tied_weights'", NULL);
-    rewrite(T, X, "\"shared.embedding.weight\":{", "\"encoder.embedding.weight\":{", SIZE_MAX, 0);
-    expect_bad("bad tied: the shared tensor under an untied name", X, "tensor 'encoder.embedding.weight' is not a parameter",
-               NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rewrite(cases[i].tied ? T : P, X, cases[i].from, cases[i].to, SIZE_MAX, 0);
+        expect_bad(cases[i].label, X, cases[i].want, NULL);
+    }
 }
 
 /* ------------------------------------------------------------------ logits (twin fixtures, tool mode) */
