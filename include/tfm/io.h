@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TFM_DT_F32 0
 #define TFM_DT_I32 1
@@ -65,6 +66,11 @@ const char *tfm_container_str(const tfm_container *c, const char *name);
 
 /* Write atomically: to PATH.tmp.PID, fsync, rename. Returns 0, or -1 with tfm error set. */
 int tfm_container_save(const tfm_container *c, const char *path);
+/* The writer under every tfm file save: write(f, ctx) (1 = written, else 0 with errno set) fills
+ * PATH.tmp.PID, which is flushed, fsynced and renamed over PATH; then the directory is fsynced (best
+ * effort). A reader sees the old file or the new one, never a part. Returns 0, or -1 with an I/O error
+ * "PATH: save failed (write PATH.tmp.PID): reason" (the temp file removed). */
+int tfm_save_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx);
 /* Load and validate. c is treated as uninitialised output (previous contents are NOT freed).
  * Returns 0, or -1 with tfm error set (names the file); either way tfm_container_free(c) is safe after. */
 int tfm_container_load(tfm_container *c, const char *path);

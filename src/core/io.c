@@ -387,6 +387,8 @@ static int write_container(FILE *f, const tfm_container *c) {
     return 1;
 }
 
+static int write_container_fn(FILE *f, const void *c) { return write_container(f, c); }
+
 int tfm_container_save(const tfm_container *c, const char *path) {
     char msg[400];
     for (int i = 0; i < c->n; i++) {
@@ -401,10 +403,14 @@ int tfm_container_save(const tfm_container *c, const char *path) {
                 return -1;
             }
     }
-    size_t plen = strlen(path);
-    char *tmp = xmalloc(plen + 32);
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    return tfm_save_atomic(path, write_container_fn, c);
+}
 
+int tfm_save_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         tfm_set_error_kind(TFM_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
@@ -422,7 +428,7 @@ int tfm_container_save(const tfm_container *c, const char *path) {
     }
     const char *what = NULL;
     int err = 0;
-    if (!write_container(f, c)) { what = "write"; err = errno; }
+    if (!write(f, ctx)) { what = "write"; err = errno; }
     else if (fflush(f) != 0) { what = "write"; err = errno; }
     else if (fsync(fileno(f)) != 0) { what = "fsync"; err = errno; }
     if (fclose(f) != 0 && !what) { what = "close"; err = errno; }
@@ -435,7 +441,8 @@ int tfm_container_save(const tfm_container *c, const char *path) {
     }
     free(tmp);
     /* best effort: make the rename durable */
-    char *dir = xmalloc(plen + 2);
+    char *dir = malloc(plen + 2);
+    if (!dir) return 0;
     memcpy(dir, path, plen + 1);
     char *slash = strrchr(dir, '/');
     if (!slash) strcpy(dir, ".");

@@ -1,13 +1,12 @@
 /* safetensors reader and writer (see include/tfm/safetensors.h). */
 #include "tfm/safetensors.h"
 #include "core/json.h"
+#include "tfm/io.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define ST_HOST_BE 1
@@ -103,36 +102,26 @@ static int write_file(FILE *f, const tfm_strbuf *h, const tfm_st_tensor *t, int 
     return 1;
 }
 
+typedef struct {
+    const tfm_strbuf *h;
+    const tfm_st_tensor *t;
+    int n;
+} st_file_ctx;
+static int write_file_fn(FILE *f, const void *ctx) {
+    const st_file_ctx *c = ctx;
+    return write_file(f, c->h, c->t, c->n);
+}
+
 int tfm_st_save(const char *path, const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta) {
     tfm_strbuf h = {0};
     if (build_header(&h, path, t, n, meta, n_meta)) {
         tfm_strbuf_free(&h);
         return -1;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return tfm_strbuf_free(&h), tfm_set_error("%s: out of memory", path), -1;
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    const char *what = NULL;
-    int err = 0;
-    if (!f) {
-        what = "create", err = errno;
-        if (fd >= 0) close(fd);
-    } else {
-        if (!write_file(f, &h, t, n) || fflush(f) != 0) what = "write", err = errno;
-        else if (fsync(fileno(f)) != 0) what = "fsync", err = errno;
-        if (fclose(f) != 0 && !what) what = "close", err = errno;
-        if (!what && rename(tmp, path) != 0) what = "rename", err = errno;
-    }
-    if (what) {
-        unlink(tmp);
-        tfm_set_error_kind(TFM_ERR_IO, "%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
-    }
-    free(tmp);
+    st_file_ctx ctx = {&h, t, n};
+    int rc = tfm_save_atomic(path, write_file_fn, &ctx);
     tfm_strbuf_free(&h);
-    return what ? -1 : 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ load */

@@ -1,17 +1,15 @@
 /* SVG output: heatmap grids (attention weights) and line plots, written atomically. */
 #include "tfm/eval.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "tfm/core.h"
+#include "tfm/io.h"
 #include "tfm/text.h"
 
 /* ---------------------------------------------------------------- growable string */
@@ -96,39 +94,18 @@ static void sb_text(sbuf *b, const char *s) {
     free(e);
 }
 
-/* Writes b to path through a temporary file in the same directory + rename. */
+static int write_sbuf(FILE *f, const void *ctx) {
+    const sbuf *b = ctx;
+    return fwrite(b->s, 1, b->len, f) == b->len;
+}
+
+/* Writes b to path atomically (tfm_save_atomic: a temporary file in the same directory + rename). */
 static int write_atomic(const char *path, const sbuf *b) {
     if (b->oom) {
         tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory writing '%s'", path);
         return -1;
     }
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp) {
-        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory writing '%s'", path);
-        return -1;
-    }
-    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tfm_set_error_kind(TFM_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    fchmod(fd, 0644);  /* mkstemp creates 0600; a plot is not a secret */
-    FILE *f = fdopen(fd, "wb");
-    int ok = f != NULL;
-    if (ok) ok = fwrite(b->s, 1, b->len, f) == b->len;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        tfm_set_error_kind(TFM_ERR_IO, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return tfm_save_atomic(path, write_sbuf, b);
 }
 
 /* ---------------------------------------------------------------- colours */

@@ -5,14 +5,13 @@
  * wire 0 = varint, 1 = 8 bytes, 2 = varint length + bytes (strings, sub-messages), 5 = 4 bytes.
  * Field numbers are those of sentencepiece_model.proto (see docs/FORMAT.md). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "text/bpe_internal.h"
 #include "tfm/core.h"
+#include "tfm/io.h"
 #include "tfm/text.h"
 
 #define MAX_MODEL_BYTES ((size_t)1 << 28)
@@ -567,41 +566,12 @@ int tfm_bpe_load(tfm_bpe *m, const char *path) {
     return rc ? tfm_error_in_data() : 0;
 }
 
-int tfm_bpe_save(const tfm_bpe *m, const char *path) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        tfm_set_error_kind(TFM_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    const char *what = NULL;
-    int err = 0;
-    size_t off = 0;
-    while (off < m->proto_len) {
-        ssize_t w = write(fd, m->proto + off, m->proto_len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            what = "write", err = errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (!what && fsync(fd) != 0) what = "fsync", err = errno;
-    if (close(fd) != 0 && !what) what = "close", err = errno;
-    if (!what && rename(tmp, path) != 0) what = "rename", err = errno;
-    if (what) {
-        unlink(tmp);
-        tfm_set_error_kind(TFM_ERR_IO, "%s: save failed (%s %s): %s", path, what, tmp, err ? strerror(err) : "I/O error");
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+static int write_proto(FILE *f, const void *ctx) {
+    const tfm_bpe *m = ctx;
+    return fwrite(m->proto, 1, m->proto_len, f) == m->proto_len;
 }
+
+int tfm_bpe_save(const tfm_bpe *m, const char *path) { return tfm_save_atomic(path, write_proto, m); }
 
 int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry) {
     int shape[1] = {(int)m->proto_len};
