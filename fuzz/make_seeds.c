@@ -9,16 +9,8 @@
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
 
-#if defined(__has_include)
-#if __has_include("tfm/bpe.h")
 #include "tfm/bpe.h"
-#define TFM_FUZZ_BPE 1
-#endif
-#if __has_include("tfm/safetensors.h")
 #include "tfm/safetensors.h"
-#define TFM_FUZZ_SAFETENSORS 1
-#endif
-#endif
 
 #include <math.h>
 #include <stdint.h>
@@ -140,7 +132,6 @@ static void mt_seed(const char *arch, int pre_ln) {
     tfm_translator_free(&t);
 }
 
-#ifdef TFM_FUZZ_SAFETENSORS
 static void put_file(const char *target, const char *name, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) tfm_fatal("make_seeds: %s", path);
@@ -154,10 +145,8 @@ static void put_file(const char *target, const char *name, const char *path) {
     put(target, name, b, n);
     free(b);
 }
-#endif
 
 static void other_seeds(void) {
-#ifdef TFM_FUZZ_BPE
     {   /* a small BPE model learned from a few lines */
         const char *lines[] = {"the cat sat on the mat", "le chat est sur le tapis", "das ist gut, oder?"};
         tfm_bpe_learn_opts o;
@@ -169,8 +158,6 @@ static void other_seeds(void) {
         else fprintf(stderr, "make_seeds: bpe seed skipped: %s\n", tfm_last_error());
         tfm_bpe_free(&m);
     }
-#endif
-#ifdef TFM_FUZZ_SAFETENSORS
     {   /* two tensors and a metadata entry */
         float w[6] = {1, -2, 3.5f, 0, 1e-3f, -7};
         tfm_st_tensor t[2];
@@ -183,7 +170,6 @@ static void other_seeds(void) {
         if (tfm_st_save(p, t, 2, &meta, 1) == 0) put_file("safetensors", "two", p);
         else fprintf(stderr, "make_seeds: safetensors seed skipped: %s\n", tfm_last_error());
     }
-#endif
 }
 
 #define PUTS(target, name, s) put(target, name, s, sizeof(s) - 1)

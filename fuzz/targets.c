@@ -25,16 +25,8 @@
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
 
-#if defined(__has_include)
-#if __has_include("tfm/bpe.h")
 #include "tfm/bpe.h"
-#define TFM_FUZZ_BPE 1
-#endif
-#if __has_include("tfm/safetensors.h")
 #include "tfm/safetensors.h"
-#define TFM_FUZZ_SAFETENSORS 1
-#endif
-#endif
 
 #include <stdint.h>
 #include <stdio.h>
@@ -182,7 +174,6 @@ static int fuzz_file(const char *target, const uint8_t *d, size_t n) {
     return ok;
 }
 
-#ifdef TFM_FUZZ_BPE
 static int fuzz_bpe(const uint8_t *d, size_t n) {
     tfm_bpe m;
     memset(&m, 0, sizeof m);
@@ -201,9 +192,7 @@ static int fuzz_bpe(const uint8_t *d, size_t n) {
     tfm_bpe_free(&m);
     return 1;
 }
-#endif
 
-#ifdef TFM_FUZZ_SAFETENSORS
 static int fuzz_safetensors(const uint8_t *d, size_t n) {
     char path[64];
     int fd = mem_path(d, n, path, sizeof path);
@@ -221,7 +210,6 @@ static int fuzz_safetensors(const uint8_t *d, size_t n) {
     close(fd);
     return ok;
 }
-#endif
 
 int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
     int accepted = 0;
@@ -248,14 +236,10 @@ int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
         accepted = fuzz_file(target, d, n);
     } else if (!strcmp(target, "tsv") || !strcmp(target, "parallel") || !strcmp(target, "lmdata")) {
         accepted = fuzz_file(target, d, n);
-#ifdef TFM_FUZZ_BPE
     } else if (!strcmp(target, "bpe")) {
         accepted = fuzz_bpe(d, n);
-#endif
-#ifdef TFM_FUZZ_SAFETENSORS
     } else if (!strcmp(target, "safetensors")) {
         accepted = fuzz_safetensors(d, n);
-#endif
     } else {
         fprintf(stderr, "tfm_fuzz_run: unknown target '%s'\n", target);
         abort();

@@ -9,14 +9,7 @@
 #include <dirent.h>
 
 static const char *const targets[] = {"container", "gpt", "transformer", "rnn", "bahdanau", "vocab",
-                                      "text", "tsv", "parallel", "lmdata",
-#ifdef TFM_FUZZ_BPE
-                                      "bpe",
-#endif
-#ifdef TFM_FUZZ_SAFETENSORS
-                                      "safetensors",
-#endif
-};
+                                      "text", "tsv", "parallel", "lmdata", "bpe", "safetensors"};
 #define N_TARGETS (int)(sizeof targets / sizeof *targets)
 
 static void replay_reproducers(void) {
