@@ -58,4 +58,20 @@ static inline unsigned char *check_read_file(const char *path, size_t *n) {
     return b;
 }
 
+/* A fresh directory for a test's files: $TMPDIR (or /tmp)/tfm_<name>.XXXXXX into dir. 0, or -1 after a
+ * FAIL line (the caller returns 1). */
+static inline int check_tmpdir(char *dir, size_t size, const char *name) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, size, "%s/tfm_%s.XXXXXX", base && *base ? base : "/tmp", name);
+    if (mkdtemp(dir)) return 0;
+    printf("FAIL %s: cannot create a temporary directory %s\n", name, dir);
+    return -1;
+}
+/* Remove it and everything in it (a failure is a note, not a test failure). */
+static inline void check_rm_tmpdir(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("# could not remove %s\n", dir);
+}
+
 #endif

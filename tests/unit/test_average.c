@@ -204,15 +204,9 @@ static void test_refusals(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/tfm_test_average_XXXXXX");
-    if (!mkdtemp(dir)) {
-        printf("FAIL average_tmpdir: mkdtemp\n");
-        return 1;
-    }
+    if (check_tmpdir(dir, sizeof dir, "test_average")) return 1;
     test_equal_and_mean();
     test_refusals();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) printf("  (could not remove %s)\n", dir);
+    check_rm_tmpdir(dir);
     return check_failures ? 1 : 0;
 }

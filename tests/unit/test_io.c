@@ -498,11 +498,6 @@ static void test_integrity(void) {
     free(raw);
 }
 
-static void rm_rf(const char *d) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", d);
-}
 
 /* The error kind of each failure class (tfm_last_error_kind): what the CLI turns into exit 74 / 65 / 2. */
 static void test_error_kinds(void) {
@@ -538,18 +533,13 @@ static void test_error_kinds(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tfm_test_io.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    if (check_tmpdir(dir, sizeof dir, "test_io")) return 1;
     test_round_trip();
     test_truncation();
     test_corruptions();
     test_integrity();
     test_save_failures();
     test_error_kinds();
-    rm_rf(dir);
+    check_rm_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -351,23 +351,13 @@ static void test_translator_edits(void) {
                  "is not a parameter of this model");
 }
 
-static void rm_rf(const char *d) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", d);
-}
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tfm_test_loaders.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    if (check_tmpdir(dir, sizeof dir, "test_loaders")) return 1;
     test_param_counts();
     test_gpt_bitflips();
     test_gpt_edits();
     test_translator_edits();
-    rm_rf(dir);
+    check_rm_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -444,16 +444,13 @@ static void twin_fixtures(void) {
 
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "--logits")) return tool_logits(argv[2], argv[3], argv[4]);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tfm_st_XXXXXX");
-    if (!mkdtemp(tmpdir)) return printf("FAIL mkdtemp\n"), 1;
+    if (check_tmpdir(tmpdir, sizeof tmpdir, "test_safetensors")) return 1;
     test_json();
     const char *kinds[] = {"gpt", "synthesizer", "transformer", "rnn", "bahdanau", "bpe", "bpe-tied"};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) round_trip(kinds[k]);
     bad_input();
     bad_bpe_tied();
     twin_fixtures();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) printf("# could not remove %s\n", tmpdir);
+    check_rm_tmpdir(tmpdir);
     return check_failures ? 1 : 0;
 }

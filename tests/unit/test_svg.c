@@ -252,15 +252,9 @@ static void test_lines(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tfm_test_svg_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (check_tmpdir(tmpdir, sizeof tmpdir, "test_svg")) return 1;
     test_heatmaps();
     test_lines();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
+    check_rm_tmpdir(tmpdir);
     CHECK_EXIT();
 }

@@ -418,11 +418,7 @@ static void test_batching(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tfm_test_text_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (check_tmpdir(tmpdir, sizeof tmpdir, "test_text")) return 1;
     test_utf8();
     test_files();
     test_chars();
@@ -430,8 +426,6 @@ int main(void) {
     test_vocab();
     test_corpus();
     test_batching();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
+    check_rm_tmpdir(tmpdir);
     CHECK_EXIT();
 }

@@ -87,16 +87,10 @@ static void test_plot_fixture(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/tfm_test_trainlog_XXXXXX");
-    if (!mkdtemp(dir)) {
-        printf("FAIL log_tmpdir: mkdtemp\n");
-        return 1;
-    }
+    if (check_tmpdir(dir, sizeof dir, "test_trainlog")) return 1;
     test_values();
     test_errors();
     test_plot_fixture();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) printf("  (could not remove %s)\n", dir);
+    check_rm_tmpdir(dir);
     return check_failures ? 1 : 0;
 }
