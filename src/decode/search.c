@@ -61,7 +61,7 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
     int64_t need = tfm_s2s_decode_elems(&m->cfg, nb, cap, Ts, max_steps);
     if (need > TFM_MAX_STEP_ELEMS)
         return tfm_set_error("decoding %d sentences x beam %d, %d source tokens, up to %d output tokens (--batch-size, "
-                             "--beam, --max-src, --max-len) needs ~%.0f GiB, at most %.0f GiB: lower them", nb, cap / nb,
+                             "--beam, --max-src, --max-output) needs ~%.0f GiB, at most %.0f GiB: lower them", nb, cap / nb,
                              Ts, max_steps - 1, (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)),
                NULL;
     int *src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * Ts);
@@ -95,7 +95,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
     if (!row_sent || !hist || !prev || !keep || !len) {
         free(row_sent), free(hist), free(prev), free(keep), free(len);
         m->vt->free_state(m, st);
-        return tfm_set_error("out of memory (decoding %d sentences)", nb), -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb), -1;
     }
     for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0;
     int rows = nb, rc = 0;
@@ -156,7 +156,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     if (!row_sent || !new_row_sent || !score || !new_score || !hist || !new_hist || !prev || !idx || !tops || !n_tops ||
         !best_score || !best_hyp || !best_len || !n_fin || !done) {
         rc = -1;
-        tfm_set_error("out of memory (beam search over %d sentences x beam %d)", nb, K);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (beam search over %d sentences x beam %d)", nb, K);
         goto end;
     }
     for (int s = 0; s < nb; s++) {
