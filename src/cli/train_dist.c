@@ -31,7 +31,7 @@ int cli_dist_sync(const char *cmd, tfm_dist *d, const tfm_run_config *run, long 
     if ((batch <= 0 || tfm_dist_slice(d, batch, &start, &count) == 0) && tfm_train_dist_start(d, run, step, p, opt) == 0)
         return 0;
     if (tfm_dist_is_writer(d)) cli_error(cmd, "%s", tfm_last_error());
-    return 2;
+    return CLI_EXIT_USAGE;
 }
 
 void cli_dist_error(const char *cmd, const tfm_dist *d, const char *nl) {
