@@ -228,6 +228,7 @@ for how in KILL STOP TERM; do
         >/dev/null 2>"$TMP/k.err" &
     job=$!
     for _ in $(seq 100); do [ -s "$TMP/pid1" ] && break; sleep 0.1; done
+    for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k.err" 2>/dev/null && break; sleep 0.1; done   # training runs
     sleep 1.5
     [ -s "$TMP/pid1" ] && kill -"$how" "$(cat "$TMP/pid1")"
     wait "$job"; rc=$?; dt=$(( $(date +%s) - t0 ))
@@ -253,7 +254,10 @@ done
 rm -f "$TMP/k.tfm"
 timeout 60 mpirun -np 2 --bind-to none $TFMM train-lm $LONG --out "$TMP/k.tfm" >/dev/null 2>"$TMP/k.err" &
 job=$!
-sleep 3
+# signal once training runs (the handler is installed right after the config line; a fixed sleep lost the
+# race on a loaded machine, when start-up took longer than the sleep)
+for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k.err" 2>/dev/null && break; sleep 0.1; done
+sleep 1
 kill -TERM "$job"; wait "$job"
 if grep -q 'stopped by SIGTERM: saved' "$TMP/k.err" && $TFMM info "$TMP/k.tfm" 2>/dev/null | grep -Eq '^ +iter +[1-9]'; then
     pass "SIGTERM to mpirun: the ranks stop together and rank 0 saves the checkpoint"
