@@ -11,7 +11,7 @@ san=${2:-}
 cd "$(dirname "$0")/.."
 export TFM="$PWD/$build/tfm"
 pass=0; fail=0; skip=0; notrun=0
-log=$(mktemp); trap 'rm -f "$log"' EXIT
+log=$(mktemp); failures=$(mktemp); trap 'rm -f "$log" "$failures"' EXIT
 run_one() {  # label, command...
     local label=$1; shift
     "$@" >"$log" 2>&1
@@ -20,8 +20,10 @@ run_one() {  # label, command...
     p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log"); s=$(grep -c '^SKIP ' "$log")
     notrun=$((notrun + $(grep -c '^NOTRUN ' "$log")))
     grep -E '^(FAIL|SKIP) ' "$log" | sed "s|^|[$label] |"
+    grep -E '^FAIL ' "$log" | sed "s|^|[$label] |" >>"$failures"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; f=1
+        { echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; } >>"$failures"
     fi
     printf '%-40s %4d passed %3d failed %3d skipped\n' "$label" "$p" "$f" "$s"
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
@@ -77,5 +79,7 @@ fi
 # Kernel paths this CPU cannot run (AVX-512 on an AVX2 machine) are not skips of a missing tool: they
 # run wherever the CPU has them. Said here, apart from the count.
 [ "$notrun" -gt 0 ] && echo "note: $notrun checks cannot run on this CPU or build (NOTRUN lines: AVX-512 paths, huge allocations under ASan)"
+# The failures again, just above the count: a log read from its end (CI's) shows which checks failed.
+if [ -s "$failures" ]; then echo "failed checks:"; cut -c1-400 "$failures"; fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
