@@ -26,7 +26,9 @@ for t in "$@"; do
     printf '# fuzz/%-12s %10s execs in %ss  %s\n' "$t" "${execs:-?}" "$secs" "${cov:-?}"
     if [ "$r" -ne 0 ]; then
         art=$(grep -oE "$work/artifacts/$t-[a-z]+-[0-9a-f]+" "$log" | tail -n 1)
-        echo "FAIL fuzz/$t: exit $r, input ${art:-?} (log $log)"
+        # the input itself, so a failure seen only in a CI log can be reproduced (small inputs)
+        b64=$([ -f "${art:-}" ] && [ "$(stat -c %s "$art")" -le 768 ] && base64 -w0 "$art")
+        echo "FAIL fuzz/$t: exit $r, input ${art:-?} (log $log)${b64:+ base64 $b64}"
         grep -E 'ERROR|runtime error|SUMMARY' "$log" | head -n 3 | sed 's/^/#   /'
         rc=1
     else

@@ -58,7 +58,7 @@ rm -f "$out"/train.step*.tfm
 
 stamp "averaging the last $keep epoch checkpoints"
 mapfile -t last < <(for f in "$out"/train.step*.tfm; do n=${f##*step}; echo "${n%.tfm} $f"; done | sort -n | tail -n "$keep" | cut -d' ' -f2-)
-if [ "${#last[@]}" -ge 2 ]; then "$TFM" average -o "$out/model.tfm" "${last[@]}"; else cp "$out/train.tfm" "$out/model.tfm"; fi
+if [ "${#last[@]}" -ge 2 ]; then "$TFM" average -o "$out/model.tfm" "${last[@]}" >&2; else cp "$out/train.tfm" "$out/model.tfm"; fi
 
 stamp "translating val and test_2016_flickr (beam 5)"
 "$TFM" translate "$out/model.tfm" --beam 5 --alpha 1 --threads "$threads" <"$val_de" >"$out/val.hyp.en"

@@ -80,6 +80,6 @@ fi
 # run wherever the CPU has them. Said here, apart from the count.
 [ "$notrun" -gt 0 ] && echo "note: $notrun checks cannot run on this CPU or build (NOTRUN lines: AVX-512 paths, huge allocations under ASan)"
 # The failures again, just above the count: a log read from its end (CI's) shows which checks failed.
-if [ -s "$failures" ]; then echo "failed checks:"; cut -c1-400 "$failures"; fi
+if [ -s "$failures" ]; then echo "failed checks:"; cut -c1-1500 "$failures"; fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

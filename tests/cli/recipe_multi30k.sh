@@ -1,0 +1,38 @@
+# recipes/multi30k-de-en.sh (issue 10): every step of the recipe (BPE learned from the raw files, training with
+# per-epoch validation and the last epoch checkpoints kept, averaging, beam search on val and the test file,
+# both BLEU flavours) on 300 pairs with a tiny model (--smoke); its bad inputs; and the step-size check
+# accepting the recipe's real batches (--max-tokens 2048, d_model 256, --max-len 64).
+source "$(dirname "$0")/lib.bash"
+cd "$(dirname "$0")/../.."
+M=../shared/data/multi30k
+if ! TFM="$TFM" bash recipes/multi30k-de-en.sh "$TMP/r" --smoke --threads 2 >"$TMP/out" 2>"$TMP/err"; then
+    fail "recipe --smoke" "exit $?: $(tail -n 3 "$TMP/err")"
+else
+    pass "recipe --smoke runs to the end"
+    [ -s "$TMP/r/model.tfm" ] && grep -q 'mean of 2 checkpoints' "$TMP/err" \
+        && pass "recipe: the last 2 epoch checkpoints averaged into model.tfm" || fail "recipe averaging" "$(grep -i average "$TMP/err")"
+    [ "$(grep -c '"event": "valid"' "$TMP/r/train.jsonl")" -eq 2 ] && pass "recipe: validation after each epoch in train.jsonl" \
+        || fail "recipe log" "$(grep -c valid "$TMP/r/train.jsonl") valid events"
+    [ "$(wc -l <"$TMP/r/test_2016_flickr.hyp.en")" -eq 40 ] && ! grep -q '<unk>' "$TMP/r/test_2016_flickr.hyp.en" \
+        && pass "recipe: one translation a line, no <unk>" || fail "recipe translations" "$(wc -l <"$TMP/r/test_2016_flickr.hyp.en") lines"
+    grep -q '^nrefs:1|case:mixed|eff:no|tok:13a' "$TMP/r/results.txt" && grep -q '^nrefs:1|case:lc|eff:no|tok:13a' "$TMP/r/results.txt" \
+        && grep -q '^wall time: [0-9]* s$' "$TMP/r/results.txt" \
+        && pass "recipe: results.txt has cased and lowercased BLEU with signatures, and the wall time" \
+        || fail "recipe results" "$(cat "$TMP/r/results.txt")"
+    [ "$(cat "$TMP/out")" = "$(cat "$TMP/r/results.txt")" ] && pass "recipe: stdout is results.txt" || fail "recipe stdout" "differs"
+fi
+bash recipes/multi30k-de-en.sh "$TMP/x" --frobnicate >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" "$TMP/err" && pass "recipe: an unknown option is exit 2 with its name" \
+    || fail "recipe bad option" "exit $rc: $(cat "$TMP/err")"
+MULTI30K=$TMP/nowhere bash recipes/multi30k-de-en.sh "$TMP/x" >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ $rc -eq 66 ] && grep -q "$TMP/nowhere/train.de: not readable" "$TMP/err" && pass "recipe: missing data named, exit 66" \
+    || fail "recipe missing data" "exit $rc: $(cat "$TMP/err")"
+
+# the recipe's real shapes pass the step-size check (it once took --max-tokens 2048 as 2048 rows of the
+# longest pair, ~29 GiB, and refused): one step of the recipe's model on 2100 pairs (2048 rows of 61 tokens would be refused)
+head -n 2100 $M/train.de >"$TMP/t.de"; head -n 2100 $M/train.en >"$TMP/t.en"
+printf '%s\n' "$(printf 'Wort %.0s' $(seq 60))" >>"$TMP/t.de"; printf '%s\n' "$(printf 'word %.0s' $(seq 60))" >>"$TMP/t.en"
+expect_ok "train-mt --max-tokens 2048 --d-model 256 --max-len 64: the step-size check accepts the recipe's batches" \
+    $TFM train-mt --src "$TMP/t.de" --tgt "$TMP/t.en" --tokenizer bpe --vocab-size 500 --share-embeddings \
+    --d-model 256 --n-head 4 --n-layer 3 --ffn 1024 --max-len 64 --max-tokens 2048 --max-steps 1 --threads 2 \
+    --out "$TMP/one.tfm"
