@@ -250,19 +250,21 @@ for how in KILL STOP TERM; do
         fail "rank 1 $how mid-run" "exit $rc after ${dt} s: $(tail -n 3 "$TMP/k.err" | head -c 400)"
     fi
 done
-# SIGTERM to mpirun (what Ctrl-C / a batch system does): it forwards it to every rank; rank 0 saves
-rm -f "$TMP/k.tfm"
-timeout 60 mpirun -np 2 --bind-to none $TFMM train-lm $LONG --out "$TMP/k.tfm" >/dev/null 2>"$TMP/k.err" &
+# SIGTERM to mpirun (what Ctrl-C / a batch system does): it forwards it to every rank; rank 0 saves.
+# Each rank's stderr goes straight to its own file (not through mpirun's forwarding, which a signalled mpirun
+# may cut short), and the signal is sent once training runs (the handler is installed right after the config
+# line; a fixed sleep lost the race on a loaded machine, when start-up took longer than the sleep).
+rm -f "$TMP/k.tfm" "$TMP"/k.rank.*
+timeout 60 mpirun -np 2 --bind-to none sh -c 'exec "$@" 2>"$0.$OMPI_COMM_WORLD_RANK"' "$TMP/k.rank" \
+    $TFMM train-lm $LONG --out "$TMP/k.tfm" >/dev/null 2>"$TMP/k.err" &
 job=$!
-# signal once training runs (the handler is installed right after the config line; a fixed sleep lost the
-# race on a loaded machine, when start-up took longer than the sleep)
-for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k.err" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k.rank.0" 2>/dev/null && break; sleep 0.1; done
 sleep 1
 kill -TERM "$job"; wait "$job"
-if grep -q 'stopped by SIGTERM: saved' "$TMP/k.err" && $TFMM info "$TMP/k.tfm" 2>/dev/null | grep -Eq '^ +iter +[1-9]'; then
+if grep -q 'stopped by SIGTERM: saved' "$TMP/k.rank.0" && $TFMM info "$TMP/k.tfm" 2>/dev/null | grep -Eq '^ +iter +[1-9]'; then
     pass "SIGTERM to mpirun: the ranks stop together and rank 0 saves the checkpoint"
 else
-    fail "SIGTERM to mpirun" "$(tail -n 3 "$TMP/k.err" | head -c 400)"
+    fail "SIGTERM to mpirun" "rank 0: $(tail -n 2 "$TMP/k.rank.0" 2>/dev/null | head -c 300); mpirun: $(tail -n 2 "$TMP/k.err" | head -c 200)"
 fi
 
 # the benchmark script (1 rank x 2 threads vs 2 ranks x 1 thread) runs: 2 steps of tiny models, numbers unused
