@@ -89,19 +89,20 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
  * n rows of up to the longest source / target; a --max-tokens batch of r rows has at most max_tokens / r
  * tokens per row on each side (padding counted; a single pair longer than that is a batch of its own), so
  * every r from 1 to max_tokens is a candidate shape. */
+typedef struct { int64_t rows; int Ts, Tt; } mt_batch_shape;
 static int64_t mt_worst_step_elems(const tfm_s2s_config *c, const tfm_mt_train_opts *o, int64_t n, int Ts, int Tt,
-                                   int64_t *worst_rows) {
+                                   mt_batch_shape *worst_shape) {
     if (o->max_tokens <= 0) {
-        *worst_rows = o->batch_size < n ? o->batch_size : n;
-        return tfm_s2s_step_elems(c, *worst_rows, Ts, Tt);
+        *worst_shape = (mt_batch_shape){o->batch_size < n ? o->batch_size : n, Ts, Tt};
+        return tfm_s2s_step_elems(c, worst_shape->rows, Ts, Tt);
     }
     int64_t worst = 0, r_max = o->max_tokens < n ? o->max_tokens : n;
-    *worst_rows = 1;
+    *worst_shape = (mt_batch_shape){1, Ts, Tt};
     for (int64_t r = 1; r <= r_max; r++) {
         int64_t per_row = o->max_tokens / r > 0 ? o->max_tokens / r : 1;
         int ts = per_row < Ts && r > 1 ? (int)per_row : Ts, tt = per_row < Tt && r > 1 ? (int)per_row : Tt;
         int64_t need = tfm_s2s_step_elems(c, r, ts, tt);
-        if (need > worst) worst = need, *worst_rows = r;
+        if (need > worst) worst = need, *worst_shape = (mt_batch_shape){r, ts, tt};
     }
     return worst;
 }
@@ -112,12 +113,12 @@ int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tf
         if (a->src_valid[i] > Ts) Ts = a->src_valid[i];
         if (a->tgt_valid[i] > Tt) Tt = a->tgt_valid[i];
     }
-    int64_t rows;
-    int64_t need = mt_worst_step_elems(c, o, a->n, Ts, Tt, &rows);
+    mt_batch_shape w;
+    int64_t need = mt_worst_step_elems(c, o, a->n, Ts, Tt, &w);
     if (need <= TFM_MAX_STEP_ELEMS) return 0;
-    return tfm_set_error("%s %d (%lld pairs a batch) x up to %d source / %d target tokens (--max-len %d): one training "
+    return tfm_set_error("%s %d (at worst %lld pairs a batch of %d source / %d target tokens), --max-len %d: one training "
                          "step needs ~%.0f GiB of activations, at most %.0f GiB (lower --batch-size / --max-tokens or "
                          "--max-len, or the model size)", o->max_tokens > 0 ? "--max-tokens" : "--batch-size",
-                         o->max_tokens > 0 ? o->max_tokens : o->batch_size, (long long)rows, Ts, Tt, a->num_steps,
+                         o->max_tokens > 0 ? o->max_tokens : o->batch_size, (long long)w.rows, w.Ts, w.Tt, a->num_steps,
                          (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)), -1;
 }

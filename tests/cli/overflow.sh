@@ -43,7 +43,7 @@ expect_refused "train-mt --d-model 65536: the parameter count" "config describes
     $TFM train-mt $MT --d-model 65536 --n-head 1
 awk 'BEGIN { for (i = 0; i < 1000; i++) { s = ""; for (j = 0; j < 2000; j++) s = s "w" (j % 50) " "; print s "\t" s } }' >"$T/long.tsv"
 expect_refused "train-mt --batch-size 1000 x 2000-token pairs: the step's activations" \
-    "--batch-size 1000 \(1000 pairs a batch\) x up to 2001 source / 2001 target tokens .* needs ~[0-9]+ GiB" $N \
+    "--batch-size 1000 \(at worst 1000 pairs a batch of 2001 source / 2001 target tokens\), --max-len [0-9]+: one training step needs ~[0-9]+ GiB" $N \
     $TFM train-mt --tsv "$T/long.tsv" --out "$T/z.tfm" --threads 1 --log-every 0 --max-len 4096 --batch-size 1000 \
     --d-model 64 --n-head 4 --n-layer 1 --ffn 64
 [ ! -e "$T/z.tfm" ] && pass "train-mt: nothing written by the refused runs" || fail "train-mt: refused runs" "z.tfm written"
