@@ -18,6 +18,11 @@ cached keys/values (max 60 tokens, source kept to 200). The twin draws its own r
 batch order, dropout), so a run equals tfm's in distribution, not bit for bit.
 --check-dump PREFIX compares the tokenized training data and vocabularies with
 `tfm train-mt ... --dump-data PREFIX --dump-only` and stops if they differ.
+--init-tfm CKPT starts from tfm's weights instead of the twin's own draw (a `train-mt --lr 1e-30 --max-steps 1`
+checkpoint holds tfm's initialisation), --tfm-order draws the batches with a port of tfm's RNG and batcher
+(tfm_rng, tfm_batches_make: the same batches in the same order as `tfm train-mt --seed S`), --print-steps N
+prints each of the first N step losses: with dropout 0 the twin then follows tfm's per-step losses
+(tests/cli/seed_study.sh checks 20 steps).
 --eval-tfm CKPT (no training): the validation loss of tfm's checkpoint computed by this script (for runs
 stopped by --max-steps mid-epoch, where tfm prints no validation loss); needs the same vocabularies.
 With --eval-hyp FILE it also decodes val with tfm's weights: on the 150-step smoke-test checkpoint this
@@ -224,6 +229,44 @@ def make_batches(n, batch_size, lens, bucket, rng):
     return batches
 
 
+class TfmRng:
+    """tfm's RNG (src/core/util.c): splitmix64 seeding, xorshift64* stream"""
+    M = (1 << 64) - 1
+
+    def __init__(self, seed):
+        z = (seed + 0x9E3779B97F4A7C15) & self.M
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self.M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.M
+        self.s = (z ^ (z >> 31)) | 1
+
+    def u32(self):
+        s = self.s
+        s ^= s >> 12
+        s ^= (s << 25) & self.M
+        s ^= s >> 27
+        self.s = s
+        return ((s * 0x2545F4914F6CDD1D) & self.M) >> 32
+
+    def shuffle(self, v):
+        """shuffle_ints of src/text/corpus.c"""
+        for i in range(len(v) - 1, 0, -1):
+            j = self.u32() % (i + 1)
+            v[i], v[j] = v[j], v[i]
+
+
+def make_batches_tfm(n, batch_size, lens, bucket, rng):
+    """tfm_batches_make with tfm's RNG: exactly the batches `tfm train-mt --seed S` draws (one process)"""
+    idx = list(range(n))
+    rng.shuffle(idx)
+    if bucket:
+        chunk = bucket * batch_size
+        for c0 in range(0, n, chunk):
+            idx[c0:c0 + chunk] = sorted(idx[c0:c0 + chunk], key=lambda i: lens[i])   # stable, like tfm's merge sort
+    order = list(range((n + batch_size - 1) // batch_size))
+    rng.shuffle(order)
+    return [idx[o * batch_size:(o + 1) * batch_size] for o in order]
+
+
 def cut_batch(src, src_valid, tgt, tgt_valid, idx):
     """the rows idx, cut to their longest source / target"""
     idx = torch.tensor(idx)
@@ -251,13 +294,14 @@ def train(model, a, train_arrays, valid_arrays, d_model):
     n = src.shape[0]
     lens = torch.maximum(src_valid, tgt_valid).tolist()
     opt, params = make_optimizer(model, 0.0), list(model.parameters())
-    rng = random.Random(a.seed)
+    rng = TfmRng(a.seed) if a.tfm_order else random.Random(a.seed)
     total = a.epochs * ((n + a.batch_size - 1) // a.batch_size)
     step, train_loss, vloss, t0 = 0, float('nan'), float('nan'), time.time()
     model.train()
     for epoch in range(a.epochs):
         loss_sum, tok_sum = 0.0, 0
-        for b in make_batches(n, a.batch_size, lens, a.bucket, rng):
+        batches = (make_batches_tfm if a.tfm_order else make_batches)(n, a.batch_size, lens, a.bucket, rng)
+        for b in batches:
             if a.max_steps and step >= a.max_steps:
                 break
             s, v, t, ntok = cut_batch(src, src_valid, tgt, tgt_valid, b)
@@ -270,6 +314,8 @@ def train(model, a, train_arrays, valid_arrays, d_model):
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
+            if a.print_steps and step <= a.print_steps:
+                print(f'step {step}  loss {float(loss):.6f}', flush=True)
             loss_sum += float(loss) * ntok
             tok_sum += ntok
         train_loss = loss_sum / max(tok_sum, 1)
@@ -333,6 +379,11 @@ def main():
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--check-dump', metavar='PREFIX')
     ap.add_argument('--check-only', action='store_true', help='stop after --check-dump')
+    ap.add_argument('--tfm-order', action='store_true', help="draw the batches with tfm's RNG and batcher (the same "
+                    "batches in the same order as tfm train-mt --seed S), instead of Python's random")
+    ap.add_argument('--print-steps', type=int, default=0, metavar='N', help='print the loss of each of the first N steps')
+    ap.add_argument('--init-tfm', metavar='CKPT', help="start training from the weights of tfm's checkpoint (e.g. one "
+                    "written by train-mt --lr 0 --max-steps 1: tfm's initialisation) instead of the twin's own draw")
     ap.add_argument('--eval-tfm', metavar='CKPT', help="print the validation loss of tfm's checkpoint and stop")
     ap.add_argument('--eval-hyp', metavar='FILE', help="with --eval-tfm: also write the twin's greedy translation of "
                     "val with tfm's weights (equals tfm translate's when the two decoders agree)")
@@ -361,6 +412,8 @@ def main():
             translate_file(model, [tokenize(a.preprocess, s) for s in read_lines(f'{D}/val.de')], src_vocab, tgt_toks,
                            a.eval_hyp)
         return
+    if a.init_tfm:
+        load_tfm_weights(model, a.init_tfm)
     print(f'{len(src)} pairs, vocab {len(src_toks)} src / {len(tgt_toks)} tgt, '
           f'{sum(p.numel() for p in model.parameters())} parameters', flush=True)
     train_loss, vloss, steps = train(model, a, train_arrays, valid_arrays, a.d_model)

@@ -99,3 +99,24 @@ if [ -s "$TMP/tfm.hyp" ] && cmp -s "$TMP/tfm.hyp" "$TMP/twin.hyp" && grep -q '^v
 else
     fail "Multi30k twin decoding equals tfm translate" "$(tail -n 2 "$TMP/out"; diff "$TMP/tfm.hyp" "$TMP/twin.hyp" | head -4)"
 fi
+
+# ---- the whole training loop on real data: the twin started from tfm's initial weights (a --lr 1e-30 step
+# leaves them unchanged to the last bit that matters) and drawing tfm's batches with tfm's RNG (--tfm-order)
+# gives tfm's per-step losses (dropout 0: nothing else is random)
+tflags="--preprocess moses --num-examples 2000 --max-len 40 --d-model 32 --n-head 4 --n-layer 1 --ffn 64 --dropout 0
+        --label-smoothing 0.1 --warmup 10 --batch-size 32 --bucket 4"
+$TFM train-mt --src $M30K/train.de --tgt $M30K/train.en $tflags --lr 1e-30 --schedule noam --max-steps 1 --seed 3 \
+    --threads 1 --out "$TMP/init.tfm" 2>/dev/null
+$TFM train-mt --src $M30K/train.de --tgt $M30K/train.en $tflags --lr 0.3 --schedule noam --max-steps 20 --seed 3 \
+    --threads 1 --log-every 1 --out "$TMP/t20.tfm" 2>"$TMP/t20.err"
+"$PY" scripts/mt_twin_train.py $tflags --lr 0.3 --max-steps 20 --seed 3 --init-tfm "$TMP/init.tfm" --tfm-order \
+    --print-steps 20 --data-dir "$TMP" --out "$TMP/w20" >"$TMP/w20.log" 2>&1
+grep -o 'step [0-9]*/[0-9]*  loss [0-9.]*' "$TMP/t20.err" | awk '{print $4}' >"$TMP/t20.loss"
+grep '^step ' "$TMP/w20.log" | awk '{print $4}' >"$TMP/w20.loss"
+worst=$(paste "$TMP/t20.loss" "$TMP/w20.loss" | awk 'NF == 2 { d = $1 - $2; d = d < 0 ? -d : d; if (d > m) m = d; n++ }
+        END { if (n == 20) printf "%.5f", m; else print "rows " n }')
+if awk -v w="$worst" 'BEGIN { exit !(w ~ /^[0-9.]+$/ && w + 0 <= 0.001) }'; then
+    pass "Multi30k twin from tfm's init on tfm's batches: tfm's loss at each of 20 steps (max |diff| $worst)"
+else
+    fail "Multi30k twin training loop equals tfm's" "max |diff| $worst: $(paste "$TMP/t20.loss" "$TMP/w20.loss" | head -n 3 | tr '\n' ' ')"
+fi
