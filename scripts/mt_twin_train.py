@@ -22,7 +22,8 @@ batch order, dropout), so a run equals tfm's in distribution, not bit for bit.
 checkpoint holds tfm's initialisation), --tfm-order draws the batches with a port of tfm's RNG and batcher
 (tfm_rng, tfm_batches_make: the same batches in the same order as `tfm train-mt --seed S`), --print-steps N
 prints each of the first N step losses: with dropout 0 the twin then follows tfm's per-step losses
-(tests/cli/seed_study.sh checks 20 steps).
+(tests/cli/seed_study.sh checks 20 steps). --float64 trains in double precision (a numerics experiment,
+docs/RECIPES.md "What the search for the cause has shown").
 --eval-tfm CKPT (no training): the validation loss of tfm's checkpoint computed by this script (for runs
 stopped by --max-steps mid-epoch, where tfm prints no validation loss); needs the same vocabularies.
 With --eval-hyp FILE it also decodes val with tfm's weights: on the 150-step smoke-test checkpoint this
@@ -381,6 +382,7 @@ def main():
     ap.add_argument('--check-only', action='store_true', help='stop after --check-dump')
     ap.add_argument('--tfm-order', action='store_true', help="draw the batches with tfm's RNG and batcher (the same "
                     "batches in the same order as tfm train-mt --seed S), instead of Python's random")
+    ap.add_argument('--float64', action='store_true', help='train in double precision (a numerics experiment)')
     ap.add_argument('--print-steps', type=int, default=0, metavar='N', help='print the loss of each of the first N steps')
     ap.add_argument('--init-tfm', metavar='CKPT', help="start training from the weights of tfm's checkpoint (e.g. one "
                     "written by train-mt --lr 0 --max-steps 1: tfm's initialisation) instead of the twin's own draw")
@@ -389,6 +391,8 @@ def main():
                     "val with tfm's weights (equals tfm translate's when the two decoders agree)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.float64:
+        torch.set_default_dtype(torch.float64)
     torch.manual_seed(a.seed)   # dropout
     D = a.data_dir
     src, tgt = load_pairs(f'{D}/train.de', f'{D}/train.en', a.preprocess, a.num_examples)
