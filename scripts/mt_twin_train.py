@@ -249,23 +249,11 @@ class TfmRng:
         return ((s * 0x2545F4914F6CDD1D) & self.M) >> 32
 
     def shuffle(self, v):
-        """shuffle_ints of src/text/corpus.c"""
+        """shuffle_ints of src/text/corpus.c: the same Fisher-Yates as random.shuffle, so make_batches with this
+        RNG draws exactly tfm_batches_make's batches (chunks are whole batches, as in tfm)"""
         for i in range(len(v) - 1, 0, -1):
             j = self.u32() % (i + 1)
             v[i], v[j] = v[j], v[i]
-
-
-def make_batches_tfm(n, batch_size, lens, bucket, rng):
-    """tfm_batches_make with tfm's RNG: exactly the batches `tfm train-mt --seed S` draws (one process)"""
-    idx = list(range(n))
-    rng.shuffle(idx)
-    if bucket:
-        chunk = bucket * batch_size
-        for c0 in range(0, n, chunk):
-            idx[c0:c0 + chunk] = sorted(idx[c0:c0 + chunk], key=lambda i: lens[i])   # stable, like tfm's merge sort
-    order = list(range((n + batch_size - 1) // batch_size))
-    rng.shuffle(order)
-    return [idx[o * batch_size:(o + 1) * batch_size] for o in order]
 
 
 def cut_batch(src, src_valid, tgt, tgt_valid, idx):
@@ -301,8 +289,7 @@ def train(model, a, train_arrays, valid_arrays, d_model):
     model.train()
     for epoch in range(a.epochs):
         loss_sum, tok_sum = 0.0, 0
-        batches = (make_batches_tfm if a.tfm_order else make_batches)(n, a.batch_size, lens, a.bucket, rng)
-        for b in batches:
+        for b in make_batches(n, a.batch_size, lens, a.bucket, rng):
             if a.max_steps and step >= a.max_steps:
                 break
             s, v, t, ntok = cut_batch(src, src_valid, tgt, tgt_valid, b)

@@ -22,8 +22,7 @@ run_one() {  # label, command...
     grep -E '^(FAIL|SKIP) ' "$log" | sed "s|^|[$label] |"
     grep -E '^FAIL ' "$log" | sed "s|^|[$label] |" >>"$failures"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; f=1
-        { echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; } >>"$failures"
+        { echo "FAIL [$label] exited $rc without a FAIL line:"; tail -n 5 "$log"; } | tee -a "$failures"; f=1
     fi
     printf '%-40s %4d passed %3d failed %3d skipped\n' "$label" "$p" "$f" "$s"
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))

@@ -99,7 +99,7 @@ static int64_t mt_worst_step_elems(const tfm_s2s_config *c, const tfm_mt_train_o
     int64_t worst = 0, r_max = o->max_tokens < n ? o->max_tokens : n;
     *worst_shape = (mt_batch_shape){1, Ts, Tt};
     for (int64_t r = 1; r <= r_max; r++) {
-        int64_t per_row = o->max_tokens / r > 0 ? o->max_tokens / r : 1;
+        int64_t per_row = o->max_tokens / r;   /* >= 1: r <= max_tokens */
         int ts = per_row < Ts && r > 1 ? (int)per_row : Ts, tt = per_row < Tt && r > 1 ? (int)per_row : Tt;
         int64_t need = tfm_s2s_step_elems(c, r, ts, tt);
         if (need > worst) worst = need, *worst_shape = (mt_batch_shape){r, ts, tt};
