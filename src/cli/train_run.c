@@ -10,9 +10,12 @@
 
 static volatile sig_atomic_t stop_signal;   /* the CLI's flag; the library only reads it through a pointer */
 
+/* A second SIGINT (Ctrl-C pressed again) leaves at once; the last complete checkpoint stays. A repeated
+ * SIGTERM does not: batch systems and mpirun may each deliver one (Slurm signals every process of the job,
+ * mpirun then forwards its own), and SIGTERM's escalation is SIGKILL anyway. */
 static void on_signal(int sig) {
-    if (stop_signal) _exit(128 + sig);   /* second signal: leave now; the last complete checkpoint stays */
-    stop_signal = sig;
+    if (stop_signal && sig == SIGINT) _exit(128 + sig);
+    if (!stop_signal) stop_signal = sig;
 }
 
 const volatile sig_atomic_t *cli_stop_install(void) {

@@ -78,6 +78,14 @@ wait_for "$TMP/two.err" "step 40/"; kill -INT $pid; kill -INT $pid; wait $pid; r
 [ $rc -eq 130 ] && $TFM info "$TMP/two.tfm" >/dev/null 2>&1 && pass "double SIGINT: exit 130, checkpoint loadable" \
     || fail "double SIGINT" "exit $rc / info: $($TFM info "$TMP/two.tfm" 2>&1 | tail -n 1)"
 
+# ---- a repeated SIGTERM (a batch system and mpirun may both send one) does not cut the save short
+$TFM train-lm --data "$TMP/s.txt" --out "$TMP/tt.tfm" $LM --iters 100000 --log-every 1 2>"$TMP/tt.err" &
+pid=$!
+wait_for "$TMP/tt.err" "step 40/"; kill -TERM $pid; kill -TERM $pid 2>/dev/null; sleep 0.2; kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+[ $rc -eq 143 ] && grep -q 'stopped by SIGTERM: saved' "$TMP/tt.err" && $TFM info "$TMP/tt.tfm" 2>/dev/null | grep -Eq '^ +iter +[1-9]' \
+    && pass "SIGTERM three times: one clean stop, saved, exit 143" \
+    || fail "repeated SIGTERM" "exit $rc: $(tail -n 1 "$TMP/tt.err")"
+
 # ---- SIGKILL 20 times at random moments (a save every step): the checkpoint is always complete
 ok=0; bad=""
 for i in $(seq 20); do
