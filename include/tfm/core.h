@@ -149,6 +149,12 @@ tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
 tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
 int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -1: out of memory (tfm error) */
 void tfm_params_zero_grad(tfm_params *p);
+/* Makes `replica` (a parameter set built the same way as `src`, after tfm_params_alloc) use src's weights:
+ * its own data block is freed and every tensor's data points at the same element of src's block; its
+ * gradient block stays its own. Thread data parallelism (src/train/replicas.c) runs one replica per chunk
+ * of the batch. 0, or -1 with a tfm error if the two sets differ in count, order, names or shapes. The
+ * replica must be freed before src (tfm_params_free does not free a shared block). */
+int tfm_params_share_data(tfm_params *replica, const tfm_params *src);
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
 void tfm_params_free(tfm_params *p);
 
@@ -179,6 +185,7 @@ typedef struct tfm_node {
 typedef enum {
     TFM_PHASE_ZERO_GRAD, TFM_PHASE_CLIP, TFM_PHASE_OPTIMIZER, TFM_PHASE_KV_CACHE, TFM_PHASE_SEARCH,
     TFM_PHASE_DIST_WAIT, TFM_PHASE_ALLREDUCE,   /* data parallel: waiting for the slowest rank, the sums */
+    TFM_PHASE_CHUNKS, TFM_PHASE_REDUCE,   /* thread data parallel: the chunks' forward+backward (wall), their grad sum */
     TFM_PHASE_COUNT
 } tfm_phase;
 const char *tfm_phase_name(tfm_phase ph);

@@ -53,6 +53,9 @@ int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
 int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
 void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
 void tfm_gpt_free(tfm_gpt *m);
+/* A second GPT of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
+ * gradients: one per chunk of the batch in thread data parallelism. Free it (tfm_gpt_free) before m. */
+int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m);
 /* idx (B,T) token ids, T <= block_size -> logits (B,T,vocab) */
 tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int T);
 

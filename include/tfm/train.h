@@ -63,6 +63,11 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
  * when g->profile. Both training loops call this; before the first step of a run they zero the grads
  * (tfm_train_zero_grad), afterwards the fused step does. */
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
+/* Thread data parallelism: grads of p += the k replicas' grads (summed in replica order, so the bits do
+ * not depend on which thread ran which chunk), which are zeroed for the next step. */
+void tfm_train_sum_replica_grads(tfm_graph *g, tfm_params *p, tfm_params *const *reps, int k);
+/* Chunk c of k of the samples [start, start + count): [*c0, *c0 + *cn), sizes differing by at most one. */
+void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer
  * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. */
 int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
@@ -78,7 +83,18 @@ typedef struct {
                                 rank: one process. The batch size stays global: every rank draws the whole
                                 batch, computes its slice, the gradients are summed, every rank makes the same
                                 update; only rank 0 reports and saves. */
+    int parallel;            /* how the threads share a step (tfm_parallel; train-lm; train-mt splits ops) */
 } tfm_train_ctl;
+
+/* TFM_PARALLEL_BATCH: thread data parallelism. The (rank's) batch is cut into one chunk per thread, each
+ * computed by one thread with single-threaded kernels on its own replica of the model (shared weights, its
+ * own gradients) and graph; the gradients are summed in chunk order, so the bits depend on the thread
+ * count, never on scheduling. One barrier per micro-batch instead of several per op: faster on 2 cores and
+ * no slower than one thread when another program takes a core (docs/BENCHMARKS.md). TFM_PARALLEL_OPS: the
+ * threads split every op. TFM_PARALLEL_AUTO (0): batch with >= 2 threads and >= 2 samples per rank, else ops. */
+typedef enum { TFM_PARALLEL_AUTO = 0, TFM_PARALLEL_OPS = 1, TFM_PARALLEL_BATCH = 2 } tfm_parallel;
+/* The number of chunks a step of `slice` samples is cut into (0: the ops are split instead). */
+int tfm_train_chunks(int parallel, int threads, int slice);
 
 /* Checkpoint files around PATH (src/train/ckpt_files.c). Removes PATH.tmp.<pid> files left by processes
  * that no longer run (a kill during a save); returns how many were removed. */

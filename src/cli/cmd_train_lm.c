@@ -10,11 +10,11 @@
 
 #define C "train-lm"
 /* flags not stored in the run configuration, and stored flags a --resume may change (the rest must match) */
-#define LM_SAFE " out resume threads max-steps log-every log-file profile allow-new-data "
+#define LM_SAFE " out resume threads parallel max-steps log-every log-file profile allow-new-data "
 #define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
 
 int cmd_train_lm(int argc, char **argv) {
-    const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL;
+    const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto";
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
@@ -47,6 +47,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"val-frac", FLAG_FLOAT, &val_frac, "fraction of the text held out for validation", 0},
         {"seed", FLAG_INT, &st.seed, "random seed (init, batches, dropout)", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"parallel", FLAG_STR, &parallel, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)", 0},
         {"log-every", FLAG_INT, &log_every, "progress line every N steps when stderr is not a terminal (0 = none)", 0},
         {"log-file", FLAG_STR, &log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
         {"max-steps", FLAG_INT, &max_steps, "stop (with a checkpoint) once the run's step reaches N (0 = no limit)", 0},
@@ -75,6 +76,7 @@ int cmd_train_lm(int argc, char **argv) {
     const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
         (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
+        (rc = cli_parallel(C, parallel, &ctl.parallel)) ||
         (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)) ||
         (rc = cli_check_not_input(C, "--log-file", log_file, inputs, 3)))
         return rc;
@@ -108,8 +110,10 @@ int cmd_train_lm(int argc, char **argv) {
     if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
             m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
-    if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %d threads; gemm %s\n", data, d.n_train,
-            d.n - d.n_train, tfm_get_threads(), tfm_gemm_backend());
+    char par[80];
+    if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %s; gemm %s\n", data, d.n_train, d.n - d.n_train,
+            cli_threads_str(par, sizeof par, ctl.parallel, st.batch_size / (dist ? tfm_dist_size(dist) : 1)),
+            tfm_gemm_backend());
     x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0};
     if (log_file && !q && !(x.log = fopen(log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;

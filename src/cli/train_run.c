@@ -42,3 +42,17 @@ int cli_stop_report(const char *cmd, const char *out, int step, int epoch, const
     fprintf(stderr, "; resume with: %s %s\n", hint, out);
     return 128 + sig;
 }
+
+int cli_parallel(const char *cmd, const char *value, int *parallel) {
+    static const char *names[] = {"auto", "ops", "batch"};   /* in tfm_parallel order */
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(value, names[i])) return *parallel = i, 0;
+    return cli_error(cmd, "--parallel must be auto, batch or ops, got '%s'", value);
+}
+
+const char *cli_threads_str(char *buf, size_t n, int parallel, int slice) {
+    int t = tfm_get_threads(), k = tfm_train_chunks(parallel, t, slice);
+    if (k) snprintf(buf, n, "%d threads, each a chunk of the batch (--parallel batch: %d chunks)", t, k);
+    else snprintf(buf, n, "%d thread%s%s", t, t == 1 ? "" : "s", t > 1 ? " splitting each op (--parallel ops)" : "");
+    return buf;
+}

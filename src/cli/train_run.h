@@ -7,8 +7,9 @@
 #include "cli/cli.h"
 #include "tfm/train.h"
 
-/* Installs the handlers and returns the flag they set (the signal number). A second SIGINT/SIGTERM while
- * the first is being handled exits at once (128 + signal) without touching the last checkpoint. */
+/* Installs the handlers and returns the flag they set (the signal number). A second SIGINT while the first
+ * signal is being handled exits at once (128 + signal) without touching the last checkpoint; a repeated
+ * SIGTERM is ignored (a batch system and mpirun may both send one). */
 const volatile sig_atomic_t *cli_stop_install(void);
 /* Removes stale OUT.tmp.<pid> files of killed runs (and says so). */
 void cli_clean_stale(const char *cmd, const char *out);
@@ -41,4 +42,8 @@ int cli_dist_sync(const char *cmd, tfm_dist *d, const tfm_run_config *run, long 
 void cli_dist_error(const char *cmd, const tfm_dist *d, const char *nl);
 /* The end of a command: finalize, or stop every rank when this one lost its peers. Returns rc. */
 int cli_dist_close(tfm_dist *d, int rc);
+/* --parallel auto|batch|ops -> *parallel (tfm_parallel); 0, or the usage exit code after a one-line error. */
+int cli_parallel(const char *cmd, const char *value, int *parallel);
+/* "2 threads, each a chunk of the batch" / "2 threads splitting each op" / "1 thread" for the start-up line. */
+const char *cli_threads_str(char *buf, size_t n, int parallel, int slice);
 #endif

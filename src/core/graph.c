@@ -22,6 +22,7 @@ static const char *phase_names[TFM_PHASE_COUNT] = {
     [TFM_PHASE_ZERO_GRAD] = "zero_grad", [TFM_PHASE_CLIP] = "clip_grad", [TFM_PHASE_OPTIMIZER] = "optimizer",
     [TFM_PHASE_KV_CACHE] = "kv_cache", [TFM_PHASE_SEARCH] = "search",
     [TFM_PHASE_DIST_WAIT] = "dist_wait", [TFM_PHASE_ALLREDUCE] = "allreduce",
+    [TFM_PHASE_CHUNKS] = "chunks_fwd_bwd", [TFM_PHASE_REDUCE] = "chunk_grad_sum",
 };
 
 const char *tfm_phase_name(tfm_phase ph) {

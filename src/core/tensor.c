@@ -83,6 +83,19 @@ int tfm_params_alloc(tfm_params *p) {
 /* Not on the hot path: the training loops zero once per run, then tfm_adamw_step_fused zeroes as it reads. */
 void tfm_params_zero_grad(tfm_params *p) { memset(p->grad, 0, p->total * sizeof(float)); }
 
+int tfm_params_share_data(tfm_params *replica, const tfm_params *src) {
+    if (replica->n != src->n || replica->total != src->total || !replica->data || !src->data)
+        return tfm_set_error("replica: %d tensors / %zu floats, the model %d / %zu", replica->n, replica->total, src->n,
+                             src->total), -1;
+    for (int i = 0; i < src->n; i++)
+        if (strcmp(replica->t[i]->name, src->t[i]->name) || !tfm_same_shape(replica->t[i], src->t[i]))
+            return tfm_set_error("replica: tensor %d is %s, the model's %s", i, replica->t[i]->name, src->t[i]->name), -1;
+    free(replica->data);
+    replica->data = NULL;   /* not ours: tfm_params_free leaves it alone */
+    for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data;
+    return 0;
+}
+
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name) {
     for (int i = 0; i < p->n; i++)
         if (!strcmp(p->t[i]->name, name)) return p->t[i];

@@ -96,6 +96,12 @@ void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed) {
     tfm_init_const(m->ln_f.weight, 1.0f);
 }
 
+int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m) {
+    if (tfm_gpt_init(r, &m->cfg)) return -1;
+    if (tfm_params_share_data(&r->params, &m->params)) return tfm_gpt_free(r), -1;
+    return 0;
+}
+
 void tfm_gpt_free(tfm_gpt *m) {
     tfm_params_free(&m->params);
     free(m->blocks);

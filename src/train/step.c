@@ -1,6 +1,7 @@
 /* The training step both loops share (train_lm.c, train_mt.c): after the backward, the clip coefficient
  * from the global grad norm, then fused AdamW on the clipped grads, which zeroes them for the next step. */
 #include <math.h>
+#include <omp.h>
 
 #include "tfm/train.h"
 
@@ -23,4 +24,33 @@ int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float 
     tfm_adamw_step_fused(opt, p, lr, coef, 1);   /* clipped grads, zeroed for the next step */
     tfm_profile_end(g, TFM_PHASE_OPTIMIZER, tp);
     return 0;
+}
+
+void tfm_train_sum_replica_grads(tfm_graph *g, tfm_params *p, tfm_params *const *reps, int k) {
+    double tp = tfm_profile_begin(g);
+    const size_t blk = 1 << 14;
+    long nb = (long)((p->total + blk - 1) / blk);
+    /* dynamic blocks: a descheduled thread (a busy machine) holds up one block, not half the sum */
+#pragma omp parallel for schedule(dynamic, 4) if (nb > 1)
+    for (long b = 0; b < nb; b++) {
+        size_t i0 = (size_t)b * blk, i1 = i0 + blk < p->total ? i0 + blk : p->total;
+        float *dst = p->grad;
+        for (int r = 0; r < k; r++) {
+            float *src = reps[r]->grad;
+            for (size_t i = i0; i < i1; i++) dst[i] += src[i];
+            for (size_t i = i0; i < i1; i++) src[i] = 0.0f;
+        }
+    }
+    tfm_profile_end(g, TFM_PHASE_REDUCE, tp);
+}
+
+void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn) {
+    int base = count / k, extra = count % k;
+    *c0 = start + c * base + (c < extra ? c : extra);
+    *cn = base + (c < extra);
+}
+
+int tfm_train_chunks(int parallel, int threads, int slice) {
+    int k = threads < slice ? threads : slice;
+    return parallel == TFM_PARALLEL_OPS || k < 2 ? 0 : k;
 }

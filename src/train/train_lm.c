@@ -2,8 +2,10 @@
  * accumulation, warmup + cosine schedule, the shared clip + fused AdamW step, periodic evaluation and
  * checkpoints through a callback, and an exact resume from the saved state. */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tfm/kernels.h"
 #include "tfm/train.h"
@@ -25,26 +27,120 @@ void tfm_lm_train_state_default(tfm_lm_train_state *st) {
     tfm_lm_train_state_init(st);
 }
 
-/* Mean loss of one optimizer step: grad_accum micro-batches, each loss scaled by 1/grad_accum. On several
- * ranks every rank draws the whole batch and computes samples [start, start+count): its loss is scaled by
- * count/B as well (the sum over ranks is the global mean) and dropout is keyed by the global sample. */
+/* Forward and backward of samples [start, start+count) of the current (B,T) batch x -> y on graph g; the
+ * mean loss is scaled by count/B (the slices' losses sum to the batch mean) and by 1/grad_accum. A slice
+ * keys its dropout by the global sample, so the masks do not depend on how the batch is split. */
+static float slice_step(tfm_gpt *m, tfm_graph *g, const tfm_lm_train_state *st, const int *x, const int *y, int start,
+                        int count) {
+    int B = st->batch_size, T = m->cfg.block_size;
+    tfm_graph_reset(g);
+    g->training = 1;
+    if (count != B) g->drop_sample0 = start, g->drop_samples = count, g->drop_total = B;
+    tfm_tensor *loss = tfm_cross_entropy(g, tfm_gpt_forward(g, m, x + (size_t)start * T, count, T),
+                                         y + (size_t)start * T, -100, 0.0f);
+    if (count != B) loss = tfm_scale(g, loss, (float)count / ((float)B * (float)st->grad_accum));
+    else if (st->grad_accum > 1) loss = tfm_scale(g, loss, 1.0f / st->grad_accum);
+    tfm_backward(g, loss);
+    return loss->data[0];
+}
+
+/* Mean loss of one optimizer step: grad_accum micro-batches. On several ranks every rank draws the whole
+ * batch and computes samples [start, start+count). */
 static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
                         tfm_rng *batch_rng, int *x, int *y, int start, int count) {
-    int B = st->batch_size, T = m->cfg.block_size;
     float loss_sum = 0;
     for (int micro = 0; micro < st->grad_accum; micro++) {
-        tfm_graph_reset(g);
-        g->training = 1;
-        tfm_lm_get_batch(d, 0, batch_rng, B, T, x, y);
-        if (count != B) g->drop_sample0 = start, g->drop_samples = count, g->drop_total = B;
-        tfm_tensor *loss = tfm_cross_entropy(g, tfm_gpt_forward(g, m, x + (size_t)start * T, count, T),
-                                             y + (size_t)start * T, -100, 0.0f);
-        if (count != B) loss = tfm_scale(g, loss, (float)count / ((float)B * (float)st->grad_accum));
-        else if (st->grad_accum > 1) loss = tfm_scale(g, loss, 1.0f / st->grad_accum);
-        tfm_backward(g, loss);
-        loss_sum += loss->data[0];
+        tfm_lm_get_batch(d, 0, batch_rng, st->batch_size, m->cfg.block_size, x, y);
+        loss_sum += slice_step(m, g, st, x, y, start, count);
     }
     return loss_sum;
+}
+
+/* Thread data parallelism (tfm_train_ctl.chunks): the slice is cut into k chunks, each computed on its own
+ * replica (the model's weights, its own gradients) and graph by one thread with single-threaded kernels;
+ * threads take chunks as they become free, so a descheduled thread holds up one chunk, not every op. The
+ * gradients are summed in chunk order: the bits do not depend on which thread ran what. */
+typedef struct {   /* one chunk's state; 64-byte aligned so two threads never write one cache line */
+    _Alignas(64) tfm_graph g;
+    tfm_gpt rep;         /* the model's replica: its weights, this chunk's gradients */
+    float loss;
+} lm_chunk;
+
+typedef struct {
+    int k;
+    lm_chunk *c;         /* (k) */
+    tfm_params **p;      /* (k) &c[i].rep.params */
+} lm_chunks;
+
+static void chunks_free(lm_chunks *ch) {
+    for (int i = 0; i < ch->k; i++) {
+        if (ch->c[i].rep.blocks) tfm_gpt_free(&ch->c[i].rep);
+        tfm_graph_free(&ch->c[i].g);
+    }
+    free(ch->c), free(ch->p);
+    *ch = (lm_chunks){0};
+}
+
+static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k, int count) {
+    *ch = (lm_chunks){0};
+    if (k <= 0) return 0;
+    if (k > count) return tfm_set_error("%d chunks of a batch slice of %d samples: at most one chunk a sample", k, count), -1;
+    ch->c = aligned_alloc(64, (size_t)k * sizeof *ch->c);
+    ch->p = calloc((size_t)k, sizeof *ch->p);
+    if (!ch->c || !ch->p) return free(ch->c), free(ch->p), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    memset(ch->c, 0, (size_t)k * sizeof *ch->c);
+    ch->k = k;
+    for (int i = 0; i < k; i++) {
+        lm_chunk *c = &ch->c[i];
+        tfm_graph_init(&c->g, 0);
+        c->g.exact_attention = g->exact_attention, c->g.attention_tiled = g->attention_tiled;
+        c->g.profile = g->profile;
+        if (tfm_gpt_replica_init(&c->rep, m)) return chunks_free(ch), -1;
+        ch->p[i] = &c->rep.params;
+        tfm_params_zero_grad(ch->p[i]);
+    }
+    return 0;
+}
+
+/* --profile: the chunks' op times are thread time; they are scaled to split the chunks' wall time, so the
+ * op rows of the profile add up to the step like those of --parallel ops. */
+static void chunks_profile(const lm_chunks *ch, tfm_graph *g) {
+    double ops = 0, wall = g->phase_time[TFM_PHASE_CHUNKS];
+    for (int i = 0; i < ch->k; i++)
+        for (int op = 0; op < TFM_OP_COUNT; op++) ops += ch->c[i].g.op_time[op];
+    if (!(ops > 0)) return;
+    for (int i = 0; i < ch->k; i++)
+        for (int op = 0; op < TFM_OP_COUNT; op++) g->op_time[op] += ch->c[i].g.op_time[op] * wall / ops;
+    g->phase_time[TFM_PHASE_CHUNKS] = 0;
+}
+
+static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
+                               tfm_rng *batch_rng, int *x, int *y, int start, int count) {
+    int k = ch->k, nt = tfm_get_threads();
+    double tp = tfm_profile_begin(g);
+    for (int i = 0; i < k; i++) ch->c[i].loss = 0;
+    for (int micro = 0; micro < st->grad_accum; micro++) {
+        tfm_lm_get_batch(d, 0, batch_rng, st->batch_size, m->cfg.block_size, x, y);
+        tfm_rng drop = g->rng;   /* every chunk draws the same dropout keys (its samples' part of the masks) */
+#pragma omp parallel num_threads(nt < k ? nt : k)
+        {
+            omp_set_num_threads(1);   /* this thread's chunk: its kernels run on it alone */
+#pragma omp for schedule(dynamic, 1)
+            for (int i = 0; i < k; i++) {
+                lm_chunk *c = &ch->c[i];
+                int c0, cn;
+                tfm_train_chunk(start, count, k, i, &c0, &cn);
+                c->g.rng = drop;
+                c->loss += slice_step(&c->rep, &c->g, st, x, y, c0, cn);
+            }
+        }
+        g->rng = ch->c[0].g.rng;
+    }
+    tfm_profile_end(g, TFM_PHASE_CHUNKS, tp);
+    tfm_train_sum_replica_grads(g, &m->params, ch->p, k);
+    float loss = 0;
+    for (int i = 0; i < k; i++) loss += ch->c[i].loss;
+    return loss;
 }
 
 /* tfm_lm_estimate_loss split across ranks: the same batches, each rank its slice, one sum at the end */
@@ -107,6 +203,12 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     g.rng.s = st->dropout_rng;
     g.profile = profile;
     tfm_rng batch_rng = {st->batch_rng};
+    lm_chunks ch;
+    if (chunks_init(&ch, m, &g, tfm_train_chunks(ctl ? ctl->parallel : 0, tfm_get_threads(), count), count)) {
+        free(x);
+        tfm_graph_free(&g);
+        return -1;
+    }
     double t_train = 0;
     int steps = 0, rc = 0;
     tfm_train_ctl none = {0};
@@ -115,7 +217,8 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     while (st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) {
         double t0 = tfm_now();
         if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step zeroes them */
-        float loss = accumulate(m, &g, d, st, &batch_rng, x, y, start, count);
+        float loss = ch.k ? accumulate_chunks(&ch, m, &g, d, st, &batch_rng, x, y, start, count)
+                          : accumulate(m, &g, d, st, &batch_rng, x, y, start, count);
         int stop_req = ctl->stop && *ctl->stop;
         if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
             double l = loss;
@@ -170,7 +273,9 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
     else if (!rc && dist && writer)
         fprintf(stderr, "%d ranks: parameters identical on every rank (fnv1a64 %s)\n", tfm_dist_size(dist), hash);
+    if (ch.k && profile) chunks_profile(&ch, &g);
     if (!rc && profile && steps && writer) tfm_profile_print(&g, steps, "step", t_train, tfm_isa_name(), stderr);
+    chunks_free(&ch);
     free(x);
     tfm_graph_free(&g);
     return rc ? -1 : steps;

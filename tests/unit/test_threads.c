@@ -2,7 +2,9 @@
  *   - a GPT and a Transformer trained one step each in two threads at once (their own graphs), and
  *   - one model decoded from two threads at once (their own graphs; weights only read)
  * give bit-identical results to running the same work one after the other. Also: the error message is
- * per thread, tfm_prefix_error, and a model too large for memory is an error, not an abort. */
+ * per thread, tfm_prefix_error, and a model too large for memory is an error, not an abort. And the pieces
+ * of thread data parallelism (--parallel batch): replicas share the weights, chunk gradients sum to the
+ * whole batch's. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,8 +202,67 @@ static void test_out_of_memory(void) {
 #endif
 }
 
+/* Two replicas of a GPT each do forward+backward on a chunk of a batch (loss scaled by chunk/B, dropout
+ * keyed by the global sample); tfm_train_sum_replica_grads gives the whole batch's gradient. */
+static void test_replicas(void) {
+    tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
+    tfm_gpt m, r[3], other;
+    tfm_gpt_init(&m, &gc);
+    tfm_gpt_init_weights(&m, 7);
+    int ok = 1;
+    for (int i = 0; i < 3; i++) ok &= tfm_gpt_replica_init(&r[i], &m) == 0;
+    CHECK("tfm_gpt_replica_init: three replicas", ok, "%s", tfm_last_error());
+    CHECK("a replica computes with the model's weights (same memory)",
+          r[1].params.t[3]->data == m.params.t[3]->data && r[1].params.t[3]->grad != m.params.t[3]->grad, "not shared");
+    tfm_gpt_config oc = gc;
+    oc.n_embd = 8;
+    tfm_gpt_init(&other, &oc);
+    CHECK("tfm_params_share_data refuses a different model",
+          tfm_params_share_data(&other.params, &m.params) == -1 && strstr(tfm_last_error(), "replica"), "%s", tfm_last_error());
+    tfm_gpt_free(&other);
+    enum { B = 5, T = 12 };
+    int x[B * T], y[B * T];
+    for (int i = 0; i < B * T; i++) x[i] = (i * 7 + 3) % gc.vocab_size, y[i] = (i * 5 + 1) % gc.vocab_size;
+    tfm_graph g;
+    tfm_graph_init(&g, 3);
+    g.training = 1;
+    tfm_params_zero_grad(&m.params);
+    tfm_backward(&g, tfm_cross_entropy(&g, tfm_gpt_forward(&g, &m, x, B, T), y, -100, 0.0f));
+    float *whole = malloc(m.params.total * sizeof(float));
+    memcpy(whole, m.params.grad, m.params.total * sizeof(float));
+    tfm_params_zero_grad(&m.params);
+    tfm_params *ps[3];
+    int sizes = 0;
+    for (int c = 0; c < 3; c++) {   /* chunks of 2, 2, 1 samples */
+        int c0, cn;
+        tfm_train_chunk(0, B, 3, c, &c0, &cn);
+        sizes = sizes * 10 + cn;
+        tfm_graph gc_;
+        tfm_graph_init(&gc_, 3);   /* the same dropout stream as g */
+        gc_.training = 1;
+        gc_.drop_sample0 = c0, gc_.drop_samples = cn, gc_.drop_total = B;
+        tfm_params_zero_grad(&r[c].params);
+        tfm_tensor *l = tfm_cross_entropy(&gc_, tfm_gpt_forward(&gc_, &r[c], x + c0 * T, cn, T), y + c0 * T, -100, 0.0f);
+        tfm_backward(&gc_, tfm_scale(&gc_, l, (float)cn / B));
+        tfm_graph_free(&gc_);
+        ps[c] = &r[c].params;
+    }
+    CHECK("tfm_train_chunk: 5 samples in 3 chunks are 2, 2, 1", sizes == 221, "%d", sizes);
+    tfm_train_sum_replica_grads(&g, &m.params, ps, 3);
+    double d = max_abs_diff(whole, m.params.grad, m.params.total), zero = 0;
+    for (int c = 0; c < 3; c++)
+        for (size_t i = 0; i < r[c].params.total; i++) zero += fabs(r[c].params.grad[i]);
+    CHECK("three chunks' gradients (dropout 0.1) summed == the whole batch's, replicas zeroed", d < 1e-5 && zero == 0,
+          "max diff %g, replica grads left %g", d, zero);
+    free(whole);
+    tfm_graph_free(&g);
+    for (int i = 0; i < 3; i++) tfm_gpt_free(&r[i]);
+    tfm_gpt_free(&m);
+}
+
 int main(void) {
     test_out_of_memory();
+    test_replicas();
     tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
     gpt_job gj;
     memset(&gj, 0, sizeof gj);
