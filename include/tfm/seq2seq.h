@@ -158,6 +158,9 @@ tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahda
 /* Dispatch on c->arch ("unknown architecture ..." error otherwise). */
 tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
 void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
+/* A second model of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
+ * gradients: one per chunk of the batch in thread data parallelism. Free it before m. NULL on error. */
+tfm_encdec *tfm_encdec_replica(const tfm_encdec *m);
 /* m->vt->max_positions(m), or 0 (no bound) when the architecture has none. */
 int tfm_encdec_max_positions(const tfm_encdec *m);
 

@@ -66,6 +66,9 @@ void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
 /* Thread data parallelism: grads of p += the k replicas' grads (summed in replica order, so the bits do
  * not depend on which thread ran which chunk), which are zeroed for the next step. */
 void tfm_train_sum_replica_grads(tfm_graph *g, tfm_params *p, tfm_params *const *reps, int k);
+/* --profile: the chunk graphs' op times are thread time; they are added to g's op rows scaled so that
+ * they split the chunks' wall time (TFM_PHASE_CHUNKS, then cleared), like the rows of --parallel ops. */
+void tfm_train_chunks_profile(tfm_graph *g, const tfm_graph *const *chunk_graphs, int k);
 /* Chunk c of k of the samples [start, start + count): [*c0, *c0 + *cn), sizes differing by at most one. */
 void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer

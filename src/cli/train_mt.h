@@ -16,6 +16,8 @@ typedef struct {
     /* issue 10 (train_mt_valid.c): validation that drives training, JSON-lines log */
     int valid_every, keep_best, patience;
     const char *log_file;
+    const char *parallel;        /* --parallel (NULL: auto) */
+    char threads_line[96];       /* the start-up line's threads part (cli_threads_str) */
 } mt_opts;
 
 /* Range checks naming the flag (printed; returns the exit status), and the library structs the flags fill in. */
@@ -71,7 +73,7 @@ typedef struct {   /* what the report and save callbacks need */
     mt_valid *val;               /* validation and the --log-file */
 } mt_run;
 /* flags not stored in the run configuration; stored flags a --resume may change (the rest must match); data */
-#define MT_SAFE " out resume threads log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "
+#define MT_SAFE " out resume threads parallel log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "
 #define MT_CHANGEABLE " epochs save-every keep-last skip-nonfinite eval-every keep-best patience "
 #define MT_DATA " tsv src tgt valid-src valid-tgt "
 /* tfm_mt_report_fn printing progress lines; user = an mt_run (or a pointer to an int "stderr is a TTY"). */

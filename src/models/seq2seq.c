@@ -109,6 +109,15 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     return enc + dec + (bahdanau ? 2 * H * H + H : 0);           /* W_k, W_q, w_v */
 }
 
+tfm_encdec *tfm_encdec_replica(const tfm_encdec *m) {
+    tfm_encdec *r = tfm_s2s_create(&m->cfg);
+    if (r && tfm_params_share_data(&r->params, &m->params)) {
+        tfm_encdec_free(r);
+        return NULL;
+    }
+    return r;
+}
+
 tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c) {
     tfm_encdec *(*fn)(const tfm_s2s_config *) = NULL;
     if (!strcmp(c->arch, "transformer")) fn = tfm_transformer_create;

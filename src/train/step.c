@@ -54,3 +54,13 @@ int tfm_train_chunks(int parallel, int threads, int slice) {
     int k = threads < slice ? threads : slice;
     return parallel == TFM_PARALLEL_OPS || k < 2 ? 0 : k;
 }
+
+void tfm_train_chunks_profile(tfm_graph *g, const tfm_graph *const *chunk_graphs, int k) {
+    double ops = 0, wall = g->phase_time[TFM_PHASE_CHUNKS];
+    for (int i = 0; i < k; i++)
+        for (int op = 0; op < TFM_OP_COUNT; op++) ops += chunk_graphs[i]->op_time[op];
+    if (!(ops > 0)) return;
+    for (int i = 0; i < k; i++)
+        for (int op = 0; op < TFM_OP_COUNT; op++) g->op_time[op] += chunk_graphs[i]->op_time[op] * wall / ops;
+    g->phase_time[TFM_PHASE_CHUNKS] = 0;
+}

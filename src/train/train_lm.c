@@ -102,16 +102,10 @@ static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k, int
     return 0;
 }
 
-/* --profile: the chunks' op times are thread time; they are scaled to split the chunks' wall time, so the
- * op rows of the profile add up to the step like those of --parallel ops. */
 static void chunks_profile(const lm_chunks *ch, tfm_graph *g) {
-    double ops = 0, wall = g->phase_time[TFM_PHASE_CHUNKS];
-    for (int i = 0; i < ch->k; i++)
-        for (int op = 0; op < TFM_OP_COUNT; op++) ops += ch->c[i].g.op_time[op];
-    if (!(ops > 0)) return;
-    for (int i = 0; i < ch->k; i++)
-        for (int op = 0; op < TFM_OP_COUNT; op++) g->op_time[op] += ch->c[i].g.op_time[op] * wall / ops;
-    g->phase_time[TFM_PHASE_CHUNKS] = 0;
+    const tfm_graph *gs[ch->k];
+    for (int i = 0; i < ch->k; i++) gs[i] = &ch->c[i].g;
+    tfm_train_chunks_profile(g, gs, ch->k);
 }
 
 static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,

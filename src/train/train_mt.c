@@ -7,6 +7,7 @@
  * the cost. */
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +115,8 @@ typedef struct {
     long row0[2];
 } mt_slice;
 
-static void dist_slice(tfm_dist *d, const tfm_nmt_arrays *a, const int *idx, int nb, int *w, int *bounds,
-                       mt_slice *s) {
+static void split_slice(const tfm_nmt_arrays *a, const int *idx, int nb, int *w, int *bounds, int parts, int part,
+                        mt_slice *s) {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < nb; i++) {
         int j = idx[i];
@@ -124,10 +125,122 @@ static void dist_slice(tfm_dist *d, const tfm_nmt_arrays *a, const int *idx, int
         if (a->tgt_valid[j] > s->Tt) s->Tt = a->tgt_valid[j];
         s->n_tok += a->tgt_valid[j];
     }
-    tfm_dist_split_weighted(w, nb, tfm_dist_size(d), bounds);
-    s->lo = bounds[tfm_dist_rank(d)];
-    s->n = bounds[tfm_dist_rank(d) + 1] - s->lo;
+    tfm_dist_split_weighted(w, nb, parts, bounds);
+    s->lo = bounds[part];
+    s->n = bounds[part + 1] - s->lo;
     for (int i = 0; i < s->lo; i++) s->row0[0] += a->src_valid[idx[i]], s->row0[1] += a->tgt_valid[idx[i]];
+}
+
+/* Forward and backward of one slice of the batch bidx (nb pairs) on graph g with model m (a rank's slice,
+ * or a thread's chunk of it): padded to the whole batch's lengths, dropout keyed by the global pair and
+ * token row, the loss scaled to this slice's share of the one-process objective. Returns that share of
+ * the batch's mean loss. A slice without pairs runs the first one with weight 0 (the same RNG draws). */
+static double slice_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
+                         const mt_slice *sl, const tfm_mt_train_opts *o) {
+    int rows = sl->n ? sl->n : 1, pm = pad_min(m, train);
+    mt_batch b;
+    tfm_graph_reset(g);
+    g->grad_enabled = 1;
+    g->training = 1;
+    gather(g, train, bidx + (sl->n ? sl->lo : 0), rows, &b, sl->Ts > pm ? sl->Ts : pm, sl->Tt > pm ? sl->Tt : pm);
+    g->drop_sample0 = sl->n ? sl->lo : 0, g->drop_samples = rows, g->drop_total = nb;
+    g->drop_row0[0] = sl->row0[0], g->drop_row0[1] = sl->row0[1];
+    tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+    float lv = loss->data[0], mine = sl->n ? (float)b.n_tok : 0.0f;
+    tfm_backward(g, tfm_scale(g, loss, o->loss_norm == TFM_LOSS_D2L ? mine / b.Tt : mine / sl->n_tok));
+    return sl->n ? (double)lv * b.n_tok / sl->n_tok : 0.0;
+}
+
+/* One process, the ops split across threads: the whole batch at once. */
+static double whole_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
+                         const tfm_mt_train_opts *o, int *n_tok) {
+    int pm = pad_min(m, train);
+    mt_batch b;
+    tfm_graph_reset(g);
+    g->grad_enabled = 1;
+    g->training = 1;
+    gather(g, train, bidx, nb, &b, pm, pm);
+    tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+    if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(g, tfm_scale(g, loss, (float)b.n_tok / b.Tt));
+    else tfm_backward(g, loss);
+    *n_tok = b.n_tok;
+    return loss->data[0];
+}
+
+/* Thread data parallelism (tfm_train_ctl.parallel): k chunks of the (rank's part of the) batch, each on its
+ * own replica of the model and graph, run by one thread with single-threaded kernels; the gradients are
+ * summed in chunk order. The chunks are the parts rank*k .. rank*k+k-1 of the batch cut into ranks*k. */
+typedef struct {   /* 64-byte aligned: two threads never write one cache line */
+    _Alignas(64) tfm_graph g;
+    tfm_encdec *rep;
+    double loss;
+} mt_chunk;
+
+typedef struct {
+    int k;
+    mt_chunk *c;
+    tfm_params **p;
+} mt_chunks;
+
+static void chunks_free(mt_chunks *ch) {
+    for (int i = 0; i < ch->k; i++) {
+        tfm_encdec_free(ch->c[i].rep);
+        tfm_graph_free(&ch->c[i].g);
+    }
+    free(ch->c), free(ch->p);
+    *ch = (mt_chunks){0};
+}
+
+static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) {
+    *ch = (mt_chunks){0};
+    if (k <= 0) return 0;
+    ch->c = aligned_alloc(64, (size_t)k * sizeof *ch->c);
+    ch->p = calloc((size_t)k, sizeof *ch->p);
+    if (!ch->c || !ch->p) return free(ch->c), free(ch->p), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    memset(ch->c, 0, (size_t)k * sizeof *ch->c);
+    ch->k = k;
+    for (int i = 0; i < k; i++) {
+        mt_chunk *c = &ch->c[i];
+        tfm_graph_init(&c->g, 0);
+        c->g.exact_attention = g->exact_attention, c->g.attention_tiled = g->attention_tiled;
+        c->g.profile = g->profile;
+        if (!(c->rep = tfm_encdec_replica(m))) return chunks_free(ch), -1;
+        ch->p[i] = &c->rep->params;
+        tfm_params_zero_grad(ch->p[i]);
+    }
+    return 0;
+}
+
+/* The chunks of one step; returns the (rank's share of the) batch's mean loss, *n_tok the batch's tokens. */
+static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
+                          int *w, int *bounds, int ranks, int rank, const tfm_mt_train_opts *o, int *n_tok) {
+    int k = ch->k, nt = tfm_get_threads();
+    double tp = tfm_profile_begin(g);
+    tfm_rng drop = g->rng;   /* every chunk draws the same dropout keys (its pairs' part of the masks) */
+    mt_slice sl[k];
+    for (int i = 0; i < k; i++) split_slice(train, bidx, nb, w, bounds, ranks * k, rank * k + i, &sl[i]);
+#pragma omp parallel num_threads(nt < k ? nt : k)
+    {
+        omp_set_num_threads(1);   /* this thread's chunk: its kernels run on it alone */
+#pragma omp for schedule(dynamic, 1)
+        for (int i = 0; i < k; i++) {
+            ch->c[i].g.rng = drop;
+            ch->c[i].loss = slice_step(ch->c[i].rep, &ch->c[i].g, train, bidx, nb, &sl[i], o);
+        }
+    }
+    g->rng = ch->c[0].g.rng;
+    tfm_profile_end(g, TFM_PHASE_CHUNKS, tp);
+    tfm_train_sum_replica_grads(g, &m->params, ch->p, k);
+    double loss = 0;
+    for (int i = 0; i < k; i++) loss += ch->c[i].loss;
+    *n_tok = sl[0].n_tok;
+    return loss;
+}
+
+static void chunks_profile(const mt_chunks *ch, tfm_graph *g) {
+    const tfm_graph *gs[ch->k];
+    for (int i = 0; i < ch->k; i++) gs[i] = &ch->c[i].g;
+    tfm_train_chunks_profile(g, gs, ch->k);
 }
 
 float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size) {
@@ -182,15 +295,24 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     int total = o->epochs * steps_per_epoch;
     tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
     int writer = !dist || tfm_dist_is_writer(dist);
-    int *lens = malloc(sizeof(int) * ((size_t)train->n + (dist ? (size_t)train->n + tfm_dist_size(dist) + 2 : 0)));
+    int ranks = dist ? tfm_dist_size(dist) : 1, rank = dist ? tfm_dist_rank(dist) : 0;
+    int k = tfm_train_chunks(o->ctl.parallel, tfm_get_threads(), INT_MAX);   /* a token batch's pairs vary */
+    size_t parts = (size_t)ranks * (k ? (size_t)k : 1);
+    int *lens = malloc(sizeof(int) * ((size_t)train->n * 2 + parts + 3));
     if (!lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    int *w = lens + train->n, *bounds = w + train->n + 1;   /* dist_slice's scratch (several ranks) */
+    int *w = lens + train->n, *bounds = w + train->n + 1;   /* split_slice's scratch (ranks, chunks) */
     for (int i = 0; i < train->n; i++)
         lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.rng = prog->drop_rng;
     g.profile = o->profile;
+    mt_chunks ch;
+    if (chunks_init(&ch, m, &g, k)) {
+        free(lens);
+        tfm_graph_free(&g);
+        return -1;
+    }
     double t_steps = 0;   /* wall time of the training steps (without validation and reporting) */
     int d_model = m->cfg.d_model > 0 ? m->cfg.d_model : m->cfg.hidden_size;
     double t0 = tfm_now(), t_last = t0, loss_sum = 0;
@@ -215,31 +337,23 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         for (int bi = prog->batch; bi < bt.n_batches; bi++) {
             int nb = bt.off[bi + 1] - bt.off[bi];
             double t_step = tfm_now();
-            tfm_graph_reset(&g);
-            g.grad_enabled = 1;
-            g.training = 1;
-            mt_batch b;
             const int *bidx = bt.idx + bt.off[bi];
-            mt_slice sl = {0, nb, 0, 0, 0, {0, 0}};
-            if (dist) dist_slice(dist, train, bidx, nb, w, bounds, &sl);
-            int rows = sl.n ? sl.n : 1;   /* a rank without pairs runs the first one with weight 0: same RNG draws */
-            int pm = pad_min(m, train);
-            gather(&g, train, bidx + (sl.n ? sl.lo : 0), rows, &b, sl.Ts > pm ? sl.Ts : pm, sl.Tt > pm ? sl.Tt : pm);
-            if (dist)   /* a rank without pairs (weight 0) keys its one row as sample 0 */
-                g.drop_sample0 = sl.n ? sl.lo : 0, g.drop_samples = rows, g.drop_total = nb, g.drop_row0[0] = sl.row0[0],
-                g.drop_row0[1] = sl.row0[1];
             if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step zeroes them */
-            tfm_tensor *loss = tfm_encdec_loss(m, &g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
-            float lv = loss->data[0], mine = sl.n ? (float)b.n_tok : 0.0f;
-            int n_tok = b.n_tok;   /* target tokens of the step (of the global batch on several ranks) */
-            if (dist) {   /* this rank's share: the sum over ranks is the one-process objective */
-                tfm_backward(&g, tfm_scale(&g, loss, o->loss_norm == TFM_LOSS_D2L ? mine / b.Tt : mine / sl.n_tok));
+            int n_tok;   /* target tokens of the step (of the global batch on several ranks) */
+            double l;    /* the step's mean loss (on several ranks: this rank's share of it) */
+            if (ch.k) {
+                l = chunks_step(&ch, m, &g, train, bidx, nb, w, bounds, ranks, rank, o, &n_tok);
+            } else if (dist) {
+                mt_slice sl;
+                split_slice(train, bidx, nb, w, bounds, ranks, rank, &sl);
+                l = slice_step(m, &g, train, bidx, nb, &sl, o);
                 n_tok = sl.n_tok;
-            } else if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(&g, tfm_scale(&g, loss, (float)b.n_tok / b.Tt));
-            else tfm_backward(&g, loss);
+            } else {
+                l = whole_step(m, &g, train, bidx, nb, o, &n_tok);
+            }
+            float lv = (float)l;
             int stop_req = ctl->stop && *ctl->stop;
             if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
-                double l = sl.n ? (double)lv * b.n_tok / sl.n_tok : 0.0;
                 if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
                     rc = -1;
                     break;
@@ -336,9 +450,11 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     else if (!rc && dist && writer)
         fprintf(stderr, "%d ranks: parameters identical on every rank (fnv1a64 %s)\n", tfm_dist_size(dist), hash);
     if (o->profile && steps_this_run && writer) {
+        if (ch.k) chunks_profile(&ch, &g);
         tfm_profile_print(&g, steps_this_run, "step", t_steps, tfm_isa_name(), stderr);
         fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", g.arena.peak / 1048576.0, g.arena.n_mallocs);
     }
+    chunks_free(&ch);
     tfm_graph_free(&g);
     free(lens);
     return rc;
