@@ -193,6 +193,17 @@ for arch in rnn bahdanau; do
         "$TMP/${arch}1.jsonl" "$TMP/${arch}2.jsonl" train
 done
 
+# ranks x threads: 2 ranks of 2 threads (--parallel batch inside each rank) cut the batch into the same 4 parts
+# as one process of 4 threads, so the curves agree (train-lm: samples; train-mt: token-balanced pairs)
+LM4=${LM/--threads 1/}
+MT4=${MT/--threads 1/}
+$TFMM train-lm $LM4 --threads 4 --out "$TMP/t41.tfm" --log-file "$TMP/t41.jsonl" 2>/dev/null
+mrun 2 --bind-to none --oversubscribe $TFMM train-lm $LM4 --threads 2 --out "$TMP/t22.tfm" --log-file "$TMP/t22.jsonl" 2>/dev/null
+same_curve "train-lm, 2 ranks x 2 threads (--parallel batch) == 1 process x 4 threads" 24 "$TMP/t41.jsonl" "$TMP/t22.jsonl"
+$TFMM train-mt $MT4 --threads 4 --out "$TMP/u41.tfm" --log-file "$TMP/u41.jsonl" 2>/dev/null
+mrun 2 --bind-to none --oversubscribe $TFMM train-mt $MT4 --threads 2 --out "$TMP/u22.tfm" --log-file "$TMP/u22.jsonl" 2>/dev/null
+same_curve "train-mt, 2 ranks x 2 threads (--parallel batch) == 1 process x 4 threads" 20 "$TMP/u41.jsonl" "$TMP/u22.jsonl" train
+
 # only rank 0 writes: each rank runs in its own directory with relative paths; rank 1's stays as it was
 for d in A B; do mkdir -p "$TMP/$d"; cp "$TMP/small.txt" "$TMP/v.src" "$TMP/v.tgt" "$TMP/$d/"; head -n 320 "$FRA" >"$TMP/$d/c.tsv"; done
 W_LM="--data small.txt --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --batch-size 4 --iters 10 --eval-every 5 --eval-iters 1
