@@ -63,9 +63,15 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
  * when g->profile. Both training loops call this; before the first step of a run they zero the grads
  * (tfm_train_zero_grad), afterwards the fused step does. */
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
-/* Thread data parallelism: grads of p += the k replicas' grads (summed in replica order, so the bits do
- * not depend on which thread ran which chunk), which are zeroed for the next step. */
-void tfm_train_sum_replica_grads(tfm_graph *g, tfm_params *p, tfm_params *const *reps, int k);
+/* Thread data parallelism, after the chunks (begun at t0 = tfm_profile_begin(g)): their wall time goes to
+ * the profile, then grads of p += the k replicas' grads (summed in replica order, so the bits do not depend
+ * on which thread ran which chunk), which are zeroed for the next step. */
+void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
+/* Thread data parallelism's per-chunk state: *chunks = k zeroed 64-byte-aligned elements of `size` bytes
+ * (a multiple of 64), *params = k pointers; 0, or -1 (out of memory, tfm error, nothing allocated). */
+int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k);
+/* A chunk's graph: tfm_graph_init, with g's attention settings and profiling. */
+void tfm_train_chunk_graph_init(tfm_graph *chunk, const tfm_graph *g);
 /* --profile: the chunk graphs' op times are thread time; they are added to g's op rows scaled so that
  * they split the chunks' wall time (TFM_PHASE_CHUNKS, then cleared), like the rows of --parallel ops. */
 void tfm_train_chunks_profile(tfm_graph *g, const tfm_graph *const *chunk_graphs, int k);

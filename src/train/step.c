@@ -2,6 +2,8 @@
  * from the global grad norm, then fused AdamW on the clipped grads, which zeroes them for the next step. */
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tfm/train.h"
 
@@ -26,7 +28,8 @@ int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float 
     return 0;
 }
 
-void tfm_train_sum_replica_grads(tfm_graph *g, tfm_params *p, tfm_params *const *reps, int k) {
+void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k) {
+    tfm_profile_end(g, TFM_PHASE_CHUNKS, t0);
     double tp = tfm_profile_begin(g);
     const size_t blk = 1 << 14;
     long nb = (long)((p->total + blk - 1) / blk);
@@ -63,4 +66,22 @@ void tfm_train_chunks_profile(tfm_graph *g, const tfm_graph *const *chunk_graphs
     for (int i = 0; i < k; i++)
         for (int op = 0; op < TFM_OP_COUNT; op++) g->op_time[op] += chunk_graphs[i]->op_time[op] * wall / ops;
     g->phase_time[TFM_PHASE_CHUNKS] = 0;
+}
+
+int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k) {
+    *chunks = aligned_alloc(64, (size_t)k * size);
+    *params = calloc((size_t)k, sizeof **params);
+    if (!*chunks || !*params) {
+        free(*chunks), free(*params);
+        *chunks = NULL, *params = NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d chunks)", k), -1;
+    }
+    memset(*chunks, 0, (size_t)k * size);
+    return 0;
+}
+
+void tfm_train_chunk_graph_init(tfm_graph *chunk, const tfm_graph *g) {
+    tfm_graph_init(chunk, 0);
+    chunk->exact_attention = g->exact_attention, chunk->attention_tiled = g->attention_tiled;
+    chunk->profile = g->profile;
 }

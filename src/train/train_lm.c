@@ -85,16 +85,11 @@ static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k, int
     *ch = (lm_chunks){0};
     if (k <= 0) return 0;
     if (k > count) return tfm_set_error("%d chunks of a batch slice of %d samples: at most one chunk a sample", k, count), -1;
-    ch->c = aligned_alloc(64, (size_t)k * sizeof *ch->c);
-    ch->p = calloc((size_t)k, sizeof *ch->p);
-    if (!ch->c || !ch->p) return free(ch->c), free(ch->p), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    memset(ch->c, 0, (size_t)k * sizeof *ch->c);
+    if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, k)) return -1;
     ch->k = k;
     for (int i = 0; i < k; i++) {
         lm_chunk *c = &ch->c[i];
-        tfm_graph_init(&c->g, 0);
-        c->g.exact_attention = g->exact_attention, c->g.attention_tiled = g->attention_tiled;
-        c->g.profile = g->profile;
+        tfm_train_chunk_graph_init(&c->g, g);
         if (tfm_gpt_replica_init(&c->rep, m)) return chunks_free(ch), -1;
         ch->p[i] = &c->rep.params;
         tfm_params_zero_grad(ch->p[i]);
@@ -130,8 +125,7 @@ static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tf
         }
         g->rng = ch->c[0].g.rng;
     }
-    tfm_profile_end(g, TFM_PHASE_CHUNKS, tp);
-    tfm_train_sum_replica_grads(g, &m->params, ch->p, k);
+    tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     float loss = 0;
     for (int i = 0; i < k; i++) loss += ch->c[i].loss;
     return loss;

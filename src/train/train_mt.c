@@ -194,16 +194,11 @@ static void chunks_free(mt_chunks *ch) {
 static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) {
     *ch = (mt_chunks){0};
     if (k <= 0) return 0;
-    ch->c = aligned_alloc(64, (size_t)k * sizeof *ch->c);
-    ch->p = calloc((size_t)k, sizeof *ch->p);
-    if (!ch->c || !ch->p) return free(ch->c), free(ch->p), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    memset(ch->c, 0, (size_t)k * sizeof *ch->c);
+    if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, k)) return -1;
     ch->k = k;
     for (int i = 0; i < k; i++) {
         mt_chunk *c = &ch->c[i];
-        tfm_graph_init(&c->g, 0);
-        c->g.exact_attention = g->exact_attention, c->g.attention_tiled = g->attention_tiled;
-        c->g.profile = g->profile;
+        tfm_train_chunk_graph_init(&c->g, g);
         if (!(c->rep = tfm_encdec_replica(m))) return chunks_free(ch), -1;
         ch->p[i] = &c->rep->params;
         tfm_params_zero_grad(ch->p[i]);
@@ -229,8 +224,7 @@ static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_
         }
     }
     g->rng = ch->c[0].g.rng;
-    tfm_profile_end(g, TFM_PHASE_CHUNKS, tp);
-    tfm_train_sum_replica_grads(g, &m->params, ch->p, k);
+    tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     double loss = 0;
     for (int i = 0; i < k; i++) loss += ch->c[i].loss;
     *n_tok = sl[0].n_tok;

@@ -203,7 +203,7 @@ static void test_out_of_memory(void) {
 }
 
 /* Two replicas of a GPT each do forward+backward on a chunk of a batch (loss scaled by chunk/B, dropout
- * keyed by the global sample); tfm_train_sum_replica_grads gives the whole batch's gradient. */
+ * keyed by the global sample); tfm_train_chunks_reduce gives the whole batch's gradient. */
 static void test_replicas(void) {
     tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
     tfm_gpt m, r[3], other;
@@ -248,7 +248,7 @@ static void test_replicas(void) {
         ps[c] = &r[c].params;
     }
     CHECK("tfm_train_chunk: 5 samples in 3 chunks are 2, 2, 1", sizes == 221, "%d", sizes);
-    tfm_train_sum_replica_grads(&g, &m.params, ps, 3);
+    tfm_train_chunks_reduce(&g, tfm_profile_begin(&g), &m.params, ps, 3);
     double d = max_abs_diff(whole, m.params.grad, m.params.total), zero = 0;
     for (int c = 0; c < 3; c++)
         for (size_t i = 0; i < r[c].params.total; i++) zero += fabs(r[c].params.grad[i]);
