@@ -145,7 +145,7 @@ if want gpt; then
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
             if [ $side = tfm ]; then
                 "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
-                    --eval-iters 1 --threads $THREADS --log-every 10 --profile 2>"$TMP/tfm_gpt.$r.log"
+                    --eval-iters 1 --threads $THREADS --log-every 10 2>"$TMP/tfm_gpt.$r.log"   # timed: no --profile
                 # ms/step over all steps (the first, warm-up step included; the torch twin's iters_per_s likewise)
                 ms=$(awk '/^done:/ {gsub(/[(]/,""); for (i=1;i<=NF;i++) if ($(i)=="ms/step,") print $(i-1)}' "$TMP/tfm_gpt.$r.log")
                 t_ips="$t_ips $(awk -v m="$ms" 'BEGIN {printf "%.2f", 1000 / m}')"
@@ -168,7 +168,11 @@ if want gpt; then
     awk 'NR == FNR { if ($1 == "iter") t[$2 + 1] = $4; next }
          $1 == "step" { split($2, a, "/"); if (a[1] in t) printf "  %6d %10s %10s\n", a[1], $5, t[a[1]] }' \
         "$TMP/torch_gpt.1.log" "$TMP/tfm_gpt.1.log"
-    echo "tfm per-op profile (round 1):"; sed -n '/^profile/,/^tfm train-lm: peak/p' "$TMP/tfm_gpt.1.log" | sed 's/^/  /'
+    # the per-op profile from an extra, untimed run: --profile's timers cost time of their own
+    "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
+        --eval-iters 1 --threads $THREADS --log-every 1000 --profile 2>"$TMP/tfm_gpt.prof.log"
+    echo "tfm per-op profile (an extra run, not timed):"
+    sed -n '/^profile/,/^tfm train-lm: peak/p' "$TMP/tfm_gpt.prof.log" | sed 's/^/  /'
 fi
 
 # ---------------------------------------------------------------- (c) MT training, (e) translation
