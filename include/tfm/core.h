@@ -151,8 +151,8 @@ int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -
 void tfm_params_zero_grad(tfm_params *p);
 /* Makes `replica` (a parameter set built the same way as `src`, after tfm_params_alloc) use src's weights:
  * its own data block is freed and every tensor's data points at the same element of src's block; its
- * gradient block stays its own. Thread data parallelism (src/train/replicas.c) runs one replica per chunk
- * of the batch. 0, or -1 with a tfm error if the two sets differ in count, order, names or shapes. The
+ * gradient block stays its own. Thread data parallelism (tfm_parallel, include/tfm/train.h) runs one
+ * replica per chunk of the batch. 0, or -1 with a tfm error if the two sets differ in count, order, names or shapes. The
  * replica must be freed before src (tfm_params_free does not free a shared block). */
 int tfm_params_share_data(tfm_params *replica, const tfm_params *src);
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);

@@ -92,7 +92,7 @@ typedef struct {
                                 rank: one process. The batch size stays global: every rank draws the whole
                                 batch, computes its slice, the gradients are summed, every rank makes the same
                                 update; only rank 0 reports and saves. */
-    int parallel;            /* how the threads share a step (tfm_parallel; train-lm; train-mt splits ops) */
+    int parallel;            /* how the threads share a step (tfm_parallel, below) */
 } tfm_train_ctl;
 
 /* TFM_PARALLEL_BATCH: thread data parallelism. The (rank's) batch is cut into one chunk per thread, each

@@ -56,7 +56,7 @@ static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tf
     return loss_sum;
 }
 
-/* Thread data parallelism (tfm_train_ctl.chunks): the slice is cut into k chunks, each computed on its own
+/* Thread data parallelism (tfm_train_ctl.parallel): the slice is cut into k chunks, each computed on its own
  * replica (the model's weights, its own gradients) and graph by one thread with single-threaded kernels;
  * threads take chunks as they become free, so a descheduled thread holds up one chunk, not every op. The
  * gradients are summed in chunk order: the bits do not depend on which thread ran what. */
@@ -81,10 +81,9 @@ static void chunks_free(lm_chunks *ch) {
     *ch = (lm_chunks){0};
 }
 
-static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k, int count) {
+static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k) {   /* k <= the slice (tfm_train_chunks) */
     *ch = (lm_chunks){0};
     if (k <= 0) return 0;
-    if (k > count) return tfm_set_error("%d chunks of a batch slice of %d samples: at most one chunk a sample", k, count), -1;
     if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, k)) return -1;
     ch->k = k;
     for (int i = 0; i < k; i++) {
@@ -191,16 +190,16 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     g.rng.s = st->dropout_rng;
     g.profile = profile;
     tfm_rng batch_rng = {st->batch_rng};
+    tfm_train_ctl none = {0};
+    if (!ctl) ctl = &none;
     lm_chunks ch;
-    if (chunks_init(&ch, m, &g, tfm_train_chunks(ctl ? ctl->parallel : 0, tfm_get_threads(), count), count)) {
+    if (chunks_init(&ch, m, &g, tfm_train_chunks(ctl->parallel, tfm_get_threads(), count))) {
         free(x);
         tfm_graph_free(&g);
         return -1;
     }
     double t_train = 0;
     int steps = 0, rc = 0;
-    tfm_train_ctl none = {0};
-    if (!ctl) ctl = &none;
     int skipped = 0;
     while (st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) {
         double t0 = tfm_now();

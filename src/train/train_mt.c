@@ -115,20 +115,27 @@ typedef struct {
     long row0[2];
 } mt_slice;
 
-static void split_slice(const tfm_nmt_arrays *a, const int *idx, int nb, int *w, int *bounds, int parts, int part,
-                        mt_slice *s) {
-    memset(s, 0, sizeof *s);
+/* The whole batch's longest source and target and its target tokens into *whole, and its cut into `parts`
+ * contiguous parts of nearly equal token count (bounds[0..parts]); w is scratch of nb ints. */
+static void split_batch(const tfm_nmt_arrays *a, const int *idx, int nb, int *w, int *bounds, int parts, mt_slice *whole) {
+    memset(whole, 0, sizeof *whole);
     for (int i = 0; i < nb; i++) {
         int j = idx[i];
         w[i] = a->src_valid[j] + a->tgt_valid[j];
-        if (a->src_valid[j] > s->Ts) s->Ts = a->src_valid[j];
-        if (a->tgt_valid[j] > s->Tt) s->Tt = a->tgt_valid[j];
-        s->n_tok += a->tgt_valid[j];
+        if (a->src_valid[j] > whole->Ts) whole->Ts = a->src_valid[j];
+        if (a->tgt_valid[j] > whole->Tt) whole->Tt = a->tgt_valid[j];
+        whole->n_tok += a->tgt_valid[j];
     }
     tfm_dist_split_weighted(w, nb, parts, bounds);
-    s->lo = bounds[part];
-    s->n = bounds[part + 1] - s->lo;
-    for (int i = 0; i < s->lo; i++) s->row0[0] += a->src_valid[idx[i]], s->row0[1] += a->tgt_valid[idx[i]];
+}
+
+/* Part `part` of a batch cut by split_batch. */
+static mt_slice slice_part(const mt_slice *whole, const tfm_nmt_arrays *a, const int *idx, const int *bounds, int part) {
+    mt_slice s = *whole;
+    s.lo = bounds[part];
+    s.n = bounds[part + 1] - s.lo;
+    for (int i = 0; i < s.lo; i++) s.row0[0] += a->src_valid[idx[i]], s.row0[1] += a->tgt_valid[idx[i]];
+    return s;
 }
 
 /* Forward and backward of one slice of the batch bidx (nb pairs) on graph g with model m (a rank's slice,
@@ -212,8 +219,9 @@ static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_
     int k = ch->k, nt = tfm_get_threads();
     double tp = tfm_profile_begin(g);
     tfm_rng drop = g->rng;   /* every chunk draws the same dropout keys (its pairs' part of the masks) */
-    mt_slice sl[k];
-    for (int i = 0; i < k; i++) split_slice(train, bidx, nb, w, bounds, ranks * k, rank * k + i, &sl[i]);
+    mt_slice whole, sl[k];
+    split_batch(train, bidx, nb, w, bounds, ranks * k, &whole);
+    for (int i = 0; i < k; i++) sl[i] = slice_part(&whole, train, bidx, bounds, rank * k + i);
 #pragma omp parallel num_threads(nt < k ? nt : k)
     {
         omp_set_num_threads(1);   /* this thread's chunk: its kernels run on it alone */
@@ -227,7 +235,7 @@ static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_
     tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     double loss = 0;
     for (int i = 0; i < k; i++) loss += ch->c[i].loss;
-    *n_tok = sl[0].n_tok;
+    *n_tok = whole.n_tok;
     return loss;
 }
 
@@ -294,7 +302,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     size_t parts = (size_t)ranks * (k ? (size_t)k : 1);
     int *lens = malloc(sizeof(int) * ((size_t)train->n * 2 + parts + 3));
     if (!lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    int *w = lens + train->n, *bounds = w + train->n + 1;   /* split_slice's scratch (ranks, chunks) */
+    int *w = lens + train->n, *bounds = w + train->n + 1;   /* split_batch's scratch (ranks, chunks) */
     for (int i = 0; i < train->n; i++)
         lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
     tfm_graph g;
@@ -339,7 +347,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 l = chunks_step(&ch, m, &g, train, bidx, nb, w, bounds, ranks, rank, o, &n_tok);
             } else if (dist) {
                 mt_slice sl;
-                split_slice(train, bidx, nb, w, bounds, ranks, rank, &sl);
+                split_batch(train, bidx, nb, w, bounds, ranks, &sl);
+                sl = slice_part(&sl, train, bidx, bounds, rank);
                 l = slice_step(m, &g, train, bidx, nb, &sl, o);
                 n_tok = sl.n_tok;
             } else {
