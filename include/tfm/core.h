@@ -222,11 +222,18 @@ typedef struct tfm_graph {
 void tfm_graph_init(tfm_graph *g, uint64_t seed);
 void tfm_graph_reset(tfm_graph *g);          /* rewinds arena and tape; keeps rng state */
 void tfm_graph_free(tfm_graph *g);
+/* A worker graph for thread data parallelism (one thread's share of g's work: a chunk of a training batch,
+ * a batch of sentences to decode): tfm_graph_init, with g's attention settings and profiling. */
+void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g);
 void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
 void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
 /* --profile: time since t0 is added to phase ph when g->profile is set (t0 from tfm_profile_begin). */
 double tfm_profile_begin(const tfm_graph *g);
 void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0);
+/* --profile of work split over worker graphs: their op and phase times are thread time; they are added to
+ * g's rows scaled so that they split the wall time g spent in the parallel part (TFM_PHASE_CHUNKS, then
+ * cleared), like the rows of work split per op; the workers' times are cleared. */
+void tfm_profile_merge(tfm_graph *g, tfm_graph *const *workers, int k);
 /* Print ms per `unit` (a step, a sentence, a token) by op kind and phase, sorted by time, with the
  * share of `wall` seconds each takes and the untracked remainder (data, bookkeeping, I/O). */
 /* kernels: the kernel path to name in the header (tfm_isa_name() from tfm/kernels.h), or NULL. */

@@ -26,10 +26,21 @@ typedef struct {
  * disabled and is reset between steps. Returns 0, or -1 on out-of-memory. */
 int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n,
                       int max_src, int batch_size, const tfm_decode_opts *o, int **out, int *out_len);
+/* The same, using n_workers worker graphs (tfm_graph_init_worker(workers[i], g)) when the sentences make
+ * two batches or more: the batches are then decoded in parallel, one per thread (at most tfm_get_threads()
+ * of them), each with single-threaded kernels; with one batch, or n_workers < 2, g decodes them with every
+ * op split over the threads. The outputs are the same either way (the kernels give the same bits for any
+ * thread count). With g->profile the workers' times are merged into g (tfm_profile_merge). */
+int tfm_translate_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+                          const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
+                          const tfm_decode_opts *o, int **out, int *out_len);
 /* Text in, text out (tokenize with t->tok_kind, map to ids, translate, join tokens with spaces).
  * hyps[i] is malloc'd. */
 int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src,
                         int batch_size, const tfm_decode_opts *o, char **hyps);
+int tfm_translate_lines_par(tfm_translator *t, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+                            const char *const *lines, int n, int max_src, int batch_size,
+                            const tfm_decode_opts *o, char **hyps);
 
 /* ---------------------------------------------------------------- language models (src/decode/) */
 /* Sample one token from logits (V): temperature > 0 scales, top_k > 0 keeps the k largest.

@@ -70,11 +70,7 @@ void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params 
 /* Thread data parallelism's per-chunk state: *chunks = k zeroed 64-byte-aligned elements of `size` bytes
  * (a multiple of 64), *params = k pointers; 0, or -1 (out of memory, tfm error, nothing allocated). */
 int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k);
-/* A chunk's graph: tfm_graph_init, with g's attention settings and profiling. */
-void tfm_train_chunk_graph_init(tfm_graph *chunk, const tfm_graph *g);
-/* --profile: the chunk graphs' op times are thread time; they are added to g's op rows scaled so that
- * they split the chunks' wall time (TFM_PHASE_CHUNKS, then cleared), like the rows of --parallel ops. */
-void tfm_train_chunks_profile(tfm_graph *g, const tfm_graph *const *chunk_graphs, int k);
+/* A chunk's graph is tfm_graph_init_worker(chunk, g); tfm_profile_merge moves its --profile times into g. */
 /* Chunk c of k of the samples [start, start + count): [*c0, *c0 + *cn), sizes differing by at most one. */
 void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer

@@ -58,18 +58,22 @@ int cmd_translate(int argc, char **argv) {
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.profile = profile;
-    char **lines = calloc((size_t)batch, sizeof(char *));
-    const char **todo = calloc((size_t)batch, sizeof(char *));
-    char **hyps = calloc((size_t)batch, sizeof(char *));
-    int *slot = calloc((size_t)batch, sizeof(int));
-    if (!lines || !todo || !hyps || !slot) tfm_fatal("out of memory");
+    /* one worker graph per thread: up to threads x batch-size lines are read, the batches decoded in parallel */
+    int nw = tfm_get_threads(), cap = batch * nw;
+    tfm_graph *workers = calloc((size_t)nw, sizeof(tfm_graph)), **wp = calloc((size_t)nw, sizeof(tfm_graph *));
+    char **lines = calloc((size_t)cap, sizeof(char *));
+    const char **todo = calloc((size_t)cap, sizeof(char *));
+    char **hyps = calloc((size_t)cap, sizeof(char *));
+    int *slot = calloc((size_t)cap, sizeof(int));
+    if (!workers || !wp || !lines || !todo || !hyps || !slot) tfm_fatal("out of memory");
+    for (int i = 0; i < nw; i++) tfm_graph_init_worker(&workers[i], &g), wp[i] = &workers[i];
     long line_no = 0, n_translated = 0;
     int n_total = 0, eof = 0;
     double t_start = tfm_now();
     rc = 0;
     while (!eof && !rc) {
         int n = 0;
-        while (n < batch) {   /* read one batch: stop early when no more input is immediately ready */
+        while (n < cap) {   /* read the batches: stop early when no more input is immediately ready */
             char *buf = NULL;
             size_t cap = 0;
             ssize_t len = getline(&buf, &cap, stdin);
@@ -103,7 +107,7 @@ int cmd_translate(int argc, char **argv) {
         }
         if (!rc && m) {
             char **out = calloc((size_t)m, sizeof(char *));
-            if (!out || tfm_translate_lines(&tr, &g, todo, m, max_src, batch, &o, out)) {
+            if (!out || tfm_translate_lines_par(&tr, &g, wp, nw, todo, m, max_src, batch, &o, out)) {
                 rc = cli_fail(C, "%s", tfm_last_error());
             } else {
                 for (int k = 0; k < m; k++) hyps[slot[k]] = out[k];
@@ -128,6 +132,8 @@ int cmd_translate(int argc, char **argv) {
     if (!rc && profile) tfm_profile_print(&g, n_translated, "sentence", tfm_now() - t_start, tfm_isa_name(), stderr);
     if (!rc) cli_report_rss("translate");
     free(lines), free(todo), free(hyps), free(slot);
+    for (int i = 0; i < nw; i++) tfm_graph_free(&workers[i]);
+    free(workers), free(wp);
     tfm_graph_free(&g);
     tfm_translator_free(&tr);
     return rc;

@@ -51,6 +51,12 @@ void tfm_graph_free(tfm_graph *g) {
     g->nodes = NULL;
 }
 
+void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g) {
+    tfm_graph_init(w, 0);
+    w->exact_attention = g->exact_attention, w->attention_tiled = g->attention_tiled;
+    w->profile = g->profile;
+}
+
 tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in) {
     if (!g->grad_enabled || !out->grad) return NULL;
     if (g->n_nodes == g->cap_nodes) {
@@ -83,6 +89,22 @@ double tfm_profile_begin(const tfm_graph *g) { return g->profile ? tfm_now() : 0
 
 void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0) {
     if (g->profile) g->phase_time[ph] += tfm_now() - t0;
+}
+
+void tfm_profile_merge(tfm_graph *g, tfm_graph *const *workers, int k) {
+    double wall = g->phase_time[TFM_PHASE_CHUNKS], busy = 0;
+    for (int i = 0; i < k; i++) {
+        for (int op = 0; op < TFM_OP_COUNT; op++) busy += workers[i]->op_time[op];
+        for (int ph = 0; ph < TFM_PHASE_COUNT; ph++) busy += workers[i]->phase_time[ph];
+    }
+    if (!(busy > 0)) return;
+    double scale = wall / busy;
+    for (int i = 0; i < k; i++) {
+        tfm_graph *w = workers[i];
+        for (int op = 0; op < TFM_OP_COUNT; op++) g->op_time[op] += w->op_time[op] * scale, w->op_time[op] = 0;
+        for (int ph = 0; ph < TFM_PHASE_COUNT; ph++) g->phase_time[ph] += w->phase_time[ph] * scale, w->phase_time[ph] = 0;
+    }
+    g->phase_time[TFM_PHASE_CHUNKS] = 0;
 }
 
 typedef struct { const char *name; double t; } prof_row;

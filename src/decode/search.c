@@ -13,6 +13,8 @@
  * hypotheses or reaches max_len (its live beams are then finished as they are).
  */
 #include <math.h>
+#include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,8 +276,53 @@ static int by_len(const void *a, const void *b, void *lens) {
     return la != lb ? (la > lb ? -1 : 1) : (ia > ib) - (ia < ib);
 }
 
-int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
-                      int batch_size, const tfm_decode_opts *o, int **out, int *out_len) {
+static int decode_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent, int nb,
+                        int max_src, const tfm_decode_opts *op, int **out, int *out_len) {
+    tfm_graph_reset(g);
+    int rc = op->beam == 1 ? greedy_batch(m, g, src_ids, src_off, sent, nb, max_src, op->max_len, out, out_len)
+                           : beam_batch(m, g, src_ids, src_off, sent, nb, max_src, op, out, out_len);
+    tfm_graph_reset(g);
+    return rc;
+}
+
+/* One batch of sentences per thread, each thread on its own worker graph with single-threaded kernels
+ * (longest batches first, handed out one at a time, so a slow thread holds up one batch, not half). The
+ * kernels give the same bits for any thread count, so the outputs equal those of the serial loop. */
+static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int k, const int *src_ids,
+                                   const int *src_off, const int *order, int n, int max_src, int batch_size,
+                                   const tfm_decode_opts *op, int **out, int *out_len) {
+    int n_batches = (n + batch_size - 1) / batch_size, failed = 0;
+    char err[512] = "";
+    for (int i = 0; i < k; i++) workers[i]->grad_enabled = 0, workers[i]->training = 0, workers[i]->profile = g->profile;
+    double tp = tfm_profile_begin(g);
+#pragma omp parallel num_threads(k)
+    {
+        omp_set_num_threads(1);   /* this thread's batches: their kernels run on it alone */
+        tfm_graph *w = workers[omp_get_thread_num()];
+#pragma omp for schedule(dynamic, 1)
+        for (int b = 0; b < n_batches; b++) {
+            int stop;
+#pragma omp atomic read
+            stop = failed;
+            if (stop) continue;
+            int i0 = b * batch_size, nb = n - i0 < batch_size ? n - i0 : batch_size;
+            if (decode_batch(m, w, src_ids, src_off, order + i0, nb, max_src, op, out, out_len)) {
+#pragma omp critical(tfm_decode_error)
+                if (!err[0]) snprintf(err, sizeof err, "%s", tfm_last_error()[0] ? tfm_last_error() : "out of memory");
+#pragma omp atomic write
+                failed = 1;
+            }
+        }
+    }
+    tfm_profile_end(g, TFM_PHASE_CHUNKS, tp);
+    if (g->profile) tfm_profile_merge(g, workers, k);
+    if (failed && err[0]) tfm_set_error("%s", err);
+    return failed ? -1 : 0;
+}
+
+int tfm_translate_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
+                          const int *src_off, int n, int max_src, int batch_size, const tfm_decode_opts *o, int **out,
+                          int *out_len) {
     tfm_decode_opts op = *o;
     if (op.beam < 1) op.beam = 1;
     if (op.max_len < 1) op.max_len = 1;
@@ -286,9 +333,6 @@ int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         if (max_src > max_pos) max_src = max_pos;
         if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
     }
-    int saved_grad = g->grad_enabled, saved_train = g->training;
-    g->grad_enabled = 0;
-    g->training = 0;
     int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     int *lens = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (!order || !lens) {
@@ -297,19 +341,31 @@ int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     }
     for (int i = 0; i < n; i++) order[i] = i, lens[i] = src_off[i + 1] - src_off[i], out[i] = NULL, out_len[i] = 0;
     qsort_r(order, (size_t)n, sizeof(int), by_len, lens);
+    int n_batches = (n + batch_size - 1) / batch_size, nt = tfm_get_threads();
+    int k = n_workers < n_batches ? n_workers : n_batches;
+    if (k > nt) k = nt;
     int rc = 0;
-    for (int i0 = 0; i0 < n && !rc; i0 += batch_size) {
-        int nb = n - i0 < batch_size ? n - i0 : batch_size;
-        tfm_graph_reset(g);
-        rc = op.beam == 1 ? greedy_batch(m, g, src_ids, src_off, order + i0, nb, max_src, op.max_len, out, out_len)
-                          : beam_batch(m, g, src_ids, src_off, order + i0, nb, max_src, &op, out, out_len);
+    if (k >= 2) {
+        rc = decode_batches_parallel(m, g, workers, k, src_ids, src_off, order, n, max_src, batch_size, &op, out, out_len);
+    } else {   /* one batch (or one worker): every op split over the threads */
+        int saved_grad = g->grad_enabled, saved_train = g->training;
+        g->grad_enabled = 0;
+        g->training = 0;
+        for (int i0 = 0; i0 < n && !rc; i0 += batch_size) {
+            int nb = n - i0 < batch_size ? n - i0 : batch_size;
+            rc = decode_batch(m, g, src_ids, src_off, order + i0, nb, max_src, &op, out, out_len);
+        }
+        g->grad_enabled = saved_grad;
+        g->training = saved_train;
     }
-    tfm_graph_reset(g);
-    g->grad_enabled = saved_grad;
-    g->training = saved_train;
     free(order);
     free(lens);
     return rc;
+}
+
+int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
+                      int batch_size, const tfm_decode_opts *o, int **out, int *out_len) {
+    return tfm_translate_ids_par(m, g, NULL, 0, src_ids, src_off, n, max_src, batch_size, o, out, out_len);
 }
 
 static int grow_ids(int **ids, int *cap, int need) {
@@ -325,6 +381,12 @@ static int grow_ids(int **ids, int *cap, int need) {
 
 int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src, int batch_size,
                         const tfm_decode_opts *o, char **hyps) {
+    return tfm_translate_lines_par(t, g, NULL, 0, lines, n, max_src, batch_size, o, hyps);
+}
+
+int tfm_translate_lines_par(tfm_translator *t, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+                            const char *const *lines, int n, int max_src, int batch_size, const tfm_decode_opts *o,
+                            char **hyps) {
     tfm_set_error("%s", "");   /* a failure below that sets no message is reported as out of memory */
     int *off = malloc(sizeof(int) * (size_t)(n + 1));
     int cap = 1024, total = 0, rc = 0;
@@ -369,7 +431,7 @@ int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *line
         off[i + 1] = total;
         tfm_toklist_free(&tl);
     }
-    if (tfm_translate_ids(t->model, g, ids, off, n, max_src, batch_size, o, out, out_len)) {
+    if (tfm_translate_ids_par(t->model, g, workers, n_workers, ids, off, n, max_src, batch_size, o, out, out_len)) {
         rc = -1;
         goto end;
     }

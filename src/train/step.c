@@ -58,16 +58,6 @@ int tfm_train_chunks(int parallel, int threads, int slice) {
     return parallel == TFM_PARALLEL_OPS || k < 2 ? 0 : k;
 }
 
-void tfm_train_chunks_profile(tfm_graph *g, const tfm_graph *const *chunk_graphs, int k) {
-    double ops = 0, wall = g->phase_time[TFM_PHASE_CHUNKS];
-    for (int i = 0; i < k; i++)
-        for (int op = 0; op < TFM_OP_COUNT; op++) ops += chunk_graphs[i]->op_time[op];
-    if (!(ops > 0)) return;
-    for (int i = 0; i < k; i++)
-        for (int op = 0; op < TFM_OP_COUNT; op++) g->op_time[op] += chunk_graphs[i]->op_time[op] * wall / ops;
-    g->phase_time[TFM_PHASE_CHUNKS] = 0;
-}
-
 int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k) {
     *chunks = aligned_alloc(64, (size_t)k * size);
     *params = calloc((size_t)k, sizeof **params);
@@ -78,10 +68,4 @@ int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int
     }
     memset(*chunks, 0, (size_t)k * size);
     return 0;
-}
-
-void tfm_train_chunk_graph_init(tfm_graph *chunk, const tfm_graph *g) {
-    tfm_graph_init(chunk, 0);
-    chunk->exact_attention = g->exact_attention, chunk->attention_tiled = g->attention_tiled;
-    chunk->profile = g->profile;
 }

@@ -88,7 +88,7 @@ static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k) {  
     ch->k = k;
     for (int i = 0; i < k; i++) {
         lm_chunk *c = &ch->c[i];
-        tfm_train_chunk_graph_init(&c->g, g);
+        tfm_graph_init_worker(&c->g, g);
         if (tfm_gpt_replica_init(&c->rep, m)) return chunks_free(ch), -1;
         ch->p[i] = &c->rep.params;
         tfm_params_zero_grad(ch->p[i]);
@@ -96,10 +96,10 @@ static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k) {  
     return 0;
 }
 
-static void chunks_profile(const lm_chunks *ch, tfm_graph *g) {
-    const tfm_graph *gs[ch->k];
+static void chunks_profile(lm_chunks *ch, tfm_graph *g) {
+    tfm_graph *gs[ch->k];
     for (int i = 0; i < ch->k; i++) gs[i] = &ch->c[i].g;
-    tfm_train_chunks_profile(g, gs, ch->k);
+    tfm_profile_merge(g, gs, ch->k);
 }
 
 static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,

@@ -205,7 +205,7 @@ static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) 
     ch->k = k;
     for (int i = 0; i < k; i++) {
         mt_chunk *c = &ch->c[i];
-        tfm_train_chunk_graph_init(&c->g, g);
+        tfm_graph_init_worker(&c->g, g);
         if (!(c->rep = tfm_encdec_replica(m))) return chunks_free(ch), -1;
         ch->p[i] = &c->rep->params;
         tfm_params_zero_grad(ch->p[i]);
@@ -239,10 +239,10 @@ static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_
     return loss;
 }
 
-static void chunks_profile(const mt_chunks *ch, tfm_graph *g) {
-    const tfm_graph *gs[ch->k];
+static void chunks_profile(mt_chunks *ch, tfm_graph *g) {
+    tfm_graph *gs[ch->k];
     for (int i = 0; i < ch->k; i++) gs[i] = &ch->c[i].g;
-    tfm_train_chunks_profile(g, gs, ch->k);
+    tfm_profile_merge(g, gs, ch->k);
 }
 
 float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size) {

@@ -31,6 +31,22 @@ for model in tf rnn; do
         else fail "$name --profile prints the profile" "$(head -c 600 "$TMP/prof.err")"; fi
     done
 done
+# translate decodes its batches in parallel, one per thread (tfm_translate_lines_par): the outputs are the
+# ones of one thread, byte for byte (40 lines in batches of 5: 8 batches over 2 threads), and the same as
+# one batch of all 40 lines, where every op is split over the threads instead
+for model in tf rnn; do
+    for beam in 1 4; do
+        for run in "1 5" "2 5" "2 40"; do
+            set -- $run
+            "$TFM" translate "$TMP/$model.tfm" --beam $beam --alpha 0.6 --threads $1 --batch-size $2 <"$TMP/src.txt" \
+                >"$TMP/par.$1.$2" 2>"$TMP/par.err" || fail "translate $model --beam $beam --threads $1 --batch-size $2" "$(cat "$TMP/par.err")"
+        done
+        if [ "$(wc -l <"$TMP/par.1.5")" -eq 40 ] && cmp -s "$TMP/par.1.5" "$TMP/par.2.5" && cmp -s "$TMP/par.1.5" "$TMP/par.2.40"; then
+            pass "translate $model --beam $beam: batches in parallel (2 threads) = 1 thread = one batch"
+        else fail "translate $model --beam $beam: batches in parallel = 1 thread = one batch" \
+            "$(diff "$TMP/par.1.5" "$TMP/par.2.5" | head -n 4) | $(diff "$TMP/par.1.5" "$TMP/par.2.40" | head -n 4)"; fi
+    done
+done
 # without --profile nothing of the kind is printed
 "$TFM" translate "$TMP/tf.tfm" --beam 4 --threads 2 <"$TMP/src.txt" >/dev/null 2>"$TMP/plain.err"
 if grep -q "^profile" "$TMP/plain.err"; then fail "translate without --profile prints no profile" "$(cat "$TMP/plain.err")"

@@ -4,7 +4,7 @@
  * give bit-identical results to running the same work one after the other. Also: the error message is
  * per thread, tfm_prefix_error, and a model too large for memory is an error, not an abort. And the pieces
  * of thread data parallelism (--parallel batch): replicas share the weights, chunk gradients sum to the
- * whole batch's. */
+ * whole batch's; and sentence batches decoded in parallel on worker graphs equal the serial decoding. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,7 +260,65 @@ static void test_replicas(void) {
     tfm_gpt_free(&m);
 }
 
+/* tfm_translate_ids_par: 11 sentences in batches of 3 (4 batches) decoded on 2 worker graphs, one batch per
+ * thread, give the ids of 1 thread decoding them one batch after the other (greedy and beam; this untrained
+ * model's beams end at once, tests/cli/profile_decode.sh compares beams of a trained one); the workers
+ * did the work (the caller's arena did not grow; which worker took which batch is up to the scheduler) and --profile's times end up in the caller's graph */
+static void test_decode_workers(void) {
+    tfm_s2s_config sc;
+    tfm_s2s_config_default(&sc);
+    sc.src_vocab = sc.tgt_vocab = 23;
+    sc.d_model = 16;
+    sc.ffn = 32;
+    sc.n_layer = 2;
+    tfm_encdec *m = tfm_s2s_create(&sc);
+    CHECK("transformer for parallel decoding", m != NULL, "%s", tfm_last_error());
+    if (!m) return;
+    enum { N = 11 };
+    int ids[N * 9], off[N + 1] = {0}, *ser[N], ser_len[N], *par[N], par_len[N];
+    tfm_rng r;
+    tfm_rng_seed(&r, 5);
+    for (int i = 0; i < N; i++) {
+        off[i + 1] = off[i] + 1 + (i * 7) % 9;
+        for (int k = off[i]; k < off[i + 1]; k++) ids[k] = 4 + (int)(tfm_rng_u32(&r) % 19);
+    }
+    for (int beam = 1; beam <= 3; beam += 2) {
+        tfm_decode_opts o = {beam, 0.6f, 8};
+        tfm_graph g, w[2], *wp[2] = {&w[0], &w[1]};
+        tfm_graph_init(&g, 0);
+        g.profile = 1;
+        for (int i = 0; i < 2; i++) tfm_graph_init_worker(&w[i], &g);
+        tfm_set_threads(1);
+        int rc1 = tfm_translate_ids(m, &g, ids, off, N, 12, 3, &o, ser, ser_len);
+        size_t g_peak = g.arena.peak;
+        tfm_graph_reset(&g);
+        tfm_graph_free(&g);
+        tfm_graph_init(&g, 0);
+        g.profile = 1;
+        tfm_set_threads(2);
+        int rc2 = tfm_translate_ids_par(m, &g, wp, 2, ids, off, N, 12, 3, &o, par, par_len);
+        int same = !rc1 && !rc2, words = 0;
+        for (int i = 0; same && i < N; i++) {
+            same = ser_len[i] == par_len[i] && !memcmp(ser[i], par[i], sizeof(int) * (size_t)ser_len[i]);
+            words += ser_len[i];
+        }
+        CHECK(beam == 1 ? "greedy: 4 batches on 2 worker graphs == 1 thread, batch after batch"
+                        : "beam 3: 4 batches on 2 worker graphs == 1 thread, batch after batch",
+              same && (beam > 1 || words > 0), "rc %d %d, %d output ids", rc1, rc2, words);
+        double ops = 0, left = 0;
+        for (int k = 0; k < TFM_OP_COUNT; k++) ops += g.op_time[k], left += w[0].op_time[k] + w[1].op_time[k];
+        CHECK("the workers decoded (their arenas grew, the caller's did not); their profile moved to the caller",
+              g_peak > 0 && w[0].arena.peak + w[1].arena.peak > 0 && g.arena.peak == 0 && ops > 0 && left == 0,
+              "peaks %zu %zu %zu %zu, ops %g, left %g", g_peak, w[0].arena.peak, w[1].arena.peak, g.arena.peak, ops, left);
+        for (int i = 0; i < N; i++) free(ser[i]), free(par[i]);
+        tfm_graph_free(&g);
+        for (int i = 0; i < 2; i++) tfm_graph_free(&w[i]);
+    }
+    tfm_encdec_free(m);
+}
+
 int main(void) {
+    test_decode_workers();
     test_out_of_memory();
     test_replicas();
     tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
