@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Share of the machine's FP32 FMA peak that a GPT training step reaches (issue 12).
+#  - The peak is measured, not computed from the nominal clock (a VM reports its base clock, the core
+#    runs at another): bench/fma_peak.c, independent 8-wide FMAs on every thread, best of 5.
+#  - The step's work is counted the way nanoGPT's estimate_mfu and the PaLM paper (appendix B) do:
+#    flops per token = 6 x (matmul weights) + 12 x layers x width x block (attention scores and weighted
+#    sum over the full block, forward + backward), matmul weights = layers x 12 width^2 + vocab x width
+#    (the output layer). Work that is not a matmul (layernorm, GELU, softmax, the optimizer) is not
+#    counted, as in those formulas.
+#  - The step time is train-lm's own "done" line (training steps only), median of the rounds.
+#   bench/peak.sh [--iters N] [--rounds R] [--threads T]    (defaults 100, 3, all cores; the GPT baby config)
+set -u
+cd "$(dirname "$0")/.."
+iters=100 rounds=3 threads=$(nproc)
+while [ $# -gt 0 ]; do
+    case $1 in
+        --iters) iters=${2:?}; shift ;;
+        --rounds) rounds=${2:?}; shift ;;
+        --threads) threads=${2:?}; shift ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench/peak.sh: unknown argument '$1' (--iters N, --rounds R, --threads T)" >&2; exit 2 ;;
+    esac
+    shift
+done
+TFM=${TFM:-build/tfm}
+D=../shared/data/tinyshakespeare/input.txt
+[ -x "$TFM" ] && [ -f "$D" ] || { echo "bench/peak.sh: needs $TFM (make) and $D" >&2; exit 1; }
+bash bench/sysinfo.sh
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git log -1 --format=%h 2>/dev/null); loadavg at start $(cut -d' ' -f1-3 /proc/loadavg)"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+${CC:-cc} -O2 -fopenmp bench/fma_peak.c -o "$out/fma_peak" || exit 1
+OMP_NUM_THREADS=$threads "$out/fma_peak" 1 | tee "$out/peak.txt"
+peak=$(sed -n "s/^fma_peak: $threads threads\{0,1\}: \([0-9.]*\) GFLOP.*/\1/p" "$out/peak.txt")
+L=4 H=4 C=128 T=64 B=12
+for r in $(seq "$rounds"); do
+    "$TFM" train-lm --data "$D" --out "$out/g.tfm" --iters "$iters" --eval-every 100000 --eval-iters 1 \
+        --n-layer $L --n-head $H --n-embd $C --block-size $T --batch-size $B --threads "$threads" >"$out/run.txt" 2>&1 \
+        || { cat "$out/run.txt" >&2; exit 1; }
+    sed -n 's/.*steps in .* (\([0-9.]*\) ms\/step.*/\1/p' "$out/run.txt" >>"$out/ms.txt"
+done
+V=$(sed -n 's/.*, vocab \([0-9]*\).*/\1/p' "$out/run.txt" | head -n 1)
+ms=$(sort -g "$out/ms.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+awk -v L=$L -v C=$C -v T=$T -v B=$B -v V="$V" -v ms="$ms" -v peak="$peak" -v th="$threads" -v all="$(tr '\n' ' ' <"$out/ms.txt")" 'BEGIN {
+    w = L * 12 * C * C + V * C; per_tok = 6 * w + 12 * L * C * T; step = per_tok * B * T
+    printf "GPT baby config (%d layers, width %d, block %d, batch %d, vocab %d): %.0f matmul weights, %.3f GFLOP per step\n", L, C, T, B, V, w, step / 1e9
+    printf "step time, %d threads: %s ms (median of: %s)\n", th, ms, all
+    printf "achieved: %.1f GFLOP/s = %.1f%% of the measured FMA peak of %s GFLOP/s (%d threads)\n", step / ms / 1e6, 100 * step / ms / 1e6 / peak, peak, th
+}'
