@@ -90,6 +90,8 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--no-decode', action='store_true', help='train only (no test-set decoding)')
     ap.add_argument('--max-steps', type=int, default=0, help='stop after N optimizer steps (0 = all epochs)')
+    ap.add_argument('--decode-only', action='store_true', help='with --decode-weights: no training, beam 4 only '
+                    '(the translation benchmark)')
     ap.add_argument('--decode-weights', help="a tfm checkpoint of the same config and vocabularies: decode with its "
                     "weights (the model tfm translate uses) instead of the twin's own, so both sides decode the same")
     torch_setup.add_args(ap)
@@ -114,9 +116,11 @@ def main():
     print(f'{n} pairs, vocab {len(src_toks)} src / {len(tgt_toks)} tgt, {n_params} parameters, {total} steps, '
           f'{torch.get_num_threads()} threads', flush=True)
     lens = torch.maximum(src_valid, tgt_valid).tolist()
+    if a.decode_only and not a.decode_weights:
+        sys.exit('--decode-only needs --decode-weights')
     step, tok_total, t0 = 0, 0, time.time()
     model.train()
-    for epoch in range(a.epochs):
+    for epoch in range(0 if a.decode_only else a.epochs):
         order = list(range(n))
         random.shuffle(order)
         chunk = a.bucket * a.batch_size if a.bucket else n
@@ -154,9 +158,11 @@ def main():
         if a.max_steps and step >= a.max_steps:
             break
     train_time = time.time() - t0
-    print(f'torch train: {step} steps, {tok_total} target tokens in {train_time:.1f} s = '
+    if not a.decode_only:
+        print(f'torch train: {step} steps, {tok_total} target tokens in {train_time:.1f} s = '
           f'{tok_total / train_time:.0f} tok/s', flush=True)
-    print(f'peak_rss_mb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.1f}', flush=True)
+    if not a.decode_only:
+        print(f'peak_rss_mb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.1f}', flush=True)
     if a.no_decode:
         return
     if a.decode_weights:
@@ -172,7 +178,7 @@ def main():
     test = read_tokens(a.test)
     tsrc, tvalid = build_array(test, src_v, 200)
     order = sorted(range(len(test)), key=lambda i: -int(tvalid[i]))
-    for beam in (1, 4):
+    for beam in (4,) if a.decode_only else (1, 4):
         outs = [None] * len(test)
         t1 = time.time()
         for i0 in range(0, len(order), 32):
