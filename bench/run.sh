@@ -131,7 +131,7 @@ header() { echo; echo "== $1   (load average:$(uptime | sed 's/.*load average://
 if want gemm; then
     echo; echo "== (a) GEMM GFLOP/s, tfm vs OpenBLAS   (load average:$(uptime | sed 's/.*load average://'))"
     # shellcheck disable=SC2086
-    OMP_NUM_THREADS= bash bench/gemm.sh --threads 1,2 $GEMM_ARGS
+    env -u OMP_NUM_THREADS bash bench/gemm.sh --threads 1,2 $GEMM_ARGS
 fi
 
 # ---------------------------------------------------------------- (b) GPT training
