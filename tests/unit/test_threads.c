@@ -263,15 +263,22 @@ static void test_replicas(void) {
 /* tfm_translate_ids_par: 11 sentences in batches of 3 (4 batches) decoded on 2 worker graphs, one batch per
  * thread, give the ids of 1 thread decoding them one batch after the other (greedy and beam; this untrained
  * model's beams end at once, tests/cli/profile_decode.sh compares beams of a trained one); the workers
- * did the work (the caller's arena did not grow; which worker took which batch is up to the scheduler) and --profile's times end up in the caller's graph */
-static void test_decode_workers(void) {
+ * did the work (the caller's arena did not grow; which worker took which batch is up to the scheduler) and
+ * --profile's times end up in the caller's graph */
+/* a small Transformer (d_model 16, FFN 32) with a V-word vocabulary on both sides */
+static tfm_encdec *small_transformer(int V, int n_layer, float dropout) {
     tfm_s2s_config sc;
     tfm_s2s_config_default(&sc);
-    sc.src_vocab = sc.tgt_vocab = 23;
+    sc.src_vocab = sc.tgt_vocab = V;
     sc.d_model = 16;
     sc.ffn = 32;
-    sc.n_layer = 2;
-    tfm_encdec *m = tfm_s2s_create(&sc);
+    sc.n_layer = n_layer;
+    sc.dropout = dropout;
+    return tfm_s2s_create(&sc);
+}
+
+static void test_decode_workers(void) {
+    tfm_encdec *m = small_transformer(23, 2, 0.0f);
     CHECK("transformer for parallel decoding", m != NULL, "%s", tfm_last_error());
     if (!m) return;
     enum { N = 11 };
@@ -327,13 +334,9 @@ int main(void) {
     gj.h.run = gpt_run;
     CHECK("gpt init", tfm_gpt_init(&gj.m, &gc) == 0, "%s", tfm_last_error());
     g_gpt = &gj.m;
-    tfm_s2s_config sc;
-    tfm_s2s_config_default(&sc);
-    sc.src_vocab = sc.tgt_vocab = 12;
-    sc.d_model = 16;
-    sc.ffn = 32;
-    sc.dropout = 0.1f;
-    mt_job mj = {{mt_run, NULL, 0}, tfm_s2s_create(&sc)};
+    tfm_s2s_config dflt;
+    tfm_s2s_config_default(&dflt);
+    mt_job mj = {{mt_run, NULL, 0}, small_transformer(12, dflt.n_layer, 0.1f)};
     CHECK("transformer create", mj.m != NULL, "%s", tfm_last_error());
     g_mt = mj.m;
     run_both("GPT and Transformer in two threads == one after the other (logits, loss, grads; step, beam)",
