@@ -37,6 +37,14 @@ static float row_lse(const float *x, int V, float *scratch) {
     return mx + logf(tfm_vexp_sum(scratch, x, mx, (size_t)V));
 }
 
+/* A candidate with logit x enters a full top list only if score + (x - lse) > worst. Tokens with
+ * x <= worst - score + lse cannot, up to rounding; the bound is lowered by far more than the rounding of
+ * those three float operations (1e-5 of the magnitudes involved), so the skip never drops a token the
+ * exact test would keep and the results are those of testing every token. */
+static float skip_bound(float worst, float score, float lse) {
+    return worst - score + lse - (fabsf(worst) + fabsf(score) + fabsf(lse)) * 1e-5f - 1e-6f;
+}
+
 typedef struct {
     int n;                     /* sentences in this batch */
     const int *sent;           /* their indices in the caller's arrays */
@@ -194,6 +202,10 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
                 const float *x = logits->data + (size_t)r * V;
                 float lse = row_lse(x, V, scratch);
                 for (int v = 0; v < V; v++) {
+                    if (n_top == 2 * K) {   /* skip ahead to the next token that may beat the worst kept */
+                        v += (int)tfm_vfind_gt(x + v, (size_t)(V - v), skip_bound(top[n_top - 1].score, score[r], lse));
+                        if (v >= V) break;
+                    }
                     float lp = x[v] - lse;   /* log-softmax */
                     float sc = score[r] + lp;
                     if (n_top == 2 * K && sc <= top[n_top - 1].score) continue;

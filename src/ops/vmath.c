@@ -220,6 +220,17 @@ AVX2 static float vsum_avx2(const float *x, size_t n) {
     if (i < n) s = _mm256_add_ps(s, load_tail(x + i, n - i, 0.0f));
     return hsum8(s);
 }
+AVX2 static size_t vfind_gt_avx2(const float *x, size_t n, float thr) {
+    const __m256 t = _mm256_set1_ps(thr);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), t, _CMP_GT_OQ));
+        if (m) return i + (size_t)__builtin_ctz((unsigned)m);
+    }
+    for (; i < n; i++)
+        if (x[i] > thr) return i;
+    return n;
+}
 AVX2 static float vdot_avx2(const float *x, const float *y, size_t n) {
     __m256 s = _mm256_setzero_ps();
     size_t i = 0;
@@ -263,6 +274,11 @@ static float vmax_c(const float *x, size_t n) {
     float m = -INFINITY;
     for (size_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
     return m;
+}
+static size_t vfind_gt_c(const float *x, size_t n, float thr) {
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > thr) return i;
+    return n;
 }
 static float vsum_c(const float *x, size_t n) {
     float acc[8] = {0};
@@ -317,7 +333,7 @@ TFM_TARGET_AVX512 static void vadamw_avx512(float *w, float *g, float *m, float 
 
 /* ---------------------------------------------------------------- one table per path */
 #define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
-                          vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx}
+                          vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx}
 #ifdef HAVE_X86
 #define vexp_sum_avx512 tfm_vexp_sum_avx512
 #define vexp_avx512 tfm_vexp_avx512
@@ -328,6 +344,7 @@ TFM_TARGET_AVX512 static void vadamw_avx512(float *w, float *g, float *m, float 
 #define vmax_avx512 tfm_vmax_avx512
 #define vsum_avx512 tfm_vsum_avx512
 #define vdot_avx512 tfm_vdot_avx512
+#define vfind_gt_avx512 vfind_gt_avx2   /* a scan that stops early: 8 lanes are enough */
 static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_avx2), VMATH_TABLE(_avx512)};
 #else
 static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_c), VMATH_TABLE(_c)};
@@ -348,6 +365,7 @@ void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, in
 float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
 float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
 float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
+size_t tfm_vfind_gt(const float *x, size_t n, float thr) { return vm()->find_gt(x, n, thr); }
 void tfm_vadamw(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k) {
     vm()->adamw(w, g, m, v, n, k);
 }

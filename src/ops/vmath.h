@@ -56,6 +56,8 @@ float tfm_vmax(const float *x, size_t n);
 /* sum of x, and sum of x*y (fixed lane order) */
 float tfm_vsum(const float *x, size_t n);
 float tfm_vdot(const float *x, const float *y, size_t n);
+/* the index of the first x[i] > thr, or n if there is none (a NaN is never > thr) */
+size_t tfm_vfind_gt(const float *x, size_t n, float thr);
 /* One AdamW update (PyTorch order: decay, moments, update) of n elements:
  *   g' = g * grad_scale (g zeroed after reading if zero_grad); m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
  *   w = w * decay - step_size * m / (sqrt(v) / bc2_sqrt + eps).  The same bits on every path. */
@@ -81,6 +83,7 @@ typedef struct {
     float (*sum)(const float *x, size_t n);
     float (*dot)(const float *x, const float *y, size_t n);
     void (*adamw)(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k);
+    size_t (*find_gt)(const float *x, size_t n, float thr);
 } tfm_vmath_table;
 const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 

@@ -42,7 +42,7 @@ static void path_suite(tfm_isa isa) {
     float x[NMAX + 1], y[NMAX + 1], z[NMAX + 1], bias[NMAX];
     double ref[NMAX];
     double w_exp = 0, w_tanh = 0, w_sig = 0, w_gelu = 0, w_geld = 0, w_sum = 0, w_dot = 0, w_es = 0;
-    int max_ok = 1, tail_ok = 1, bias_ok = 1;
+    int max_ok = 1, tail_ok = 1, bias_ok = 1, find_ok = 1;
     for (size_t n = 0; n <= NMAX; n++) {
         for (size_t i = 0; i < n; i++) { x[i] = frand(-12.0f, 12.0f); z[i] = frand(-1.0f, 1.0f); }
         x[n] = y[n] = 777.0f; /* must stay untouched */
@@ -68,6 +68,13 @@ static void path_suite(tfm_isa isa) {
         for (size_t i = 0; i < n; i++) {
             s += x[i]; sa += fabs(x[i]); d += (double)x[i] * z[i]; da += fabs((double)x[i] * z[i]);
             mx = x[i] > mx ? x[i] : mx;
+        }
+        for (int q = 0; q < 4; q++) {   /* find_gt: thresholds below, among and above the values */
+            float thr = q == 3 ? 13.0f : frand(-13.0f, 13.0f);
+            size_t first = n;
+            for (size_t i = 0; i < n && first == n; i++)
+                if (x[i] > thr) first = i;
+            find_ok &= t->find_gt(x, n, thr) == first;
         }
         if (n) {
             max_ok &= t->max(x, n) == (float)mx;
@@ -102,6 +109,7 @@ static void path_suite(tfm_isa isa) {
     REPORT("gelu_bias_rows", bias_ok, "bias rows wrong");
     REPORT("tails_untouched", tail_ok, "wrote past n");
     REPORT("max", max_ok, "wrong max");
+    REPORT("find_gt", find_ok, "wrong first index above the threshold");
     REPORT("sum", w_sum < 1e-6, "worst err/sum|x| %g", w_sum);
     REPORT("dot", w_dot < 1e-6, "worst err/sum|xz| %g", w_dot);
     REPORT("exp_sum", w_es < 4e-7, "worst rel err %g", w_es);
