@@ -47,6 +47,8 @@ typedef struct {
     FILE *log;
     tfm_early_stop es;
     tfm_graph g;
+    tfm_graph *workers, **wp;    /* one graph per thread: the validation batches are decoded in parallel */
+    int n_workers;
 } mt_valid;
 /* Reads the raw validation files, opens the log, sets to->max_tokens / valid_every / validate (= fn). 0 or 2. */
 int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_nmt_arrays *valid,

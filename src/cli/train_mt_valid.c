@@ -56,13 +56,27 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_n
     return 0;
 }
 
+/* the worker graphs of tfm_translate_lines_par, made at the first validation (threads are set by then) */
+static int valid_workers(mt_valid *v) {
+    if (v->workers) return 0;
+    int n = tfm_get_threads();
+    v->workers = calloc((size_t)n, sizeof *v->workers);
+    v->wp = calloc((size_t)n, sizeof *v->wp);
+    if (!v->workers || !v->wp) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    for (int i = 0; i < n; i++) tfm_graph_init_worker(&v->workers[i], &v->g), v->wp[i] = &v->workers[i];
+    v->n_workers = n;
+    return 0;
+}
+
 int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
+    if (valid_workers(v)) return tfm_prefix_error("validation: ");
     float loss = tfm_mt_eval_loss(v->tr->model, &v->g, v->valid, v->batch_size), bleu = 0;
     char **hyp = calloc((size_t)v->n + 1, sizeof *hyp);
     tfm_decode_opts d = {1, 0.0f, 2 * v->max_len};
     tfm_bleu_result r;
     tfm_chrf_result cr;
-    int rc = !hyp ? -1 : tfm_translate_lines(v->tr, &v->g, (const char *const *)v->src, v->n, v->max_len, v->batch_size, &d, hyp);
+    int rc = !hyp ? -1 : tfm_translate_lines_par(v->tr, &v->g, v->wp, v->n_workers, (const char *const *)v->src, v->n,
+                                                      v->max_len, v->batch_size, &d, hyp);
     if (!rc) rc = tfm_corpus_bleu((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &r);
     if (!rc) rc = tfm_corpus_chrf((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &cr);
     for (int i = 0; hyp && i < v->n; i++) free(hyp[i]);
@@ -97,6 +111,8 @@ void mt_valid_close(mt_valid *v) {
     free(v->buf[0]);
     free(v->buf[1]);
     if (v->log) fclose(v->log);
+    for (int i = 0; i < v->n_workers; i++) tfm_graph_free(&v->workers[i]);
+    free(v->workers), free(v->wp);
     tfm_graph_free(&v->g);
     memset(v, 0, sizeof *v);
 }

@@ -82,3 +82,19 @@ for k in 1 2; do
 done
 [ -s "$TMP/d1.tfm" ] && cmp -s "$TMP/d1.tfm" "$TMP/d2.tfm" && pass "mt_bpe: same seed, same checkpoint bytes" \
     || fail "mt_bpe: determinism" "checkpoints differ or missing"
+# validation decodes its batches in parallel (2 threads, 5 batches of 8): the last validation BLEU in the log is
+# tfm bleu of a 1-thread greedy translation of the validation sources with the final weights
+M2="$TMP/m2.tfm"
+expect_ok "mt_bpe: train-mt with 2 threads and validation batches of 8" \
+    $TFM train-mt --src "$TMP/tr.de" --tgt "$TMP/tr.en" --out "$M2" --tokenizer bpe --vocab-size 1000 \
+    --share-embeddings --init xavier --max-tokens 600 --batch-size 8 --valid-src "$TMP/va.de" --valid-tgt "$TMP/va.en" \
+    --log-file "$TMP/log2.jsonl" --epochs 8 $SMALL --threads 2
+$TFM translate "$M2" --max-src 40 --max-output 80 --threads 1 < "$TMP/va.de" > "$TMP/va2.hyp" 2>/dev/null
+want=$($TFM bleu "$TMP/va2.hyp" "$TMP/va.en" | sed -n '1s/^BLEU = \([0-9.]*\).*/\1/p')
+got=$(grep '"event": "valid"' "$TMP/log2.jsonl" | tail -n 1 | sed 's/.*"valid_bleu": \([0-9.e+-]*\).*/\1/')
+want_c=$($TFM bleu --metric chrf "$TMP/va2.hyp" "$TMP/va.en" | sed -n '1s/^chrF2 = \([0-9.]*\).*/\1/p')
+got_c=$(grep '"event": "valid"' "$TMP/log2.jsonl" | tail -n 1 | sed 's/.*"valid_chrf": \([0-9.e+-]*\).*/\1/')
+close() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a - b < 0.006 && b - a < 0.006) }'; }
+if [ -n "$want" ] && [ -n "$want_c" ] && close "$got" "$want" && close "$got_c" "$want_c"; then
+    pass "mt_bpe: validation BLEU and chrF (batches decoded in parallel) = tfm bleu of a 1-thread translation ($want, $want_c)"
+else fail "mt_bpe: validation BLEU/chrF in parallel" "log $got / $got_c, translate + bleu $want / $want_c"; fi
