@@ -44,8 +44,9 @@ static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threa
 /* OpenBLAS backend                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
-                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa) {
-    (void)nt; (void)isa;
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
+                     int pack_a) {
+    (void)nt; (void)isa; (void)pack_a;
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
@@ -95,6 +96,7 @@ typedef struct {
     const float *A, *B;
     float *C;
     int lda, ldb, ldc;
+    int pack_a; /* 1: always pack op(A) (tests compare this with reading A in place) */
 } gemm_args;
 
 const char *tfm_gemm_backend(void) {
@@ -342,9 +344,10 @@ TFM_AVX2 static void pack_a_avx2(const gemm_args *g, int ic, int pc, int mc, int
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, \
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00
 
-/* Packed A (kc x MR, k-major). */
-TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc,
-                                      int mr, int nr, float alpha, float beta) {
+/* A k-major: the MR values of depth k at a + k * astep (astep = MR: packed A; astep = lda: a transposed
+ * op(A) read in place). */
+TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, ptrdiff_t astep, const float *b, float *c,
+                                      ptrdiff_t ldc, int mr, int nr, float alpha, float beta) {
     /* C is only touched after the k loop; start pulling its lines in now (C blocks often do not
      * stay in L2 between KC passes). Prefetches never fault, so edge tiles are fine too. */
     for (int i = 0; i < MR; i++) {
@@ -354,12 +357,43 @@ TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, const float *b, fl
     KERN_ZERO();
     int k = 0;
     for (; k + 4 <= kc; k += 4) {
-        KSTEP(a, 1); a += MR; b += NR;
-        KSTEP(a, 1); a += MR; b += NR;
-        KSTEP(a, 1); a += MR; b += NR;
-        KSTEP(a, 1); a += MR; b += NR;
+        KSTEP(a, 1); a += astep; b += NR;
+        KSTEP(a, 1); a += astep; b += NR;
+        KSTEP(a, 1); a += astep; b += NR;
+        KSTEP(a, 1); a += astep; b += NR;
     }
-    for (; k < kc; k++) { KSTEP(a, 1); a += MR; b += NR; }
+    for (; k < kc; k++) { KSTEP(a, 1); a += astep; b += NR; }
+    KERN_STORE();
+}
+
+/* A read in place: a full 6-row tile of a row-major op(A), row i at a + i * lda. The same FMAs in the
+ * same order as kern_avx2_packed, so the results are bit-identical; only the packing pass is saved. */
+TFM_AVX2 static void kern_avx2_rows(int kc, const float *a, ptrdiff_t lda, const float *b, float *c,
+                                    ptrdiff_t ldc, int nr, float alpha, float beta) {
+    const int mr = MR;
+    for (int i = 0; i < MR; i++) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
+    KERN_ZERO();
+    const float *a0 = a, *a3 = a + 3 * lda; /* two bases keep the row offsets at 0, lda, 2 lda */
+    int k = 0;
+#define ROWFMA(AV, R)                                                                        \
+    do {                                                                                     \
+        __m256 av = _mm256_broadcast_ss(AV);                                                 \
+        R##0 = _mm256_fmadd_ps(av, b0, R##0); R##1 = _mm256_fmadd_ps(av, b1, R##1);          \
+    } while (0)
+#define KSTEP_ROWS()                                                                         \
+    do {                                                                                     \
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);                           \
+        ROWFMA(a0, c0); ROWFMA(a0 + lda, c1); ROWFMA(a0 + 2 * lda, c2);                      \
+        ROWFMA(a3, c3); ROWFMA(a3 + lda, c4); ROWFMA(a3 + 2 * lda, c5);                      \
+        a0++; a3++; b += NR;                                                                 \
+    } while (0)
+    for (; k + 4 <= kc; k += 4) { KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS(); }
+    for (; k < kc; k++) KSTEP_ROWS();
+#undef KSTEP_ROWS
+#undef ROWFMA
     KERN_STORE();
 }
 
@@ -437,7 +471,7 @@ static inline void tile_6x16(const gemm_args *g, int avx, int kc, const float *a
                              int mr, int nr, float beff) {
 #if TFM_HAVE_X86
     if (avx) {
-        if (nr > 8) kern_avx2_packed(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
+        if (nr > 8) kern_avx2_packed(kc, ap, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
         else if (nr > 3) kern8_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
         else kern_narrow_avx2(kc, ap, bp, cp, g->ldc, mr, nr, g->alpha, beff);
         return;
@@ -469,11 +503,21 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
             else
 #endif
                 pack_b_c(g, pc, jc, kc, nc, bufB);
+            /* AVX2 reads op(A) in place (kern_avx2_rows for a row-major one, kern_avx2_packed with the
+             * stride lda for a transposed one) and packs only a ragged last panel; the narrow right-edge
+             * kernels (nr <= 8) read packed A, so a column range with such a tile packs it all. A transposed
+             * A is read in place only in small blocks (at most 128 x 128 of C): a tile's 6 values of each depth
+             * sit on their own cache line, which larger blocks reread from L2 once per 16 columns (measured:
+             * +4% to +16% up to 128 x 128, -1% to -2% at 512 x 128 and 128 x 512). */
+            const int direct_a = isa == TFM_ISA_AVX2 && !g->pack_a && (nc % NR == 0 || nc % NR > 8) &&
+                                 (!g->ta || (m1 - m0 <= 128 && nc <= 128));
             for (int ic = m0; ic < m1; ic += TFM_GEMM_MC) {
                 const int mc = m1 - ic < TFM_GEMM_MC ? m1 - ic : TFM_GEMM_MC;
 #if TFM_HAVE_X86
                 if (avx) {
-                    pack_a_avx2(g, ic, pc, mc, kc, bufA);
+                    const int mfull = mc / MR * MR;
+                    if (!direct_a) pack_a_avx2(g, ic, pc, mc, kc, bufA);
+                    else if (mfull < mc) pack_a_panel_c(g, ic + mfull, pc, mc - mfull, kc, bufA + (size_t)mfull * kc);
                     memset(bufA + (size_t)(mc + MR - 1) / MR * MR * kc, 0, 8 * sizeof(float));
                 } else
 #endif
@@ -495,6 +539,18 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                             ir += 2 * MR;
                             continue;
                         }
+#if TFM_HAVE_X86
+                        if (direct_a && mr == MR) {
+                            if (!g->ta)
+                                kern_avx2_rows(kc, g->A + (size_t)(ic + ir) * g->lda + pc, g->lda, bp, cp, g->ldc,
+                                               nr, g->alpha, beff);
+                            else
+                                kern_avx2_packed(kc, g->A + (size_t)pc * g->lda + ic + ir, g->lda, bp, cp, g->ldc,
+                                                 MR, nr, g->alpha, beff);
+                            ir += MR;
+                            continue;
+                        }
+#endif
                         tile_6x16(g, avx, kc, ap, bp, cp, mr, nr, beff);
                         if (wide) tile_6x16(g, avx, kc, ap, bp + (size_t)NR * kc, cp + NR, mr, NR, beff);
                         ir += MR;
@@ -678,10 +734,11 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
  * Block edges are on MR/NR multiples, so every C element goes through the same kernel and the same k
  * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
-                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa) {
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
+                     int pack_a) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
-    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a};
     if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
 
     const long long work = (long long)M * N * K;
@@ -723,12 +780,13 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
 /* ------------------------------------------------------------------------------------------ */
 void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active());
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0);
 }
 
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), (tfm_isa)isa);
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(),
+             (tfm_isa)(isa & ~TFM_GEMM_PACK_A_), (isa & TFM_GEMM_PACK_A_) != 0);
 }
 
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -749,10 +807,10 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
 #pragma omp parallel for num_threads(use) schedule(dynamic, 1)
         for (int i = 0; i < batch; i++)
             gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                     C + i * stride_c, ldc, 1, isa);
+                     C + i * stride_c, ldc, 1, isa, 0);
         return;
     }
     for (int i = 0; i < batch; i++)
         gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                 C + i * stride_c, ldc, nt, isa);
+                 C + i * stride_c, ldc, nt, isa, 0);
 }

@@ -33,7 +33,9 @@ const char *tfm_isa_str(tfm_isa isa);
 #define TFM_TARGET_AVX512
 #endif
 
-/* tfm_gemm on a given path (tests; the path must be supported). */
+/* tfm_gemm on a given path (tests; the path must be supported). isa | TFM_GEMM_PACK_A_ packs op(A) even
+ * where the AVX2 path would read it in place (the tests check both give the same bits). */
+#define TFM_GEMM_PACK_A_ 0x100
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc);
 

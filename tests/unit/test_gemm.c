@@ -253,6 +253,39 @@ static void isa_equal_suite(void) {
             free(A); free(B); free(C1); free(C2);
         }
 }
+
+/* The AVX2 path reads op(A) in place (no packing), row-major or transposed, wherever the tile is a full 6 rows and the
+ * column range has no narrow edge tile; it must give the bits of the packed path. Shapes: ragged last
+ * panels (M % 6), N with and without narrow edges (N % 16 in 1..8 packs, 9..15 and 0 read in place), K
+ * split into KC blocks (K > 256), lda > K, beta 0 / 1 / other, 1 and 2 threads. */
+static void direct_a_suite(void) {
+    if (!tfm_isa_supported(TFM_ISA_AVX2)) {
+        printf("NOTRUN gemm_direct_a_equals_packed: this CPU lacks AVX2+FMA (not tested here)\n");
+        return;
+    }
+    static const int shapes[][3] = {{768, 128, 128}, {384, 384, 128}, {13, 57, 7}, {37, 45, 300},
+                                    {300, 100, 520}, {64, 64, 32}, {6, 16, 1}, {385, 128, 512}};
+    static const float betas[] = {0.0f, 1.0f, 0.5f};
+    int max_t = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 6; t++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], tb = t & 1, ta = t >= 3;
+            int lda = (ta ? M : K) + (t % 3 == 2 ? 5 : 0);
+            float *A = rand_buf((size_t)(ta ? K : M) * lda), *B = rand_buf((size_t)K * N);
+            float *C1 = rand_buf((size_t)M * N), *C2 = malloc(sizeof(float) * M * N);
+            float beta = betas[t % 3];
+            memcpy(C2, C1, sizeof(float) * M * N);
+            omp_set_num_threads(t % 3 == 1 ? 1 : (max_t > 1 ? max_t : 2));
+            tfm_gemm_isa_(TFM_ISA_AVX2, ta, tb, M, N, K, 1.5f, A, lda, B, tb ? K : N, beta, C1, N);
+            tfm_gemm_isa_(TFM_ISA_AVX2 | TFM_GEMM_PACK_A_, ta, tb, M, N, K, 1.5f, A, lda, B, tb ? K : N, beta, C2, N);
+            omp_set_num_threads(max_t);
+            char name[96];
+            snprintf(name, sizeof name, "gemm_direct_a_equals_packed_%dx%dx%d_ta%d_tb%d_lda%d_beta%g", M, N, K, ta, tb,
+                     lda, beta);
+            CHECK(name, memcmp(C1, C2, sizeof(float) * M * N) == 0, "results differ");
+            free(A); free(B); free(C1); free(C2);
+        }
+}
 #endif
 
 int main(void) {
@@ -283,6 +316,7 @@ int main(void) {
         g_isa = -1;
     }
     isa_equal_suite();
+    direct_a_suite();
 #endif
     CHECK_EXIT();
 }
