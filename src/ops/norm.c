@@ -101,40 +101,58 @@ typedef struct {
 } ln_split;
 
 /* Rows [r0, r1) of the backward (pw/pb: this chunk's dw/db partials, or NULL); compiled once per
- * instruction-set path (same bits on each). */
-static inline __attribute__((always_inline)) void ln_bw_rows(float *dx, const ln_split *sp, float *pw, float *pb,
-                                                              const float *dout, const float *x, const float *w,
+ * instruction-set path (same bits on each). The row sums go to 8 lanes (lane k sums the columns c with
+ * c % 8 == k, in order) that are added in lane order, and the loops run over whole blocks of 8 columns
+ * with restrict-qualified pointers, so the compiler vectorises them: every lane does the scalar
+ * arithmetic of the C path (no FMA contraction under -std=c11), so every path gives the same bits. */
+static inline __attribute__((always_inline)) void ln_bw_rows(float *restrict dx, const ln_split *sp, float *restrict pw,
+                                                              float *restrict pb, const float *restrict dout,
+                                                              const float *restrict x, const float *restrict w,
                                                               const float *mean, const float *rstd, int r0, int r1,
                                                               int C) {
+    float *restrict dyo = sp ? sp->dy : NULL;
+    const uint8_t *keep_all = sp ? sp->keep : NULL;
+    const float kscale = sp ? sp->scale : 1.0f;
+    const int C8 = C / 8 * 8;
     for (int r = r0; r < r1; r++) {
-        const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
-        float m = mean[r], s = rstd[r], sum_d = 0, sum_dn = 0;
+        const float *restrict xr = x + (size_t)r * C, *restrict dr = dout + (size_t)r * C;
+        const float m = mean[r], s = rstd[r];
         float acc_d[8] = {0}, acc_dn[8] = {0};
-        for (int c = 0; c < C; c++) {
+        int c = 0;
+        for (; c < C8; c += 8)
+            for (int k = 0; k < 8; k++) {
+                float nrm = (xr[c + k] - m) * s;
+                float dn = w ? dr[c + k] * w[c + k] : dr[c + k];
+                acc_d[k] += dn;
+                acc_dn[k] += dn * nrm;
+            }
+        for (int k = 0; c < C; c++, k++) {
             float nrm = (xr[c] - m) * s;
-            float dn = dr[c] * (w ? w[c] : 1.0f);
-            acc_d[c & 7] += dn;
-            acc_dn[c & 7] += dn * nrm;
-            if (pw) {
-                pw[c] += dr[c] * nrm;
+            float dn = w ? dr[c] * w[c] : dr[c];
+            acc_d[k] += dn;
+            acc_dn[k] += dn * nrm;
+        }
+        if (pw)
+            for (c = 0; c < C; c++) {
+                pw[c] += dr[c] * ((xr[c] - m) * s);
                 pb[c] += dr[c];
             }
-        }
+        float sum_d = 0, sum_dn = 0;
         for (int k = 0; k < 8; k++) {
             sum_d += acc_d[k];
             sum_dn += acc_dn[k];
         }
-        if (!dx && !(sp && sp->dy)) continue;
+        if (!dx && !dyo) continue;
         sum_d /= C;
         sum_dn /= C;
-        float *o = dx ? dx + (size_t)r * C : NULL, *oy = sp && sp->dy ? sp->dy + (size_t)r * C : NULL;
-        const uint8_t *keep = oy && sp->keep ? sp->keep + (size_t)r * C : NULL;
-        for (int c = 0; c < C; c++) {
-            float dn = dr[c] * (w ? w[c] : 1.0f);
+        float *restrict o = dx ? dx + (size_t)r * C : NULL, *restrict oy = dyo ? dyo + (size_t)r * C : NULL;
+        const uint8_t *restrict keep = oy && keep_all ? keep_all + (size_t)r * C : NULL;
+        for (c = 0; c < C; c++) {
+            float dn = w ? dr[c] * w[c] : dr[c];
             float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
             if (o) o[c] += dz;
             if (oy && !keep) oy[c] += dz;
-            else if (oy && keep[c]) oy[c] += dz * sp->scale;
+            else if (oy && keep[c]) oy[c] += dz * kscale;
         }
     }
 }
