@@ -100,43 +100,52 @@ typedef struct {
     float scale;
 } ln_split;
 
+/* 8 floats as one value (GCC/clang generic vectors): AVX2 registers on that path, pairs of SSE registers
+ * on the portable one; every lane does the scalar arithmetic (no FMA contraction under -std=c11). v8u is
+ * the unaligned, aliasing view of 8 floats in memory. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
+#define V8_LOAD(p) ((v8f)(*(const v8u *)(p)))
+#define V8_STORE(p, v) (*(v8u *)(p) = (v))
+#define V8_SET1(x) ((v8f){(x), (x), (x), (x), (x), (x), (x), (x)})
+
 /* Rows [r0, r1) of the backward (pw/pb: this chunk's dw/db partials, or NULL); compiled once per
- * instruction-set path (same bits on each). The row sums go to 8 lanes (lane k sums the columns c with
- * c % 8 == k, in order) that are added in lane order, and the loops run over whole blocks of 8 columns
- * with restrict-qualified pointers, so the compiler vectorises them: every lane does the scalar
- * arithmetic of the C path (no FMA contraction under -std=c11), so every path gives the same bits. */
-static inline __attribute__((always_inline)) void ln_bw_rows(float *restrict dx, const ln_split *sp, float *restrict pw,
-                                                              float *restrict pb, const float *restrict dout,
-                                                              const float *restrict x, const float *restrict w,
+ * instruction-set path, the same bits on each. The row sums go to 8 lanes (lane k sums the columns c
+ * with c % 8 == k, in order), added in lane order at the end. */
+static inline __attribute__((always_inline)) void ln_bw_rows(float *dx, const ln_split *sp, float *pw, float *pb,
+                                                              const float *dout, const float *x, const float *w,
                                                               const float *mean, const float *rstd, int r0, int r1,
                                                               int C) {
-    float *restrict dyo = sp ? sp->dy : NULL;
+    float *dyo = sp ? sp->dy : NULL;
     const uint8_t *keep_all = sp ? sp->keep : NULL;
     const float kscale = sp ? sp->scale : 1.0f;
     const int C8 = C / 8 * 8;
     for (int r = r0; r < r1; r++) {
-        const float *restrict xr = x + (size_t)r * C, *restrict dr = dout + (size_t)r * C;
+        const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
         const float m = mean[r], s = rstd[r];
-        float acc_d[8] = {0}, acc_dn[8] = {0};
+        const v8f vm = V8_SET1(m), vs = V8_SET1(s);
+        v8f acc_d = V8_SET1(0.0f), acc_dn = acc_d;
         int c = 0;
-        for (; c < C8; c += 8)
-            for (int k = 0; k < 8; k++) {
-                float nrm = (xr[c + k] - m) * s;
-                float dn = w ? dr[c + k] * w[c + k] : dr[c + k];
-                acc_d[k] += dn;
-                acc_dn[k] += dn * nrm;
+        for (; c < C8; c += 8) { /* row sums of dnorm and dnorm * norm; dw, db partials */
+            v8f d = V8_LOAD(dr + c), nrm = (V8_LOAD(xr + c) - vm) * vs;
+            v8f dn = w ? d * V8_LOAD(w + c) : d;
+            acc_d += dn;
+            acc_dn += dn * nrm;
+            if (pw) {
+                V8_STORE(pw + c, V8_LOAD(pw + c) + d * nrm);
+                V8_STORE(pb + c, V8_LOAD(pb + c) + d);
             }
+        }
         for (int k = 0; c < C; c++, k++) {
-            float nrm = (xr[c] - m) * s;
-            float dn = w ? dr[c] * w[c] : dr[c];
+            float nrm = (xr[c] - m) * s, dn = w ? dr[c] * w[c] : dr[c];
             acc_d[k] += dn;
             acc_dn[k] += dn * nrm;
-        }
-        if (pw)
-            for (c = 0; c < C; c++) {
-                pw[c] += dr[c] * ((xr[c] - m) * s);
+            if (pw) {
+                pw[c] += dr[c] * nrm;
                 pb[c] += dr[c];
             }
+        }
         float sum_d = 0, sum_dn = 0;
         for (int k = 0; k < 8; k++) {
             sum_d += acc_d[k];
@@ -145,9 +154,22 @@ static inline __attribute__((always_inline)) void ln_bw_rows(float *restrict dx,
         if (!dx && !dyo) continue;
         sum_d /= C;
         sum_dn /= C;
-        float *restrict o = dx ? dx + (size_t)r * C : NULL, *restrict oy = dyo ? dyo + (size_t)r * C : NULL;
-        const uint8_t *restrict keep = oy && keep_all ? keep_all + (size_t)r * C : NULL;
-        for (c = 0; c < C; c++) {
+        float *o = dx ? dx + (size_t)r * C : NULL, *oy = dyo ? dyo + (size_t)r * C : NULL;
+        const uint8_t *keep = oy && keep_all ? keep_all + (size_t)r * C : NULL;
+        const v8f vsd = V8_SET1(sum_d), vsdn = V8_SET1(sum_dn), vks = V8_SET1(kscale);
+        for (c = 0; c < C8; c += 8) { /* dz = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) */
+            v8f d = V8_LOAD(dr + c), dn = w ? d * V8_LOAD(w + c) : d;
+            v8f dz = vs * (dn - vsd - (V8_LOAD(xr + c) - vm) * vs * vsdn);
+            if (o) V8_STORE(o + c, V8_LOAD(o + c) + dz);
+            if (oy && !keep) V8_STORE(oy + c, V8_LOAD(oy + c) + dz);
+            else if (oy) { /* through the dropout: dropped lanes add +0 (oy starts at +0 and only adds) */
+                v8i kept = {-(keep[c] != 0), -(keep[c + 1] != 0), -(keep[c + 2] != 0), -(keep[c + 3] != 0),
+                            -(keep[c + 4] != 0), -(keep[c + 5] != 0), -(keep[c + 6] != 0), -(keep[c + 7] != 0)};
+                v8f add = (v8f)((v8i)(dz * vks) & kept);
+                V8_STORE(oy + c, V8_LOAD(oy + c) + add);
+            }
+        }
+        for (; c < C; c++) {
             float dn = w ? dr[c] * w[c] : dr[c];
             float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
             if (o) o[c] += dz;
