@@ -124,13 +124,16 @@ static void pack_b_c(const gemm_args *g, int pc, int jc, int kc, int nc, float *
     for (int j0 = 0; j0 < nc; j0 += NR) {
         int nr = nc - j0 < NR ? nc - j0 : NR;
         float *o = out + (size_t)j0 * kc;
-        for (int k = 0; k < kc; k++) {
+        if (nr < NR)
+            for (int k = 0; k < kc; k++) memset(o + (size_t)k * NR + nr, 0, sizeof(float) * (NR - nr));
+        if (!g->tb) /* B stored (K,N): row k of the panel is contiguous */
+            for (int k = 0; k < kc; k++)
+                memcpy(o + (size_t)k * NR, g->B + (size_t)(pc + k) * g->ldb + jc + j0, sizeof(float) * nr);
+        else /* B stored (N,K): column j of the panel is contiguous */
             for (int j = 0; j < nr; j++) {
-                size_t r = (size_t)(pc + k), c = (size_t)(jc + j0 + j);
-                o[(size_t)k * NR + j] = g->tb ? g->B[c * g->ldb + r] : g->B[r * g->ldb + c];
+                const float *src = g->B + (size_t)(jc + j0 + j) * g->ldb + pc;
+                for (int k = 0; k < kc; k++) o[(size_t)k * NR + j] = src[k];
             }
-            for (int j = nr; j < NR; j++) o[(size_t)k * NR + j] = 0.0f;
-        }
     }
 }
 
