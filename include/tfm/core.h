@@ -217,6 +217,9 @@ typedef struct tfm_graph {
      * TFM_EXACT_ATTENTION=1; attention_tiled = 1 makes the fused op always use key tiles, never its
      * materialised per-batch-entry variant (tests compare the two). */
     int exact_attention, attention_tiled;
+    /* Weights packed in advance for the GEMMs of tfm_linear (include/tfm/ops.h, tfm_weight_packs), or NULL.
+     * Set only while the weights stay fixed (decoding); worker graphs inherit it. */
+    const struct tfm_weight_packs *packs;
 } tfm_graph;
 
 void tfm_graph_init(tfm_graph *g, uint64_t seed);

@@ -15,6 +15,15 @@
 void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
+/* A B that many GEMMs multiply (weights while decoding) packed once: tfm_gemm_pack_b writes op(B) (K,N)
+ * into the tfm_gemm_packed_b_floats(N, K) floats of Bp in the layout tfm_gemm packs B to on every call,
+ * and tfm_gemm_pb then skips that packing: the same bits as tfm_gemm with B (which it still reads where
+ * M or N is 1). The OpenBLAS build has no packed layout: the size is 0 and tfm_gemm_pb ignores Bp. */
+size_t tfm_gemm_packed_b_floats(int N, int K);
+void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp);
+void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                 const float *B, int ldb, const float *Bp, float beta, float *C, int ldc);
+
 /* Batched: `batch` independent GEMMs; operand i starts at A + i*stride_a etc. (stride 0 = shared). */
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
                       const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,

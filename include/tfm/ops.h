@@ -14,6 +14,23 @@
 tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int trans_a, int trans_b);
 /* y = x W^T + b, PyTorch layout: x (...,in), W (out,in), bias (out) or NULL -> (...,out) */
 tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
+/* Weights packed once for decoding. tfm_linear and its fused variants multiply by W through tfm_gemm,
+ * which packs W into 16-wide panels on every call; during decoding (few rows per call, the same weights
+ * for thousands of calls) that packing is a large share of the time. tfm_weight_packs_init packs every
+ * 2-D parameter once (as much memory again as those weights); a graph whose `packs` points at the set
+ * then multiplies by the packed copy (tfm_gemm_pb: the same bits). The copies do not follow the weights:
+ * tfm_weight_packs_refresh re-packs them in place after the weights changed (train-mt's validation),
+ * and a graph must not use a stale set. An OpenBLAS build packs nothing (the set is empty). */
+typedef struct tfm_weight_packs {
+    int n;
+    const float **w;          /* the weights' data, looked up by tfm_linear */
+    const tfm_tensor **t;     /* their tensors (for refresh) */
+    float **packed;           /* tfm_gemm_pack_b(1, out, in, W) of each */
+} tfm_weight_packs;
+int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params);   /* 0, or -1 (out of memory) */
+void tfm_weight_packs_refresh(tfm_weight_packs *p);
+void tfm_weight_packs_free(tfm_weight_packs *p);
+
 /* gelu(x W^T + b) as one op: bias and GELU are applied in one vectorised pass right after the GEMM
  * (the pre-activation is kept for the backward, which overwrites it with its gradient: one backward
  * per forward, as everywhere in tfm). */

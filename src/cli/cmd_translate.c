@@ -58,6 +58,8 @@ int cmd_translate(int argc, char **argv) {
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.profile = profile;
+    tfm_weight_packs packs; /* the weights packed once: every decoding step multiplies by them (none if no memory) */
+    g.packs = tfm_weight_packs_init(&packs, &tr.model->params) ? NULL : &packs;
     /* one worker graph per thread: up to threads x batch-size lines are read, the batches decoded in parallel */
     int nw = tfm_get_threads(), cap = batch * nw;
     tfm_graph *workers = calloc((size_t)nw, sizeof(tfm_graph)), **wp = calloc((size_t)nw, sizeof(tfm_graph *));
@@ -135,6 +137,7 @@ int cmd_translate(int argc, char **argv) {
     for (int i = 0; i < nw; i++) tfm_graph_free(&workers[i]);
     free(workers), free(wp);
     tfm_graph_free(&g);
+    tfm_weight_packs_free(&packs);
     tfm_translator_free(&tr);
     return rc;
 }

@@ -46,6 +46,7 @@ typedef struct {
     char best_path[4096];
     FILE *log;
     tfm_early_stop es;
+    tfm_weight_packs packs;          /* the weights packed for decoding, re-packed at each validation */
     tfm_graph g;
     tfm_graph *workers, **wp;    /* one graph per thread: the validation batches are decoded in parallel */
     int n_workers;

@@ -56,9 +56,14 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_n
     return 0;
 }
 
-/* the worker graphs of tfm_translate_lines_par, made at the first validation (threads are set by then) */
+/* the worker graphs of tfm_translate_lines_par, made at the first validation (threads are set by then), and
+ * the weights packed for decoding: packed then, re-packed at every later validation (training moved them) */
 static int valid_workers(mt_valid *v) {
-    if (v->workers) return 0;
+    if (v->workers) {
+        if (v->g.packs) tfm_weight_packs_refresh(&v->packs);
+        return 0;
+    }
+    v->g.packs = tfm_weight_packs_init(&v->packs, &v->tr->model->params) ? NULL : &v->packs; /* none: no memory */
     int n = tfm_get_threads();
     v->workers = calloc((size_t)n, sizeof *v->workers);
     v->wp = calloc((size_t)n, sizeof *v->wp);
@@ -114,6 +119,7 @@ void mt_valid_close(mt_valid *v) {
     for (int i = 0; i < v->n_workers; i++) tfm_graph_free(&v->workers[i]);
     free(v->workers), free(v->wp);
     tfm_graph_free(&v->g);
+    tfm_weight_packs_free(&v->packs);
     memset(v, 0, sizeof *v);
 }
 

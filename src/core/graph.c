@@ -55,6 +55,7 @@ void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g) {
     tfm_graph_init(w, 0);
     w->exact_attention = g->exact_attention, w->attention_tiled = g->attention_tiled;
     w->profile = g->profile;
+    w->packs = g->packs;
 }
 
 tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in) {

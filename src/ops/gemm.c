@@ -45,8 +45,8 @@ static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threa
 /* ------------------------------------------------------------------------------------------ */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
-                     int pack_a) {
-    (void)nt; (void)isa; (void)pack_a;
+                     int pack_a, const float *Bp) {
+    (void)nt; (void)isa; (void)pack_a; (void)Bp;
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
@@ -97,6 +97,8 @@ typedef struct {
     float *C;
     int lda, ldb, ldc;
     int pack_a; /* 1: always pack op(A) (tests compare this with reading A in place) */
+    const float *Bp; /* op(B) packed in advance (tfm_gemm_pack_b), or NULL: pack it here */
+    int ncap;        /* N rounded up to NR: the row length of Bp's depth blocks */
 } gemm_args;
 
 const char *tfm_gemm_backend(void) {
@@ -501,11 +503,12 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
         for (int pc = 0; pc < K; pc += kcb) {
             const int kc = K - pc < kcb ? K - pc : kcb;
             const float beff = pc == 0 ? g->beta : 1.0f;
+            const float *bpack = bufB; /* the KC x NC slice of op(B) in NR-wide panels */
+            if (g->Bp) bpack = g->Bp + (size_t)pc * g->ncap + (size_t)jc * kc;
 #if TFM_HAVE_X86
-            if (avx) pack_b_avx2(g, pc, jc, kc, nc, bufB);
-            else
+            else if (avx) pack_b_avx2(g, pc, jc, kc, nc, bufB);
 #endif
-                pack_b_c(g, pc, jc, kc, nc, bufB);
+            else pack_b_c(g, pc, jc, kc, nc, bufB);
             /* AVX2 reads op(A) in place (kern_avx2_rows for a row-major one, kern_avx2_packed with the
              * stride lda for a transposed one) and packs only a ragged last panel; the narrow right-edge
              * kernels (nr <= 8) read packed A, so a column range with such a tile packs it all. A transposed
@@ -531,7 +534,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                 for (int jr = 0; jr < nc;) {
                     const int wide = isa == TFM_ISA_AVX512 && nc - jr >= 2 * NR;
                     const int nr = nc - jr < NR ? nc - jr : NR;
-                    const float *bp = bufB + (size_t)jr * kc;
+                    const float *bp = bpack + (size_t)jr * kc;
                     for (int ir = 0; ir < mc;) {
                         const int mr = mc - ir < MR ? mc - ir : MR;
                         float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
@@ -738,10 +741,11 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
  * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
-                     int pack_a) {
+                     int pack_a, const float *Bp) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
-    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a};
+    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp,
+                         (N + NR - 1) / NR * NR};
     if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
 
     const long long work = (long long)M * N * K;
@@ -783,13 +787,36 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
 /* ------------------------------------------------------------------------------------------ */
 void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0);
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0, NULL);
 }
 
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc) {
     gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(),
-             (tfm_isa)(isa & ~TFM_GEMM_PACK_A_), (isa & TFM_GEMM_PACK_A_) != 0);
+             (tfm_isa)(isa & ~TFM_GEMM_PACK_A_), (isa & TFM_GEMM_PACK_A_) != 0, NULL);
+}
+
+#ifdef TFM_USE_OPENBLAS
+size_t tfm_gemm_packed_b_floats(int N, int K) { (void)N; (void)K; return 0; }
+void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp) {
+    (void)trans_b; (void)N; (void)K; (void)B; (void)ldb; (void)Bp;
+}
+#else
+/* Depth blocks of pick_kc(K) one after the other, each all of N in NR-wide panels (zero padded): the
+ * panels gemm_rect packs for columns [jc, jc + nc) at depth pc are at Bp + pc * ncap + jc * kc. */
+size_t tfm_gemm_packed_b_floats(int N, int K) { return N > 0 && K > 0 ? (size_t)K * ((N + NR - 1) / NR * NR) : 0; }
+
+void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp) {
+    const gemm_args g = {.tb = trans_b, .N = N, .K = K, .B = B, .ldb = ldb};
+    const int kcb = pick_kc(K);
+    const size_t ncap = (size_t)(N + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += kcb) pack_b_c(&g, pc, 0, K - pc < kcb ? K - pc : kcb, N, Bp + (size_t)pc * ncap);
+}
+#endif
+
+void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                 int ldb, const float *Bp, float beta, float *C, int ldc) {
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0, Bp);
 }
 
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -810,10 +837,10 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
 #pragma omp parallel for num_threads(use) schedule(dynamic, 1)
         for (int i = 0; i < batch; i++)
             gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                     C + i * stride_c, ldc, 1, isa, 0);
+                     C + i * stride_c, ldc, 1, isa, 0, NULL);
         return;
     }
     for (int i = 0; i < batch; i++)
         gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                 C + i * stride_c, ldc, nt, isa, 0);
+                 C + i * stride_c, ldc, nt, isa, 0, NULL);
 }

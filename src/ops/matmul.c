@@ -2,6 +2,7 @@
 #include "ops/op_impl.h"
 #include "ops/vmath.h"
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ip: 0 trans_a, 1 trans_b, 2 M, 3 N, 4 K, 5 batch, 6 b_shared (b is 2-D, used by every batch) */
@@ -96,17 +97,77 @@ static tfm_tensor *linear_output(tfm_graph *g, const char *op, tfm_tensor *x, tf
     return tfm_tensor_new(g, x->ndim, shape, tfm_any_grad(g, in, 3));
 }
 
+/* ---------------------------------------------------------------- weights packed for decoding */
+int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params) {
+    memset(p, 0, sizeof *p);
+    if (!tfm_gemm_packed_b_floats(1, 1)) return 0; /* the OpenBLAS build: nothing to pack */
+    int n = 0;
+    for (int i = 0; i < params->n; i++) n += params->t[i]->ndim == 2;
+    if (!n) return 0;
+    p->w = calloc((size_t)n, sizeof *p->w);
+    p->t = calloc((size_t)n, sizeof *p->t);
+    p->packed = calloc((size_t)n, sizeof *p->packed);
+    if (!p->w || !p->t || !p->packed) goto fail;
+    for (int i = 0; i < params->n; i++) {
+        const tfm_tensor *W = params->t[i];
+        if (W->ndim != 2) continue;
+        p->t[p->n] = W;
+        p->w[p->n] = W->data;
+        size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
+        p->packed[p->n] = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the kernels load B panels aligned */
+        if (!p->packed[p->n++]) goto fail;
+    }
+    tfm_weight_packs_refresh(p);
+    return 0;
+fail:
+    tfm_weight_packs_free(p);
+    return -1;
+}
+
+void tfm_weight_packs_refresh(tfm_weight_packs *p) {
+#pragma omp parallel for schedule(dynamic, 1) if (p->n > 1)
+    for (int i = 0; i < p->n; i++) {
+        const tfm_tensor *W = p->t[i];
+        tfm_gemm_pack_b(1, W->shape[0], W->shape[1], W->data, W->shape[1], p->packed[i]);
+    }
+}
+
+void tfm_weight_packs_free(tfm_weight_packs *p) {
+    for (int i = 0; p->packed && i < p->n; i++) free(p->packed[i]);
+    free(p->packed);
+    free(p->t);
+    free((void *)p->w);
+    memset(p, 0, sizeof *p);
+}
+
+/* W's packed copy if g decodes with packed weights and W is one of them, else NULL. */
+static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
+    const tfm_weight_packs *p = g->packs;
+    if (!p) return NULL;
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i] == W->data) return p->packed[i];
+    return NULL;
+}
+
+/* y = x W^T (+ beta y): with W's packed copy where g has one */
+static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tensor *W, float beta, float *y) {
+    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    const float *Wp = packed_weight(g, W);
+    if (Wp) tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, beta, y, out_f);
+    else tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, beta, y, out_f);
+}
+
 /* y = x W^T + b */
 tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
     OP_BEGIN(g);
     tfm_tensor *in[3];
     tfm_tensor *y = linear_output(g, "linear", x, W, bias, in);
-    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    int out_f = W->shape[0], rows = (int)tfm_rows(x);
     if (bias) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * out_f >= 16384)
         for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out_f, bias->data, sizeof(float) * out_f);
     }
-    tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias ? 1.0f : 0.0f, y->data, out_f);
+    linear_gemm(g, x, W, bias ? 1.0f : 0.0f, y->data);
     tfm_graph_push(g, TFM_OP_LINEAR, y, bias ? 3 : 2, in);
     OP_END(g, TFM_OP_LINEAR);
     return y;
@@ -129,9 +190,9 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
     OP_BEGIN(g);
     tfm_tensor *in[3];
     tfm_tensor *y = linear_output(g, tfm_op_name(op), x, W, bias, in);
-    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    int out_f = W->shape[0], rows = (int)tfm_rows(x);
     float *pre = op == TFM_OP_LINEAR_GELU ? tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f) : y->data;
-    tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, 0.0f, pre, out_f);
+    linear_gemm(g, x, W, 0.0f, pre);
     const float *b = bias ? bias->data : NULL;
     const int chunk = tfm_dyn_chunk((size_t)rows);
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)

@@ -1,0 +1,80 @@
+/* Weights packed once for decoding (include/tfm/ops.h tfm_weight_packs, src/ops/matmul.c): tfm_linear and
+ * tfm_linear_relu give the same bits with a graph's packs as without, for row counts that take the GEMV path
+ * (1), ragged panels (7) and threaded blocks (300), at 1 and 2 threads; the packs are really read (stale
+ * packs after a weight change give other numbers) and tfm_weight_packs_refresh brings them up to date. */
+#include "check.h"
+#include "tfm/kernels.h"
+#include "tfm/ops.h"
+#include <omp.h>
+
+static void fill(float *x, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+}
+
+/* y = relu?(x W^T + b) on a graph with or without the packs: (rows, out) floats into y */
+static void forward(const tfm_weight_packs *packs, tfm_tensor *W, tfm_tensor *b, const float *x, int rows, int relu,
+                    float *y) {
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    g.grad_enabled = 0;
+    g.packs = packs;
+    tfm_tensor *xt = tfm_new2(&g, rows, W->shape[1]);
+    memcpy(xt->data, x, sizeof(float) * xt->size);
+    tfm_tensor *out = relu ? tfm_linear_relu(&g, xt, W, b) : tfm_linear(&g, xt, W, b);
+    memcpy(y, out->data, sizeof(float) * out->size);
+    tfm_graph_free(&g);
+}
+
+int main(void) {
+    tfm_params p;
+    tfm_params_init(&p);
+    tfm_tensor *W = tfm_param2(&p, "W", 61, 300), *b = tfm_param1(&p, "b", 61), *W2 = tfm_param2(&p, "W2", 16, 8);
+    CHECK("params allocated", tfm_params_alloc(&p) == 0, "%s", tfm_last_error());
+    fill(W->data, W->size, 1);
+    fill(b->data, b->size, 2);
+    fill(W2->data, W2->size, 3);
+    tfm_weight_packs packs;
+    int rc = tfm_weight_packs_init(&packs, &p);
+    CHECK("weight_packs_init packs every 2-D parameter", rc == 0 && packs.n == (tfm_gemm_packed_b_floats(1, 1) ? 2 : 0),
+          "rc %d, n %d", rc, packs.n);
+    if (packs.n == 0) { /* the OpenBLAS build: nothing to compare */
+        printf("NOTRUN weight_packs: this build has no packed GEMM layout (OpenBLAS)\n");
+        tfm_params_free(&p);
+        CHECK_EXIT();
+    }
+    static const int rows[] = {1, 7, 300};
+    float *x = malloc(sizeof(float) * 300 * 300), *y0 = malloc(sizeof(float) * 300 * 61),
+          *y1 = malloc(sizeof(float) * 300 * 61);
+    fill(x, 300 * 300, 4);
+    int max_t = omp_get_max_threads();
+    for (int t = 1; t <= 2; t++)
+        for (int relu = 0; relu <= 1; relu++)
+            for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+                omp_set_num_threads(t);
+                forward(NULL, W, b, x, rows[r], relu, y0);
+                forward(&packs, W, b, x, rows[r], relu, y1);
+                char name[96];
+                snprintf(name, sizeof name, "%s with packed W == unpacked, %d rows, %d thread(s)",
+                         relu ? "linear_relu" : "linear", rows[r], t);
+                CHECK(name, !memcmp(y0, y1, sizeof(float) * rows[r] * 61), "max diff %g",
+                      max_abs_diff(y0, y1, (size_t)rows[r] * 61));
+            }
+    omp_set_num_threads(max_t);
+    for (size_t i = 0; i < W->size; i++) W->data[i] *= 1.5f;   /* training moved the weights */
+    forward(NULL, W, b, x, 300, 0, y0);
+    forward(&packs, W, b, x, 300, 0, y1);
+    CHECK("stale packs are read (they give the old weights' numbers)", memcmp(y0, y1, sizeof(float) * 300 * 61) != 0,
+          "same output");
+    tfm_weight_packs_refresh(&packs);
+    forward(&packs, W, b, x, 300, 0, y1);
+    CHECK("weight_packs_refresh: the new weights' bits again", !memcmp(y0, y1, sizeof(float) * 300 * 61), "max diff %g",
+          max_abs_diff(y0, y1, (size_t)300 * 61));
+    tfm_weight_packs_free(&packs);
+    CHECK("weight_packs_free leaves an empty set", packs.n == 0 && !packs.packed, "n %d", packs.n);
+    free(x), free(y0), free(y1);
+    tfm_params_free(&p);
+    CHECK_EXIT();
+}
