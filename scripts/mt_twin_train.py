@@ -373,6 +373,8 @@ def main():
     ap.add_argument('--print-steps', type=int, default=0, metavar='N', help='print the loss of each of the first N steps')
     ap.add_argument('--init-tfm', metavar='CKPT', help="start training from the weights of tfm's checkpoint (e.g. one "
                     "written by train-mt --lr 0 --max-steps 1: tfm's initialisation) instead of the twin's own draw")
+    ap.add_argument('--save-weights', action='store_true', help='also write the trained weights to OUT/twin_seedS.pt '
+                    '(a torch state_dict; scripts/mt_eos_probe.py reads it)')
     ap.add_argument('--eval-tfm', metavar='CKPT', help="print the validation loss of tfm's checkpoint and stop")
     ap.add_argument('--eval-hyp', metavar='FILE', help="with --eval-tfm: also write the twin's greedy translation of "
                     "val with tfm's weights (equals tfm translate's when the two decoders agree)")
@@ -412,6 +414,8 @@ def main():
     hyp = os.path.join(a.out, f'twin_seed{a.seed}.hyp')
     val_src = [tokenize(a.preprocess, s) for s in read_lines(f'{D}/val.de')]
     translate_file(model, val_src, src_vocab, tgt_toks, hyp)
+    if a.save_weights:
+        torch.save(model.state_dict(), os.path.join(a.out, f'twin_seed{a.seed}.pt'))
     with open(os.path.join(a.out, f'twin_seed{a.seed}.json'), 'w') as f:
         json.dump(dict(seed=a.seed, steps=steps, train_loss=train_loss, valid_loss=vloss, hyp=hyp), f)
     print(f'final: steps {steps}  train loss {train_loss:.4f}  valid loss {vloss:.4f}  wrote {hyp}', flush=True)
