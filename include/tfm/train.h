@@ -65,7 +65,9 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
 /* Thread data parallelism, after the chunks (begun at t0 = tfm_profile_begin(g)): their wall time goes to
  * the profile, then grads of p += the k replicas' grads (summed in replica order, so the bits do not depend
- * on which thread ran which chunk), which are zeroed for the next step. */
+ * on which thread ran which chunk), which are zeroed for the next step. A replica may be p itself (its
+ * chunk computed straight into p's grads, which saves reading and zeroing one copy of the gradients): it is
+ * skipped. */
 void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
 /* Thread data parallelism's per-chunk state: *chunks = k zeroed 64-byte-aligned elements of `size` bytes
  * (a multiple of 64), *params = k pointers; 0, or -1 (out of memory, tfm error, nothing allocated). */

@@ -40,6 +40,7 @@ void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params 
         float *dst = p->grad;
         for (int r = 0; r < k; r++) {
             float *src = reps[r]->grad;
+            if (src == dst) continue;   /* this chunk computed into p's grads */
             for (size_t i = i0; i < i1; i++) dst[i] += src[i];
             for (size_t i = i0; i < i1; i++) src[i] = 0.0f;
         }

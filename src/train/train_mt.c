@@ -175,8 +175,9 @@ static double whole_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *trai
 }
 
 /* Thread data parallelism (tfm_train_ctl.parallel): k chunks of the (rank's part of the) batch, each on its
- * own replica of the model and graph, run by one thread with single-threaded kernels; the gradients are
- * summed in chunk order. The chunks are the parts rank*k .. rank*k+k-1 of the batch cut into ranks*k. */
+ * own graph and model (chunk 0 on the model itself, so its gradients need no copy; the others on replicas:
+ * the model's weights, their own gradients), run by one thread with single-threaded kernels; the gradients
+ * are summed in chunk order. The chunks are the parts rank*k .. rank*k+k-1 of the batch cut into ranks*k. */
 typedef struct {   /* 64-byte aligned: two threads never write one cache line */
     _Alignas(64) tfm_graph g;
     tfm_encdec *rep;
@@ -191,7 +192,7 @@ typedef struct {
 
 static void chunks_free(mt_chunks *ch) {
     for (int i = 0; i < ch->k; i++) {
-        tfm_encdec_free(ch->c[i].rep);
+        if (i > 0) tfm_encdec_free(ch->c[i].rep);   /* chunk 0 runs on the model itself */
         tfm_graph_free(&ch->c[i].g);
     }
     free(ch->c), free(ch->p);
@@ -206,9 +207,9 @@ static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) 
     for (int i = 0; i < k; i++) {
         mt_chunk *c = &ch->c[i];
         tfm_graph_init_worker(&c->g, g);
-        if (!(c->rep = tfm_encdec_replica(m))) return chunks_free(ch), -1;
+        if (!(c->rep = i == 0 ? m : tfm_encdec_replica(m))) return chunks_free(ch), -1;
         ch->p[i] = &c->rep->params;
-        tfm_params_zero_grad(ch->p[i]);
+        if (i > 0) tfm_params_zero_grad(ch->p[i]);   /* the model's: zeroed before the first step */
     }
     return 0;
 }
