@@ -14,7 +14,9 @@
 #       case, min-freq 2, max-len 40) for --epochs (default 2) on all 29,000 pairs; validation loss and
 #       greedy BLEU on val (tfm bleu for both sides); the twin is scripts/mt_twin_train.py (tfm's structure
 #       and init, Python port of tfm's preprocessing, checked against --dump-data first).
-#       Default 3 seeds. --max-steps S stops both sides after S optimizer steps (for a smoke test).
+#       Default 3 seeds. --max-steps S stops both sides after S optimizer steps (for a smoke test). The twin's
+#       weights are kept (twin_seedS.pt) for scripts/mt_eos_probe.py. Use --threads 1: the twin's outcome
+#       depends on torch's thread count (docs/RECIPES.md), tfm's does not.
 #
 # Runs are sequential, each side on --threads T (default 1; PyTorch with torch.set_num_threads(T) and
 # OPENBLAS_NUM_THREADS=1). A run whose results exist in --out (default /tmp/seed_study) is not redone, so
@@ -27,7 +29,7 @@ FRA=../shared/data/fra-eng/fra.txt
 M30K=../shared/data/multi30k
 PY=/usr/bin/python3   # Debian's torch 1.13
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 die() { echo "seed_study.sh: $*" >&2; exit 2; }
 
 # ---------------------------------------------------------------- arguments
@@ -135,7 +137,7 @@ m30k_twin() { # seed epochs dir
     local s=$1 e=$2 d=$3
     [ -s "$d/twin_seed$s.bleu" ] && return
     timed "$d/twin_seed$s.time" $PY scripts/mt_twin_train.py $M30K_TWIN --epochs "$e" --max-steps "$max_steps" --seed "$s" --threads "$threads" \
-        --out "$d" >"$d/twin_seed$s.log" 2>&1 || die "twin multi30k seed $s failed: $(tail -n 2 "$d/twin_seed$s.log")"
+        --out "$d" --save-weights >"$d/twin_seed$s.log" 2>&1 || die "twin multi30k seed $s failed: $(tail -n 2 "$d/twin_seed$s.log")"
     $TFM bleu "$d/twin_seed$s.hyp" $M30K/val.en >"$d/twin_seed$s.bleu"
 }
 
