@@ -23,8 +23,7 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
  * and a graph must not use a stale set. An OpenBLAS build packs nothing (the set is empty). */
 typedef struct tfm_weight_packs {
     int n;
-    const float **w;          /* the weights' data, looked up by tfm_linear */
-    const tfm_tensor **t;     /* their tensors (for refresh) */
+    const tfm_tensor **t;     /* the weights (tfm_linear finds W by its data pointer) */
     float **packed;           /* tfm_gemm_pack_b(1, out, in, W) of each */
 } tfm_weight_packs;
 int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params);   /* 0, or -1 (out of memory) */

@@ -98,8 +98,10 @@ typedef struct {
     int lda, ldb, ldc;
     int pack_a; /* 1: always pack op(A) (tests compare this with reading A in place) */
     const float *Bp; /* op(B) packed in advance (tfm_gemm_pack_b), or NULL: pack it here */
-    int ncap;        /* N rounded up to NR: the row length of Bp's depth blocks */
 } gemm_args;
+
+/* n rounded up to whole NR-wide panels (the row length of a packed B depth block) */
+static inline int nr_round(int n) { return (n + NR - 1) / NR * NR; }
 
 const char *tfm_gemm_backend(void) {
     tfm_isa isa = tfm_isa_active();
@@ -491,7 +493,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
     if (m0 >= m1 || n0 >= n1) return;
     const int K = g->K, kcb = pick_kc(K);
     const int nmax = n1 - n0 < TFM_GEMM_NC ? n1 - n0 : TFM_GEMM_NC;
-    const int ncap = (nmax + NR - 1) / NR * NR;
+    const int ncap = nr_round(nmax);
     /* buffer: B panel (kcb x ncap), A block (MC x kcb) + slack for 8-float loads of 6-float groups */
     const size_t bsz = (size_t)kcb * ncap;
     const size_t asz = (size_t)(TFM_GEMM_MC + MR) * kcb + 16;
@@ -504,7 +506,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
             const int kc = K - pc < kcb ? K - pc : kcb;
             const float beff = pc == 0 ? g->beta : 1.0f;
             const float *bpack = bufB; /* the KC x NC slice of op(B) in NR-wide panels */
-            if (g->Bp) bpack = g->Bp + (size_t)pc * g->ncap + (size_t)jc * kc;
+            if (g->Bp) bpack = g->Bp + (size_t)pc * nr_round(g->N) + (size_t)jc * kc;
 #if TFM_HAVE_X86
             else if (avx) pack_b_avx2(g, pc, jc, kc, nc, bufB);
 #endif
@@ -744,8 +746,7 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
                      int pack_a, const float *Bp) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
-    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp,
-                         (N + NR - 1) / NR * NR};
+    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp};
     if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
 
     const long long work = (long long)M * N * K;
@@ -804,13 +805,13 @@ void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *
 #else
 /* Depth blocks of pick_kc(K) one after the other, each all of N in NR-wide panels (zero padded): the
  * panels gemm_rect packs for columns [jc, jc + nc) at depth pc are at Bp + pc * ncap + jc * kc. */
-size_t tfm_gemm_packed_b_floats(int N, int K) { return N > 0 && K > 0 ? (size_t)K * ((N + NR - 1) / NR * NR) : 0; }
+size_t tfm_gemm_packed_b_floats(int N, int K) { return N > 0 && K > 0 ? (size_t)K * nr_round(N) : 0; }
 
 void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp) {
     const gemm_args g = {.tb = trans_b, .N = N, .K = K, .B = B, .ldb = ldb};
     const int kcb = pick_kc(K);
-    const size_t ncap = (size_t)(N + NR - 1) / NR * NR;
-    for (int pc = 0; pc < K; pc += kcb) pack_b_c(&g, pc, 0, K - pc < kcb ? K - pc : kcb, N, Bp + (size_t)pc * ncap);
+    for (int pc = 0; pc < K; pc += kcb)
+        pack_b_c(&g, pc, 0, K - pc < kcb ? K - pc : kcb, N, Bp + (size_t)pc * nr_round(N));
 }
 #endif
 

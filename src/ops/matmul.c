@@ -104,15 +104,13 @@ int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params) {
     int n = 0;
     for (int i = 0; i < params->n; i++) n += params->t[i]->ndim == 2;
     if (!n) return 0;
-    p->w = calloc((size_t)n, sizeof *p->w);
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
-    if (!p->w || !p->t || !p->packed) goto fail;
+    if (!p->t || !p->packed) goto fail;
     for (int i = 0; i < params->n; i++) {
         const tfm_tensor *W = params->t[i];
         if (W->ndim != 2) continue;
         p->t[p->n] = W;
-        p->w[p->n] = W->data;
         size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
         p->packed[p->n] = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the kernels load B panels aligned */
         if (!p->packed[p->n++]) goto fail;
@@ -136,7 +134,6 @@ void tfm_weight_packs_free(tfm_weight_packs *p) {
     for (int i = 0; p->packed && i < p->n; i++) free(p->packed[i]);
     free(p->packed);
     free(p->t);
-    free((void *)p->w);
     memset(p, 0, sizeof *p);
 }
 
@@ -145,7 +142,7 @@ static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
     const tfm_weight_packs *p = g->packs;
     if (!p) return NULL;
     for (int i = 0; i < p->n; i++)
-        if (p->w[i] == W->data) return p->packed[i];
+        if (p->t[i]->data == W->data) return p->packed[i];
     return NULL;
 }
 
