@@ -215,8 +215,9 @@ typedef struct tfm_graph {
      * race): exact_attention = 1 makes MultiHeadAttention take the exact path (scores, masked softmax,
      * weights @ V) instead of the fused op, tfm_graph_init sets it when the environment has
      * TFM_EXACT_ATTENTION=1; attention_tiled = 1 makes the fused op always use key tiles, never its
-     * materialised per-batch-entry variant (tests compare the two). */
-    int exact_attention, attention_tiled;
+     * materialised per-batch-entry variant, attention_recompute = 1 makes that variant recompute the
+     * probabilities in the backward instead of keeping them (tests compare the three). */
+    int exact_attention, attention_tiled, attention_recompute;
     /* Weights packed in advance for the GEMMs of tfm_linear (include/tfm/ops.h, tfm_weight_packs), or NULL.
      * Set only while the weights stay fixed (decoding); worker graphs inherit it. */
     const struct tfm_weight_packs *packs;

@@ -87,11 +87,13 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
  * (online softmax over key tiles; the backward recomputes scores from the saved row logsumexp).
  * q (B,Tq,H*dk) -> out (B,Tq,H*dv). k, v: (B,Tk,H*dk), (B,Tk,H*dv), or with kv_heads_first
  * (B,H,Tk,dk), (B,H,Tk,dv). mask: as tfm_masked_softmax with n_heads = H (its n_heads is ignored).
- * No weights output: use the exact path for that. Only the row logsumexp (B,H,Tq) is saved.
+ * No weights output: use the exact path for that. The row logsumexp (B,H,Tq) is saved.
  * When grad is tracked and Tk <= 128 (training on short sequences) the tile is one batch entry's
- * (H,Tq,Tk) block instead of a key tile: scores and probabilities through strided batched GEMMs
- * in per-thread scratch (faster on CPU at these sizes), recomputed in the backward; still no permutes
- * and no (B,H,Tq,Tk) tensor. g->attention_tiled = 1 disables that (tests). */
+ * (H,Tq,Tk) block instead of a key tile: scores and probabilities formed whole (faster on CPU at these
+ * sizes, and only up to each row's last visible key); the probabilities (B,H,Tq,Tk rounded up to 8)
+ * are kept for the backward when they take at most 64 MiB, else recomputed there from the logsumexp.
+ * Still no permutes. g->attention_tiled = 1 disables the per-entry variant, g->attention_recompute = 1
+ * makes it always recompute (tests). */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale);
 /* The same with inverted dropout p on the attention weights when g->training (the per-batch-entry

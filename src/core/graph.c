@@ -54,6 +54,7 @@ void tfm_graph_free(tfm_graph *g) {
 void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g) {
     tfm_graph_init(w, 0);
     w->exact_attention = g->exact_attention, w->attention_tiled = g->attention_tiled;
+    w->attention_recompute = g->attention_recompute;
     w->profile = g->profile;
     w->packs = g->packs;
 }

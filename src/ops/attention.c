@@ -21,9 +21,13 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#if TFM_X86
+#include <immintrin.h>
+#endif
 
 #define TILE 64
 #define TFM_ATTN_MAT_MAX_TK 128
+#define TFM_ATTN_KEEP_P_MAX ((size_t)1 << 24) /* floats (64 MiB) of P an op keeps for its backward */
 
 typedef struct {
     float *data, *grad;
@@ -48,6 +52,8 @@ typedef struct {
     float scale;
     view q, k, v, o;
     const float *lse;
+    float *probs;       /* materialised variant: P of every entry, (B,H,Tq,ldp), kept from the forward for
+                           the backward (NULL: the backward recomputes it) */
     const tfm_mask *mask;
     int drop;           /* attention dropout (per-batch-entry variant only) */
     uint64_t key;       /* its counter-based RNG key (the same bits tfm_dropout draws; the backward
@@ -288,115 +294,330 @@ static void attn_backward(const attn_args *a, int nt) {
 }
 
 /* ---------------------------------------------------------------- per-batch-entry variant
- * For short sequences with grad tracked (training), whole (Tq,Tk) score blocks of one batch entry through
- * strided batched GEMMs are faster on a CPU than the row-by-row tiled kernel. The
- * forward forms S = scale Q K^T and P = masked softmax(S) for one batch entry's H heads in per-thread
- * scratch, O = P V straight into the (B,T,H*d) layout, and saves only the row logsumexp, like the tiled
- * kernel: no (B,H,Tq,Tk) tensor is kept. The backward recomputes that entry's P = exp(S - lse) (one more
- * batched GEMM), regenerates the dropout mask from its key, then dP = dO V^T, dV += P^T dO,
- * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch entry
- * (the GEMMs inside run single-threaded), so results do not depend on the thread count. */
+ * For short sequences with grad tracked (training), whole (Tq,Tk) score blocks of one batch entry are faster
+ * on a CPU than the row-by-row tiled kernel. The forward forms S = scale Q K^T and P = masked softmax(S) for
+ * one batch entry's H heads, O = P V straight into the (B,T,H*d) layout, and saves the row logsumexp. With
+ * grad tracked and P at most TFM_ATTN_KEEP_P_MAX floats, P of all entries is kept in the arena for the
+ * backward (saving S = scale Q K^T and the exponentials a second time); above that, P lives in per-thread
+ * scratch and the backward recomputes it as exp(S - lse), as the tiled kernel does. The backward then
+ * regenerates the dropout mask from its key, and forms dP = dO V^T, dV += P^T dO,
+ * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch entry,
+ * so results do not depend on the thread count.
+ *
+ * The products are small (Tk <= 128, a head's d columns), too small for tfm_gemm's packing to pay off, so
+ * they go through mm() below, which reads every operand in place. Each product also skips what the mask
+ * hides: a row of P is 0 past its extent (its last visible key; all Tk keys for a row that is uniform or
+ * whose hidden keys keep a non-zero weight, see block_probs), so S and dP are formed only up to the
+ * extents of each 3-row block (rounded up to 8 columns), P V and dS K only over them, and P^T dO and
+ * dS^T Q start at the first query that sees the key block when the extents grow with the query (causal).
+ * Score rows in scratch have ldp = Tk rounded up to 8 floats. */
 
-/* S = scale Q K^T for batch entry b, all heads: (H, Tq, Tk) */
-static void block_scores(const attn_args *a, int b, float *S) {
-    size_t hs = (size_t)a->Tq * a->Tk;
-    tfm_gemm_batched(a->H, 0, 1, a->Tq, a->Tk, a->dk, a->scale, a->q.data + b * a->q.sb, (int)a->q.st, a->q.sh,
-                     a->k.data + b * a->k.sb, (int)a->k.st, a->k.sh, 0.0f, S, a->Tk, hs);
+/* C(i,j) (+)= sum_{k0 <= k < k1} a(i,k) B[k*ldb + j], i < m, j < n, a(i,k) = A[i*rsa + k*csa]; acc: add to C
+ * (else overwrite it). Each element: C (or 0), then the k terms in order. */
+#define MM_ARGS int m, int n, int k0, int k1, const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, \
+                ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc
+typedef void (*mm_fn)(MM_ARGS);
+
+static void mm_c(MM_ARGS) {
+    for (int i = 0; i < m; i++) {
+        float *c = C + i * ldc;
+        if (!acc) for (int j = 0; j < n; j++) c[j] = 0.0f;
+        for (int k = k0; k < k1; k++) {
+            const float a = A[i * rsa + k * csa], *b = B + k * ldb;
+            for (int j = 0; j < n; j++) c[j] += a * b[j];
+        }
+    }
 }
 
-/* Scores -> probabilities in place. Forward (lse_out): the d2l masked softmax, saving each row's
- * logsumexp (NAN for a row with no visible key, which is uniform). Backward: exp(S - lse) from the saved
- * values. Hidden keys get exp(-1e6 - max) (0 unless every visible score is below -1e6). */
-static void block_probs(const attn_args *a, int b, float *P, float *lse_out) {
+/* rows per block: the unit of the mask skipping, and of the AVX2 register block (3 x 4 accumulators +
+ * 3 broadcasts + 1 B vector = 16 ymm) */
+#define MM_ROWS 3
+
+#if TFM_X86
+/* One block of R rows x 8*NV columns (R, NV constants after inlining, so c[][] lives in registers). */
+TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void mm_block_avx2(int R, int NV, int k0, int k1,
+        const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc) {
+    __m256 c[MM_ROWS][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) c[r][v] = acc ? _mm256_loadu_ps(C + r * ldc + 8 * v) : _mm256_setzero_ps();
+    for (int k = k0; k < k1; k++) {
+        const float *b = B + k * ldb;
+        __m256 a[MM_ROWS];
+        for (int r = 0; r < R; r++) a[r] = _mm256_broadcast_ss(A + r * rsa + k * csa);
+        for (int v = 0; v < NV; v++) {
+            __m256 bv = _mm256_loadu_ps(b + 8 * v);
+            for (int r = 0; r < R; r++) c[r][v] = _mm256_fmadd_ps(a[r], bv, c[r][v]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
+}
+
+TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
+    for (int i0 = 0; i0 < m; i0 += MM_ROWS) {
+        const int R = m - i0 < MM_ROWS ? m - i0 : MM_ROWS;
+        const float *Ai = A + i0 * rsa;
+        float *Ci = C + i0 * ldc;
+        int j0 = 0;
+        for (; j0 + 8 <= n; j0 += 32) {
+            const int nv = (n - j0) / 8 < 4 ? (n - j0) / 8 : 4;
+#define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx2(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc); break
+            switch (R * 8 + nv) {
+            MM_CASE(1, 1); MM_CASE(1, 2); MM_CASE(1, 3); MM_CASE(1, 4);
+            MM_CASE(2, 1); MM_CASE(2, 2); MM_CASE(2, 3); MM_CASE(2, 4);
+            MM_CASE(3, 1); MM_CASE(3, 2); MM_CASE(3, 3); MM_CASE(3, 4);
+            }
+#undef MM_CASE
+            if (nv < 4) { j0 += 8 * nv; break; }
+        }
+        for (int r = 0; r < R; r++) /* the last n % 8 columns */
+            for (int j = j0; j < n; j++) {
+                float t = acc ? Ci[r * ldc + j] : 0.0f;
+                for (int k = k0; k < k1; k++) t = fmaf(Ai[r * rsa + k * csa], B[k * ldb + j], t);
+                Ci[r * ldc + j] = t;
+            }
+    }
+}
+static mm_fn mm_for_isa(void) { return tfm_isa_active() >= TFM_ISA_AVX2 ? mm_avx2 : mm_c; }
+#else
+static mm_fn mm_for_isa(void) { return mm_c; }
+#endif
+
+static inline int round8(int n) { return (n + 7) & ~7; }
+
+/* Xt[c*ldp + j] = s * x[b,h,j,c] for j < T, 0 for T <= j < ldp */
+static void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, float s, float *xt) {
+    const float *base = x->data + view_at(x, b, h);
+    for (int c = 0; c < d; c++) {
+        float *o = xt + (size_t)c * ldp;
+        for (int j = 0; j < T; j++) o[j] = s * base[j * x->st + c];
+        for (int j = T; j < ldp; j++) o[j] = 0.0f;
+    }
+}
+
+/* Per-entry scratch: P, dS (backward), dropped P (dropout) as (H, Tq, ldp); one head's K^T or V^T; the
+ * rows' visible-key counts and extents (H, Tq). */
+typedef struct {
+    int ldp;
+    size_t hs; /* Tq * ldp */
+    float *P, *dS, *Pd, *Xt;
+    int *lim, *ext;
+} mat_scratch;
+
+/* P of one batch entry's heads, in floats */
+static size_t entry_probs_floats(const attn_args *a) { return (size_t)a->H * a->Tq * round8(a->Tk); }
+
+/* scratch per thread; P is in it unless the forward keeps it (a->probs) */
+static size_t mat_scratch_floats(const attn_args *a, int backward) {
+    size_t d = (size_t)(a->dk > a->dv ? a->dk : a->dv), blocks = (a->probs ? 0 : 1) + backward + a->drop;
+    return (entry_probs_floats(a) * blocks + d * round8(a->Tk) + 2 * (size_t)a->H * a->Tq + 16 + 15) & ~(size_t)15;
+}
+
+static mat_scratch mat_scratch_at(const attn_args *a, int b, int backward, float *buf) {
+    mat_scratch m;
+    m.ldp = round8(a->Tk);
+    m.hs = (size_t)a->Tq * m.ldp;
+    size_t all = entry_probs_floats(a);
+    if (a->probs) m.P = a->probs + (size_t)b * all;
+    else m.P = buf, buf += all;
+    m.dS = backward ? buf : NULL;
+    m.Pd = a->drop ? buf + all * backward : m.P;
+    m.Xt = buf + all * (backward + a->drop);
+    m.lim = (int *)(m.Xt + (size_t)(a->dk > a->dv ? a->dk : a->dv) * m.ldp);
+    m.ext = m.lim + (size_t)a->H * a->Tq;
+    return m;
+}
+
+/* the largest of x[i0..i0+R) */
+static int max_of(const int *x, int R) {
+    int mx = 0;
+    for (int r = 0; r < R; r++) mx = x[r] > mx ? x[r] : mx;
+    return mx;
+}
+
+/* The first row whose x exceeds j0 when x never decreases along the rows (else 0: every row). */
+static int first_row_past(const int *x, int T, int j0, int grows) {
+    if (!grows) return 0;
+    int i = 0;
+    while (i < T && x[i] <= j0) i++;
+    return i;
+}
+
+static int never_decreases(const int *x, int T) {
+    for (int i = 1; i < T; i++)
+        if (x[i] < x[i - 1]) return 0;
+    return 1;
+}
+
+/* Scores -> probabilities for head h of batch entry b, rows of S (first lim[i] columns valid) in place.
+ * Forward (lse_out): the d2l masked softmax, saving each row's logsumexp (NAN for a row with no visible
+ * key, which is uniform). Backward: exp(S - lse) from the saved values. Hidden keys get exp(-1e6 - max)
+ * (0 unless every visible score is below -1e6); a row's extent is lim, or Tk where that weight is not 0
+ * or the row is uniform. */
+static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *lse_out) {
     int Tq = a->Tq, Tk = a->Tk;
-    size_t hs = (size_t)Tq * Tk;
-    for (int h = 0; h < a->H; h++)
-        for (int i = 0; i < Tq; i++) {
-            float *row = P + h * hs + (size_t)i * Tk;
-            size_t li = ((size_t)b * a->H + h) * Tq + i;
-            int lim = visible(a, b, i);
-            if (lim <= 0) {
-                for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
-                if (lse_out) lse_out[li] = NAN;
-                continue;
-            }
-            if (!lse_out) {
-                float l = a->lse[li], hid = lim < Tk ? tfm_expf(-1e6f - l) : 0.0f;
-                tfm_vexp_sum(row, row, l, (size_t)lim);
-                for (int j = lim; j < Tk; j++) row[j] = hid;
-                continue;
-            }
-            float mx = tfm_vmax(row, (size_t)lim);
-            if (lim < Tk && mx < -1e6f) mx = -1e6f;
-            float sum = tfm_vexp_sum(row, row, mx, (size_t)lim);
-            float hid = lim < Tk ? tfm_expf(-1e6f - mx) : 0.0f;
-            for (int j = lim; j < Tk; j++) row[j] = hid;
-            sum += hid * (Tk - lim);
+    float *P = ms->P + h * ms->hs;
+    const int *lim = ms->lim + h * Tq;
+    int *ext = ms->ext + h * Tq;
+    for (int i = 0; i < Tq; i++) {
+        float *row = P + (size_t)i * ms->ldp;
+        size_t li = ((size_t)b * a->H + h) * Tq + i;
+        int L = lim[i];
+        float hid;
+        if (L <= 0) {
+            for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
+            if (lse_out) lse_out[li] = NAN;
+            ext[i] = Tk;
+            continue;
+        }
+        if (!lse_out) {
+            float l = a->lse[li];
+            hid = L < Tk ? tfm_expf(-1e6f - l) : 0.0f;
+            tfm_vexp_sum(row, row, l, (size_t)L);
+        } else {
+            float mx = tfm_vmax(row, (size_t)L);
+            if (L < Tk && mx < -1e6f) mx = -1e6f;
+            float sum = tfm_vexp_sum(row, row, mx, (size_t)L);
+            hid = L < Tk ? tfm_expf(-1e6f - mx) : 0.0f;
+            sum += hid * (Tk - L);
             float inv = 1.0f / sum;
-            for (int j = 0; j < Tk; j++) row[j] *= inv;
+            for (int j = 0; j < L; j++) row[j] *= inv;
+            hid *= inv;
             lse_out[li] = mx + logf(sum);
         }
+        for (int j = L; j < Tk; j++) row[j] = hid;
+        ext[i] = hid != 0.0f ? Tk : L;
+    }
 }
 
 /* Pd = dropout(P) for batch entry b: element order (b,h,i,j), as tfm_dropout on (B*H,Tq,Tk). With g
  * non-NULL, also g *= the same mask and scale (the backward's dP). */
-static void block_dropout(const attn_args *a, int b, const float *P, float *Pd, float *g) {
-    size_t n = (size_t)a->H * a->Tq * a->Tk, base = (size_t)b * n;
-    for (size_t x = 0; x < n; x++) {
-        int k = tfm_drop_hash(a->key + base + x) >= a->thresh;
-        Pd[x] = k ? P[x] * a->dscale : 0.0f;
-        if (g) g[x] = k ? g[x] * a->dscale : 0.0f;
+static void block_dropout(const attn_args *a, int b, const mat_scratch *ms, float *g) {
+    size_t x = (size_t)b * a->H * a->Tq * a->Tk;
+    for (int hi = 0; hi < a->H * a->Tq; hi++) {
+        size_t o = (size_t)hi * ms->ldp;
+        for (int j = 0; j < a->Tk; j++, x++) {
+            int keep = tfm_drop_hash(a->key + x) >= a->thresh;
+            ms->Pd[o + j] = keep ? ms->P[o + j] * a->dscale : 0.0f;
+            if (g) g[o + j] = keep ? g[o + j] * a->dscale : 0.0f;
+        }
     }
 }
 
+/* P for every head of batch entry b: S = scale Q K^T up to each 3-row block's visible keys, then the
+ * masked softmax (forward: lse_out receives the logsumexps; backward: from the saved ones). */
+static void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, float *lse_out) {
+    int Tq = a->Tq, Tk = a->Tk, dk = a->dk;
+    for (int h = 0; h < a->H; h++) {
+        int *lim = ms->lim + h * Tq;
+        for (int i = 0; i < Tq; i++) lim[i] = visible(a, b, i);
+        gather_t_pad(&a->k, b, h, Tk, dk, ms->ldp, a->scale, ms->Xt);
+        const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
+        float *S = ms->P + h * ms->hs;
+        for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+            int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(lim + i0, R));
+            mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0);
+        }
+        block_probs(a, b, h, ms, lse_out);
+    }
+}
+
+/* The backward over a kept P: each row's visible keys and extent, as block_probs finds them from lse. */
+static void kept_probs_limits(const attn_args *a, int b, const mat_scratch *ms) {
+    for (int h = 0; h < a->H; h++)
+        for (int i = 0; i < a->Tq; i++) {
+            int L = visible(a, b, i), x = h * a->Tq + i;
+            float l = a->lse[((size_t)b * a->H + h) * a->Tq + i];
+            ms->lim[x] = L;
+            ms->ext[x] = L <= 0 || (L < a->Tk && tfm_expf(-1e6f - l) != 0.0f) ? a->Tk : L;
+        }
+}
+
 static void mat_forward(const attn_args *a, float *lse, int nt) {
-    int H = a->H, Tq = a->Tq, Tk = a->Tk;
-    size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 2 : 1) * blk;
+    size_t per = mat_scratch_floats(a, 0);
     float *buf = thread_scratch(per, nt);
+    const mm_fn mm = mm_for_isa();
+    int Tq = a->Tq, dv = a->dv;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
-        float *P = buf + per * omp_get_thread_num(), *Pv = P;
-        block_scores(a, b, P);
-        block_probs(a, b, P, lse);
-        if (a->drop) block_dropout(a, b, P, Pv = P + blk, NULL);
-        tfm_gemm_batched(H, 0, 0, Tq, a->dv, Tk, 1.0f, Pv, Tk, hs, a->v.data + b * a->v.sb, (int)a->v.st, a->v.sh,
-                         0.0f, a->o.data + b * a->o.sb, (int)a->o.st, a->o.sh);
+        mat_scratch ms = mat_scratch_at(a, b, 0, buf + per * omp_get_thread_num());
+        block_probs_all(a, b, &ms, mm, lse);
+        if (a->drop) block_dropout(a, b, &ms, NULL);
+        for (int h = 0; h < a->H; h++) { /* O = P V over each block's extent */
+            const int *ext = ms.ext + h * Tq;
+            const float *P = ms.Pd + h * ms.hs, *V = a->v.data + view_at(&a->v, b, h);
+            float *O = a->o.data + b * a->o.sb + h * a->o.sh;
+            for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+                int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
+                mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
+                   O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0);
+            }
+        }
+    }
+}
+
+/* dX[j] += sum_i Y(i,j) Z_i for keys j (3 at a time), from the first query whose x exceeds the block's
+ * first key: dV += P^T dO (x = extents) and dK += dS^T Q (x = visible counts). */
+static void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm, const float *Y, const int *x,
+                            const float *Z, size_t zst, float *dX, size_t xst, int d) {
+    int grows = never_decreases(x, a->Tq);
+    for (int j0 = 0; j0 < a->Tk; j0 += MM_ROWS) {
+        int R = a->Tk - j0 < MM_ROWS ? a->Tk - j0 : MM_ROWS, i0 = first_row_past(x, a->Tq, j0, grows);
+        if (i0 < a->Tq)
+            mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1);
     }
 }
 
 static void mat_backward(const attn_args *a, int nt) {
-    int H = a->H, Tq = a->Tq, Tk = a->Tk;
-    size_t hs = (size_t)Tq * Tk, blk = (size_t)H * hs + 16, per = (a->drop ? 3 : 2) * blk;
+    size_t per = mat_scratch_floats(a, 1);
     float *buf = thread_scratch(per, nt);
+    const mm_fn mm = mm_for_isa();
+    int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
     for (int b = 0; b < a->B; b++) {
-        float *P = buf + per * omp_get_thread_num(), *dS = P + blk, *Pv = P;
-        block_scores(a, b, P);
-        block_probs(a, b, P, NULL);
-        const float *dO = a->o.grad + b * a->o.sb;
-        int ost = (int)a->o.st;
-        /* dP = dO V^T */
-        tfm_gemm_batched(H, 0, 1, Tq, Tk, a->dv, 1.0f, dO, ost, a->o.sh, a->v.data + b * a->v.sb, (int)a->v.st,
-                         a->v.sh, 0.0f, dS, Tk, hs);
-        if (a->drop) block_dropout(a, b, P, Pv = dS + blk, dS); /* the dropped weights, and dP through the mask */
-        if (a->v.grad) /* dV += P^T dO (P after dropout) */
-            tfm_gemm_batched(H, 1, 0, Tk, a->dv, Tq, 1.0f, Pv, Tk, hs, dO, ost, a->o.sh, 1.0f,
-                             a->v.grad + b * a->v.sb, (int)a->v.st, a->v.sh);
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < Tq; i++) {
-                const float *p = P + h * hs + (size_t)i * Tk;
-                float *d = dS + h * hs + (size_t)i * Tk;
-                int lim = visible(a, b, i);
-                float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
-                for (int j = 0; j < lim; j++) d[j] = sc * p[j] * (d[j] - dot);
-                for (int j = lim > 0 ? lim : 0; j < Tk; j++) d[j] = 0.0f;
+        mat_scratch ms = mat_scratch_at(a, b, 1, buf + per * omp_get_thread_num());
+        if (a->probs) kept_probs_limits(a, b, &ms);
+        else block_probs_all(a, b, &ms, mm, NULL);
+        for (int h = 0; h < H; h++) { /* dP = dO V^T over each block's extent, 0 beyond */
+            const int *ext = ms.ext + h * Tq;
+            const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
+            float *dP = ms.dS + h * ms.hs;
+            gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, 1.0f, ms.Xt);
+            for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+                int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(ext + i0, R));
+                mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0);
+                for (int r = 0; r < R; r++)
+                    for (int j = w; j < Tk; j++) dP[(i0 + r) * ms.ldp + j] = 0.0f;
             }
-        if (a->q.grad) /* dQ += dS K */
-            tfm_gemm_batched(H, 0, 0, Tq, a->dk, Tk, 1.0f, dS, Tk, hs, a->k.data + b * a->k.sb, (int)a->k.st, a->k.sh,
-                             1.0f, a->q.grad + b * a->q.sb, (int)a->q.st, a->q.sh);
-        if (a->k.grad) /* dK += dS^T Q */
-            tfm_gemm_batched(H, 1, 0, Tk, a->dk, Tq, 1.0f, dS, Tk, hs, a->q.data + b * a->q.sb, (int)a->q.st, a->q.sh,
-                             1.0f, a->k.grad + b * a->k.sb, (int)a->k.st, a->k.sh);
+        }
+        if (a->drop) block_dropout(a, b, &ms, ms.dS); /* the dropped weights, and dP through the mask */
+        for (int h = 0; h < H; h++) {
+            const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
+            if (a->v.grad) /* dV += P^T dO (P after dropout) */
+                keys_by_queries(a, &ms, mm, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
+                                a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
+            const int *lim = ms.lim + h * Tq;
+            float *dS = ms.dS + h * ms.hs;
+            for (int i = 0; i < Tq; i++) { /* dS = scale P (dP - rowsum(dP P)) on visible keys */
+                const float *p = ms.P + h * ms.hs + (size_t)i * ms.ldp;
+                float *d = dS + (size_t)i * ms.ldp;
+                float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
+                for (int j = 0; j < lim[i]; j++) d[j] = sc * p[j] * (d[j] - dot);
+                for (int j = lim[i] > 0 ? lim[i] : 0; j < Tk; j++) d[j] = 0.0f;
+            }
+            const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
+            if (a->q.grad) { /* dQ += dS K over each block's visible keys */
+                const float *K = a->k.data + view_at(&a->k, b, h);
+                float *dQ = a->q.grad + b * a->q.sb + h * a->q.sh;
+                for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+                    int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
+                    mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
+                       dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1);
+                }
+            }
+            if (a->k.grad) /* dK += dS^T Q */
+                keys_by_queries(a, &ms, mm, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
+        }
     }
 }
 
@@ -438,8 +659,10 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled;
     float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
-                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, mask,
+                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, NULL, mask,
                    0, 0, 0, 1.0f};
+    size_t probs = (size_t)B * entry_probs_floats(&a);
+    if (mat && grad && probs <= TFM_ATTN_KEEP_P_MAX && !g->attention_recompute) a.probs = tfm_arena_alloc(&g->arena, sizeof(float) * probs);
     if (drop) {
         a.drop = 1;
         a.key = tfm_drop_key(g) + tfm_drop_offset(g, (size_t)B * H * Tq * Tk);
@@ -451,6 +674,7 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     tfm_node *n = tfm_graph_push(g, TFM_OP_ATTENTION, out, 3, in);
     if (n) {
         n->saved = lse;
+        n->aux2 = a.probs;
         n->ip[0] = H;
         n->ip[1] = kv_heads_first;
         n->ip[2] = mat;
@@ -491,7 +715,7 @@ tfm_tensor *tfm_attention_kv(tfm_graph *g, tfm_tensor *q, const tfm_kv_ref *kv, 
     view k = {(float *)kv->k, NULL, kv->sb, kv->sh, kv->st, kv->row};
     view v = {(float *)kv->v, NULL, kv->sb, kv->sh, kv->st, kv->row};
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), k, v, make_view(out, 0, H, Tq, dv), lse,
-                   mask, 0, 0, 0, 1.0f};
+                   NULL, mask, 0, 0, 0, 1.0f};
     attn_forward(&a, lse, tfm_get_threads());
     OP_END(g, TFM_OP_ATTENTION);
     return out;
@@ -503,7 +727,7 @@ void tfm_bw_attention(tfm_node *n) {
     int B = q->shape[0], Tq = q->shape[1], dk = q->shape[2] / H;
     int Tk = hf ? k->shape[2] : k->shape[1], dv = out->shape[2] / H;
     attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
-                   make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, n->aux,
+                   make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, (float *)n->aux2, n->aux,
                    n->ip[3], (uint64_t)(uint32_t)n->ip[4] | (uint64_t)(uint32_t)n->ip[5] << 32, (uint32_t)n->ip[6],
                    n->fp[1]};
     if (n->ip[2]) mat_backward(&a, tfm_get_threads());

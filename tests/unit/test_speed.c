@@ -16,6 +16,7 @@
 
 static tfm_rng rng;
 static int force_tiled;   /* the attention tests run each case with g->attention_tiled 0 and 1 */
+static int force_recompute; /* ... and the materialised variant with g->attention_recompute 0 and 1 */
 
 static void fill(float *x, size_t n, float s) {
     for (size_t i = 0; i < n; i++) x[i] = s * tfm_rng_normal(&rng);
@@ -128,6 +129,7 @@ static void run_mha(const attn_case *c, int mode, float **out, float **grad, siz
     tfm_params_zero_grad(&p);
     g.exact_attention = !mode;
     g.attention_tiled = force_tiled;
+    g.attention_recompute = force_recompute;
     tfm_tensor *y;
     if (c->self) y = tfm_MultiHeadAttention_forward(&g, &m, q, q, q, &c->mask);
     else if (c->kv_heads_first) {
@@ -161,25 +163,35 @@ static void test_attention_equal(void) {
         {"head-major K/V, causal + valid lens", 3, 4, 7, 2, 32, 0, 1, {.causal = 1, .valid_lens = vl_batch}, 0.0f},
         {"self-attention, attention dropout 0.3 (same masks)", 2, 9, 9, 2, 8, 1, 0, {.causal = 1}, 0.3f},
         {"head-major K/V, valid lens, dropout 0.3", 3, 4, 7, 2, 4, 0, 1, {.valid_lens = vl_query, .per_query = 1}, 0.3f},
+        /* the materialised variant's mask skipping: d a multiple of 8 (register blocks only) and not (a
+         * scalar tail), T not a multiple of 3 or 8, extents that grow (causal) and that do not (per-query
+         * lens with an empty row), Tq != Tk */
+        {"causal self-attention, GPT-like (T 64, d 32)", 2, 64, 64, 4, 32, 1, 0, {.causal = 1}, 0.0f},
+        {"causal self-attention, T 23, d 12, dropout 0.2", 2, 23, 23, 3, 12, 1, 0, {.causal = 1}, 0.2f},
+        {"cross-attention, per-query valid lens, d 16", 3, 4, 7, 2, 16, 0, 0, {.valid_lens = vl_query, .per_query = 1}, 0.0f},
+        {"cross-attention, per-batch valid lens, d 40", 3, 5, 7, 2, 40, 0, 0, {.valid_lens = vl_batch}, 0.0f},
+        {"head-major K/V, causal Tq < Tk + valid lens, d 24", 3, 4, 7, 2, 24, 0, 1, {.causal = 1, .valid_lens = vl_batch}, 0.1f},
     };
-    for (size_t i = 0; i < 2 * sizeof cases / sizeof *cases; i++) {
-        const attn_case *c = &cases[i / 2];
-        int tiled = i % 2; /* with grad tracked and Tk <= 128 the op materialises P unless forced tiled */
+    /* with grad tracked and Tk <= 128 the op materialises P (kept for the backward, or recomputed there)
+     * unless forced tiled */
+    static const char *variant[3] = {"materialised", "materialised, recomputed", "tiled"};
+    for (size_t i = 0; i < 3 * sizeof cases / sizeof *cases; i++) {
+        const attn_case *c = &cases[i / 3];
+        int v = i % 3;
         float *o0, *o1, *g0, *g1;
         size_t no, ng;
         run_mha(c, 0, &o0, &g0, &no, &ng);
-        force_tiled = tiled;
+        force_tiled = v == 2;
+        force_recompute = v == 1;
         run_mha(c, 1, &o1, &g1, &no, &ng);
-        force_tiled = 0;
+        force_tiled = force_recompute = 0;
         char name[200];
-        snprintf(name, sizeof name, "fused attention (%s) == exact (%s): values", tiled ? "tiled" : "materialised",
-                 c->name);
+        snprintf(name, sizeof name, "fused attention (%s) == exact (%s): values", variant[v], c->name);
         double scale = 1;
         for (size_t j = 0; j < no; j++) scale = fabs(o0[j]) > scale ? fabs(o0[j]) : scale;
         CHECK(name, max_abs_diff(o1, o0, no) <= 1e-5 * scale, "max diff %g (max |value| %g)", max_abs_diff(o1, o0, no),
               scale);
-        snprintf(name, sizeof name, "fused attention (%s) == exact (%s): grads", tiled ? "tiled" : "materialised",
-                 c->name);
+        snprintf(name, sizeof name, "fused attention (%s) == exact (%s): grads", variant[v], c->name);
         CHECK(name, rel_err(g1, g0, ng) <= 1e-4, "rel err %g", rel_err(g1, g0, ng));
         free(o0), free(o1), free(g0), free(g1);
     }
