@@ -29,6 +29,26 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
                       const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,
                       float beta, float *C, int ldc, size_t stride_c);
 
+/* GEMM work sharing between the threads of a data-parallel region (the training loops' chunks): each
+ * thread runs its own items (a chunk's forward and backward) with single-threaded kernels, and a thread
+ * with nothing left helps the others finish their GEMMs instead of waiting for them at the barrier (the
+ * chunks finish at different times: a thread the OS deschedules, another program on the machine).
+ *   before the region:  tfm_gemm_desk_open(d, items)
+ *   per item, in it:    tfm_gemm_share_begin(d, omp_get_thread_num()); ...the item...; tfm_gemm_share_end(d)
+ *   after a thread's items: tfm_gemm_help(d, omp_get_thread_num())   (returns once every item is done)
+ * Between begin and end, this thread's tfm_gemm calls (single-threaded, M >= 48 rows, >= 2^20
+ * multiply-adds) pack op(B) once and post their C in row blocks that any thread of the desk may compute;
+ * the results are the same bits whoever computes a block. The desk is set per thread (thread-local),
+ * for the duration of an item only. A desk serves at most `slots` threads (numbered 0..slots-1). */
+typedef struct tfm_gemm_desk tfm_gemm_desk;
+tfm_gemm_desk *tfm_gemm_desk_new(int slots);   /* NULL: out of memory */
+void tfm_gemm_desk_free(tfm_gemm_desk *d);
+void tfm_gemm_desk_open(tfm_gemm_desk *d, int items);
+void tfm_gemm_share_begin(tfm_gemm_desk *d, int slot);
+void tfm_gemm_share_end(tfm_gemm_desk *d);
+void tfm_gemm_help(tfm_gemm_desk *d, int slot);
+long tfm_gemm_desk_helped(const tfm_gemm_desk *d);   /* row blocks computed by helping threads so far */
+
 /* Name of the GEMM path in use ("avx512", "avx2-fma", "portable", "openblas"). */
 const char *tfm_gemm_backend(void);
 

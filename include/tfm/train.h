@@ -16,6 +16,7 @@
 #include "tfm/core.h"
 #include "tfm/dist.h"
 #include "tfm/gpt.h"
+#include "tfm/kernels.h"
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
 
@@ -73,6 +74,12 @@ void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params 
  * (a multiple of 64), *params = k pointers; 0, or -1 (out of memory, tfm error, nothing allocated). */
 int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k);
 /* A chunk's graph is tfm_graph_init_worker(chunk, g); tfm_profile_merge moves its --profile times into g. */
+/* Runs run(ctx, i) for the k chunks i of a step on tfm_get_threads() threads (each chunk on one thread,
+ * its kernels single-threaded, threads taking chunks as they become free). With a desk
+ * (tfm_gemm_desk_new(k), kernels.h), a thread that has no chunk left helps the others with their GEMMs
+ * until every chunk is done; NULL: it waits. */
+typedef void (*tfm_chunk_fn)(void *ctx, int i);
+void tfm_train_chunks_run(tfm_gemm_desk *desk, int k, tfm_chunk_fn run, void *ctx);
 /* Chunk c of k of the samples [start, start + count): [*c0, *c0 + *cn), sizes differing by at most one. */
 void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer

@@ -18,6 +18,8 @@
 #include "ops/isa.h"
 #include <math.h>
 #include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +41,18 @@ static void scale_c(int m, int n, float beta, float *C, int ldc) {
 
 static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
+/* The desk this thread posts its GEMMs to (tfm_gemm_share_begin .. _end), and its slot there. */
+static _Thread_local struct {
+    tfm_gemm_desk *desk;
+    int slot;
+} share_at;
+
+static inline void spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 #ifdef TFM_USE_OPENBLAS
 /* ------------------------------------------------------------------------------------------ */
 /* OpenBLAS backend                                                                              */
@@ -53,6 +67,20 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 const char *tfm_gemm_backend(void) { return "openblas"; }
+
+/* OpenBLAS threads inside its own calls: nothing is shared, helpers return at once. */
+struct tfm_gemm_desk { int slots; };
+tfm_gemm_desk *tfm_gemm_desk_new(int slots) {
+    tfm_gemm_desk *d = calloc(1, sizeof *d);
+    if (d) d->slots = slots;
+    return d;
+}
+void tfm_gemm_desk_free(tfm_gemm_desk *d) { free(d); }
+void tfm_gemm_desk_open(tfm_gemm_desk *d, int items) { (void)d; (void)items; }
+void tfm_gemm_share_begin(tfm_gemm_desk *d, int slot) { (void)d; (void)slot; }
+void tfm_gemm_share_end(tfm_gemm_desk *d) { (void)d; }
+void tfm_gemm_help(tfm_gemm_desk *d, int slot) { (void)d; (void)slot; }
+long tfm_gemm_desk_helped(const tfm_gemm_desk *d) { (void)d; return 0; }
 
 #else
 /* ------------------------------------------------------------------------------------------ */
@@ -741,6 +769,147 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
  * the OS deschedules (a busy machine) holds up at most the block it is on while the others take the rest.
  * Block edges are on MR/NR multiples, so every C element goes through the same kernel and the same k
  * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
+/* ---------------------------------- work sharing (tfm_gemm_desk) ------------------------- */
+/* A slot holds the GEMM its thread has posted: op(B) packed once in the slot's buffer, C in row blocks
+ * (on MR multiples) that threads claim from `next` and count in `done`. gen is odd while the GEMM is
+ * posted. A helper announces itself in `users` and then re-reads gen, so the owner, which waits for
+ * users == 0 before it rewrites the slot, never changes a GEMM a helper is reading. */
+#define SHARE_MIN_WORK (1LL << 20)
+#define SHARE_BLOCK_PANELS 4 /* at least 4 x MR = 24 rows per block */
+#define SHARE_MAX_BLOCKS 8
+#define SHARE_SPINS 2000 /* empty polls (~50 us) before a helper yields its core between polls */
+
+typedef struct {
+    _Alignas(64) atomic_uint gen;
+    atomic_int next, done, users;
+    gemm_args g;
+    tfm_isa isa;
+    int nblocks;
+    float *bp;
+    size_t bp_cap;
+} share_slot;
+
+struct tfm_gemm_desk {
+    int slots;
+    _Alignas(64) atomic_int busy; /* items not finished */
+    atomic_long helped;           /* blocks computed by helpers */
+    share_slot *slot;
+};
+
+tfm_gemm_desk *tfm_gemm_desk_new(int slots) {
+    tfm_gemm_desk *d = aligned_alloc(64, (sizeof *d + 63) / 64 * 64);
+    if (!d) return NULL;
+    memset(d, 0, sizeof *d);
+    d->slots = slots;
+    d->slot = aligned_alloc(64, (sizeof *d->slot * (size_t)slots + 63) / 64 * 64);
+    if (!d->slot) return free(d), NULL;
+    memset(d->slot, 0, sizeof *d->slot * (size_t)slots);
+    return d;
+}
+
+void tfm_gemm_desk_free(tfm_gemm_desk *d) {
+    if (!d) return;
+    for (int i = 0; i < d->slots; i++) free(d->slot[i].bp);
+    free(d->slot);
+    free(d);
+}
+
+void tfm_gemm_desk_open(tfm_gemm_desk *d, int items) { atomic_store(&d->busy, items); }
+
+long tfm_gemm_desk_helped(const tfm_gemm_desk *d) { return atomic_load(&((tfm_gemm_desk *)d)->helped); }
+
+void tfm_gemm_share_begin(tfm_gemm_desk *d, int slot) {
+    share_at.desk = slot >= 0 && slot < d->slots ? d : NULL;
+    share_at.slot = slot;
+}
+
+void tfm_gemm_share_end(tfm_gemm_desk *d) {
+    share_at.desk = NULL;
+    atomic_fetch_sub(&d->busy, 1);
+}
+
+static void share_block(share_slot *s, int b) {
+    const int mp = (s->g.M + MR - 1) / MR;
+    int m0 = (int)((long long)mp * b / s->nblocks) * MR, m1 = (int)((long long)mp * (b + 1) / s->nblocks) * MR;
+    gemm_rect(&s->g, m0, m1 < s->g.M ? m1 : s->g.M, 0, s->g.N, s->isa);
+}
+
+/* claim and compute blocks of s until none is left; returns how many this thread computed */
+static int share_work(share_slot *s) {
+    int b, n = 0;
+    while ((b = atomic_fetch_add(&s->next, 1)) < s->nblocks) {
+        share_block(s, b);
+        atomic_fetch_add(&s->done, 1);
+        n++;
+    }
+    return n;
+}
+
+/* op(B) (K,N) packed whole in gemm_rect's layout (tfm_gemm_pack_b's, with the fast packer) */
+static void pack_b_whole(const gemm_args *g, tfm_isa isa, float *Bp) {
+    const int kcb = pick_kc(g->K);
+    for (int pc = 0; pc < g->K; pc += kcb) {
+        const int kc = g->K - pc < kcb ? g->K - pc : kcb;
+        float *out = Bp + (size_t)pc * nr_round(g->N);
+#if TFM_HAVE_X86
+        if (isa >= TFM_ISA_AVX2) { pack_b_avx2(g, pc, 0, kc, g->N, out); continue; }
+#endif
+        (void)isa;
+        pack_b_c(g, pc, 0, kc, g->N, out);
+    }
+}
+
+/* Posts g to this thread's slot, computes blocks with any helpers, returns when all are done; 0 if it
+ * cannot (no memory for the packed B: the caller computes g alone). */
+static int gemm_shared(const gemm_args *g, tfm_isa isa) {
+    share_slot *s = &share_at.desk->slot[share_at.slot];
+    while (atomic_load(&s->users)) spin_pause(); /* a helper still leaving the previous GEMM */
+    s->g = *g;
+    if (!g->Bp) {
+        size_t need = (size_t)g->K * nr_round(g->N) + 16;
+        if (need > s->bp_cap) {
+            free(s->bp);
+            s->bp = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+            s->bp_cap = s->bp ? need : 0;
+            if (!s->bp) return 0;
+        }
+        pack_b_whole(g, isa, s->bp);
+        s->g.Bp = s->bp;
+    }
+    s->isa = isa;
+    int blocks = (g->M + MR - 1) / MR / SHARE_BLOCK_PANELS;
+    s->nblocks = blocks > SHARE_MAX_BLOCKS ? SHARE_MAX_BLOCKS : blocks;
+    atomic_store(&s->next, 0);
+    atomic_store(&s->done, 0);
+    atomic_fetch_add(&s->gen, 1); /* posted */
+    share_work(s);
+    while (atomic_load(&s->done) < s->nblocks) spin_pause();
+    atomic_fetch_add(&s->gen, 1); /* withdrawn */
+    return 1;
+}
+
+void tfm_gemm_help(tfm_gemm_desk *d, int self) {
+    int idle = 0;
+    while (atomic_load(&d->busy) > 0) {
+        int helped = 0;
+        for (int i = 0; i < d->slots; i++) {
+            share_slot *s = &d->slot[i];
+            unsigned gen = atomic_load(&s->gen);
+            if (i == self || !(gen & 1)) continue;
+            atomic_fetch_add(&s->users, 1);
+            if (atomic_load(&s->gen) == gen) {
+                int n = share_work(s);
+                if (n) atomic_fetch_add(&d->helped, n);
+                helped |= n;
+            }
+            atomic_fetch_sub(&s->users, 1);
+        }
+        if (helped) idle = 0;
+        else if (++idle < SHARE_SPINS) spin_pause();
+        else sched_yield(); /* nothing posted for a while: leave the core to whoever needs it */
+    }
+}
+
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
                      int pack_a, const float *Bp) {
@@ -748,6 +917,9 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp};
     if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
+    if (nt == 1 && share_at.desk && M >= 2 * SHARE_BLOCK_PANELS * MR && (long long)M * N * K >= SHARE_MIN_WORK &&
+        gemm_shared(&g, isa))
+        return;
 
     const long long work = (long long)M * N * K;
     if (nt > 1 && work < (long long)TFM_GEMM_MIN_WORK * nt) {

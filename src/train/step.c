@@ -48,6 +48,23 @@ void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params 
     tfm_profile_end(g, TFM_PHASE_REDUCE, tp);
 }
 
+void tfm_train_chunks_run(tfm_gemm_desk *desk, int k, tfm_chunk_fn run, void *ctx) {
+    int nt = tfm_get_threads();
+    if (desk) tfm_gemm_desk_open(desk, k);
+#pragma omp parallel num_threads(nt < k ? nt : k)
+    {
+        omp_set_num_threads(1);   /* this thread's chunk: its kernels run on it alone */
+        int self = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int i = 0; i < k; i++) {
+            if (desk) tfm_gemm_share_begin(desk, self);
+            run(ctx, i);
+            if (desk) tfm_gemm_share_end(desk);
+        }
+        if (desk) tfm_gemm_help(desk, self);
+    }
+}
+
 void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn) {
     int base = count / k, extra = count % k;
     *c0 = start + c * base + (c < extra ? c : extra);

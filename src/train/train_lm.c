@@ -58,8 +58,9 @@ static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tf
 
 /* Thread data parallelism (tfm_train_ctl.parallel): the slice is cut into k chunks, each computed on its own
  * replica (the model's weights, its own gradients) and graph by one thread with single-threaded kernels;
- * threads take chunks as they become free, so a descheduled thread holds up one chunk, not every op. The
- * gradients are summed in chunk order: the bits do not depend on which thread ran what. */
+ * threads take chunks as they become free, so a descheduled thread holds up one chunk, not every op, and a
+ * thread with no chunk left helps the others with their GEMMs (tfm_gemm_desk). The gradients are summed in
+ * chunk order: the bits do not depend on which thread ran what. */
 typedef struct {   /* one chunk's state; 64-byte aligned so two threads never write one cache line */
     _Alignas(64) tfm_graph g;
     tfm_gpt rep;         /* the model's replica: its weights, this chunk's gradients */
@@ -70,6 +71,7 @@ typedef struct {
     int k;
     lm_chunk *c;         /* (k) */
     tfm_params **p;      /* (k) &c[i].rep.params */
+    tfm_gemm_desk *desk; /* the chunks' GEMMs, shared with threads that are done */
 } lm_chunks;
 
 static void chunks_free(lm_chunks *ch) {
@@ -78,6 +80,7 @@ static void chunks_free(lm_chunks *ch) {
         tfm_graph_free(&ch->c[i].g);
     }
     free(ch->c), free(ch->p);
+    tfm_gemm_desk_free(ch->desk);
     *ch = (lm_chunks){0};
 }
 
@@ -86,6 +89,8 @@ static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k) {  
     if (k <= 0) return 0;
     if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, k)) return -1;
     ch->k = k;
+    if (!(ch->desk = tfm_gemm_desk_new(k)))
+        return chunks_free(ch), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d chunks)", k), -1;
     for (int i = 0; i < k; i++) {
         lm_chunk *c = &ch->c[i];
         tfm_graph_init_worker(&c->g, g);
@@ -102,26 +107,32 @@ static void chunks_profile(lm_chunks *ch, tfm_graph *g) {
     tfm_profile_merge(g, gs, ch->k);
 }
 
+typedef struct {   /* one micro-batch's chunks (tfm_train_chunks_run) */
+    lm_chunks *ch;
+    const tfm_lm_train_state *st;
+    const int *x, *y;
+    int start, count;
+    tfm_rng drop;   /* every chunk draws the same dropout keys (its samples' part of the masks) */
+} lm_micro;
+
+static void run_chunk(void *ctx, int i) {
+    lm_micro *mb = ctx;
+    lm_chunk *c = &mb->ch->c[i];
+    int c0, cn;
+    tfm_train_chunk(mb->start, mb->count, mb->ch->k, i, &c0, &cn);
+    c->g.rng = mb->drop;
+    c->loss += slice_step(&c->rep, &c->g, mb->st, mb->x, mb->y, c0, cn);
+}
+
 static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
                                tfm_rng *batch_rng, int *x, int *y, int start, int count) {
-    int k = ch->k, nt = tfm_get_threads();
+    int k = ch->k;
     double tp = tfm_profile_begin(g);
     for (int i = 0; i < k; i++) ch->c[i].loss = 0;
     for (int micro = 0; micro < st->grad_accum; micro++) {
         tfm_lm_get_batch(d, 0, batch_rng, st->batch_size, m->cfg.block_size, x, y);
-        tfm_rng drop = g->rng;   /* every chunk draws the same dropout keys (its samples' part of the masks) */
-#pragma omp parallel num_threads(nt < k ? nt : k)
-        {
-            omp_set_num_threads(1);   /* this thread's chunk: its kernels run on it alone */
-#pragma omp for schedule(dynamic, 1)
-            for (int i = 0; i < k; i++) {
-                lm_chunk *c = &ch->c[i];
-                int c0, cn;
-                tfm_train_chunk(start, count, k, i, &c0, &cn);
-                c->g.rng = drop;
-                c->loss += slice_step(&c->rep, &c->g, st, x, y, c0, cn);
-            }
-        }
+        lm_micro mb = {ch, st, x, y, start, count, g->rng};
+        tfm_train_chunks_run(ch->desk, k, run_chunk, &mb);
         g->rng = ch->c[0].g.rng;
     }
     tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);

@@ -188,6 +188,7 @@ typedef struct {
     int k;
     mt_chunk *c;
     tfm_params **p;
+    tfm_gemm_desk *desk;   /* the chunks' GEMMs, shared with threads that are done */
 } mt_chunks;
 
 static void chunks_free(mt_chunks *ch) {
@@ -196,6 +197,7 @@ static void chunks_free(mt_chunks *ch) {
         tfm_graph_free(&ch->c[i].g);
     }
     free(ch->c), free(ch->p);
+    tfm_gemm_desk_free(ch->desk);
     *ch = (mt_chunks){0};
 }
 
@@ -204,6 +206,8 @@ static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) 
     if (k <= 0) return 0;
     if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, k)) return -1;
     ch->k = k;
+    if (!(ch->desk = tfm_gemm_desk_new(k)))
+        return chunks_free(ch), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d chunks)", k), -1;
     for (int i = 0; i < k; i++) {
         mt_chunk *c = &ch->c[i];
         tfm_graph_init_worker(&c->g, g);
@@ -214,24 +218,34 @@ static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) 
     return 0;
 }
 
+typedef struct {   /* one step's chunks (tfm_train_chunks_run) */
+    mt_chunks *ch;
+    const tfm_nmt_arrays *train;
+    const int *bidx;
+    int nb;
+    const mt_slice *sl;
+    const tfm_mt_train_opts *o;
+    tfm_rng drop;
+} mt_step_chunks;
+
+static void run_chunk(void *ctx, int i) {
+    mt_step_chunks *sc = ctx;
+    mt_chunk *c = &sc->ch->c[i];
+    c->g.rng = sc->drop;
+    c->loss = slice_step(c->rep, &c->g, sc->train, sc->bidx, sc->nb, &sc->sl[i], sc->o);
+}
+
 /* The chunks of one step; returns the (rank's share of the) batch's mean loss, *n_tok the batch's tokens. */
 static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
                           int *w, int *bounds, int ranks, int rank, const tfm_mt_train_opts *o, int *n_tok) {
-    int k = ch->k, nt = tfm_get_threads();
+    int k = ch->k;
     double tp = tfm_profile_begin(g);
-    tfm_rng drop = g->rng;   /* every chunk draws the same dropout keys (its pairs' part of the masks) */
     mt_slice whole, sl[k];
     split_batch(train, bidx, nb, w, bounds, ranks * k, &whole);
     for (int i = 0; i < k; i++) sl[i] = slice_part(&whole, train, bidx, bounds, rank * k + i);
-#pragma omp parallel num_threads(nt < k ? nt : k)
-    {
-        omp_set_num_threads(1);   /* this thread's chunk: its kernels run on it alone */
-#pragma omp for schedule(dynamic, 1)
-        for (int i = 0; i < k; i++) {
-            ch->c[i].g.rng = drop;
-            ch->c[i].loss = slice_step(ch->c[i].rep, &ch->c[i].g, train, bidx, nb, &sl[i], o);
-        }
-    }
+    /* every chunk draws the same dropout keys (its pairs' part of the masks) */
+    mt_step_chunks sc = {ch, train, bidx, nb, sl, o, g->rng};
+    tfm_train_chunks_run(ch->desk, k, run_chunk, &sc);
     g->rng = ch->c[0].g.rng;
     tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     double loss = 0;
