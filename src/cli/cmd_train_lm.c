@@ -56,7 +56,6 @@ int cmd_train_lm(int argc, char **argv) {
         {"save-every", FLAG_INT, &ctl.save_every, "also checkpoint every N steps (0 = only at evals and the end)", 0},
         {"keep-last", FLAG_INT, &x.keep_last, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)", 0},
         {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
-        {"log-file", FLAG_STR, &log_file, "also write every step and evaluation as JSON lines (docs/LOGS.md)", 0},
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
                      "Trains a character-level GPT (pre-LN, tied LM head) with AdamW, warmup + cosine decay and\n"

@@ -28,6 +28,9 @@ check_command() {   # NAME, then the command words to get its --help
     section_of "$name" >"$TMP/sec"
     if [ ! -s "$TMP/sec" ]; then fail "man: tfm $name" "no section titled 'tfm $name' in $MAN"; return; fi
     "$TFM" "$@" --help >"$TMP/help" 2>&1
+    local dup
+    dup=$(grep -oE '^  --[a-z0-9-]+' "$TMP/help" | sort | uniq -d | tr '\n' ' ')
+    [ -z "$dup" ] && pass "tfm $name --help lists every flag once" || fail "tfm $name --help lists every flag once" "twice: $dup"
     local bad="" n=0 flag kind desc def
     while IFS= read -r line; do
         [[ $line =~ ^\ \ --([a-z0-9-]+)(\ ([NXS]))?\ +(.*)$ ]] || continue
