@@ -41,18 +41,6 @@ static void scale_c(int m, int n, float beta, float *C, int ldc) {
 
 static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
-/* The desk this thread posts its GEMMs to (tfm_gemm_share_begin .. _end), and its slot there. */
-static _Thread_local struct {
-    tfm_gemm_desk *desk;
-    int slot;
-} share_at;
-
-static inline void spin_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 #ifdef TFM_USE_OPENBLAS
 /* ------------------------------------------------------------------------------------------ */
 /* OpenBLAS backend                                                                              */
@@ -774,6 +762,18 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
  * (on MR multiples) that threads claim from `next` and count in `done`. gen is odd while the GEMM is
  * posted. A helper announces itself in `users` and then re-reads gen, so the owner, which waits for
  * users == 0 before it rewrites the slot, never changes a GEMM a helper is reading. */
+/* The desk this thread posts its GEMMs to (tfm_gemm_share_begin .. _end), and its slot there. */
+static _Thread_local struct {
+    tfm_gemm_desk *desk;
+    int slot;
+} share_at;
+
+static inline void spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 #define SHARE_MIN_WORK (1LL << 20)
 #define SHARE_BLOCK_PANELS 4 /* at least 4 x MR = 24 rows per block */
 #define SHARE_MAX_BLOCKS 8
