@@ -60,7 +60,9 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
 }
 
 /* Sum of squares in fixed blocks (partials in double, summed in block order): same bits for any thread count. */
-#define NORM_BLOCK 16384
+#define NORM_BLOCK 16384 /* a multiple of 8 (tfm_grad_norm's lanes) */
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
 float tfm_clip_coef(float norm, float max_norm) {
     return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
 }
@@ -84,8 +86,21 @@ float tfm_grad_norm(const tfm_params *p) {
 #pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < total ? i0 + NORM_BLOCK : total;
-        double acc[8] = {0};
-        for (size_t i = i0; i < i1; i++) acc[i & 7] += (double)gr[i] * gr[i];
+        /* acc[k] sums the squares of the elements i with i % 8 == k, in order (i0 is a multiple of 8):
+         * lane k of a0 and lane k of a1 hold acc[k] and acc[4 + k] (generic vectors: the compiler cannot
+         * vectorise acc[i & 7] itself) */
+        v4d a0 = {0, 0, 0, 0}, a1 = a0;
+        size_t i = i0;
+        for (; i + 8 <= i1; i += 8) {
+            v4f x0, x1;
+            memcpy(&x0, gr + i, sizeof x0);
+            memcpy(&x1, gr + i + 4, sizeof x1);
+            v4d d0 = __builtin_convertvector(x0, v4d), d1 = __builtin_convertvector(x1, v4d);
+            a0 += d0 * d0;
+            a1 += d1 * d1;
+        }
+        double acc[8] = {a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]};
+        for (; i < i1; i++) acc[i & 7] += (double)gr[i] * gr[i];
         double s = 0;
         for (int k = 0; k < 8; k++) s += acc[k];
         part[b] = s;
