@@ -124,6 +124,10 @@ typedef struct tfm_tensor {
     int shape[TFM_MAX_DIMS];
     size_t size;              /* number of elements */
     const char *name;         /* parameters: the full dotted name ("blocks.0.attn.W_q.weight") */
+    int grad_unzeroed;        /* graph tensors: grad not zeroed yet; tfm_backward zeroes it right before
+                                 the first op that uses it, when its lines are about to be written anyway */
+    struct tfm_tensor *view_of; /* a reshape: the tensor whose data and grad it shares (that one's
+                                   grad_unzeroed counts), else NULL */
 } tfm_tensor;
 
 size_t tfm_shape_size(int ndim, const int *shape);
@@ -244,8 +248,12 @@ void tfm_profile_merge(tfm_graph *g, tfm_graph *const *workers, int k);
 void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, const char *kernels,
                        void *file /* FILE* */);
 
-/* New arena tensor in this graph (data uninitialised; grad allocated+zeroed if grad_enabled && want_grad). */
+/* New arena tensor in this graph (data uninitialised; grad allocated if grad_enabled && want_grad, and
+ * zeroed by tfm_backward right before the first op that uses it: read a graph tensor's grad after
+ * tfm_backward, or call tfm_tensor_zero_grad_once first). */
 tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad);
+void tfm_tensor_alloc_grad(tfm_graph *g, tfm_tensor *t);   /* t->grad from the arena, zeroed on first use */
+void tfm_tensor_zero_grad_once(tfm_tensor *t);             /* zero t->grad if not done yet */
 tfm_tensor *tfm_new1(tfm_graph *g, int d0);
 tfm_tensor *tfm_new2(tfm_graph *g, int d0, int d1);
 tfm_tensor *tfm_new3(tfm_graph *g, int d0, int d1, int d2);

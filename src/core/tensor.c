@@ -119,21 +119,29 @@ tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_gr
     memset(t, 0, sizeof *t);
     set_shape(t, ndim, shape);
     t->data = tfm_arena_alloc(&g->arena, t->size * sizeof(float));
-    if (want_grad && g->grad_enabled) {
-        size_t bytes = t->size * sizeof(float);
-        t->grad = tfm_arena_alloc(&g->arena, bytes);
-        if (bytes < ((size_t)1 << 18)) memset(t->grad, 0, bytes);
-        else { /* large gradient buffers are zeroed by all threads (3% of a training step otherwise) */
-            char *p = (char *)t->grad;
-            size_t nb = (bytes + 65535) / 65536;
-#pragma omp parallel for schedule(static)
-            for (size_t b = 0; b < nb; b++) {
-                size_t off = b * 65536;
-                memset(p + off, 0, off + 65536 < bytes ? 65536 : bytes - off);
-            }
-        }
-    }
+    if (want_grad && g->grad_enabled) tfm_tensor_alloc_grad(g, t);
     return t;
+}
+
+void tfm_tensor_alloc_grad(tfm_graph *g, tfm_tensor *t) {
+    t->grad = tfm_arena_alloc(&g->arena, t->size * sizeof(float));
+    t->grad_unzeroed = 1;
+}
+
+void tfm_tensor_zero_grad_once(tfm_tensor *t) {
+    if (t->view_of) t = t->view_of;
+    if (!t->grad_unzeroed) return;
+    t->grad_unzeroed = 0;
+    size_t bytes = t->size * sizeof(float);
+    if (bytes < ((size_t)1 << 18)) { memset(t->grad, 0, bytes); return; }
+    /* large gradient buffers are zeroed by all threads of an op-parallel step */
+    char *p = (char *)t->grad;
+    size_t nb = (bytes + 65535) / 65536;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) {
+        size_t off = b * 65536;
+        memset(p + off, 0, off + 65536 < bytes ? 65536 : bytes - off);
+    }
 }
 
 tfm_tensor *tfm_new1(tfm_graph *g, int d0) { return tfm_tensor_new(g, 1, &d0, 0); }
@@ -161,6 +169,8 @@ tfm_tensor *tfm_constant(tfm_graph *g, float *data, int ndim, const int *shape) 
 tfm_tensor *tfm_reshape(tfm_graph *g, tfm_tensor *x, int ndim, const int *shape) {
     tfm_tensor *t = tfm_arena_alloc(&g->arena, sizeof *t);
     *t = *x;
+    t->view_of = x->view_of ? x->view_of : x;
+    t->grad_unzeroed = 0;
     set_shape(t, ndim, shape);
     TFM_ASSERT(t->size == x->size, "reshape: %zu elements into %zu", x->size, t->size);
     return t;

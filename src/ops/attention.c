@@ -650,7 +650,7 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     }
     tfm_tensor *in[3] = {q, k, v};
     tfm_tensor *out = tfm_new3(g, B, Tq, H * dv);
-    if (tfm_any_grad(g, in, 3)) out->grad = tfm_arena_calloc(&g->arena, out->size * sizeof(float));
+    if (tfm_any_grad(g, in, 3)) tfm_tensor_alloc_grad(g, out);
     int grad = tfm_any_grad(g, in, 3);
     /* training on short sequences: the materialised variant (see above); otherwise the tiled kernel */
     int drop = g->training && dropout > 0.0f;

@@ -34,10 +34,15 @@ void tfm_op_backward(tfm_node *n) {
 
 void tfm_backward(tfm_graph *g, tfm_tensor *loss) {
     TFM_ASSERT(loss->size == 1 && loss->grad, "tfm_backward: loss must be a scalar that tracks grad");
+    tfm_tensor_zero_grad_once(loss);
     loss->grad[0] += 1.0f;
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         tfm_node *n = &g->nodes[i];
         double t0 = g->profile ? tfm_now() : 0;
+        /* the grads this op reads or adds to, zeroed now rather than when the forward allocated them */
+        if (n->out->grad) tfm_tensor_zero_grad_once(n->out);
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] && n->in[k]->grad) tfm_tensor_zero_grad_once(n->in[k]);
         tfm_op_backward(n);
         if (g->profile) g->op_time[n->op] += tfm_now() - t0;
     }
