@@ -385,12 +385,12 @@ static mm_fn mm_for_isa(void) { return mm_c; }
 
 static inline int round8(int n) { return (n + 7) & ~7; }
 
-/* Xt[c*ldp + j] = s * x[b,h,j,c] for j < T, 0 for T <= j < ldp */
-static void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, float s, float *xt) {
+/* Xt[c*ldp + j] = x[b,h,j,c] for j < T, 0 for T <= j < ldp */
+static void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, float *xt) {
     const float *base = x->data + view_at(x, b, h);
     for (int c = 0; c < d; c++) {
         float *o = xt + (size_t)c * ldp;
-        for (int j = 0; j < T; j++) o[j] = s * base[j * x->st + c];
+        for (int j = 0; j < T; j++) o[j] = base[j * x->st + c];
         for (int j = T; j < ldp; j++) o[j] = 0.0f;
     }
 }
@@ -511,12 +511,14 @@ static void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm
     for (int h = 0; h < a->H; h++) {
         int *lim = ms->lim + h * Tq;
         for (int i = 0; i < Tq; i++) lim[i] = visible(a, b, i);
-        gather_t_pad(&a->k, b, h, Tk, dk, ms->ldp, a->scale, ms->Xt);
+        gather_t_pad(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
         const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
         float *S = ms->P + h * ms->hs;
         for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
             int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(lim + i0, R));
             mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0);
+            for (int r = 0; r < R; r++) /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
+                for (int j = 0; j < lim[i0 + r]; j++) S[(i0 + r) * ms->ldp + j] *= a->scale;
         }
         block_probs(a, b, h, ms, lse_out);
     }
@@ -582,7 +584,7 @@ static void mat_backward(const attn_args *a, int nt) {
             const int *ext = ms.ext + h * Tq;
             const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
             float *dP = ms.dS + h * ms.hs;
-            gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, 1.0f, ms.Xt);
+            gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
             for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
                 int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(ext + i0, R));
                 mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0);
