@@ -162,13 +162,19 @@ same_curve "train-lm --resume of a 1-rank checkpoint on 2 ranks continues the on
 sed -n '2001,2040p' "$FRA" | cut -f1 >"$TMP/v.src"; sed -n '2001,2040p' "$FRA" | cut -f2 >"$TMP/v.tgt"
 MT="--tsv $FRA --num-examples 320 --batch-size 16 --epochs 1 --d-model 32 --ffn 64 --n-layer 2 --threads 1 --log-every 1
     --valid-src $TMP/v.src --valid-tgt $TMP/v.tgt --eval-every 10"
+# The Transformer's curves on 2 ranks and on 1 agree to float rounding only: the ranks' gradients are summed in
+# another order, and this run (Noam warm-up, dropout 0.2) amplifies that from about step 15. Measured
+# 2026-11-24 at commit f455075: the printed losses equal in all 6 digits at steps 1-14, then relative
+# differences 1.4e-5, 3.9e-6, 7.5e-5, 9.6e-5, 1.5e-5, 1.15e-4 at steps 15-20 (the kernels before it
+# happened to stay below 1e-5). Hence 5e-4 for these curves and 1e-3 for the validation losses.
+MT_TOL=5e-4
 $TFMM train-mt $MT --out "$TMP/mt1.tfm" --log-file "$TMP/mt1.jsonl" 2>"$TMP/mt1.err" ||
     fail "train-mt one process" "$(tail -n 2 "$TMP/mt1.err")"
 if mrun 2 --bind-to none $TFMM train-mt $MT --out "$TMP/mt2.tfm" --log-file "$TMP/mt2.jsonl" 2>"$TMP/mt2.err"; then
-    same_curve "train-mt on 2 ranks: the one-process loss at all 20 steps" 20 "$TMP/mt1.jsonl" "$TMP/mt2.jsonl" train
+    same_curve "train-mt on 2 ranks: the one-process loss at all 20 steps" 20 "$TMP/mt1.jsonl" "$TMP/mt2.jsonl" train $MT_TOL
     # rank 0 validates with its parameters, which differ from the one-process ones in the last bits (the
-    # gradient is summed in another order, and Adam's early steps amplify that): close, not to 1e-5
-    same_curve "train-mt on 2 ranks: the validation losses within 1e-4" 2 "$TMP/mt1.jsonl" "$TMP/mt2.jsonl" valid 1e-4
+    # gradient is summed in another order, and Adam's early steps amplify that): close, not to 1e-5 (above)
+    same_curve "train-mt on 2 ranks: the validation losses within 1e-3" 2 "$TMP/mt1.jsonl" "$TMP/mt2.jsonl" valid 1e-3
     grep -q '^2 ranks: parameters identical on every rank' "$TMP/mt2.err" && pass "train-mt on 2 ranks: parameters identical on both ranks" \
         || fail "train-mt parameters" "no 'parameters identical' line: $(tail -n 2 "$TMP/mt2.err")"
 else
@@ -177,11 +183,11 @@ fi
 mrun 2 --bind-to none $TFMM train-mt $MT --out "$TMP/m21.tfm" --max-steps 10 --log-file "$TMP/m21a.jsonl" 2>/dev/null
 $TFMM train-mt $MT --resume "$TMP/m21.tfm" --log-file "$TMP/m21b.jsonl" 2>/dev/null
 cat "$TMP/m21a.jsonl" "$TMP/m21b.jsonl" >"$TMP/m21.jsonl" 2>/dev/null
-same_curve "train-mt --resume of a 2-rank checkpoint (mid-epoch) on 1 rank continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m21.jsonl" train
+same_curve "train-mt --resume of a 2-rank checkpoint (mid-epoch) on 1 rank continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m21.jsonl" train $MT_TOL
 $TFMM train-mt $MT --out "$TMP/m12.tfm" --max-steps 10 --log-file "$TMP/m12a.jsonl" 2>/dev/null
 mrun 2 --bind-to none $TFMM train-mt $MT --resume "$TMP/m12.tfm" --log-file "$TMP/m12b.jsonl" 2>/dev/null
 cat "$TMP/m12a.jsonl" "$TMP/m12b.jsonl" >"$TMP/m12.jsonl" 2>/dev/null
-same_curve "train-mt --resume of a 1-rank checkpoint on 2 ranks continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m12.jsonl" train
+same_curve "train-mt --resume of a 1-rank checkpoint on 2 ranks continues the one-process curve" 20 "$TMP/mt1.jsonl" "$TMP/m12.jsonl" train $MT_TOL
 # the GRU translators: their inter-layer dropout runs on time-major (T, B, H) tensors, keyed by global sample
 # (tfm_dropout_time_major), so 2 ranks give the one-process curve with dropout too
 for arch in rnn bahdanau; do
@@ -202,7 +208,7 @@ mrun 2 --bind-to none --oversubscribe $TFMM train-lm $LM4 --threads 2 --out "$TM
 same_curve "train-lm, 2 ranks x 2 threads (--parallel batch) == 1 process x 4 threads" 24 "$TMP/t41.jsonl" "$TMP/t22.jsonl"
 $TFMM train-mt $MT4 --threads 4 --out "$TMP/u41.tfm" --log-file "$TMP/u41.jsonl" 2>/dev/null
 mrun 2 --bind-to none --oversubscribe $TFMM train-mt $MT4 --threads 2 --out "$TMP/u22.tfm" --log-file "$TMP/u22.jsonl" 2>/dev/null
-same_curve "train-mt, 2 ranks x 2 threads (--parallel batch) == 1 process x 4 threads" 20 "$TMP/u41.jsonl" "$TMP/u22.jsonl" train
+same_curve "train-mt, 2 ranks x 2 threads (--parallel batch) == 1 process x 4 threads" 20 "$TMP/u41.jsonl" "$TMP/u22.jsonl" train $MT_TOL
 
 # only rank 0 writes: each rank runs in its own directory with relative paths; rank 1's stays as it was
 for d in A B; do mkdir -p "$TMP/$d"; cp "$TMP/small.txt" "$TMP/v.src" "$TMP/v.tgt" "$TMP/$d/"; head -n 320 "$FRA" >"$TMP/$d/c.tsv"; done
