@@ -752,16 +752,11 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
     free(xc);
 }
 
-/* Choose a tm x tn grid of blocks and run them. With nt > 1 threads there are nt * bpt blocks (bpt =
- * TFM_GEMM_BLOCKS_PER_THREAD, fewer when the GEMM is small) that the threads take dynamically: a thread
- * the OS deschedules (a busy machine) holds up at most the block it is on while the others take the rest.
- * Block edges are on MR/NR multiples, so every C element goes through the same kernel and the same k
- * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 /* ---------------------------------- work sharing (tfm_gemm_desk) ------------------------- */
-/* A slot holds the GEMM its thread has posted: op(B) packed once in the slot's buffer, C in row blocks
- * (on MR multiples) that threads claim from `next` and count in `done`. gen is odd while the GEMM is
- * posted. A helper announces itself in `users` and then re-reads gen, so the owner, which waits for
- * users == 0 before it rewrites the slot, never changes a GEMM a helper is reading. */
+/* Edge of part i of n parts of `panels` panels of `unit` rows or columns (gemm_one's grid of blocks, the
+ * row blocks of a shared GEMM): on panel multiples, so the kernels see the same tiles in any split. */
+static inline int part_edge(int panels, int i, int n, int unit) { return (int)((long long)panels * i / n) * unit; }
+
 /* The desk this thread posts its GEMMs to (tfm_gemm_share_begin .. _end), and its slot there. */
 static _Thread_local struct {
     tfm_gemm_desk *desk;
@@ -779,6 +774,10 @@ static inline void spin_pause(void) {
 #define SHARE_MAX_BLOCKS 8
 #define SHARE_SPINS 2000 /* empty polls (~50 us) before a helper yields its core between polls */
 
+/* A slot holds the GEMM its thread has posted: op(B) packed once in the slot's buffer, C in row blocks
+ * (on MR multiples) that threads claim from `next` and count in `done`. gen is odd while the GEMM is
+ * posted. A helper announces itself in `users` and then re-reads gen, so the owner, which waits for
+ * users == 0 before it rewrites the slot, never changes a GEMM a helper is reading. */
 typedef struct {
     _Alignas(64) atomic_uint gen;
     atomic_int next, done, users;
@@ -830,7 +829,7 @@ void tfm_gemm_share_end(tfm_gemm_desk *d) {
 
 static void share_block(share_slot *s, int b) {
     const int mp = (s->g.M + MR - 1) / MR;
-    int m0 = (int)((long long)mp * b / s->nblocks) * MR, m1 = (int)((long long)mp * (b + 1) / s->nblocks) * MR;
+    int m0 = part_edge(mp, b, s->nblocks, MR), m1 = part_edge(mp, b + 1, s->nblocks, MR);
     gemm_rect(&s->g, m0, m1 < s->g.M ? m1 : s->g.M, 0, s->g.N, s->isa);
 }
 
@@ -845,7 +844,7 @@ static int share_work(share_slot *s) {
     return n;
 }
 
-/* op(B) (K,N) packed whole in gemm_rect's layout (tfm_gemm_pack_b's, with the fast packer) */
+/* op(B) (K,N) packed whole in gemm_rect's layout (tfm_gemm_pack_b, and a shared GEMM's B) */
 static void pack_b_whole(const gemm_args *g, tfm_isa isa, float *Bp) {
     const int kcb = pick_kc(g->K);
     for (int pc = 0; pc < g->K; pc += kcb) {
@@ -910,6 +909,11 @@ void tfm_gemm_help(tfm_gemm_desk *d, int self) {
     }
 }
 
+/* Choose a tm x tn grid of blocks and run them. With nt > 1 threads there are nt * bpt blocks (bpt =
+ * TFM_GEMM_BLOCKS_PER_THREAD, fewer when the GEMM is small) that the threads take dynamically: a thread
+ * the OS deschedules (a busy machine) holds up at most the block it is on while the others take the rest.
+ * Block edges are on MR/NR multiples, so every C element goes through the same kernel and the same k
+ * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
                      int pack_a, const float *Bp) {
@@ -917,11 +921,9 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp};
     if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
-    if (nt == 1 && share_at.desk && M >= 2 * SHARE_BLOCK_PANELS * MR && (long long)M * N * K >= SHARE_MIN_WORK &&
-        gemm_shared(&g, isa))
-        return;
-
     const long long work = (long long)M * N * K;
+    if (nt == 1 && share_at.desk && M >= 2 * SHARE_BLOCK_PANELS * MR && work >= SHARE_MIN_WORK && gemm_shared(&g, isa))
+        return;
     if (nt > 1 && work < (long long)TFM_GEMM_MIN_WORK * nt) {
         long long w = work / TFM_GEMM_MIN_WORK;
         nt = w < 1 ? 1 : (int)w;
@@ -950,8 +952,8 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(use)
     for (int blk = 0; blk < tm * tn; blk++) {
         int ti = blk / tn, tj = blk % tn;
-        int m0 = (int)((long long)mp * ti / tm) * MR, m1 = (int)((long long)mp * (ti + 1) / tm) * MR;
-        int n0 = (int)((long long)np * tj / tn) * NR, n1 = (int)((long long)np * (tj + 1) / tn) * NR;
+        int m0 = part_edge(mp, ti, tm, MR), m1 = part_edge(mp, ti + 1, tm, MR);
+        int n0 = part_edge(np, tj, tn, NR), n1 = part_edge(np, tj + 1, tn, NR);
         gemm_rect(&g, m0, m1 < M ? m1 : M, n0, n1 < N ? n1 : N, isa);
     }
 }
@@ -981,9 +983,7 @@ size_t tfm_gemm_packed_b_floats(int N, int K) { return N > 0 && K > 0 ? (size_t)
 
 void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp) {
     const gemm_args g = {.tb = trans_b, .N = N, .K = K, .B = B, .ldb = ldb};
-    const int kcb = pick_kc(K);
-    for (int pc = 0; pc < K; pc += kcb)
-        pack_b_c(&g, pc, 0, K - pc < kcb ? K - pc : kcb, N, Bp + (size_t)pc * nr_round(N));
+    pack_b_whole(&g, tfm_isa_active(), Bp);
 }
 #endif
 
