@@ -396,7 +396,7 @@ static void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, flo
 }
 
 /* Per-entry scratch: P, dS (backward), dropped P (dropout) as (H, Tq, ldp); one head's K^T or V^T; the
- * rows' visible-key counts and extents (H, Tq). */
+ * rows' visible-key counts (Tq: the mask is the same for every head) and extents (H, Tq). */
 typedef struct {
     int ldp;
     size_t hs; /* Tq * ldp */
@@ -404,13 +404,16 @@ typedef struct {
     int *lim, *ext;
 } mat_scratch;
 
+static int max_d(const attn_args *a) { return a->dk > a->dv ? a->dk : a->dv; }
+
 /* P of one batch entry's heads, in floats */
 static size_t entry_probs_floats(const attn_args *a) { return (size_t)a->H * a->Tq * round8(a->Tk); }
 
 /* scratch per thread; P is in it unless the forward keeps it (a->probs) */
 static size_t mat_scratch_floats(const attn_args *a, int backward) {
-    size_t d = (size_t)(a->dk > a->dv ? a->dk : a->dv), blocks = (a->probs ? 0 : 1) + backward + a->drop;
-    return (entry_probs_floats(a) * blocks + d * round8(a->Tk) + 2 * (size_t)a->H * a->Tq + 16 + 15) & ~(size_t)15;
+    size_t blocks = (a->probs ? 0 : 1) + backward + a->drop;
+    return (entry_probs_floats(a) * blocks + (size_t)max_d(a) * round8(a->Tk) + (size_t)(1 + a->H) * a->Tq + 16 + 15) &
+           ~(size_t)15;
 }
 
 static mat_scratch mat_scratch_at(const attn_args *a, int b, int backward, float *buf) {
@@ -423,8 +426,8 @@ static mat_scratch mat_scratch_at(const attn_args *a, int b, int backward, float
     m.dS = backward ? buf : NULL;
     m.Pd = a->drop ? buf + all * backward : m.P;
     m.Xt = buf + all * (backward + a->drop);
-    m.lim = (int *)(m.Xt + (size_t)(a->dk > a->dv ? a->dk : a->dv) * m.ldp);
-    m.ext = m.lim + (size_t)a->H * a->Tq;
+    m.lim = (int *)(m.Xt + (size_t)max_d(a) * m.ldp);
+    m.ext = m.lim + a->Tq;
     return m;
 }
 
@@ -449,6 +452,15 @@ static int never_decreases(const int *x, int T) {
     return 1;
 }
 
+/* A row's extent: its L visible keys, or all Tk where it is uniform (L <= 0) or its hidden keys keep a
+ * non-zero weight hid. */
+static int row_extent(int L, int Tk, float hid) { return L <= 0 || hid != 0.0f ? Tk : L; }
+
+/* ms->lim[i] = the keys query i of entry b sees */
+static void entry_limits(const attn_args *a, int b, const mat_scratch *ms) {
+    for (int i = 0; i < a->Tq; i++) ms->lim[i] = visible(a, b, i);
+}
+
 /* Scores -> probabilities for head h of batch entry b, rows of S (first lim[i] columns valid) in place.
  * Forward (lse_out): the d2l masked softmax, saving each row's logsumexp (NAN for a row with no visible
  * key, which is uniform). Backward: exp(S - lse) from the saved values. Hidden keys get exp(-1e6 - max)
@@ -457,7 +469,7 @@ static int never_decreases(const int *x, int T) {
 static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *lse_out) {
     int Tq = a->Tq, Tk = a->Tk;
     float *P = ms->P + h * ms->hs;
-    const int *lim = ms->lim + h * Tq;
+    const int *lim = ms->lim;
     int *ext = ms->ext + h * Tq;
     for (int i = 0; i < Tq; i++) {
         float *row = P + (size_t)i * ms->ldp;
@@ -467,7 +479,7 @@ static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms,
         if (L <= 0) {
             for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
             if (lse_out) lse_out[li] = NAN;
-            ext[i] = Tk;
+            ext[i] = row_extent(L, Tk, 0.0f);
             continue;
         }
         if (!lse_out) {
@@ -486,7 +498,7 @@ static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms,
             lse_out[li] = mx + logf(sum);
         }
         for (int j = L; j < Tk; j++) row[j] = hid;
-        ext[i] = hid != 0.0f ? Tk : L;
+        ext[i] = row_extent(L, Tk, hid);
     }
 }
 
@@ -508,9 +520,9 @@ static void block_dropout(const attn_args *a, int b, const mat_scratch *ms, floa
  * masked softmax (forward: lse_out receives the logsumexps; backward: from the saved ones). */
 static void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, float *lse_out) {
     int Tq = a->Tq, Tk = a->Tk, dk = a->dk;
+    const int *lim = ms->lim;
+    entry_limits(a, b, ms);
     for (int h = 0; h < a->H; h++) {
-        int *lim = ms->lim + h * Tq;
-        for (int i = 0; i < Tq; i++) lim[i] = visible(a, b, i);
         gather_t_pad(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
         const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
         float *S = ms->P + h * ms->hs;
@@ -526,12 +538,12 @@ static void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm
 
 /* The backward over a kept P: each row's visible keys and extent, as block_probs finds them from lse. */
 static void kept_probs_limits(const attn_args *a, int b, const mat_scratch *ms) {
+    entry_limits(a, b, ms);
     for (int h = 0; h < a->H; h++)
         for (int i = 0; i < a->Tq; i++) {
-            int L = visible(a, b, i), x = h * a->Tq + i;
+            int L = ms->lim[i];
             float l = a->lse[((size_t)b * a->H + h) * a->Tq + i];
-            ms->lim[x] = L;
-            ms->ext[x] = L <= 0 || (L < a->Tk && tfm_expf(-1e6f - l) != 0.0f) ? a->Tk : L;
+            ms->ext[h * a->Tq + i] = row_extent(L, a->Tk, L > 0 && L < a->Tk ? tfm_expf(-1e6f - l) : 0.0f);
         }
 }
 
@@ -598,7 +610,7 @@ static void mat_backward(const attn_args *a, int nt) {
             if (a->v.grad) /* dV += P^T dO (P after dropout) */
                 keys_by_queries(a, &ms, mm, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
                                 a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
-            const int *lim = ms.lim + h * Tq;
+            const int *lim = ms.lim;
             float *dS = ms.dS + h * ms.hs;
             for (int i = 0; i < Tq; i++) { /* dS = scale P (dP - rowsum(dP P)) on visible keys */
                 const float *p = ms.P + h * ms.hs + (size_t)i * ms.ldp;
