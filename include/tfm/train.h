@@ -71,8 +71,9 @@ void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
  * skipped. */
 void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
 /* Thread data parallelism's per-chunk state: *chunks = k zeroed 64-byte-aligned elements of `size` bytes
- * (a multiple of 64), *params = k pointers; 0, or -1 (out of memory, tfm error, nothing allocated). */
-int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k);
+ * (a multiple of 64), *params = k pointers, *desk = a GEMM desk of k slots for tfm_train_chunks_run (free
+ * it with tfm_gemm_desk_free); 0, or -1 (out of memory, tfm error, nothing allocated). */
+int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, tfm_gemm_desk **desk, int k);
 /* A chunk's graph is tfm_graph_init_worker(chunk, g); tfm_profile_merge moves its --profile times into g. */
 /* Runs run(ctx, i) for the k chunks i of a step on tfm_get_threads() threads (each chunk on one thread,
  * its kernels single-threaded, threads taking chunks as they become free). With a desk

@@ -76,12 +76,13 @@ int tfm_train_chunks(int parallel, int threads, int slice) {
     return parallel == TFM_PARALLEL_OPS || k < 2 ? 0 : k;
 }
 
-int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, int k) {
+int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, tfm_gemm_desk **desk, int k) {
     *chunks = aligned_alloc(64, (size_t)k * size);
     *params = calloc((size_t)k, sizeof **params);
-    if (!*chunks || !*params) {
-        free(*chunks), free(*params);
-        *chunks = NULL, *params = NULL;
+    *desk = tfm_gemm_desk_new(k);
+    if (!*chunks || !*params || !*desk) {
+        free(*chunks), free(*params), tfm_gemm_desk_free(*desk);
+        *chunks = NULL, *params = NULL, *desk = NULL;
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d chunks)", k), -1;
     }
     memset(*chunks, 0, (size_t)k * size);

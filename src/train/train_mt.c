@@ -204,10 +204,8 @@ static void chunks_free(mt_chunks *ch) {
 static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) {
     *ch = (mt_chunks){0};
     if (k <= 0) return 0;
-    if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, k)) return -1;
+    if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, &ch->desk, k)) return -1;
     ch->k = k;
-    if (!(ch->desk = tfm_gemm_desk_new(k)))
-        return chunks_free(ch), tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d chunks)", k), -1;
     for (int i = 0; i < k; i++) {
         mt_chunk *c = &ch->c[i];
         tfm_graph_init_worker(&c->g, g);
