@@ -183,6 +183,8 @@ typedef struct tfm_node {
     void *saved;              /* op-specific saved buffer (arena) */
     const void *aux;          /* op-specific auxiliary data copied into the arena (ids, lengths) */
     const void *aux2;
+    unsigned fresh;           /* set by tfm_backward: bit k = in[k]'s grad holds nothing yet, so the op
+                                 assigns it instead of adding to it (and it was not zeroed) */
 } tfm_node;
 
 /* --profile: the parts of a step that are not ops, timed by the loops that run them. */

@@ -32,6 +32,47 @@ void tfm_op_backward(tfm_node *n) {
     }
 }
 
+/* Ops whose backward writes every element of in[k]'s grad and can assign it (tfm_bw_fresh) instead of
+ * adding to it. */
+static int bw_can_assign(const tfm_node *n, int k) {
+    switch (n->op) {
+    case TFM_OP_LINEAR: case TFM_OP_LINEAR_GELU: case TFM_OP_LINEAR_RELU: return k == 0;
+    case TFM_OP_ADD: case TFM_OP_SUB: return n->in[k]->size == n->out->size;   /* not a broadcast bias (a column sum) */
+    default: return 0;
+    }
+}
+
+static tfm_tensor *grad_owner(tfm_tensor *t) { return t->view_of ? t->view_of : t; }
+
+/* Does in[k]'s grad buffer also belong to the output or to another input of n (x + x)? */
+static int grad_shared(const tfm_node *n, int k) {
+    const tfm_tensor *o = grad_owner(n->in[k]);
+    if (grad_owner(n->out) == o) return 1;
+    for (int j = 0; j < n->n_in; j++)
+        if (j != k && n->in[j] && grad_owner(n->in[j]) == o) return 1;
+    return 0;
+}
+
+/* The grads n reads or adds to, made ready right before its backward: a grad that holds nothing yet is
+ * either zeroed now (not when the forward allocated it, when its lines would be cold again by now) or,
+ * when n's backward writes all of it and is its first writer (the last consumer in the forward), left
+ * to n to assign: no zeroing, and no read of zeros. */
+static void grads_ready(tfm_node *n) {
+    n->fresh = 0;
+    if (n->out->grad) tfm_tensor_zero_grad_once(n->out);
+    for (int k = 0; k < n->n_in; k++) {
+        tfm_tensor *t = n->in[k];
+        if (!t || !t->grad) continue;
+        tfm_tensor *o = grad_owner(t);
+        if (o->grad_unzeroed && bw_can_assign(n, k) && !grad_shared(n, k)) {
+            o->grad_unzeroed = 0;
+            n->fresh |= 1u << k;
+        } else {
+            tfm_tensor_zero_grad_once(t);
+        }
+    }
+}
+
 void tfm_backward(tfm_graph *g, tfm_tensor *loss) {
     TFM_ASSERT(loss->size == 1 && loss->grad, "tfm_backward: loss must be a scalar that tracks grad");
     tfm_tensor_zero_grad_once(loss);
@@ -39,10 +80,7 @@ void tfm_backward(tfm_graph *g, tfm_tensor *loss) {
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         tfm_node *n = &g->nodes[i];
         double t0 = g->profile ? tfm_now() : 0;
-        /* the grads this op reads or adds to, zeroed now rather than when the forward allocated them */
-        if (n->out->grad) tfm_tensor_zero_grad_once(n->out);
-        for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] && n->in[k]->grad) tfm_tensor_zero_grad_once(n->in[k]);
+        grads_ready(n);
         tfm_op_backward(n);
         if (g->profile) g->op_time[n->op] += tfm_now() - t0;
     }

@@ -53,17 +53,27 @@ tfm_tensor *tfm_add(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
 }
 tfm_tensor *tfm_sub(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) { return add_sub(g, a, b, -1.0f, TFM_OP_SUB); }
 
+/* in[k]'s grad += sign * out's grad (assigned when fresh; same size) */
+static void grad_add(tfm_node *n, int k, float sign) {
+    float *d = n->in[k]->grad;
+    const float *s = n->out->grad;
+    size_t sz = n->out->size;
+    if (tfm_bw_fresh(n, k)) {
+#pragma omp parallel for schedule(static) if (sz >= 16384)
+        for (size_t i = 0; i < sz; i++) d[i] = sign * s[i];
+    } else {
+#pragma omp parallel for schedule(static) if (sz >= 16384)
+        for (size_t i = 0; i < sz; i++) d[i] += sign * s[i];
+    }
+}
+
 static void bw_add_sub(tfm_node *n, float sign) {
     tfm_tensor *a = n->in[0], *b = n->in[1], *o = n->out;
     size_t sz = a->size;
-    if (a->grad) {
-#pragma omp parallel for schedule(static) if (sz >= 16384)
-        for (size_t i = 0; i < sz; i++) a->grad[i] += o->grad[i];
-    }
+    if (a->grad) grad_add(n, 0, 1.0f);
     if (b->grad) {
         if (b->size == sz) {
-#pragma omp parallel for schedule(static) if (sz >= 16384)
-            for (size_t i = 0; i < sz; i++) b->grad[i] += sign * o->grad[i];
+            grad_add(n, 1, sign);
         } else if (sign > 0) {
             tfm_add_column_sums(o->grad, (int)(sz / b->size), (int)b->size, b->grad);
         } else {

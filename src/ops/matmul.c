@@ -173,7 +173,7 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
 void tfm_bw_linear(tfm_node *n) {
     tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL, *y = n->out;
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
-    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, y->grad, out_f, W->data, in_f, 1.0f, x->grad, in_f);
+    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, y->grad, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
     if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, y->grad, out_f, x->data, in_f, 1.0f, W->grad, in_f);
     if (b && b->grad) tfm_add_column_sums(y->grad, rows, out_f, b->grad);
 }
@@ -228,7 +228,7 @@ void tfm_bw_linear_act(tfm_node *n) {
         if (gelu) tfm_vgelu_backward(d + o, y->grad + o, d + o, m, 0);
         else tfm_vrelu_mask(d + o, y->data + o, m);
     }
-    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, 1.0f, x->grad, in_f);
+    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
     if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, d, out_f, x->data, in_f, 1.0f, W->grad, in_f);
     if (b && b->grad) tfm_add_column_sums(d, rows, out_f, b->grad);
 }

@@ -10,6 +10,10 @@
 /* Calls the op's backward kernel: accumulates into the grads of n->in[]. */
 void tfm_op_backward(tfm_node *n);
 
+/* Backward: does the op assign in[k]'s grad (fresh, tfm_backward) rather than add to it? As a GEMM beta. */
+static inline int tfm_bw_fresh(const tfm_node *n, int k) { return (int)(n->fresh >> k) & 1; }
+static inline float tfm_bw_beta(const tfm_node *n, int k) { return tfm_bw_fresh(n, k) ? 0.0f : 1.0f; }
+
 /* Does any input track grad (so the output must, and a node is recorded)? */
 /* Chunk for schedule(dynamic) over n independent rows: about 8 chunks per thread, so a thread the OS
  * deschedules holds up only its current chunk. Rows are computed independently, so results do not

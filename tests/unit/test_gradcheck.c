@@ -152,6 +152,27 @@ static tfm_tensor *f_slice(tfm_graph *g, tfm_tensor **x) { return tfm_slice(g, x
 static tfm_tensor *f_reshape(tfm_graph *g, tfm_tensor **x) {
     return tfm_tanh(g, tfm_reshape2(g, tfm_scale(g, x[0], 2.0f), 4, 6));
 }
+/* Grads that the first writer assigns instead of adding to (tfm_node.fresh). h has several consumers:
+ * the last in the forward (the first writer in the backward) is a linear, the others add to what it
+ * assigned; a linear_gelu writes first through a reshape view; the adds and subs assign their inputs'
+ * grads; x + x and x - x share one grad between their two inputs. */
+static tfm_tensor *f_fresh_fanout(tfm_graph *g, tfm_tensor **x) {
+    tfm_tensor *h = tfm_tanh(g, x[0]);
+    tfm_tensor *a = tfm_add(g, h, tfm_scale(g, h, 0.5f));
+    tfm_tensor *act = tfm_linear_gelu(g, h, x[1], NULL);
+    tfm_tensor *y = tfm_add(g, tfm_linear(g, h, x[1], x[2]), act);
+    return tfm_sub(g, y, a);
+}
+static tfm_tensor *f_fresh_view(tfm_graph *g, tfm_tensor **x) {
+    tfm_tensor *h = tfm_tanh(g, x[0]);                                       /* (2,3,4) */
+    tfm_tensor *s = tfm_reshape2(g, tfm_sigmoid(g, h), 6, 4);
+    tfm_tensor *y = tfm_linear_gelu(g, tfm_reshape2(g, h, 6, 4), x[1], NULL); /* h's grad through the view */
+    return tfm_add(g, y, s);
+}
+static tfm_tensor *f_fresh_self(tfm_graph *g, tfm_tensor **x) {
+    tfm_tensor *h = tfm_tanh(g, x[0]);
+    return tfm_add(g, tfm_add(g, h, h), tfm_mul(g, tfm_sub(g, h, h), h));
+}
 static tfm_tensor *f_dropout(tfm_graph *g, tfm_tensor **x) {
     g->training = 1;
     tfm_tensor *y = tfm_dropout(g, x[0], 0.3f);
@@ -209,6 +230,9 @@ int main(void) {
     GC("grad slice", f_slice, 1, 1.0f, {{2, 4, 3}});
     GC("grad reshape view", f_reshape, 1, 1.0f, {{2, 3, 4}});
     GC("grad dropout", f_dropout, 1, 1.0f, {{4, 6}});
+    GC("grad assigned by its first writer, then added to", f_fresh_fanout, 3, 1.0f, {{2, 3, 4}, {4, 4}, {4}});
+    GC("grad assigned through a reshape view", f_fresh_view, 2, 1.0f, {{2, 3, 4}, {4, 4}});
+    GC("grad of x + x (one grad, two inputs)", f_fresh_self, 1, 1.0f, {{3, 5}});
     GC("grad linear_relu (fused)", f_linear_relu, 3, 3.0f, /* wide pre-activations: rarely within h of the kink */ {{2, 3, 4}, {5, 4}, {5}});
     GC("grad linear_gelu (fused)", f_linear_gelu, 3, 1.0f, {{2, 3, 4}, {5, 4}, {5}});
     GC("grad add_layernorm (AddNorm)", f_add_layernorm, 4, 1.0f, {{2, 3, 8}, {2, 3, 8}, {8}, {8}});
