@@ -6,14 +6,11 @@
 #include <string.h>
 
 void tfm_add_column_sums(const float *m, int rows, int cols, float *out) {
-#pragma omp parallel if ((size_t)rows * cols >= 16384)
-    {
-        int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int per = (cols + nt - 1) / nt, c0 = t * per, c1 = c0 + per < cols ? c0 + per : cols;
-        for (int r = 0; r < rows; r++) {
-            const float *row = m + (size_t)r * cols;
-            for (int c = c0; c < c1; c++) out[c] += row[c];
-        }
+    int nb = (cols + TFM_COLSUM_W - 1) / TFM_COLSUM_W;
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= 16384 && nb > 1)
+    for (int b = 0; b < nb; b++) {
+        int c0 = b * TFM_COLSUM_W, w = cols - c0 < TFM_COLSUM_W ? cols - c0 : TFM_COLSUM_W;
+        tfm_vcolsum(m + c0, rows, cols, w, out + c0);
     }
 }
 

@@ -331,9 +331,38 @@ TFM_TARGET_AVX512 static void vadamw_avx512(float *w, float *g, float *m, float 
 }
 #endif
 
+/* Column sums of a block of at most TFM_COLSUM_W columns: the block's running sums stay in registers
+ * down the rows (a full block has a constant width, so the compiler keeps acc[] in vector registers)
+ * instead of a load and a store of out per row. Only adds, in row order: the same bits on every path. */
+static inline __attribute__((always_inline)) void colsum_body(const float *restrict m, int rows, int ld, int w,
+                                                               float *restrict out) {
+    float acc[TFM_COLSUM_W];
+    if (w == TFM_COLSUM_W) {
+        for (int c = 0; c < TFM_COLSUM_W; c++) acc[c] = out[c];
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < TFM_COLSUM_W; c++) acc[c] += m[(size_t)r * ld + c];
+        for (int c = 0; c < TFM_COLSUM_W; c++) out[c] = acc[c];
+        return;
+    }
+    for (int c = 0; c < w; c++) acc[c] = out[c];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < w; c++) acc[c] += m[(size_t)r * ld + c];
+    for (int c = 0; c < w; c++) out[c] = acc[c];
+}
+static void vcolsum_c(const float *m, int rows, int ld, int w, float *out) { colsum_body(m, rows, ld, w, out); }
+#ifdef HAVE_X86
+TFM_TARGET_AVX2 static void vcolsum_avx2(const float *m, int rows, int ld, int w, float *out) {
+    colsum_body(m, rows, ld, w, out);
+}
+TFM_TARGET_AVX512 static void vcolsum_avx512(const float *m, int rows, int ld, int w, float *out) {
+    colsum_body(m, rows, ld, w, out);
+}
+#endif
+
 /* ---------------------------------------------------------------- one table per path */
 #define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
-                          vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx}
+                          vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx, \
+                          vcolsum##sfx}
 #ifdef HAVE_X86
 #define vexp_sum_avx512 tfm_vexp_sum_avx512
 #define vexp_avx512 tfm_vexp_avx512
@@ -366,6 +395,7 @@ float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
 float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
 float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
 size_t tfm_vfind_gt(const float *x, size_t n, float thr) { return vm()->find_gt(x, n, thr); }
+void tfm_vcolsum(const float *m, int rows, int ld, int w, float *out) { vm()->colsum(m, rows, ld, w, out); }
 void tfm_vadamw(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k) {
     vm()->adamw(w, g, m, v, n, k);
 }

@@ -51,6 +51,10 @@ void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, in
 void tfm_vbias_relu(float *y, const float *bias, int C, size_t n);
 /* d[i] = y[i] > 0 ? d[i] : 0 (the ReLU backward from its output) */
 void tfm_vrelu_mask(float *d, const float *y, size_t n);
+/* out[c] += m[0][c] + m[1][c] + ... + m[rows-1][c] for c < w <= TFM_COLSUM_W, rows ld apart, added in row
+ * order (every path gives the same bits) */
+#define TFM_COLSUM_W 64
+void tfm_vcolsum(const float *m, int rows, int ld, int w, float *out);
 /* max of x[0..n) (n >= 1) */
 float tfm_vmax(const float *x, size_t n);
 /* sum of x, and sum of x*y (fixed lane order) */
@@ -84,6 +88,7 @@ typedef struct {
     float (*dot)(const float *x, const float *y, size_t n);
     void (*adamw)(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k);
     size_t (*find_gt)(const float *x, size_t n, float thr);
+    void (*colsum)(const float *m, int rows, int ld, int w, float *out);
 } tfm_vmath_table;
 const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 

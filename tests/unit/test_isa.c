@@ -152,6 +152,32 @@ static void adamw_suite(void) {
     }
 }
 
+/* Column sums (bias grads) on every path: a row-order float sum from out's old value, so every path and
+ * block width must give exactly the sequential loop's bits; full 64-wide blocks and a ragged one. */
+static void colsum_suite(void) {
+    enum { R = 37, LD = 203 };
+    static float m[R * LD], ref[LD];
+    for (int i = 0; i < R * LD; i++) m[i] = frand(-1, 1);
+    for (int c = 0; c < LD; c++) ref[c] = frand(-1, 1);
+    float out0[LD];
+    memcpy(out0, ref, sizeof ref);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < LD; c++) ref[c] += m[r * LD + c];
+    for (int isa = 0; isa < TFM_ISA_COUNT; isa++) {
+        char name[64];
+        snprintf(name, sizeof name, "colsum_%s_equals_row_order_sum", tfm_isa_str((tfm_isa)isa));
+        if (!tfm_isa_supported((tfm_isa)isa)) {
+            printf("NOTRUN %s: this CPU does not support it (not tested here)\n", name);
+            continue;
+        }
+        float out[LD];
+        memcpy(out, out0, sizeof out);
+        for (int c0 = 0; c0 < LD; c0 += TFM_COLSUM_W)
+            tfm_vmath_for((tfm_isa)isa)->colsum(m + c0, R, LD, LD - c0 < TFM_COLSUM_W ? LD - c0 : TFM_COLSUM_W, out + c0);
+        CHECK(name, !memcmp(out, ref, sizeof out), "max diff %g", max_abs_diff(out, ref, LD));
+    }
+}
+
 static void env_suite(void) {
     const char *old = getenv("TFM_ISA");
     char *saved = old ? strdup(old) : NULL;
@@ -180,6 +206,7 @@ int main(void) {
         else printf("NOTRUN vmath_%s: this CPU does not support it (not tested here)\n", tfm_isa_str((tfm_isa)i));
     }
     adamw_suite();
+    colsum_suite();
     env_suite();
     return check_failures ? 1 : 0;
 }
