@@ -98,6 +98,7 @@ typedef struct {
     float *dy;
     const uint8_t *keep;     /* NULL: no dropout */
     float scale;
+    int assign_x, assign_y;  /* write dx / dy instead of adding to them (their grads are fresh: tfm_bw_fresh) */
 } ln_split;
 
 /* 8 floats as one value (GCC/clang generic vectors): AVX2 registers on that path, pairs of SSE registers
@@ -120,6 +121,7 @@ static inline __attribute__((always_inline)) void ln_bw_rows(float *dx, const ln
     float *dyo = sp ? sp->dy : NULL;
     const uint8_t *keep_all = sp ? sp->keep : NULL;
     const float kscale = sp ? sp->scale : 1.0f;
+    const int ax = sp && sp->assign_x, ay = sp && sp->assign_y;
     const int C8 = C / 8 * 8;
     for (int r = r0; r < r1; r++) {
         const float *xr = x + (size_t)r * C, *dr = dout + (size_t)r * C;
@@ -160,21 +162,21 @@ static inline __attribute__((always_inline)) void ln_bw_rows(float *dx, const ln
         for (c = 0; c < C8; c += 8) { /* dz = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) */
             v8f d = V8_LOAD(dr + c), dn = w ? d * V8_LOAD(w + c) : d;
             v8f dz = vs * (dn - vsd - (V8_LOAD(xr + c) - vm) * vs * vsdn);
-            if (o) V8_STORE(o + c, V8_LOAD(o + c) + dz);
-            if (oy && !keep) V8_STORE(oy + c, V8_LOAD(oy + c) + dz);
-            else if (oy) { /* through the dropout: dropped lanes add +0 (oy starts at +0 and only adds) */
+            if (o) V8_STORE(o + c, ax ? dz : V8_LOAD(o + c) + dz);
+            if (oy && !keep) V8_STORE(oy + c, ay ? dz : V8_LOAD(oy + c) + dz);
+            else if (oy) { /* through the dropout: dropped lanes get +0 (oy starts at +0 and only adds) */
                 v8i kept = {-(keep[c] != 0), -(keep[c + 1] != 0), -(keep[c + 2] != 0), -(keep[c + 3] != 0),
                             -(keep[c + 4] != 0), -(keep[c + 5] != 0), -(keep[c + 6] != 0), -(keep[c + 7] != 0)};
                 v8f add = (v8f)((v8i)(dz * vks) & kept);
-                V8_STORE(oy + c, V8_LOAD(oy + c) + add);
+                V8_STORE(oy + c, ay ? add : V8_LOAD(oy + c) + add);
             }
         }
         for (; c < C; c++) {
             float dn = w ? dr[c] * w[c] : dr[c];
             float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
-            if (o) o[c] += dz;
-            if (oy && !keep) oy[c] += dz;
-            else if (oy && keep[c]) oy[c] += dz * kscale;
+            if (o) o[c] = ax ? dz : o[c] + dz;
+            float dzy = !keep ? dz : keep[c] ? dz * kscale : 0.0f;
+            if (oy) oy[c] = ay ? dzy : oy[c] + dzy;
         }
     }
 }
@@ -245,8 +247,9 @@ void tfm_bw_layernorm(tfm_node *n) {
     tfm_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int C = tfm_last_dim(x), rows = (int)tfm_rows(x);
     const float *stats = n->saved;
-    tfm_layernorm_backward(x->grad, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, x->data,
-                           w ? w->data : NULL, stats, stats + rows, rows, C);
+    ln_split sp = {.assign_x = tfm_bw_fresh(n, 0)};
+    ln_backward(x->grad, &sp, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, x->data, w ? w->data : NULL,
+                stats, stats + rows, rows, C);
 }
 
 /* ---------------------------------------------------------------- AddNorm: LayerNorm(x + dropout(y)) */
@@ -311,6 +314,8 @@ void tfm_bw_add_layernorm(tfm_node *n) {
     add_ln_saved *sv = n->saved;
     ln_split sp = sv->sp;
     sp.dy = y->grad;
+    sp.assign_x = tfm_bw_fresh(n, 0);
+    sp.assign_y = tfm_bw_fresh(n, 1);
     ln_backward(x->grad, &sp, w ? w->grad : NULL, b ? b->grad : NULL, n->out->grad, sv->z, w ? w->data : NULL,
                 sv->stats, sv->stats + rows, rows, C);
 }

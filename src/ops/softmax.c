@@ -157,16 +157,23 @@ void tfm_bw_cross_entropy(tfm_node *n) {
     const float *lse = n->saved;
     int V = tfm_last_dim(logits), rows = n->ip[0], ignore = n->ip[1], count = n->ip[2];
     float eps = n->fp[0];
-    if (!count) return;
-    float d = n->out->grad[0] / count;
+    const int assign = tfm_bw_fresh(n, 0);   /* write the logits' grad (ignored rows: 0) instead of adding */
+    if (!count && !assign) return;
+    float d = count ? n->out->grad[0] / count : 0.0f;
     float off = d * eps / V;
 #pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
     for (int r = 0; r < rows; r++) {
-        if (t[r] == ignore) continue;
-        const float *x = logits->data + (size_t)r * V;
         float *dx = logits->grad + (size_t)r * V;
+        if (!count || t[r] == ignore) {
+            if (assign) memset(dx, 0, sizeof(float) * V);
+            continue;
+        }
+        const float *x = logits->data + (size_t)r * V;
         if (V < CE_VEC_MIN) {
-            for (int v = 0; v < V; v++) dx[v] += d * (expf(x[v] - lse[r]) - eps / V);
+            for (int v = 0; v < V; v++) {
+                float g = d * (expf(x[v] - lse[r]) - eps / V);
+                dx[v] = assign ? g : dx[v] + g;
+            }
             dx[t[r]] -= d * (1.0f - eps);
             continue;
         }
@@ -174,7 +181,10 @@ void tfm_bw_cross_entropy(tfm_node *n) {
         for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
             int len = V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK;
             tfm_vexp_sum(tmp, x + v0, lse[r], (size_t)len);
-            for (int k = 0; k < len; k++) dx[v0 + k] += d * tmp[k] - off;
+            if (assign)
+                for (int k = 0; k < len; k++) dx[v0 + k] = d * tmp[k] - off;
+            else
+                for (int k = 0; k < len; k++) dx[v0 + k] += d * tmp[k] - off;
         }
         dx[t[r]] -= d * (1.0f - eps);
     }

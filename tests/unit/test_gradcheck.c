@@ -52,6 +52,16 @@ static void gradcheck(const char *name, build_fn f, int n, int ndims[], int shap
     float *R = malloc(ny * sizeof(float));
     for (size_t i = 0; i < ny; i++) R[i] = tfm_rng_normal(&rng);
     tfm_rng saved = g.rng;
+    /* twice, with the arena filled with junk in between: the second backward's tensors sit where the
+     * first one's were, so an op that adds to a grad it should assign (tfm_node.fresh) or leaves part of
+     * it unwritten reads junk, not the zeros of new memory */
+    eval_loss(&g, f, in, R, 1);
+    tfm_graph_reset(&g);
+    while (g.arena.used_total < g.arena.peak) {
+        float *junk = tfm_arena_alloc(&g.arena, 64);
+        for (int i = 0; i < 16; i++) junk[i] = 7.0f;
+    }
+    g.rng = saved;
     tfm_params_zero_grad(&p);
     eval_loss(&g, f, in, R, 1);
     double worst = 0;
@@ -169,6 +179,26 @@ static tfm_tensor *f_fresh_view(tfm_graph *g, tfm_tensor **x) {
     tfm_tensor *y = tfm_linear_gelu(g, tfm_reshape2(g, h, 6, 4), x[1], NULL); /* h's grad through the view */
     return tfm_add(g, y, s);
 }
+/* the fresh-grad (assigning) backward of layernorm, AddNorm (with dropout: dropped lanes assigned 0) and
+ * cross-entropy (ignored rows assigned 0; narrow and vectorised vocabularies): inputs that are
+ * intermediates, whose only consumer is that op */
+static tfm_tensor *f_fresh_ln(tfm_graph *g, tfm_tensor **x) {
+    return tfm_layernorm(g, tfm_tanh(g, x[0]), x[1], x[2], 1e-5f);
+}
+static tfm_tensor *f_fresh_add_ln_drop(tfm_graph *g, tfm_tensor **x) {
+    g->training = 1;
+    tfm_tensor *y = tfm_add_layernorm(g, tfm_tanh(g, x[0]), tfm_sigmoid(g, x[1]), 0.3f, x[2], x[3], 1e-5f);
+    g->training = 0;
+    return y;
+}
+static tfm_tensor *f_fresh_ce(tfm_graph *g, tfm_tensor **x) {
+    static const int t[4] = {1, -100, 37, 0};
+    return tfm_cross_entropy(g, tfm_scale(g, x[0], 2.0f), t, -100, 0.1f);
+}
+static tfm_tensor *f_fresh_ce_narrow(tfm_graph *g, tfm_tensor **x) {
+    static const int t[6] = {1, 4, -100, 0, 2, 4};
+    return tfm_cross_entropy(g, tfm_scale(g, x[0], 2.0f), t, -100, 0.0f);
+}
 static tfm_tensor *f_fresh_self(tfm_graph *g, tfm_tensor **x) {
     tfm_tensor *h = tfm_tanh(g, x[0]);
     return tfm_add(g, tfm_add(g, h, h), tfm_mul(g, tfm_sub(g, h, h), h));
@@ -233,6 +263,10 @@ int main(void) {
     GC("grad assigned by its first writer, then added to", f_fresh_fanout, 3, 1.0f, {{2, 3, 4}, {4, 4}, {4}});
     GC("grad assigned through a reshape view", f_fresh_view, 2, 1.0f, {{2, 3, 4}, {4, 4}});
     GC("grad of x + x (one grad, two inputs)", f_fresh_self, 1, 1.0f, {{3, 5}});
+    GC("grad assigned by layernorm", f_fresh_ln, 3, 1.0f, {{2, 3, 12}, {12}, {12}});
+    GC("grad assigned by AddNorm with dropout", f_fresh_add_ln_drop, 4, 1.0f, {{2, 3, 12}, {2, 3, 12}, {12}, {12}});
+    GC("grad assigned by cross-entropy (ignored row), vectorised vocabulary", f_fresh_ce, 1, 1.0f, {{4, 1100}});
+    GC("grad assigned by cross-entropy, narrow vocabulary", f_fresh_ce_narrow, 1, 1.0f, {{6, 5}});
     GC("grad linear_relu (fused)", f_linear_relu, 3, 3.0f, /* wide pre-activations: rarely within h of the kink */ {{2, 3, 4}, {5, 4}, {5}});
     GC("grad linear_gelu (fused)", f_linear_gelu, 3, 1.0f, {{2, 3, 4}, {5, 4}, {5}});
     GC("grad add_layernorm (AddNorm)", f_add_layernorm, 4, 1.0f, {{2, 3, 8}, {2, 3, 8}, {8}, {8}});
