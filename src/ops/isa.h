@@ -55,6 +55,7 @@ void tfm_vexp_avx512(float *y, const float *x, size_t n);
 void tfm_vtanh_avx512(float *y, const float *x, size_t n);
 void tfm_vsigmoid_avx512(float *y, const float *x, size_t n);
 void tfm_vgelu_avx512(float *y, float *x, const float *bias, int C, size_t n);
+void tfm_vgelu_save_d_avx512(float *y, float *x, const float *bias, int C, size_t n);
 void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_t n, int acc);
 float tfm_vmax_avx512(const float *x, size_t n);
 float tfm_vsum_avx512(const float *x, size_t n);

@@ -107,14 +107,15 @@ static inline __m512 gelu_inner16(__m512 x) {
 static inline __m512 gelu16(__m512 x) {
     return _mm512_mul_ps(_mm512_mul_ps(S1(0.5f), x), _mm512_add_ps(S1(1.0f), gelu_inner16(x)));
 }
-static inline __m512 gelu_d16(__m512 x) {
-    __m512 t = gelu_inner16(x), one = S1(1.0f), half = S1(0.5f);
+static inline __m512 gelu_d16_t(__m512 x, __m512 t) { /* gelu'(x) from t = gelu_inner16(x) */
+    __m512 one = S1(1.0f), half = S1(0.5f);
     __m512 x2 = _mm512_mul_ps(x, x);
     __m512 a = _mm512_mul_ps(half, _mm512_add_ps(one, t));
     __m512 b = _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_fnmadd_ps(t, t, one));
     __m512 c = _mm512_mul_ps(S1(VM_GELU_K), _mm512_fmadd_ps(S1(3.0f * VM_GELU_C), x2, one));
     return _mm512_fmadd_ps(b, c, a);
 }
+static inline __m512 gelu_d16(__m512 x) { return gelu_d16_t(x, gelu_inner16(x)); }
 static inline __m512 sigmoid16(__m512 x) {
     return _mm512_div_ps(S1(1.0f), _mm512_add_ps(S1(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
 }
@@ -190,6 +191,21 @@ void tfm_vgelu_avx512(float *y, float *x, const float *bias, int C, size_t n) {
     }
 }
 
+void tfm_vgelu_save_d_avx512(float *y, float *x, const float *bias, int C, size_t n) {
+    if (!bias) C = n ? (int)n : 1;   /* callers without a bias pass C = n (one row) */
+    for (size_t r = 0; r < n / (size_t)C; r++) {
+        float *xr = x + r * C, *yr = y + r * C;
+        for (int c = 0; c < C; c += 16) {
+            __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : tail_mask((size_t)(C - c));
+            __m512 v = _mm512_maskz_loadu_ps(m, xr + c);
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + c));
+            __m512 t = gelu_inner16(v);
+            _mm512_mask_storeu_ps(yr + c, m, _mm512_mul_ps(_mm512_mul_ps(S1(0.5f), v), _mm512_add_ps(S1(1.0f), t)));
+            _mm512_mask_storeu_ps(xr + c, m, gelu_d16_t(v, t));
+        }
+    }
+}
+
 void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_t n, int acc) {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -245,6 +261,9 @@ void tfm_vexp_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (vo
 void tfm_vtanh_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (void)n; NOPE; }
 void tfm_vsigmoid_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (void)n; NOPE; }
 void tfm_vgelu_avx512(float *y, float *x, const float *bias, int C, size_t n) { (void)y; (void)x; (void)bias; (void)C; (void)n; NOPE; }
+void tfm_vgelu_save_d_avx512(float *y, float *x, const float *bias, int C, size_t n) {
+    (void)y; (void)x; (void)bias; (void)C; (void)n; NOPE;
+}
 void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_t n, int acc) {
     (void)dx; (void)dy; (void)x; (void)n; (void)acc; NOPE;
 }

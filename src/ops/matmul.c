@@ -180,9 +180,10 @@ void tfm_bw_linear(tfm_node *n) {
 
 /* ---------------------------------------------------------------- linear + bias + GELU, fused */
 /* Row chunks of the (rows, out_f) result are taken by threads dynamically (small results stay on one thread). */
-/* y = act(x W^T + b), act = GELU (saved: the pre-activation, overwritten by its gradient in backward)
- * or ReLU (no saved buffer: y > 0 exactly where the pre-activation is > 0; backward masks y->grad in
- * place). ip[7] guards against a second backward over the same forward. */
+/* y = act(x W^T + b), act = GELU (saved: GELU' of the pre-activation, computed with y from the same tanh,
+ * so the backward only multiplies; it becomes the pre-activation's gradient in place) or ReLU (no saved
+ * buffer: y > 0 exactly where the pre-activation is > 0; backward masks y->grad in place). ip[7] guards
+ * against a second backward over the same forward. */
 static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias) {
     OP_BEGIN(g);
     tfm_tensor *in[3];
@@ -196,7 +197,8 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
     for (int r0 = 0; r0 < rows; r0 += chunk) {
         int r1 = r0 + chunk < rows ? r0 + chunk : rows;
         size_t o = (size_t)r0 * out_f, n = (size_t)(r1 - r0) * out_f;
-        if (op == TFM_OP_LINEAR_GELU) tfm_vgelu(y->data + o, pre + o, b, out_f, n);
+        if (op == TFM_OP_LINEAR_GELU && !y->grad) tfm_vgelu(y->data + o, pre + o, b, out_f, n);
+        else if (op == TFM_OP_LINEAR_GELU) tfm_vgelu_save_d(y->data + o, pre + o, b, out_f, n);
         else tfm_vbias_relu(y->data + o, b, out_f, n);
     }
     tfm_node *n = tfm_graph_push(g, op, y, bias ? 3 : 2, in);
@@ -219,13 +221,13 @@ void tfm_bw_linear_act(tfm_node *n) {
     TFM_ASSERT(!n->ip[7], "%s: backward called twice on one forward", tfm_op_name(n->op));
     n->ip[7] = 1;
     int gelu = n->op == TFM_OP_LINEAR_GELU;
-    float *d = gelu ? n->saved : y->grad; /* becomes the gradient of the pre-activation */
+    float *d = gelu ? n->saved : y->grad; /* GELU' (saved) or y's grad: becomes the pre-activation's grad */
     const int chunk = tfm_dyn_chunk((size_t)rows);
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)
     for (int r0 = 0; r0 < rows; r0 += chunk) {
         int r1 = r0 + chunk < rows ? r0 + chunk : rows;
         size_t o = (size_t)r0 * out_f, m = (size_t)(r1 - r0) * out_f;
-        if (gelu) tfm_vgelu_backward(d + o, y->grad + o, d + o, m, 0);
+        if (gelu) tfm_vmul(d + o, y->grad + o, m);
         else tfm_vrelu_mask(d + o, y->data + o, m);
     }
     if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);

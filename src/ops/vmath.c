@@ -182,14 +182,33 @@ AVX2 static void vgelu_avx2(float *y, float *x, const float *bias, int C, size_t
     }
 }
 
-AVX2 static inline __m256 gelu_d8(__m256 x) {
-    __m256 t = gelu_inner8(x);
+/* gelu'(x) from t = gelu_inner8(x) */
+AVX2 static inline __m256 gelu_d8_t(__m256 x, __m256 t) {
     __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
     __m256 x2 = _mm256_mul_ps(x, x);
     __m256 a = _mm256_mul_ps(half, _mm256_add_ps(one, t));
     __m256 b = _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_fnmadd_ps(t, t, one));
     __m256 c = _mm256_mul_ps(_mm256_set1_ps(VM_GELU_K), _mm256_fmadd_ps(_mm256_set1_ps(3.0f * VM_GELU_C), x2, one));
     return _mm256_fmadd_ps(b, c, a);
+}
+AVX2 static inline __m256 gelu_d8(__m256 x) { return gelu_d8_t(x, gelu_inner8(x)); }
+AVX2 static inline void gelu_save_d8(float *y, float *x, const float *bias, size_t m) { /* m <= 8 lanes */
+    __m256 v = m == 8 ? _mm256_loadu_ps(x) : load_tail(x, m, 0.0f);
+    if (bias) v = _mm256_add_ps(v, m == 8 ? _mm256_loadu_ps(bias) : load_tail(bias, m, 0.0f));
+    __m256 t = gelu_inner8(v);
+    __m256 g = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+    __m256 d = gelu_d8_t(v, t);
+    if (m == 8) _mm256_storeu_ps(y, g), _mm256_storeu_ps(x, d);
+    else store_tail(y, g, m), store_tail(x, d, m);
+}
+AVX2 static void vgelu_save_d_avx2(float *y, float *x, const float *bias, int C, size_t n) {
+    if (!bias) C = n ? (int)n : 1;   /* callers without a bias pass C = n (one row) */
+    for (size_t r = 0; r < n / (size_t)C; r++) {
+        float *xr = x + r * C, *yr = y + r * C;
+        int c = 0;
+        for (; c + 8 <= C; c += 8) gelu_save_d8(yr + c, xr + c, bias ? bias + c : NULL, 8);
+        if (c < C) gelu_save_d8(yr + c, xr + c, bias ? bias + c : NULL, (size_t)(C - c));
+    }
 }
 AVX2 static void vgelu_backward_avx2(float *dx, const float *dy, const float *x, size_t n, int acc) {
     size_t i = 0;
@@ -262,6 +281,13 @@ static void vgelu_c(float *y, float *x, const float *bias, int C, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (bias) x[i] += bias[i % (size_t)C];
         y[i] = gelu_s(x[i]);
+    }
+}
+static void vgelu_save_d_c(float *y, float *x, const float *bias, int C, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = bias ? x[i] + bias[i % (size_t)C] : x[i];
+        y[i] = gelu_s(v);
+        x[i] = gelu_d_s(v);
     }
 }
 static void vgelu_backward_c(float *dx, const float *dy, const float *x, size_t n, int accumulate) {
@@ -362,7 +388,7 @@ TFM_TARGET_AVX512 static void vcolsum_avx512(const float *m, int rows, int ld, i
 /* ---------------------------------------------------------------- one table per path */
 #define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
                           vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx, \
-                          vcolsum##sfx}
+                          vcolsum##sfx, vgelu_save_d##sfx}
 #ifdef HAVE_X86
 #define vexp_sum_avx512 tfm_vexp_sum_avx512
 #define vexp_avx512 tfm_vexp_avx512
@@ -370,6 +396,7 @@ TFM_TARGET_AVX512 static void vcolsum_avx512(const float *m, int rows, int ld, i
 #define vsigmoid_avx512 tfm_vsigmoid_avx512
 #define vgelu_avx512 tfm_vgelu_avx512
 #define vgelu_backward_avx512 tfm_vgelu_backward_avx512
+#define vgelu_save_d_avx512 tfm_vgelu_save_d_avx512
 #define vmax_avx512 tfm_vmax_avx512
 #define vsum_avx512 tfm_vsum_avx512
 #define vdot_avx512 tfm_vdot_avx512
@@ -388,6 +415,7 @@ void tfm_vexp(float *y, const float *x, size_t n) { vm()->exp(y, x, n); }
 void tfm_vtanh(float *y, const float *x, size_t n) { vm()->tanh(y, x, n); }
 void tfm_vsigmoid(float *y, const float *x, size_t n) { vm()->sigmoid(y, x, n); }
 void tfm_vgelu(float *y, float *x, const float *bias, int C, size_t n) { vm()->gelu(y, x, bias, C, n); }
+void tfm_vgelu_save_d(float *y, float *x, const float *bias, int C, size_t n) { vm()->gelu_save_d(y, x, bias, C, n); }
 void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, int accumulate) {
     vm()->gelu_backward(dx, dy, x, n, accumulate);
 }
@@ -410,6 +438,10 @@ void tfm_vbias_relu(float *y, const float *bias, int C, size_t n) {
             }
     else
         for (size_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0.0f;
+}
+
+void tfm_vmul(float *d, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] *= y[i];
 }
 
 void tfm_vrelu_mask(float *d, const float *y, size_t n) {

@@ -45,10 +45,15 @@ void tfm_vsigmoid(float *y, const float *x, size_t n);
 /* GELU (tanh approximation). If bias is non-NULL, x is (rows of length C) and first gets x += bias
  * in place (x is then the pre-activation); n must be a multiple of C. bias NULL: C ignored. */
 void tfm_vgelu(float *y, float *x, const float *bias, int C, size_t n);
+/* y = GELU(v) and x = GELU'(v) in place, v = x (+ bias as in tfm_vgelu): the forward of a layer whose
+ * backward then only multiplies by the saved derivative (the same bits as tfm_vgelu_backward from v). */
+void tfm_vgelu_save_d(float *y, float *x, const float *bias, int C, size_t n);
 /* dx[i] (+)= dy[i] * gelu'(x[i]); accumulate != 0 adds into dx. */
 void tfm_vgelu_backward(float *dx, const float *dy, const float *x, size_t n, int accumulate);
 /* y[i] = max(0, y[i] + bias[i % C]) in place (bias NULL: max(0, y[i])); n a multiple of C. */
 void tfm_vbias_relu(float *y, const float *bias, int C, size_t n);
+/* d[i] *= y[i] */
+void tfm_vmul(float *d, const float *y, size_t n);
 /* d[i] = y[i] > 0 ? d[i] : 0 (the ReLU backward from its output) */
 void tfm_vrelu_mask(float *d, const float *y, size_t n);
 /* out[c] += m[0][c] + m[1][c] + ... + m[rows-1][c] for c < w <= TFM_COLSUM_W, rows ld apart, added in row
@@ -89,6 +94,7 @@ typedef struct {
     void (*adamw)(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k);
     size_t (*find_gt)(const float *x, size_t n, float thr);
     void (*colsum)(const float *m, int rows, int ld, int w, float *out);
+    void (*gelu_save_d)(float *y, float *x, const float *bias, int C, size_t n);
 } tfm_vmath_table;
 const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 

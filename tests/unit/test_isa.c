@@ -99,6 +99,23 @@ static void path_suite(tfm_isa isa) {
             bias_ok &= xb[i] == pre && fabs(yb[i] - gelu_ref(pre)) <= 1e-6 * (fabs(gelu_ref(pre)) + fabsf(pre) + 1e-5);
         }
     }
+    /* GELU saving its derivative (linear_gelu's forward): y and GELU' of x + bias, bit for bit what gelu and
+     * gelu_backward (dy = 1) of the same path give; rows of 19 (tails) and 24, and one bias-free span */
+    int save_d_ok = 1;
+    for (int C = 19; C <= 24; C += 5) {
+        const int R = 3;
+        float xs[3 * 24], pre[3 * 24], ys[3 * 24 + 1], yr[3 * 24], dr[3 * 24], ones[3 * 24];
+        for (int i = 0; i < C; i++) bias[i] = frand(-1, 1);
+        for (int i = 0; i < R * C; i++) { xs[i] = frand(-6, 6); pre[i] = xs[i] + bias[i % C]; ones[i] = 1.0f; }
+        ys[R * C] = 777.0f;
+        t->gelu_save_d(ys, xs, bias, C, (size_t)R * C);
+        t->gelu(yr, pre, NULL, 0, (size_t)R * C);
+        t->gelu_backward(dr, ones, pre, (size_t)R * C, 0);
+        save_d_ok &= !memcmp(ys, yr, sizeof(float) * R * C) && !memcmp(xs, dr, sizeof(float) * R * C) && ys[R * C] == 777.0f;
+        for (int i = 0; i < R * C; i++) xs[i] = pre[i];
+        t->gelu_save_d(ys, xs, NULL, 0, (size_t)R * C);
+        save_d_ok &= !memcmp(ys, yr, sizeof(float) * R * C) && !memcmp(xs, dr, sizeof(float) * R * C);
+    }
     char name[96];
 #define REPORT(what, cond, ...) do { snprintf(name, sizeof name, "vmath_%s_%s", nm, what); CHECK(name, cond, __VA_ARGS__); } while (0)
     REPORT("exp", w_exp < 4e-7, "worst rel err %g", w_exp);
@@ -107,6 +124,7 @@ static void path_suite(tfm_isa isa) {
     REPORT("gelu", w_gelu < 1e-6, "worst rel err %g", w_gelu);
     REPORT("gelu_backward", w_geld < 2e-6, "worst rel err %g", w_geld);
     REPORT("gelu_bias_rows", bias_ok, "bias rows wrong");
+    REPORT("gelu_save_d_equals_gelu_and_backward", save_d_ok, "y or GELU' differs from gelu / gelu_backward");
     REPORT("tails_untouched", tail_ok, "wrote past n");
     REPORT("max", max_ok, "wrong max");
     REPORT("find_gt", find_ok, "wrong first index above the threshold");
