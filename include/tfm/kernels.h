@@ -24,6 +24,12 @@ void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *
 void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                  const float *B, int ldb, const float *Bp, float beta, float *C, int ldc);
 
+/* C = alpha op(A) op(B) + bias, bias one value per column of C (a linear layer's forward); Bp as in
+ * tfm_gemm_pb (or NULL). The same bits as copying bias into every row of C and calling tfm_gemm with
+ * beta 1, without that separate pass over C. */
+void tfm_gemm_bias(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, const float *Bp, const float *bias, float *C, int ldc);
+
 /* Batched: `batch` independent GEMMs; operand i starts at A + i*stride_a etc. (stride 0 = shared). */
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
                       const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,

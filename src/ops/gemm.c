@@ -41,15 +41,21 @@ static void scale_c(int m, int n, float beta, float *C, int ldc) {
 
 static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
+/* rows x cols of C = the bias row (a GEMM with a bias starts its C from it, then adds with beta 1) */
+static void seed_bias(const float *bias, int rows, int cols, float *C, int ldc) {
+    for (int i = 0; i < rows; i++) memcpy(C + (size_t)i * ldc, bias, sizeof(float) * (size_t)cols);
+}
+
 #ifdef TFM_USE_OPENBLAS
 /* ------------------------------------------------------------------------------------------ */
 /* OpenBLAS backend                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
-                     int pack_a, const float *Bp) {
+                     int pack_a, const float *Bp, const float *bias) {
     (void)nt; (void)isa; (void)pack_a; (void)Bp;
     if (M <= 0 || N <= 0) return;
+    if (bias) seed_bias(bias, M, N, C, ldc), beta = 1.0f;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -114,6 +120,7 @@ typedef struct {
     int lda, ldb, ldc;
     int pack_a; /* 1: always pack op(A) (tests compare this with reading A in place) */
     const float *Bp; /* op(B) packed in advance (tfm_gemm_pack_b), or NULL: pack it here */
+    const float *bias; /* C = alpha op(A) op(B) + bias (one value per column; beta ignored), or NULL */
 } gemm_args;
 
 /* n rounded up to whole NR-wide panels (the row length of a packed B depth block) */
@@ -520,7 +527,10 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
         const int nc = n1 - jc < TFM_GEMM_NC ? n1 - jc : TFM_GEMM_NC;
         for (int pc = 0; pc < K; pc += kcb) {
             const int kc = K - pc < kcb ? K - pc : kcb;
-            const float beff = pc == 0 ? g->beta : 1.0f;
+            /* a bias seeds each C tile right before its first depth block (the tile's lines are about to be
+             * read anyway), instead of a pass over all of C before the GEMM: the same bits */
+            const float *bias = pc == 0 && g->bias ? g->bias + jc : NULL;
+            const float beff = pc == 0 && !bias ? g->beta : 1.0f;
             const float *bpack = bufB; /* the KC x NC slice of op(B) in NR-wide panels */
             if (g->Bp) bpack = g->Bp + (size_t)pc * nr_round(g->N) + (size_t)jc * kc;
 #if TFM_HAVE_X86
@@ -557,6 +567,9 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                         const int mr = mc - ir < MR ? mc - ir : MR;
                         float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
                         const float *ap = bufA + (size_t)ir * kc;
+                        if (bias)
+                            seed_bias(bias + jr, wide && mc - ir > MR ? (mc - ir < 2 * MR ? mc - ir : 2 * MR) : mr,
+                                      wide ? 2 * NR : nr, cp, g->ldc);
                         if (wide && mc - ir > MR) {
                             const int mr2 = mc - ir < 2 * MR ? mc - ir : 2 * MR;
                             tfm_gemm_kern12x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
@@ -916,10 +929,12 @@ void tfm_gemm_help(tfm_gemm_desk *d, int self) {
  * order whichever block and thread computes it: results do not depend on the thread count or schedule. */
 static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
-                     int pack_a, const float *Bp) {
+                     int pack_a, const float *Bp, const float *bias) {
     if (M <= 0 || N <= 0) return;
+    if (bias && (M == 1 || N == 1 || K <= 0 || alpha == 0.0f)) /* GEMV and the trivial cases: seed C first */
+        seed_bias(bias, M, N, C, ldc), beta = 1.0f, bias = NULL;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
-    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp};
+    const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp, bias};
     if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
     const long long work = (long long)M * N * K;
     if (nt == 1 && share_at.desk && M >= 2 * SHARE_BLOCK_PANELS * MR && work >= SHARE_MIN_WORK && gemm_shared(&g, isa))
@@ -962,13 +977,14 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
 /* ------------------------------------------------------------------------------------------ */
 void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0, NULL);
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0, NULL,
+             NULL);
 }
 
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc) {
     gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(),
-             (tfm_isa)(isa & ~TFM_GEMM_PACK_A_), (isa & TFM_GEMM_PACK_A_) != 0, NULL);
+             (tfm_isa)(isa & ~TFM_GEMM_PACK_A_), (isa & TFM_GEMM_PACK_A_) != 0, NULL, NULL);
 }
 
 #ifdef TFM_USE_OPENBLAS
@@ -989,7 +1005,14 @@ void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *
 
 void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, const float *Bp, float beta, float *C, int ldc) {
-    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0, Bp);
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gemm_threads(), tfm_isa_active(), 0, Bp,
+             NULL);
+}
+
+void tfm_gemm_bias(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                   int ldb, const float *Bp, const float *bias, float *C, int ldc) {
+    gemm_one(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc, gemm_threads(), tfm_isa_active(), 0, Bp,
+             bias);
 }
 
 void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
@@ -1010,10 +1033,10 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
 #pragma omp parallel for num_threads(use) schedule(dynamic, 1)
         for (int i = 0; i < batch; i++)
             gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                     C + i * stride_c, ldc, 1, isa, 0, NULL);
+                     C + i * stride_c, ldc, 1, isa, 0, NULL, NULL);
         return;
     }
     for (int i = 0; i < batch; i++)
         gemm_one(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-                 C + i * stride_c, ldc, nt, isa, 0, NULL);
+                 C + i * stride_c, ldc, nt, isa, 0, NULL, NULL);
 }

@@ -146,11 +146,13 @@ static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
     return NULL;
 }
 
-/* y = x W^T (+ beta y): with W's packed copy where g has one */
-static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tensor *W, float beta, float *y) {
+/* y = x W^T (+ bias, or + beta y): with W's packed copy where g has one */
+static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tensor *W, const float *bias, float beta,
+                        float *y) {
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
     const float *Wp = packed_weight(g, W);
-    if (Wp) tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, beta, y, out_f);
+    if (bias) tfm_gemm_bias(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, bias, y, out_f);
+    else if (Wp) tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, beta, y, out_f);
     else tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, beta, y, out_f);
 }
 
@@ -159,12 +161,7 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
     OP_BEGIN(g);
     tfm_tensor *in[3];
     tfm_tensor *y = linear_output(g, "linear", x, W, bias, in);
-    int out_f = W->shape[0], rows = (int)tfm_rows(x);
-    if (bias) {
-#pragma omp parallel for schedule(static) if ((size_t)rows * out_f >= 16384)
-        for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out_f, bias->data, sizeof(float) * out_f);
-    }
-    linear_gemm(g, x, W, bias ? 1.0f : 0.0f, y->data);
+    linear_gemm(g, x, W, bias ? bias->data : NULL, 0.0f, y->data);
     tfm_graph_push(g, TFM_OP_LINEAR, y, bias ? 3 : 2, in);
     OP_END(g, TFM_OP_LINEAR);
     return y;
@@ -190,7 +187,7 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
     tfm_tensor *y = linear_output(g, tfm_op_name(op), x, W, bias, in);
     int out_f = W->shape[0], rows = (int)tfm_rows(x);
     float *pre = op == TFM_OP_LINEAR_GELU ? tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f) : y->data;
-    linear_gemm(g, x, W, 0.0f, pre);
+    linear_gemm(g, x, W, NULL, 0.0f, pre);
     const float *b = bias ? bias->data : NULL;
     const int chunk = tfm_dyn_chunk((size_t)rows);
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)

@@ -231,6 +231,34 @@ static void determinism_suite(void) {
         }
 }
 
+/* tfm_gemm_bias (C = alpha op(A) op(B) + bias) against copying the bias into C's rows and tfm_gemm with
+ * beta 1, bit for bit: GEMV shapes (M or N = 1), narrow edge columns, K split into KC blocks, every
+ * layout, 1 and 2 threads, with and without B packed in advance. */
+static void bias_suite(void) {
+    static const int shapes[][3] = {{384, 128, 128}, {1, 384, 128}, {130, 1, 300}, {37, 45, 300}, {13, 57, 7},
+                                    {385, 65, 512}};
+    int max_t = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 8; t++) {
+            int ta = t & 1, tb = (t >> 1) & 1, packed = t >> 2, M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            float *A = rand_buf((size_t)M * K), *B = rand_buf((size_t)K * N), *bias = rand_buf((size_t)N);
+            float *C1 = rand_buf((size_t)M * N), *C2 = rand_buf((size_t)M * N);
+            size_t pf = tfm_gemm_packed_b_floats(N, K);
+            float *Bp = packed && pf ? aligned_alloc(64, (pf * sizeof(float) + 63) / 64 * 64) : NULL;
+            if (Bp) tfm_gemm_pack_b(tb, N, K, B, tb ? K : N, Bp);
+            omp_set_num_threads(t % 3 == 1 ? 1 : (max_t > 1 ? max_t : 2));
+            for (int i = 0; i < M; i++) memcpy(C1 + (size_t)i * N, bias, sizeof(float) * N);
+            tfm_gemm(ta, tb, M, N, K, 1.5f, A, ta ? M : K, B, tb ? K : N, 1.0f, C1, N);
+            tfm_gemm_bias(ta, tb, M, N, K, 1.5f, A, ta ? M : K, B, tb ? K : N, Bp, bias, C2, N);
+            omp_set_num_threads(max_t);
+            char name[96];
+            snprintf(name, sizeof name, "gemm_bias_equals_seeded_c_%dx%dx%d_ta%d_tb%d%s", M, N, K, ta, tb,
+                     packed ? "_packed_b" : "");
+            CHECK(name, memcmp(C1, C2, sizeof(float) * M * N) == 0, "results differ");
+            free(A); free(B); free(bias); free(C1); free(C2); free(Bp);
+        }
+}
+
 #ifndef TFM_USE_OPENBLAS
 /* The AVX-512 12x32 tiles do per element what the AVX2 6x16 kernel does: both paths give the same bits. */
 static void isa_equal_suite(void) {
@@ -304,6 +332,7 @@ int main(void) {
     degenerate_suite();
     batched_suite();
     determinism_suite();
+    bias_suite();
 #ifndef TFM_USE_OPENBLAS
     /* every instruction-set path this CPU runs, called directly */
     for (int isa = 0; isa < TFM_ISA_COUNT; isa++) {
