@@ -68,8 +68,9 @@ void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
  * the profile, then grads of p += the k replicas' grads (summed in replica order, so the bits do not depend
  * on which thread ran which chunk), which are zeroed for the next step. A replica may be p itself (its
  * chunk computed straight into p's grads, which saves reading and zeroing one copy of the gradients): it is
- * skipped. */
-void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
+ * skipped. Returns the global grad norm of the sum (tfm_grad_norm's bits, computed block by block as the sum
+ * is formed), for tfm_train_step_norm; stale once anything else changes the grads (a distributed sum). */
+float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
 /* Thread data parallelism's per-chunk state: *chunks = k zeroed 64-byte-aligned elements of `size` bytes
  * (a multiple of 64), *params = k pointers, *desk = a GEMM desk of k slots for tfm_train_chunks_run (free
  * it with tfm_gemm_desk_free); 0, or -1 (out of memory, tfm error, nothing allocated). */
@@ -86,6 +87,9 @@ void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer
  * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. */
 int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+/* The same with p's global grad norm already known (tfm_train_chunks_reduce returns it, with the bits
+ * tfm_grad_norm gives), or NULL: computed here. */
+int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip, const float *known);
 
 /* What the caller of a training loop controls while it runs (both loops; all fields 0/NULL = off). */
 typedef struct {

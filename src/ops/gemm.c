@@ -42,8 +42,14 @@ static void scale_c(int m, int n, float beta, float *C, int ldc) {
 static int gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
 /* rows x cols of C = the bias row (a GEMM with a bias starts its C from it, then adds with beta 1) */
-static void seed_bias(const float *bias, int rows, int cols, float *C, int ldc) {
-    for (int i = 0; i < rows; i++) memcpy(C + (size_t)i * ldc, bias, sizeof(float) * (size_t)cols);
+static inline void seed_bias(const float *restrict bias, int rows, int cols, float *restrict C, int ldc) {
+    if (cols == 16) { /* a full tile: fixed-length copies the compiler turns into a few vector moves */
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < 16; j++) C[(size_t)i * ldc + j] = bias[j];
+        return;
+    }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) C[(size_t)i * ldc + j] = bias[j];
 }
 
 #ifdef TFM_USE_OPENBLAS

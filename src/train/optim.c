@@ -2,6 +2,7 @@
 #include "tfm/checkpoint.h"
 #include "tfm/train.h"
 #include "ops/vmath.h"
+#include "train/grad_norm.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -59,8 +60,6 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
     }
 }
 
-/* Sum of squares in fixed blocks (partials in double, summed in block order): same bits for any thread count. */
-#define NORM_BLOCK 16384 /* a multiple of 8 (tfm_grad_norm's lanes) */
 typedef double v4d __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 float tfm_clip_coef(float norm, float max_norm) {
@@ -78,37 +77,51 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
     return norm;
 }
 
+double tfm_grad_sq_block(const float *gr, size_t i0, size_t i1) {
+    /* acc[k] sums the squares of the elements i with i % 8 == k, in order (i0 is a multiple of 8): lane k of
+     * a0 and lane k of a1 hold acc[k] and acc[4 + k] (generic vectors: the compiler cannot vectorise
+     * acc[i & 7] itself) */
+    v4d a0 = {0, 0, 0, 0}, a1 = a0;
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        v4f x0, x1;
+        memcpy(&x0, gr + i, sizeof x0);
+        memcpy(&x1, gr + i + 4, sizeof x1);
+        v4d d0 = __builtin_convertvector(x0, v4d), d1 = __builtin_convertvector(x1, v4d);
+        a0 += d0 * d0;
+        a1 += d1 * d1;
+    }
+    double acc[8] = {a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]};
+    for (; i < i1; i++) acc[i & 7] += (double)gr[i] * gr[i];
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += acc[k];
+    return s;
+}
+
+float tfm_grad_norm_of_parts(const double *part, size_t nb) {
+    double s = 0;
+    for (size_t b = 0; b < nb; b++) s += part[b];
+    return (float)sqrt(s);
+}
+
+double *tfm_grad_parts_get(double *stack, size_t n) { return n <= 1024 ? stack : malloc(n * sizeof(double)); }
+void tfm_grad_parts_put(double *stack, double *part) {
+    if (part != stack) free(part);
+}
+
 float tfm_grad_norm(const tfm_params *p) {
-    size_t total = p->total, nb = (total + NORM_BLOCK - 1) / NORM_BLOCK;
-    double part_stack[1024], *part = nb <= 1024 ? part_stack : malloc(nb * sizeof(double));
+    size_t total = p->total, nb = (total + TFM_NORM_BLOCK - 1) / TFM_NORM_BLOCK;
+    double stack[1024], *part = tfm_grad_parts_get(stack, nb);
     if (!part) tfm_fatal("out of memory (grad norm)");
     const float *gr = p->grad;
 #pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
     for (size_t b = 0; b < nb; b++) {
-        size_t i0 = b * NORM_BLOCK, i1 = i0 + NORM_BLOCK < total ? i0 + NORM_BLOCK : total;
-        /* acc[k] sums the squares of the elements i with i % 8 == k, in order (i0 is a multiple of 8):
-         * lane k of a0 and lane k of a1 hold acc[k] and acc[4 + k] (generic vectors: the compiler cannot
-         * vectorise acc[i & 7] itself) */
-        v4d a0 = {0, 0, 0, 0}, a1 = a0;
-        size_t i = i0;
-        for (; i + 8 <= i1; i += 8) {
-            v4f x0, x1;
-            memcpy(&x0, gr + i, sizeof x0);
-            memcpy(&x1, gr + i + 4, sizeof x1);
-            v4d d0 = __builtin_convertvector(x0, v4d), d1 = __builtin_convertvector(x1, v4d);
-            a0 += d0 * d0;
-            a1 += d1 * d1;
-        }
-        double acc[8] = {a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]};
-        for (; i < i1; i++) acc[i & 7] += (double)gr[i] * gr[i];
-        double s = 0;
-        for (int k = 0; k < 8; k++) s += acc[k];
-        part[b] = s;
+        size_t i0 = b * TFM_NORM_BLOCK, i1 = i0 + TFM_NORM_BLOCK < total ? i0 + TFM_NORM_BLOCK : total;
+        part[b] = tfm_grad_sq_block(gr, i0, i1);
     }
-    double s = 0;
-    for (size_t b = 0; b < nb; b++) s += part[b];
-    if (part != part_stack) free(part);
-    return (float)sqrt(s);
+    float norm = tfm_grad_norm_of_parts(part, nb);
+    tfm_grad_parts_put(stack, part);
+    return norm;
 }
 
 float tfm_lr_cosine(int it, float lr, float min_lr, int warmup, int max_iters) {

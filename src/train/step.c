@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tfm/train.h"
+#include "train/grad_norm.h"
 
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p) {
     double tp = tfm_profile_begin(g);
@@ -14,8 +15,12 @@ void tfm_train_zero_grad(tfm_graph *g, tfm_params *p) {
 }
 
 int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip) {
+    return tfm_train_step_norm(g, p, opt, lr, grad_clip, NULL);
+}
+
+int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip, const float *known) {
     double tp = tfm_profile_begin(g);
-    float norm = tfm_grad_norm(p);   /* also without clipping: the non-finite check needs it */
+    float norm = known ? *known : tfm_grad_norm(p);   /* also without clipping: the non-finite check needs it */
     float coef = grad_clip > 0 ? tfm_clip_coef(norm, grad_clip) : 1.0f;
     tfm_profile_end(g, TFM_PHASE_CLIP, tp);
     if (!isfinite(norm)) {
@@ -28,12 +33,15 @@ int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float 
     return 0;
 }
 
-void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k) {
+float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k) {
     tfm_profile_end(g, TFM_PHASE_CHUNKS, t0);
     double tp = tfm_profile_begin(g);
-    const size_t blk = 1 << 14;
+    const size_t blk = TFM_NORM_BLOCK;
     long nb = (long)((p->total + blk - 1) / blk);
-    /* dynamic blocks: a descheduled thread (a busy machine) holds up one block, not half the sum */
+    double stack[1024], *part = tfm_grad_parts_get(stack, (size_t)nb);
+    if (!part) tfm_fatal("out of memory (grad norm)");
+    /* dynamic blocks: a descheduled thread (a busy machine) holds up one block, not half the sum; each block's
+     * share of the grad norm is taken while the block is in cache (tfm_grad_norm's blocks and order) */
 #pragma omp parallel for schedule(dynamic, 4) if (nb > 1)
     for (long b = 0; b < nb; b++) {
         size_t i0 = (size_t)b * blk, i1 = i0 + blk < p->total ? i0 + blk : p->total;
@@ -44,8 +52,12 @@ void tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params 
             for (size_t i = i0; i < i1; i++) dst[i] += src[i];
             for (size_t i = i0; i < i1; i++) src[i] = 0.0f;
         }
+        part[b] = tfm_grad_sq_block(dst, i0, i1);
     }
+    float norm = tfm_grad_norm_of_parts(part, (size_t)nb);
+    tfm_grad_parts_put(stack, part);
     tfm_profile_end(g, TFM_PHASE_REDUCE, tp);
+    return norm;
 }
 
 void tfm_train_chunks_run(tfm_gemm_desk *desk, int k, tfm_chunk_fn run, void *ctx) {

@@ -72,6 +72,7 @@ typedef struct {
     lm_chunk *c;         /* (k) */
     tfm_params **p;      /* (k) &c[i].rep.params */
     tfm_gemm_desk *desk; /* the chunks' GEMMs, shared with threads that are done */
+    float norm;          /* the summed grads' norm (tfm_train_chunks_reduce) */
 } lm_chunks;
 
 static void chunks_free(lm_chunks *ch) {
@@ -133,7 +134,7 @@ static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tf
         tfm_train_chunks_run(ch->desk, k, run_chunk, &mb);
         g->rng = ch->c[0].g.rng;
     }
-    tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
+    ch->norm = tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     float loss = 0;
     for (int i = 0; i < k; i++) loss += ch->c[i].loss;
     return loss;
@@ -228,7 +229,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
         /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
         int bad = !isfinite(loss);
         if (bad) tfm_train_zero_grad(&g, &m->params);
-        else bad = tfm_train_step(&g, &m->params, opt, lr, st->grad_clip) != 0;
+        else bad = tfm_train_step_norm(&g, &m->params, opt, lr, st->grad_clip, ch.k && !dist ? &ch.norm : NULL) != 0;
         if (bad && ++skipped > ctl->skip_nonfinite) {
             tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr; "
                           "the last checkpoint is from before it", st->iter + 1, isfinite(loss) ? "gradient norm" : "loss",

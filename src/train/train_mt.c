@@ -189,6 +189,7 @@ typedef struct {
     mt_chunk *c;
     tfm_params **p;
     tfm_gemm_desk *desk;   /* the chunks' GEMMs, shared with threads that are done */
+    float norm;          /* the summed grads' norm (tfm_train_chunks_reduce) */
 } mt_chunks;
 
 static void chunks_free(mt_chunks *ch) {
@@ -245,7 +246,7 @@ static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_
     mt_step_chunks sc = {ch, train, bidx, nb, sl, o, g->rng};
     tfm_train_chunks_run(ch->desk, k, run_chunk, &sc);
     g->rng = ch->c[0].g.rng;
-    tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
+    ch->norm = tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     double loss = 0;
     for (int i = 0; i < k; i++) loss += ch->c[i].loss;
     *n_tok = whole.n_tok;
@@ -381,7 +382,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
             int bad = !isfinite(lv);
             if (bad) tfm_train_zero_grad(&g, &m->params);
-            else bad = tfm_train_step(&g, &m->params, opt, lr, o->grad_clip) != 0;
+            else bad = tfm_train_step_norm(&g, &m->params, opt, lr, o->grad_clip, ch.k && !dist ? &ch.norm : NULL) != 0;
             t_steps += tfm_now() - t_step;
             prog->step++;
             prog->batch = bi + 1;

@@ -248,7 +248,9 @@ static void test_replicas(void) {
         ps[c] = &r[c].params;
     }
     CHECK("tfm_train_chunk: 5 samples in 3 chunks are 2, 2, 1", sizes == 221, "%d", sizes);
-    tfm_train_chunks_reduce(&g, tfm_profile_begin(&g), &m.params, ps, 3);
+    float norm = tfm_train_chunks_reduce(&g, tfm_profile_begin(&g), &m.params, ps, 3);
+    CHECK("tfm_train_chunks_reduce returns tfm_grad_norm of the sum, bit for bit", norm == tfm_grad_norm(&m.params),
+          "%.9g vs %.9g", norm, tfm_grad_norm(&m.params));
     double d = max_abs_diff(whole, m.params.grad, m.params.total), zero = 0;
     for (int c = 0; c < 3; c++)
         for (size_t i = 0; i < r[c].params.total; i++) zero += fabs(r[c].params.grad[i]);
@@ -258,6 +260,26 @@ static void test_replicas(void) {
     tfm_graph_free(&g);
     for (int i = 0; i < 3; i++) tfm_gpt_free(&r[i]);
     tfm_gpt_free(&m);
+}
+
+/* The chunks' sum over several norm blocks (and a ragged last one): its norm equals tfm_grad_norm's bits. */
+static void test_reduce_norm_blocks(void) {
+    tfm_params p[3];
+    tfm_params *reps[2] = {&p[1], &p[2]};
+    for (int i = 0; i < 3; i++) {
+        tfm_params_init(&p[i]);
+        tfm_param(&p[i], "a", 2, (int[]){123, 301});
+        tfm_param(&p[i], "b", 1, (int[]){7});
+        tfm_params_alloc(&p[i]);
+        for (size_t j = 0; j < p[i].total; j++) p[i].grad[j] = (float)sin(0.37 * j + i) * (i + 1);
+    }
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    float norm = tfm_train_chunks_reduce(&g, tfm_profile_begin(&g), &p[0], reps, 2);
+    CHECK("tfm_train_chunks_reduce's norm over 3 blocks == tfm_grad_norm", norm == tfm_grad_norm(&p[0]) && norm > 0,
+          "%.9g vs %.9g", norm, tfm_grad_norm(&p[0]));
+    tfm_graph_free(&g);
+    for (int i = 0; i < 3; i++) tfm_params_free(&p[i]);
 }
 
 /* tfm_translate_ids_par: 11 sentences in batches of 3 (4 batches) decoded on 2 worker graphs, one batch per
@@ -328,6 +350,7 @@ int main(void) {
     test_decode_workers();
     test_out_of_memory();
     test_replicas();
+    test_reduce_norm_blocks();
     tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
     gpt_job gj;
     memset(&gj, 0, sizeof gj);
