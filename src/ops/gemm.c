@@ -237,15 +237,23 @@ TFM_AVX2 static inline void tr8x8(__m256 r[8]) {
 
 TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int nc, float *out) {
     int j0 = 0;
-    for (; j0 + NR <= nc; j0 += NR) {
-        float *o = out + (size_t)j0 * kc;
-        if (!g->tb) {
-            const float *src = g->B + (size_t)pc * g->ldb + jc + j0;
-            for (int k = 0; k < kc; k++, src += g->ldb) {
-                _mm256_store_ps(o + (size_t)k * NR, _mm256_loadu_ps(src));
-                _mm256_store_ps(o + (size_t)k * NR + 8, _mm256_loadu_ps(src + 8));
+    if (!g->tb) {
+        /* B stored (K,N): read each row once, front to back (a stream the prefetchers follow), and deal its
+         * 16-float pieces out to the panels; going down one panel at a time instead reads a new line every
+         * ldb floats, and those reads (of an activation written long before) wait on memory. */
+        const int full = nc / NR * NR;
+        for (int k = 0; k < kc; k++) {
+            const float *src = g->B + (size_t)(pc + k) * g->ldb + jc;
+            float *o = out + (size_t)k * NR;
+            for (int j = 0; j < full; j += NR, o += (size_t)NR * kc) {
+                _mm256_store_ps(o, _mm256_loadu_ps(src + j));
+                _mm256_store_ps(o + 8, _mm256_loadu_ps(src + j + 8));
             }
-        } else {
+        }
+        j0 = full;
+    } else {
+        for (; j0 + NR <= nc; j0 += NR) {
+            float *o = out + (size_t)j0 * kc;
             /* B stored (N,K): rows j are contiguous along k -> transpose 8x8 blocks, 16 k at a time
              * so each 64-byte line of a row is consumed at once. */
             for (int h = 0; h < 2; h++) {
