@@ -465,7 +465,19 @@ typedef struct {
     uint64_t left;     /* bytes not yet consumed */
     crc_table tb;
     uint32_t crc;      /* running CRC of the current entry's bytes */
+    const char *skip;  /* entries whose name starts with this are passed over (NULL: none) */
 } reader;
+
+/* pass over n bytes (caller has checked n <= left) without reading them: a skipped entry's payload and
+ * checksum, which nothing uses, so nothing verifies */
+static int skip_bytes(reader *r, uint64_t n) {
+    if (n > (uint64_t)LONG_MAX || fseek(r->f, (long)n, SEEK_CUR) != 0) {
+        tfm_set_error_kind(TFM_ERR_IO, "%s: seek error: %s", r->path, strerror(errno));
+        return 0;
+    }
+    r->left -= n;
+    return 1;
+}
 
 /* read n bytes (caller has checked n <= left) and fold them into the running CRC */
 static int rd(reader *r, void *p, size_t n) {
@@ -585,6 +597,12 @@ static int load_entries(tfm_container *c, reader *r) {
             return -1;
         }
         if (!need(r, nbytes, "entry '%s'", name)) return -1;
+        if (r->skip && !strncmp(name, r->skip, strlen(r->skip))) {
+            uint64_t crc_bytes = version >= 2 ? 4 : 0;
+            if (!need(r, nbytes + crc_bytes, "entry '%s' checksum", name) || !skip_bytes(r, nbytes + crc_bytes))
+                return -1;
+            continue;
+        }
         unsigned char *buf = xmalloc((size_t)nbytes + 1);
         if (!rd(r, buf, (size_t)nbytes)) {
             free(buf);
@@ -608,12 +626,13 @@ static int load_entries(tfm_container *c, reader *r) {
 }
 
 /* parse the whole stream f of `size` bytes into c, which gets `path` as its name */
-static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *path) {
+static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *path, const char *skip) {
     reader r;
     r.f = f;
     r.path = path;
     r.left = size;
     r.crc = 0;
+    r.skip = skip && *skip ? skip : NULL;
     crc_table_init(&r.tb);
     int rc = load_entries(c, &r);
     if (rc != 0) {
@@ -626,7 +645,9 @@ static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *pat
     return 0;
 }
 
-int tfm_container_load(tfm_container *c, const char *path) {
+int tfm_container_load(tfm_container *c, const char *path) { return tfm_container_load_except(c, path, NULL); }
+
+int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix) {
     tfm_container_init(c);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -644,7 +665,7 @@ int tfm_container_load(tfm_container *c, const char *path) {
         fclose(f);
         return -1;
     }
-    int rc = load_stream(c, f, (uint64_t)st.st_size, path);
+    int rc = load_stream(c, f, (uint64_t)st.st_size, path, skip_prefix);
     fclose(f);
     return rc ? tfm_error_in_data() : 0;   /* truncated, bad magic, CRC, sizes */
 }
@@ -660,7 +681,7 @@ int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const c
         tfm_set_error_kind(TFM_ERR_IO, "%s: cannot open memory buffer: %s", name, strerror(errno));
         return -1;
     }
-    int rc = load_stream(c, f, (uint64_t)n, name);
+    int rc = load_stream(c, f, (uint64_t)n, name, NULL);
     if (rc) tfm_error_in_data();
     fclose(f);
     return rc;

@@ -294,7 +294,7 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
 int tfm_translator_load(tfm_translator *t, const char *path) {
     tfm_container c;
     memset(t, 0, sizeof *t);
-    if (tfm_container_load(&c, path)) {
+    if (tfm_container_load_except(&c, path, "adam.")) {   /* a training checkpoint's optimizer state: unused */
         tfm_container_free(&c);
         return -1;
     }

@@ -532,12 +532,53 @@ static void test_error_kinds(void) {
           tfm_last_error_kind() == TFM_ERR_DATA, "kind=%d", (int)tfm_last_error_kind());
 }
 
+/* tfm_container_load_except: the skipped entries are left out, the rest load as before; a skipped entry's
+ * sizes are still checked (a file cut inside it is refused), its bytes are not read (a flip inside its
+ * payload still loads, which a full load refuses), and a flip in an entry that is kept is still refused. */
+static void test_load_except(void) {
+    size_t n;
+    unsigned char *raw = check_read_file(tpath("small.tfm"), &n);   /* w (2x3 f32), ids, s */
+    tfm_container d;
+    int rc = tfm_container_load_except(&d, tpath("small.tfm"), "w");
+    CHECK("load_except 'w': the other two entries, intact", rc == 0 && d.n == 2 && !tfm_container_get(&d, "w") &&
+              tfm_container_get(&d, "ids") && !strcmp(tfm_container_str(&d, "s"), "hello"), "rc=%d n=%d %s", rc, d.n,
+          tfm_last_error());
+    tfm_container_free(&d);
+    rc = tfm_container_load_except(&d, tpath("small.tfm"), "");
+    CHECK("load_except '': every entry", rc == 0 && d.n == 3, "rc=%d n=%d", rc, d.n);
+    tfm_container_free(&d);
+    unsigned char *b = malloc(n);
+    memcpy(b, raw, n);
+    b[OFF_E0_SIZE + 8 + 5] ^= 0x10;   /* inside w's payload */
+    write_file(tpath("flip_w.tfm"), b, n);
+    rc = tfm_container_load_except(&d, tpath("flip_w.tfm"), "w");
+    CHECK("load_except 'w' passes over a flip inside w unread", rc == 0 && d.n == 2, "rc=%d %s", rc, tfm_last_error());
+    tfm_container_free(&d);
+    rc = tfm_container_load_except(&d, tpath("flip_w.tfm"), "ids");
+    CHECK("load_except 'ids' still refuses the flip inside w", rc == -1 && strstr(tfm_last_error(), "entry 'w': checksum"),
+          "rc=%d %s", rc, tfm_last_error());
+    tfm_container_free(&d);
+    write_file(tpath("cut_w.tfm"), raw, OFF_E0_SIZE + 8 + 10);   /* cut inside w's payload */
+    rc = tfm_container_load_except(&d, tpath("cut_w.tfm"), "w");
+    CHECK("load_except 'w' refuses a file cut inside w", rc == -1 && strstr(tfm_last_error(), "truncated"), "rc=%d %s",
+          rc, tfm_last_error());
+    tfm_container_free(&d);
+    write_file(tpath("cut_crc.tfm"), raw, OFF_E0_END - 2);   /* cut inside w's checksum */
+    rc = tfm_container_load_except(&d, tpath("cut_crc.tfm"), "w");
+    CHECK("load_except 'w' refuses a file cut inside w's checksum", rc == -1 && strstr(tfm_last_error(), "truncated"),
+          "rc=%d %s", rc, tfm_last_error());
+    tfm_container_free(&d);
+    free(b);
+    free(raw);
+}
+
 int main(void) {
     if (check_tmpdir(dir, sizeof dir, "test_io")) return 1;
     test_round_trip();
     test_truncation();
     test_corruptions();
     test_integrity();
+    test_load_except();
     test_save_failures();
     test_error_kinds();
     check_rm_tmpdir(dir);
