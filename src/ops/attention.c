@@ -128,9 +128,12 @@ static inline __attribute__((always_inline)) void attn_forward_bh(const attn_arg
         float m = -INFINITY, l = 0.0f;
         for (int j0 = 0; j0 < lim; j0 += TILE) {
             int n = lim - j0 < TILE ? lim - j0 : TILE;
-            if (direct)
-                for (int jj = 0; jj < n; jj++) s[jj] = a->scale * tfm_vdot(qi, Kb + (size_t)(j0 + jj) * a->k.st, (size_t)dk);
-            else scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
+            if (direct) {
+                tfm_vdot_rows(s, qi, Kb + (size_t)j0 * a->k.st, a->k.st, n, (size_t)dk);
+                for (int jj = 0; jj < n; jj++) s[jj] *= a->scale;
+            } else {
+                scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
+            }
             float mt = tfm_vmax(s, (size_t)n), mnew = mt > m ? mt : m;
             float corr = tfm_expf(m - mnew);
             l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);

@@ -385,10 +385,23 @@ TFM_TARGET_AVX512 static void vcolsum_avx512(const float *m, int rows, int ld, i
 }
 #endif
 
+/* one query's dot products with many rows, each exactly as the path's vdot computes it */
+static void vdot_rows_c(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
+    for (int r = 0; r < rows; r++) s[r] = vdot_c(x, Y + (size_t)r * ldy, n);
+}
+#ifdef HAVE_X86
+AVX2 static void vdot_rows_avx2(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
+    for (int r = 0; r < rows; r++) s[r] = vdot_avx2(x, Y + (size_t)r * ldy, n);
+}
+static void vdot_rows_avx512(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
+    for (int r = 0; r < rows; r++) s[r] = tfm_vdot_avx512(x, Y + (size_t)r * ldy, n);
+}
+#endif
+
 /* ---------------------------------------------------------------- one table per path */
 #define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
                           vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx, \
-                          vcolsum##sfx, vgelu_save_d##sfx}
+                          vcolsum##sfx, vgelu_save_d##sfx, vdot_rows##sfx}
 #ifdef HAVE_X86
 #define vexp_sum_avx512 tfm_vexp_sum_avx512
 #define vexp_avx512 tfm_vexp_avx512
@@ -423,6 +436,9 @@ float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
 float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
 float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
 size_t tfm_vfind_gt(const float *x, size_t n, float thr) { return vm()->find_gt(x, n, thr); }
+void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
+    vm()->dot_rows(s, x, Y, ldy, rows, n);
+}
 void tfm_vcolsum(const float *m, int rows, int ld, int w, float *out) { vm()->colsum(m, rows, ld, w, out); }
 void tfm_vadamw(float *w, float *g, float *m, float *v, size_t n, const tfm_adamw_coef *k) {
     vm()->adamw(w, g, m, v, n, k);

@@ -65,6 +65,8 @@ float tfm_vmax(const float *x, size_t n);
 /* sum of x, and sum of x*y (fixed lane order) */
 float tfm_vsum(const float *x, size_t n);
 float tfm_vdot(const float *x, const float *y, size_t n);
+/* s[r] = tfm_vdot(x, Y + r * ldy, n) for r < rows (one call for many rows: a decoding query's scores) */
+void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n);
 /* the index of the first x[i] > thr, or n if there is none (a NaN is never > thr) */
 size_t tfm_vfind_gt(const float *x, size_t n, float thr);
 /* One AdamW update (PyTorch order: decay, moments, update) of n elements:
@@ -95,6 +97,7 @@ typedef struct {
     size_t (*find_gt)(const float *x, size_t n, float thr);
     void (*colsum)(const float *m, int rows, int ld, int w, float *out);
     void (*gelu_save_d)(float *y, float *x, const float *bias, int C, size_t n);
+    void (*dot_rows)(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n);
 } tfm_vmath_table;
 const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 

@@ -116,6 +116,19 @@ static void path_suite(tfm_isa isa) {
         t->gelu_save_d(ys, xs, NULL, 0, (size_t)R * C);
         save_d_ok &= !memcmp(ys, yr, sizeof(float) * R * C) && !memcmp(xs, dr, sizeof(float) * R * C);
     }
+    /* dot_rows: every row's dot exactly as dot computes it (a decoding query's scores) */
+    int dot_rows_ok = 1;
+    {
+        enum { ROWS = 5, LD = 37 };
+        float Y[ROWS * LD], sr[ROWS + 1];
+        for (int i = 0; i < ROWS * LD; i++) Y[i] = frand(-2, 2);
+        for (size_t n = 1; n <= 33; n += 8) {
+            sr[ROWS] = 777.0f;
+            t->dot_rows(sr, z, Y, LD, ROWS, n);
+            for (int r = 0; r < ROWS; r++) dot_rows_ok &= sr[r] == t->dot(z, Y + r * LD, n);
+            dot_rows_ok &= sr[ROWS] == 777.0f;
+        }
+    }
     char name[96];
 #define REPORT(what, cond, ...) do { snprintf(name, sizeof name, "vmath_%s_%s", nm, what); CHECK(name, cond, __VA_ARGS__); } while (0)
     REPORT("exp", w_exp < 4e-7, "worst rel err %g", w_exp);
@@ -130,6 +143,7 @@ static void path_suite(tfm_isa isa) {
     REPORT("find_gt", find_ok, "wrong first index above the threshold");
     REPORT("sum", w_sum < 1e-6, "worst err/sum|x| %g", w_sum);
     REPORT("dot", w_dot < 1e-6, "worst err/sum|xz| %g", w_dot);
+    REPORT("dot_rows_equal_dot", dot_rows_ok, "a row's dot differs from dot, or wrote past the rows");
     REPORT("exp_sum", w_es < 4e-7, "worst rel err %g", w_es);
 }
 
