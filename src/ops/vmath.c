@@ -90,17 +90,15 @@ AVX2 static inline __m256 gelu_inner8(__m256 x) {
     return _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
 }
 
-/* load/store n < 8 trailing elements through a padded buffer */
+/* load/store n < 8 trailing elements with a lane mask (lanes >= n read as pad, never touched in memory) */
+static const int32_t tail_lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+AVX2 static inline __m256i tail_mask8(size_t n) { return _mm256_loadu_si256((const __m256i *)(tail_lanes + 8 - n)); }
 AVX2 static inline __m256 load_tail(const float *x, size_t n, float pad) {
-    float b[8];
-    for (int i = 0; i < 8; i++) b[i] = (size_t)i < n ? x[i] : pad;
-    return _mm256_loadu_ps(b);
+    __m256i m = tail_mask8(n);
+    __m256 v = _mm256_maskload_ps(x, m);   /* masked lanes read as +0 */
+    return pad == 0.0f ? v : _mm256_blendv_ps(_mm256_set1_ps(pad), v, _mm256_castsi256_ps(m));
 }
-AVX2 static inline void store_tail(float *y, __m256 v, size_t n) {
-    float b[8];
-    _mm256_storeu_ps(b, v);
-    memcpy(y, b, n * sizeof(float));
-}
+AVX2 static inline void store_tail(float *y, __m256 v, size_t n) { _mm256_maskstore_ps(y, tail_mask8(n), v); }
 AVX2 static inline float hsum8(__m256 v) { /* fixed order: (0+4)+(2+6) + (1+5)+(3+7) */
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -122,13 +120,11 @@ AVX2 static float vexp_sum_avx2(float *y, const float *x, float sub, size_t n) {
         _mm256_storeu_ps(y + i, e);
         acc = _mm256_add_ps(acc, e);
     }
-    if (i < n) {
-        __m256 e = exp8(_mm256_sub_ps(load_tail(x + i, n - i, 0.0f), s));
-        float b[8];
-        _mm256_storeu_ps(b, e);
-        for (size_t k = n - i; k < 8; k++) b[k] = 0.0f;
-        memcpy(y + i, b, (n - i) * sizeof(float));
-        acc = _mm256_add_ps(acc, _mm256_loadu_ps(b));
+    if (i < n) { /* the padding lanes' exponentials are dropped before the sum */
+        __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_tail(x + i, n - i, 0.0f), s)),
+                                 _mm256_castsi256_ps(tail_mask8(n - i)));
+        store_tail(y + i, e, n - i);
+        acc = _mm256_add_ps(acc, e);
     }
     return hsum8(acc);
 }
