@@ -415,8 +415,8 @@ static size_t entry_probs_floats(const attn_args *a) { return (size_t)a->H * a->
 /* scratch per thread; P is in it unless the forward keeps it (a->probs) */
 static size_t mat_scratch_floats(const attn_args *a, int backward) {
     size_t blocks = (a->probs ? 0 : 1) + backward + a->drop;
-    return (entry_probs_floats(a) * blocks + (size_t)max_d(a) * round8(a->Tk) + (size_t)(1 + a->H) * a->Tq + 16 + 15) &
-           ~(size_t)15;
+    return (entry_probs_floats(a) * blocks + (size_t)max_d(a) * round8(a->Tk) + (size_t)(1 + a->H) * a->Tq +
+            ((size_t)a->Tk + 3) / 4 + 16 + 15) & ~(size_t)15;   /* the last: one row's dropout keep bytes */
 }
 
 static mat_scratch mat_scratch_at(const attn_args *a, int b, int backward, float *buf) {
@@ -509,12 +509,13 @@ static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms,
  * non-NULL, also g *= the same mask and scale (the backward's dP). */
 static void block_dropout(const attn_args *a, int b, const mat_scratch *ms, float *g) {
     size_t x = (size_t)b * a->H * a->Tq * a->Tk;
-    for (int hi = 0; hi < a->H * a->Tq; hi++) {
+    uint8_t *keep = (uint8_t *)(ms->lim + a->Tq + a->H * a->Tq);   /* Tk bytes after the extents */
+    for (int hi = 0; hi < a->H * a->Tq; hi++, x += a->Tk) {
         size_t o = (size_t)hi * ms->ldp;
-        for (int j = 0; j < a->Tk; j++, x++) {
-            int keep = tfm_drop_hash(a->key + x) >= a->thresh;
-            ms->Pd[o + j] = keep ? ms->P[o + j] * a->dscale : 0.0f;
-            if (g) g[o + j] = keep ? g[o + j] * a->dscale : 0.0f;
+        tfm_vdrop_keep(keep, a->key + x, a->thresh, (size_t)a->Tk);
+        for (int j = 0; j < a->Tk; j++) {
+            ms->Pd[o + j] = keep[j] ? ms->P[o + j] * a->dscale : 0.0f;
+            if (g) g[o + j] = keep[j] ? g[o + j] * a->dscale : 0.0f;
         }
     }
 }

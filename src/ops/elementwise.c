@@ -240,11 +240,18 @@ static tfm_tensor *dropout_keyed(tfm_graph *g, tfm_tensor *x, float p, uint64_t 
     uint8_t *mask = tfm_arena_alloc(&g->arena, x->size);
     uint32_t thresh = tfm_drop_thresh(p);
     float scale = 1.0f / (1.0f - p);
-#pragma omp parallel for schedule(static) if (x->size >= 16384)
-    for (size_t i = 0; i < x->size; i++) {
-        uint64_t k = outer ? key + (i / inner) * outer + i % inner : key + i;   /* outer 0: sample-major */
-        mask[i] = tfm_drop_hash(k) >= thresh;
-        out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
+    /* keys: consecutive within runs of `inner` elements (all of x when outer is 0: sample-major) */
+    size_t runs = outer ? (x->size + inner - 1) / inner : 1, run = outer ? inner : x->size;
+    for (size_t r = 0; r < runs; r++) {
+        size_t i0 = r * run, n = x->size - i0 < run ? x->size - i0 : run;
+        uint64_t k0 = key + r * outer;
+        const size_t blk = 4096;
+#pragma omp parallel for schedule(static) if (n >= 16384)
+        for (size_t b = 0; b < (n + blk - 1) / blk; b++) {
+            size_t j0 = b * blk, m = n - j0 < blk ? n - j0 : blk;
+            tfm_vdrop_keep(mask + i0 + j0, k0 + j0, thresh, m);
+            for (size_t i = i0 + j0; i < i0 + j0 + m; i++) out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
+        }
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);
     if (n) { n->saved = mask; n->fp[0] = scale; }

@@ -295,11 +295,10 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
         const float *xr = x->data + o, *yr = y->data + o;
         if (!keep)
             for (int c = 0; c < C; c++) z[c] = yr[c] + xr[c];
-        else
-            for (int c = 0; c < C; c++) {
-                keep[o + c] = tfm_drop_hash(key + o + c) >= thresh;
-                z[c] = (keep[o + c] ? yr[c] * scale : 0.0f) + xr[c];
-            }
+        else {
+            tfm_vdrop_keep(keep + o, key + o, thresh, (size_t)C);
+            for (int c = 0; c < C; c++) z[c] = (keep[o + c] ? yr[c] * scale : 0.0f) + xr[c];
+        }
         row(out->data + o, sv->stats + r, sv->stats + rows + r, z, wd, bd, C, eps);
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_ADD_LAYERNORM, out, 4, in);

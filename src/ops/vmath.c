@@ -2,6 +2,7 @@
  * (target attributes, below) and portable bodies, one table per path chosen at run time (ops/isa.h). Polynomials after Cephes (expf: range reduction by ln2 in two parts, degree-5
  * polynomial; tanhf: odd polynomial below 0.625, 1 - 2/(exp(2|x|)+1) above). */
 #include "ops/vmath.h"
+#include "ops/op_impl.h"
 #include "ops/isa.h"
 #include <math.h>
 #include <string.h>
@@ -394,10 +395,49 @@ static void vdot_rows_avx512(float *s, const float *x, const float *Y, size_t ld
 }
 #endif
 
+/* dropout keep masks: the counter-based hash (tfm_drop_hash) of consecutive keys */
+static void vdrop_keep_c(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) {
+    for (size_t i = 0; i < n; i++) keep[i] = tfm_drop_hash(key + i) >= thresh;
+}
+#ifdef HAVE_X86
+/* a * c mod 2^64 in each 64-bit lane, from 32x32->64 products (AVX2 has no 64-bit multiply) */
+AVX2 static inline __m256i mul64_const(__m256i a, uint64_t c) {
+    const __m256i clo = _mm256_set1_epi64x((long long)(c & 0xffffffffu)), chi = _mm256_set1_epi64x((long long)(c >> 32));
+    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), clo), _mm256_mul_epu32(a, chi));
+    return _mm256_add_epi64(_mm256_mul_epu32(a, clo), _mm256_slli_epi64(cross, 32));
+}
+/* tfm_drop_hash of 4 keys; the 32-bit results are the lanes' high halves */
+AVX2 static inline __m256i drop_hash4(__m256i z) {
+    z = mul64_const(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
+    z = mul64_const(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94D049BB133111EBull);
+    return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+AVX2 static void vdrop_keep_avx2(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) {
+    const __m256i four = _mm256_set1_epi64x(4), flip = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i th = _mm256_xor_si256(_mm256_set1_epi32((int)thresh), flip);
+    __m256i z = _mm256_add_epi64(_mm256_set1_epi64x((long long)key), _mm256_set_epi64x(3, 2, 1, 0));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i h0 = drop_hash4(z), h1 = drop_hash4(_mm256_add_epi64(z, four));
+        z = _mm256_add_epi64(z, _mm256_add_epi64(four, four));
+        /* the high halves in key order: (0,1,4,5 | 2,3,6,7), then 64-bit pairs reordered to 0..7 */
+        __m256i h = _mm256_castps_si256(
+            _mm256_shuffle_ps(_mm256_castsi256_ps(h0), _mm256_castsi256_ps(h1), _MM_SHUFFLE(3, 1, 3, 1)));
+        h = _mm256_permute4x64_epi64(h, _MM_SHUFFLE(3, 1, 2, 0));
+        /* h >= thresh (unsigned) = !(thresh > h), compared with the sign bits flipped */
+        __m256i below = _mm256_cmpgt_epi32(th, _mm256_xor_si256(h, flip));
+        unsigned bits = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(below));
+        for (int t = 0; t < 8; t++) keep[i + t] = (uint8_t)((bits >> t) & 1u);
+    }
+    vdrop_keep_c(keep + i, key + i, thresh, n - i);
+}
+#define vdrop_keep_avx512 vdrop_keep_avx2   /* integer work: the AVX2 body serves */
+#endif
+
 /* ---------------------------------------------------------------- one table per path */
 #define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
                           vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx, \
-                          vcolsum##sfx, vgelu_save_d##sfx, vdot_rows##sfx}
+                          vcolsum##sfx, vgelu_save_d##sfx, vdot_rows##sfx, vdrop_keep##sfx}
 #ifdef HAVE_X86
 #define vexp_sum_avx512 tfm_vexp_sum_avx512
 #define vexp_avx512 tfm_vexp_avx512
@@ -432,6 +472,7 @@ float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
 float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
 float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
 size_t tfm_vfind_gt(const float *x, size_t n, float thr) { return vm()->find_gt(x, n, thr); }
+void tfm_vdrop_keep(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) { vm()->drop_keep(keep, key, thresh, n); }
 void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
     vm()->dot_rows(s, x, Y, ldy, rows, n);
 }

@@ -11,6 +11,7 @@
 #ifndef TFM_VMATH_H
 #define TFM_VMATH_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* The Cephes-style constants every path's bodies share (vmath.c, kernels_avx512.c): exp's range
  * reduction (x = n ln2 + r, ln2 split in two parts) and degree-5 polynomial VM_P0..VM_P5, tanh's odd
@@ -67,6 +68,8 @@ float tfm_vsum(const float *x, size_t n);
 float tfm_vdot(const float *x, const float *y, size_t n);
 /* s[r] = tfm_vdot(x, Y + r * ldy, n) for r < rows (one call for many rows: a decoding query's scores) */
 void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n);
+/* Dropout's keep mask: keep[i] = tfm_drop_hash(key + i) >= thresh (ops/op_impl.h), i < n */
+void tfm_vdrop_keep(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n);
 /* the index of the first x[i] > thr, or n if there is none (a NaN is never > thr) */
 size_t tfm_vfind_gt(const float *x, size_t n, float thr);
 /* One AdamW update (PyTorch order: decay, moments, update) of n elements:
@@ -98,6 +101,7 @@ typedef struct {
     void (*colsum)(const float *m, int rows, int ld, int w, float *out);
     void (*gelu_save_d)(float *y, float *x, const float *bias, int C, size_t n);
     void (*dot_rows)(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n);
+    void (*drop_keep)(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n);
 } tfm_vmath_table;
 const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 

@@ -35,6 +35,13 @@ static double worst(const float *got, const double *ref, size_t n, double floor)
     return worst_x(got, ref, got, 0.0, n, floor);
 }
 
+/* the dropout hash, written out here from its definition (splitmix64's finalizer, high 32 bits) */
+static uint32_t tfm_drop_hash_ref(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
 static void path_suite(tfm_isa isa) {
     const tfm_vmath_table *t = tfm_vmath_for(isa);
     const char *nm = tfm_isa_str(isa);
@@ -129,6 +136,21 @@ static void path_suite(tfm_isa isa) {
             dot_rows_ok &= sr[ROWS] == 777.0f;
         }
     }
+    /* drop_keep: the keep mask of consecutive keys, bit for bit the scalar hash; keys across 2^64 */
+    int keep_ok = 1;
+    {
+        static const uint64_t keys[] = {0, 12345, 0xFFFFFFFFFFFFFFF0ull, 0x9E3779B97F4A7C15ull};
+        static const uint32_t ths[] = {0, 429496729u, 2147483648u, 4294967295u};
+        uint8_t kp[72];
+        for (int a = 0; a < 4; a++)
+            for (int q = 0; q < 4; q++)
+                for (size_t n = 0; n <= 70; n += 7) {
+                    memset(kp, 7, sizeof kp);
+                    t->drop_keep(kp, keys[a], ths[q], n);
+                    for (size_t i = 0; i < n; i++) keep_ok &= kp[i] == (tfm_drop_hash_ref(keys[a] + i) >= ths[q]);
+                    keep_ok &= kp[n] == 7;
+                }
+    }
     char name[96];
 #define REPORT(what, cond, ...) do { snprintf(name, sizeof name, "vmath_%s_%s", nm, what); CHECK(name, cond, __VA_ARGS__); } while (0)
     REPORT("exp", w_exp < 4e-7, "worst rel err %g", w_exp);
@@ -143,6 +165,7 @@ static void path_suite(tfm_isa isa) {
     REPORT("find_gt", find_ok, "wrong first index above the threshold");
     REPORT("sum", w_sum < 1e-6, "worst err/sum|x| %g", w_sum);
     REPORT("dot", w_dot < 1e-6, "worst err/sum|xz| %g", w_dot);
+    REPORT("drop_keep_equals_hash", keep_ok, "a keep byte differs from the scalar hash, or wrote past n");
     REPORT("dot_rows_equal_dot", dot_rows_ok, "a row's dot differs from dot, or wrote past the rows");
     REPORT("exp_sum", w_es < 4e-7, "worst rel err %g", w_es);
 }
