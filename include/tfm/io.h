@@ -74,9 +74,9 @@ int tfm_save_atomic(const char *path, int (*write)(FILE *f, const void *ctx), co
 /* Load and validate. c is treated as uninitialised output (previous contents are NOT freed).
  * Returns 0, or -1 with tfm error set (names the file); either way tfm_container_free(c) is safe after. */
 int tfm_container_load(tfm_container *c, const char *path);
-/* The same without the entries whose name starts with skip_prefix (NULL or "": none): their sizes are
- * checked, their bytes are passed over unread (and so their checksums unverified). For a reader that
- * needs only part of a file, e.g. the weights of a checkpoint without its optimizer state ("adam."). */
+/* The same without the entries whose name starts with skip_prefix (NULL or "": none): they are read and
+ * verified (sizes, checksums) like the rest, but not kept. For a reader that needs only part of a file,
+ * e.g. the weights of a checkpoint without its optimizer state ("adam."): a fraction of the memory. */
 int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix);
 /* The same from n bytes in memory; `name` stands for the file in error messages and c->path. */
 int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name);

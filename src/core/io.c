@@ -306,23 +306,32 @@ static void swap32_buf(void *buf, size_t nbytes) {
 /* ------------------------------------------------------------------ CRC-32 */
 
 /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, init and final xor 0xFFFFFFFF): the same
- * value as zlib's crc32(), so scripts/tfmio.py can use zlib. The 1 KB table is built on the stack
- * once per save or load (no global state; ~2k operations, noise next to any payload). */
-typedef struct { uint32_t t[256]; } crc_table;
+ * value as zlib's crc32(), so scripts/tfmio.py can use zlib. Slicing by 8: t[0] is the byte-at-a-time
+ * table, t[k][i] the CRC of byte i followed by k zero bytes, so 8 bytes take 8 independent lookups
+ * instead of a chain of 8 (about 4x faster; a checkpoint's CRC had been half of its load time). The
+ * 8 KB of tables are built on the stack once per save or load (no global state; ~4k operations). */
+typedef struct { uint32_t t[8][256]; } crc_table;
 
 static void crc_table_init(crc_table *tb) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        tb->t[i] = c;
+        tb->t[0][i] = c;
     }
+    for (int k = 1; k < 8; k++)
+        for (int i = 0; i < 256; i++) tb->t[k][i] = (tb->t[k - 1][i] >> 8) ^ tb->t[0][tb->t[k - 1][i] & 0xFFu];
 }
 
 /* running CRC: start with crc = 0, feed chunks in order */
 static uint32_t crc_update(const crc_table *tb, uint32_t crc, const void *buf, size_t n) {
     const unsigned char *p = buf;
     crc = ~crc;
-    for (size_t i = 0; i < n; i++) crc = tb->t[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint32_t a = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        crc = tb->t[7][a & 0xFFu] ^ tb->t[6][(a >> 8) & 0xFFu] ^ tb->t[5][(a >> 16) & 0xFFu] ^ tb->t[4][a >> 24] ^
+              tb->t[3][p[4]] ^ tb->t[2][p[5]] ^ tb->t[1][p[6]] ^ tb->t[0][p[7]];
+    }
+    for (; n; n--, p++) crc = tb->t[0][(crc ^ *p) & 0xFFu] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -468,14 +477,17 @@ typedef struct {
     const char *skip;  /* entries whose name starts with this are passed over (NULL: none) */
 } reader;
 
-/* pass over n bytes (caller has checked n <= left) without reading them: a skipped entry's payload and
- * checksum, which nothing uses, so nothing verifies */
-static int skip_bytes(reader *r, uint64_t n) {
-    if (n > (uint64_t)LONG_MAX || fseek(r->f, (long)n, SEEK_CUR) != 0) {
-        tfm_set_error_kind(TFM_ERR_IO, "%s: seek error: %s", r->path, strerror(errno));
-        return 0;
+static int rd(reader *r, void *p, size_t n);
+
+/* read n bytes (caller has checked n <= left) through a small buffer, into the running CRC only: a
+ * skipped entry's payload is verified like any other, without holding it in memory */
+static int pass_over(reader *r, uint64_t n) {
+    unsigned char buf[1 << 16];
+    while (n) {
+        size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+        if (!rd(r, buf, k)) return 0;
+        n -= k;
     }
-    r->left -= n;
     return 1;
 }
 
@@ -598,9 +610,7 @@ static int load_entries(tfm_container *c, reader *r) {
         }
         if (!need(r, nbytes, "entry '%s'", name)) return -1;
         if (r->skip && !strncmp(name, r->skip, strlen(r->skip))) {
-            uint64_t crc_bytes = version >= 2 ? 4 : 0;
-            if (!need(r, nbytes + crc_bytes, "entry '%s' checksum", name) || !skip_bytes(r, nbytes + crc_bytes))
-                return -1;
+            if (!pass_over(r, nbytes) || (version >= 2 && !check_crc(r, name))) return -1;
             continue;
         }
         unsigned char *buf = xmalloc((size_t)nbytes + 1);

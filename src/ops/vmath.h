@@ -3,8 +3,8 @@
  * Each function has an AVX-512 body, an AVX2+FMA body and a portable body; the path is chosen once per
  * process (cpuid, or TFM_ISA; see ops/isa.h). Both use the same Cephes-style polynomials (expf:
  * ~1 ulp; tanhf: ~2 ulp), so results do not depend on libm (paths differ only by rounding: FMA, lane count). Within one process every element goes
- * through the same path whatever its position (the last partial vector is computed on a padded
- * copy), so results are independent of how callers split arrays across threads.
+ * through the same path whatever its position (the last partial vector is computed with its missing
+ * lanes masked off), so results are independent of how callers split arrays across threads.
  *
  * None of these functions thread; callers split the work.
  */
