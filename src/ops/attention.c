@@ -388,8 +388,13 @@ static mm_fn mm_for_isa(void) { return mm_c; }
 
 static inline int round8(int n) { return (n + 7) & ~7; }
 
+/* The per-batch-entry variant's helpers are inlined into each instruction-set path's entry function
+ * (mat_forward_entry, mat_backward_entry), so their plain loops (scaling, softmax rows, transposes, dS)
+ * are compiled for AVX2 / AVX-512 there; only adds, multiplies and copies, so the same bits on every path. */
+#define INLINE_ALL inline __attribute__((always_inline))
+
 /* Xt[c*ldp + j] = x[b,h,j,c] for j < T, 0 for T <= j < ldp */
-static void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, float *xt) {
+static INLINE_ALL void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, float *xt) {
     const float *base = x->data + view_at(x, b, h);
     for (int c = 0; c < d; c++) {
         float *o = xt + (size_t)c * ldp;
@@ -460,7 +465,7 @@ static int never_decreases(const int *x, int T) {
 static int row_extent(int L, int Tk, float hid) { return L <= 0 || hid != 0.0f ? Tk : L; }
 
 /* ms->lim[i] = the keys query i of entry b sees */
-static void entry_limits(const attn_args *a, int b, const mat_scratch *ms) {
+static INLINE_ALL void entry_limits(const attn_args *a, int b, const mat_scratch *ms) {
     for (int i = 0; i < a->Tq; i++) ms->lim[i] = visible(a, b, i);
 }
 
@@ -469,7 +474,7 @@ static void entry_limits(const attn_args *a, int b, const mat_scratch *ms) {
  * key, which is uniform). Backward: exp(S - lse) from the saved values. Hidden keys get exp(-1e6 - max)
  * (0 unless every visible score is below -1e6); a row's extent is lim, or Tk where that weight is not 0
  * or the row is uniform. */
-static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *lse_out) {
+static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *lse_out) {
     int Tq = a->Tq, Tk = a->Tk;
     float *P = ms->P + h * ms->hs;
     const int *lim = ms->lim;
@@ -507,7 +512,7 @@ static void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms,
 
 /* Pd = dropout(P) for batch entry b: element order (b,h,i,j), as tfm_dropout on (B*H,Tq,Tk). With g
  * non-NULL, also g *= the same mask and scale (the backward's dP). */
-static void block_dropout(const attn_args *a, int b, const mat_scratch *ms, float *g) {
+static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratch *ms, float *g) {
     size_t x = (size_t)b * a->H * a->Tq * a->Tk;
     uint8_t *keep = (uint8_t *)(ms->lim + a->Tq + a->H * a->Tq);   /* Tk bytes after the extents */
     for (int hi = 0; hi < a->H * a->Tq; hi++, x += a->Tk) {
@@ -522,7 +527,7 @@ static void block_dropout(const attn_args *a, int b, const mat_scratch *ms, floa
 
 /* P for every head of batch entry b: S = scale Q K^T up to each 3-row block's visible keys, then the
  * masked softmax (forward: lse_out receives the logsumexps; backward: from the saved ones). */
-static void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, float *lse_out) {
+static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, float *lse_out) {
     int Tq = a->Tq, Tk = a->Tk, dk = a->dk;
     const int *lim = ms->lim;
     entry_limits(a, b, ms);
@@ -541,7 +546,7 @@ static void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm
 }
 
 /* The backward over a kept P: each row's visible keys and extent, as block_probs finds them from lse. */
-static void kept_probs_limits(const attn_args *a, int b, const mat_scratch *ms) {
+static INLINE_ALL void kept_probs_limits(const attn_args *a, int b, const mat_scratch *ms) {
     entry_limits(a, b, ms);
     for (int h = 0; h < a->H; h++)
         for (int i = 0; i < a->Tq; i++) {
@@ -551,32 +556,45 @@ static void kept_probs_limits(const attn_args *a, int b, const mat_scratch *ms) 
         }
 }
 
+static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, mm_fn mm, int b) {
+    int Tq = a->Tq, dv = a->dv;
+    mat_scratch ms = mat_scratch_at(a, b, 0, buf);
+    block_probs_all(a, b, &ms, mm, lse);
+    if (a->drop) block_dropout(a, b, &ms, NULL);
+    for (int h = 0; h < a->H; h++) { /* O = P V over each block's extent */
+        const int *ext = ms.ext + h * Tq;
+        const float *P = ms.Pd + h * ms.hs, *V = a->v.data + view_at(&a->v, b, h);
+        float *O = a->o.data + b * a->o.sb + h * a->o.sh;
+        for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+            int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
+            mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
+               O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0);
+        }
+    }
+}
+#define MAT_FWD_ARGS const attn_args *a, float *lse, float *buf, mm_fn mm, int b
+typedef void (*mat_fwd_fn)(MAT_FWD_ARGS);
+static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, b); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, b); }
+TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, b); }
+static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_avx2, mat_forward_avx512};
+#else
+static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_c, mat_forward_c};
+#endif
+
 static void mat_forward(const attn_args *a, float *lse, int nt) {
     size_t per = mat_scratch_floats(a, 0);
     float *buf = thread_scratch(per, nt);
     const mm_fn mm = mm_for_isa();
-    int Tq = a->Tq, dv = a->dv;
+    const mat_fwd_fn entry = mat_forward_paths[tfm_isa_active()];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) {
-        mat_scratch ms = mat_scratch_at(a, b, 0, buf + per * omp_get_thread_num());
-        block_probs_all(a, b, &ms, mm, lse);
-        if (a->drop) block_dropout(a, b, &ms, NULL);
-        for (int h = 0; h < a->H; h++) { /* O = P V over each block's extent */
-            const int *ext = ms.ext + h * Tq;
-            const float *P = ms.Pd + h * ms.hs, *V = a->v.data + view_at(&a->v, b, h);
-            float *O = a->o.data + b * a->o.sb + h * a->o.sh;
-            for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-                int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
-                mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
-                   O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0);
-            }
-        }
-    }
+    for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), mm, b);
 }
 
 /* dX[j] += sum_i Y(i,j) Z_i for keys j (3 at a time), from the first query whose x exceeds the block's
  * first key: dV += P^T dO (x = extents) and dK += dS^T Q (x = visible counts). */
-static void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm, const float *Y, const int *x,
+static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm, const float *Y, const int *x,
                             const float *Z, size_t zst, float *dX, size_t xst, int d) {
     int grows = never_decreases(x, a->Tq);
     for (int j0 = 0; j0 < a->Tk; j0 += MM_ROWS) {
@@ -586,57 +604,70 @@ static void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm,
     }
 }
 
+static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn mm, int b) {
+    int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk;
+    mat_scratch ms = mat_scratch_at(a, b, 1, buf);
+    if (a->probs) kept_probs_limits(a, b, &ms);
+    else block_probs_all(a, b, &ms, mm, NULL);
+    for (int h = 0; h < H; h++) { /* dP = dO V^T over each block's extent, 0 beyond */
+        const int *ext = ms.ext + h * Tq;
+        const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
+        float *dP = ms.dS + h * ms.hs;
+        gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
+        for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+            int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(ext + i0, R));
+            mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0);
+            for (int r = 0; r < R; r++)
+                for (int j = w; j < Tk; j++) dP[(i0 + r) * ms.ldp + j] = 0.0f;
+        }
+    }
+    if (a->drop) block_dropout(a, b, &ms, ms.dS); /* the dropped weights, and dP through the mask */
+    for (int h = 0; h < H; h++) {
+        const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
+        if (a->v.grad) /* dV += P^T dO (P after dropout) */
+            keys_by_queries(a, &ms, mm, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
+                            a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
+        const int *lim = ms.lim;
+        float *dS = ms.dS + h * ms.hs;
+        for (int i = 0; i < Tq; i++) { /* dS = scale P (dP - rowsum(dP P)) on visible keys */
+            const float *p = ms.P + h * ms.hs + (size_t)i * ms.ldp;
+            float *d = dS + (size_t)i * ms.ldp;
+            float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
+            for (int j = 0; j < lim[i]; j++) d[j] = sc * p[j] * (d[j] - dot);
+            for (int j = lim[i] > 0 ? lim[i] : 0; j < Tk; j++) d[j] = 0.0f;
+        }
+        const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
+        if (a->q.grad) { /* dQ += dS K over each block's visible keys */
+            const float *K = a->k.data + view_at(&a->k, b, h);
+            float *dQ = a->q.grad + b * a->q.sb + h * a->q.sh;
+            for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
+                int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
+                mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
+                   dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1);
+            }
+        }
+        if (a->k.grad) /* dK += dS^T Q */
+            keys_by_queries(a, &ms, mm, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
+    }
+}
+#define MAT_BWD_ARGS const attn_args *a, float *buf, mm_fn mm, int b
+typedef void (*mat_bwd_fn)(MAT_BWD_ARGS);
+static void mat_backward_c(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, b); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void mat_backward_avx2(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, b); }
+TFM_TARGET_AVX512 static void mat_backward_avx512(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, b); }
+static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat_backward_avx2, mat_backward_avx512};
+#else
+static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat_backward_c, mat_backward_c};
+#endif
+
 static void mat_backward(const attn_args *a, int nt) {
     size_t per = mat_scratch_floats(a, 1);
     float *buf = thread_scratch(per, nt);
     const mm_fn mm = mm_for_isa();
-    int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk;
+    const mat_bwd_fn entry = mat_backward_paths[tfm_isa_active()];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) {
-        mat_scratch ms = mat_scratch_at(a, b, 1, buf + per * omp_get_thread_num());
-        if (a->probs) kept_probs_limits(a, b, &ms);
-        else block_probs_all(a, b, &ms, mm, NULL);
-        for (int h = 0; h < H; h++) { /* dP = dO V^T over each block's extent, 0 beyond */
-            const int *ext = ms.ext + h * Tq;
-            const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
-            float *dP = ms.dS + h * ms.hs;
-            gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
-            for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-                int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(ext + i0, R));
-                mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0);
-                for (int r = 0; r < R; r++)
-                    for (int j = w; j < Tk; j++) dP[(i0 + r) * ms.ldp + j] = 0.0f;
-            }
-        }
-        if (a->drop) block_dropout(a, b, &ms, ms.dS); /* the dropped weights, and dP through the mask */
-        for (int h = 0; h < H; h++) {
-            const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
-            if (a->v.grad) /* dV += P^T dO (P after dropout) */
-                keys_by_queries(a, &ms, mm, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
-                                a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
-            const int *lim = ms.lim;
-            float *dS = ms.dS + h * ms.hs;
-            for (int i = 0; i < Tq; i++) { /* dS = scale P (dP - rowsum(dP P)) on visible keys */
-                const float *p = ms.P + h * ms.hs + (size_t)i * ms.ldp;
-                float *d = dS + (size_t)i * ms.ldp;
-                float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
-                for (int j = 0; j < lim[i]; j++) d[j] = sc * p[j] * (d[j] - dot);
-                for (int j = lim[i] > 0 ? lim[i] : 0; j < Tk; j++) d[j] = 0.0f;
-            }
-            const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
-            if (a->q.grad) { /* dQ += dS K over each block's visible keys */
-                const float *K = a->k.data + view_at(&a->k, b, h);
-                float *dQ = a->q.grad + b * a->q.sb + h * a->q.sh;
-                for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-                    int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
-                    mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
-                       dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1);
-                }
-            }
-            if (a->k.grad) /* dK += dS^T Q */
-                keys_by_queries(a, &ms, mm, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
-        }
-    }
+    for (int b = 0; b < a->B; b++) entry(a, buf + per * omp_get_thread_num(), mm, b);
 }
 
 /* ip: 0 n_head, 1 kv_heads_first; fp: 0 scale; saved: lse (B,H,Tq); aux: mask copy (or NULL) */
