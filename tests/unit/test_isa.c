@@ -170,6 +170,14 @@ static void path_suite(tfm_isa isa) {
     REPORT("exp_sum", w_es < 4e-7, "worst rel err %g", w_es);
 }
 
+/* name = fmt with the path's name; 0 (and a NOTRUN line) if this CPU cannot run the path */
+static int path_check_named(char *name, size_t size, const char *fmt, tfm_isa isa) {
+    snprintf(name, size, fmt, tfm_isa_str(isa));
+    if (tfm_isa_supported(isa)) return 1;
+    printf("NOTRUN %s: this CPU does not support it (not tested here)\n", name);
+    return 0;
+}
+
 /* AdamW on every path against the portable body (same bits with gcc; clang may contract into FMAs) */
 static void adamw_suite(void) {
     enum { N = 203 };
@@ -192,11 +200,7 @@ static void adamw_suite(void) {
     CHECK("adamw_generic_formula", worst_ref < 1e-5, "worst rel err %g", worst_ref);
     for (int isa = 1; isa < TFM_ISA_COUNT; isa++) {
         char name[64];
-        snprintf(name, sizeof name, "adamw_%s_matches_generic", tfm_isa_str((tfm_isa)isa));
-        if (!tfm_isa_supported((tfm_isa)isa)) {
-            printf("NOTRUN %s: this CPU does not support it (not tested here)\n", name);
-            continue;
-        }
+        if (!path_check_named(name, sizeof name, "adamw_%s_matches_generic", (tfm_isa)isa)) continue;
         float w[N], g[N], m[N], v[N];
         memcpy(w, w0, sizeof w0); memcpy(g, g0, sizeof g0); memcpy(m, m0, sizeof m0); memcpy(v, v0, sizeof v0);
         tfm_vmath_for((tfm_isa)isa)->adamw(w, g, m, v, N, &k);
@@ -220,11 +224,7 @@ static void colsum_suite(void) {
         for (int c = 0; c < LD; c++) ref[c] += m[r * LD + c];
     for (int isa = 0; isa < TFM_ISA_COUNT; isa++) {
         char name[64];
-        snprintf(name, sizeof name, "colsum_%s_equals_row_order_sum", tfm_isa_str((tfm_isa)isa));
-        if (!tfm_isa_supported((tfm_isa)isa)) {
-            printf("NOTRUN %s: this CPU does not support it (not tested here)\n", name);
-            continue;
-        }
+        if (!path_check_named(name, sizeof name, "colsum_%s_equals_row_order_sum", (tfm_isa)isa)) continue;
         float out[LD];
         memcpy(out, out0, sizeof out);
         for (int c0 = 0; c0 < LD; c0 += TFM_COLSUM_W)
