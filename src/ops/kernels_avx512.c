@@ -104,9 +104,10 @@ static inline __m512 gelu_inner16(__m512 x) {
     __m512 e = exp16(_mm512_min_ps(u, S1(VM_EXP_HI)));
     return _mm512_sub_ps(S1(1.0f), _mm512_div_ps(S1(2.0f), _mm512_add_ps(e, S1(1.0f))));
 }
-static inline __m512 gelu16(__m512 x) {
-    return _mm512_mul_ps(_mm512_mul_ps(S1(0.5f), x), _mm512_add_ps(S1(1.0f), gelu_inner16(x)));
+static inline __m512 gelu16_t(__m512 x, __m512 t) { /* gelu(x) from t = gelu_inner16(x) */
+    return _mm512_mul_ps(_mm512_mul_ps(S1(0.5f), x), _mm512_add_ps(S1(1.0f), t));
 }
+static inline __m512 gelu16(__m512 x) { return gelu16_t(x, gelu_inner16(x)); }
 static inline __m512 gelu_d16_t(__m512 x, __m512 t) { /* gelu'(x) from t = gelu_inner16(x) */
     __m512 one = S1(1.0f), half = S1(0.5f);
     __m512 x2 = _mm512_mul_ps(x, x);
@@ -200,7 +201,7 @@ void tfm_vgelu_save_d_avx512(float *y, float *x, const float *bias, int C, size_
             __m512 v = _mm512_maskz_loadu_ps(m, xr + c);
             if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + c));
             __m512 t = gelu_inner16(v);
-            _mm512_mask_storeu_ps(yr + c, m, _mm512_mul_ps(_mm512_mul_ps(S1(0.5f), v), _mm512_add_ps(S1(1.0f), t)));
+            _mm512_mask_storeu_ps(yr + c, m, gelu16_t(v, t));
             _mm512_mask_storeu_ps(xr + c, m, gelu_d16_t(v, t));
         }
     }

@@ -152,10 +152,11 @@ AVX2 static void vsigmoid_avx2(float *y, const float *x, size_t n) {
     if (i < n) store_tail(y + i, sigmoid8(load_tail(x + i, n - i, 0.0f)), n - i);
 }
 
-AVX2 static inline __m256 gelu8(__m256 x) {
-    __m256 t = gelu_inner8(x);
+/* gelu(x) from t = gelu_inner8(x) */
+AVX2 static inline __m256 gelu8_t(__m256 x, __m256 t) {
     return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
 }
+AVX2 static inline __m256 gelu8(__m256 x) { return gelu8_t(x, gelu_inner8(x)); }
 AVX2 static void vgelu_span_avx2(float *y, const float *x, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
@@ -192,9 +193,7 @@ AVX2 static inline __m256 gelu_d8(__m256 x) { return gelu_d8_t(x, gelu_inner8(x)
 AVX2 static inline void gelu_save_d8(float *y, float *x, const float *bias, size_t m) { /* m <= 8 lanes */
     __m256 v = m == 8 ? _mm256_loadu_ps(x) : load_tail(x, m, 0.0f);
     if (bias) v = _mm256_add_ps(v, m == 8 ? _mm256_loadu_ps(bias) : load_tail(bias, m, 0.0f));
-    __m256 t = gelu_inner8(v);
-    __m256 g = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
-    __m256 d = gelu_d8_t(v, t);
+    __m256 t = gelu_inner8(v), g = gelu8_t(v, t), d = gelu_d8_t(v, t);
     if (m == 8) _mm256_storeu_ps(y, g), _mm256_storeu_ps(x, d);
     else store_tail(y, g, m), store_tail(x, d, m);
 }
