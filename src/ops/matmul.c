@@ -167,13 +167,17 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
     return y;
 }
 
-void tfm_bw_linear(tfm_node *n) {
-    tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL, *y = n->out;
+/* The grads of x, W and the bias of y = x W^T + b from dy, the grad of the (pre-activation) output; x's is
+ * assigned when fresh (tfm_bw_fresh), the weights' are added to. */
+static void linear_grads(tfm_node *n, const float *dy) {
+    tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
-    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, y->grad, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
-    if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, y->grad, out_f, x->data, in_f, 1.0f, W->grad, in_f);
-    if (b && b->grad) tfm_add_column_sums(y->grad, rows, out_f, b->grad);
+    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
+    if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, 1.0f, W->grad, in_f);
+    if (b && b->grad) tfm_add_column_sums(dy, rows, out_f, b->grad);
 }
+
+void tfm_bw_linear(tfm_node *n) { linear_grads(n, n->out->grad); }
 
 /* ---------------------------------------------------------------- linear + bias + GELU, fused */
 /* Row chunks of the (rows, out_f) result are taken by threads dynamically (small results stay on one thread). */
@@ -213,8 +217,8 @@ tfm_tensor *tfm_linear_relu(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tens
 }
 
 void tfm_bw_linear_act(tfm_node *n) {
-    tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL, *y = n->out;
-    int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    tfm_tensor *x = n->in[0], *y = n->out;
+    int out_f = n->in[1]->shape[0], rows = (int)tfm_rows(x);
     TFM_ASSERT(!n->ip[7], "%s: backward called twice on one forward", tfm_op_name(n->op));
     n->ip[7] = 1;
     int gelu = n->op == TFM_OP_LINEAR_GELU;
@@ -227,7 +231,5 @@ void tfm_bw_linear_act(tfm_node *n) {
         if (gelu) tfm_vmul(d + o, y->grad + o, m);
         else tfm_vrelu_mask(d + o, y->data + o, m);
     }
-    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, d, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
-    if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, d, out_f, x->data, in_f, 1.0f, W->grad, in_f);
-    if (b && b->grad) tfm_add_column_sums(d, rows, out_f, b->grad);
+    linear_grads(n, d);
 }
