@@ -474,22 +474,8 @@ typedef struct {
     uint64_t left;     /* bytes not yet consumed */
     crc_table tb;
     uint32_t crc;      /* running CRC of the current entry's bytes */
-    const char *skip;  /* entries whose name starts with this are passed over (NULL: none) */
+    const char *skip;  /* entries whose name starts with this are read and verified, not kept (NULL: none) */
 } reader;
-
-static int rd(reader *r, void *p, size_t n);
-
-/* read n bytes (caller has checked n <= left) through a small buffer, into the running CRC only: a
- * skipped entry's payload is verified like any other, without holding it in memory */
-static int pass_over(reader *r, uint64_t n) {
-    unsigned char buf[1 << 16];
-    while (n) {
-        size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
-        if (!rd(r, buf, k)) return 0;
-        n -= k;
-    }
-    return 1;
-}
 
 /* read n bytes (caller has checked n <= left) and fold them into the running CRC */
 static int rd(reader *r, void *p, size_t n) {
@@ -500,6 +486,18 @@ static int rd(reader *r, void *p, size_t n) {
     }
     r->left -= n;
     r->crc = crc_update(&r->tb, r->crc, p, n);
+    return 1;
+}
+
+/* read n bytes (caller has checked n <= left) through a small buffer, into the running CRC only: a
+ * skipped entry's payload is verified like any other, without holding it in memory */
+static int pass_over(reader *r, uint64_t n) {
+    unsigned char buf[1 << 16];
+    while (n) {
+        size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+        if (!rd(r, buf, k)) return 0;
+        n -= k;
+    }
     return 1;
 }
 

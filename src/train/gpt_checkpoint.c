@@ -118,7 +118,7 @@ static int load_state(const tfm_container *c, const char *path, const tfm_gpt_co
 
 int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st) {
     tfm_container c;
-    if (tfm_container_load_except(&c, path, opt ? NULL : "adam.")) {   /* no optimizer wanted: its state unread */
+    if (tfm_container_load_except(&c, path, opt ? NULL : "adam.")) {   /* no optimizer wanted: its state not kept */
         tfm_container_free(&c);
         return -1;
     }
