@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Share of the machine's FP32 FMA peak that a GPT training step reaches (issue 12).
 #  - The peak is measured, not computed from the nominal clock (a VM reports its base clock, the core
-#    runs at another): bench/fma_peak.c, independent 8-wide FMAs on every thread, best of 5.
+#    runs at another): bench/fma_peak.c, independent FMAs of the widest vector (16-wide where the CPU has
+#    AVX-512, else 8-wide) on every thread, best of 5.
 #  - The step's work is counted the way nanoGPT's estimate_mfu and the PaLM paper (appendix B) do:
 #    flops per token = 6 x (matmul weights) + 12 x layers x width x block (attention scores and weighted
 #    sum over the full block, forward + backward), matmul weights = layers x 12 width^2 + vocab x width

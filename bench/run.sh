@@ -29,7 +29,7 @@
 # one OpenMP pool, so torch runs with N intra-op threads; before each workload a short calibration run
 # tries every configuration (torch threads N..1 x oneDNN on/off; with a pthread OpenBLAS also torch 1 +
 # OpenBLAS N) and the rounds use the fastest, all printed. --setup-blas (as root) installs/selects
-# libopenblas0-openmp first. --torch-configs "2:on,2:off" overrides the list (threads:oneDNN[:pt]).
+# libopenblas0-openmp first. --torch-configs "2:on,2:off:skx" overrides the list (threads:oneDNN[:pt][:skx][:a512]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
@@ -72,23 +72,43 @@ case "$(update-alternatives --query $BLAS_ALT 2>/dev/null | sed -n 's/^Value: //
     *openblas*) BLAS_KIND=pthread ;;
     *) BLAS_KIND=other ;;
 esac
-# PyTorch configurations "threads:oneDNN[:pt]"; pt = torch 1 intra-op thread with a pthread OpenBLAS on
-# $THREADS threads (the best layout when the two pools cannot be shared).
+# PyTorch configurations "threads:oneDNN[:flag...]". Flags: pt = torch 1 intra-op thread with a pthread
+# OpenBLAS on $THREADS threads (the best layout when the two pools cannot be shared); skx = OpenBLAS's
+# AVX-512 kernels (OPENBLAS_CORETYPE=SkylakeX: OpenBLAS 0.3.21 takes an AMD CPU it does not know, such as
+# Zen 4/5, for a Haswell and uses its AVX2 kernels); a512 = torch's AVX-512 kernels
+# (ATEN_CPU_CAPABILITY=avx512; Debian's torch is built with them but picks AVX2 on AMD CPUs).
+# The AVX-512 variants are tried only where the CPU has AVX-512.
 if [ -z "$TORCH_CONFIGS" ]; then
-    for t in $(seq "$THREADS" -1 1); do TORCH_CONFIGS="$TORCH_CONFIGS,$t:on,$t:off"; done
+    extra=""; grep -qw avx512f /proc/cpuinfo && extra=": :skx :a512 :skx:a512"
+    for t in $(seq "$THREADS" -1 1); do
+        for m in on off; do
+            for x in ${extra:-:}; do
+                x=${x#:}; TORCH_CONFIGS="$TORCH_CONFIGS,$t:$m${x:+:$x}"
+            done
+        done
+        extra=""   # fewer threads than cores never won; their AVX-512 variants are not tried
+    done
     [ $BLAS_KIND = openmp ] || TORCH_CONFIGS="$TORCH_CONFIGS,1:on:pt,1:off:pt"
 fi
 TORCH_CONFIGS=$(echo "$TORCH_CONFIGS" | tr ',' ' ' | sed 's/^ *//')
+has_flag() { case ":$1:" in *":$2:"*) return 0 ;; *) return 1 ;; esac; }
 torch_py() { # CONFIG -> the command prefix: environment, python, then the script and its args follow
-    local t m pt; IFS=: read -r t m pt <<<"$1"
-    if [ "$pt" = pt ]; then echo "env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$THREADS $PY"
-    else echo "env OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t $PY"; fi
+    local t env
+    t=${1%%:*}
+    if has_flag "$1" pt; then env="OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$THREADS"
+    else env="OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t"; fi
+    has_flag "$1" skx && env="$env OPENBLAS_CORETYPE=SkylakeX"
+    has_flag "$1" a512 && env="$env ATEN_CPU_CAPABILITY=avx512"
+    echo "env $env $PY"
 }
-torch_args() { local t m pt; IFS=: read -r t m pt <<<"$1"; echo "--threads $t --mkldnn $m"; }
+torch_args() { local t m rest; IFS=: read -r t m rest <<<"$1"; echo "--threads $t --mkldnn $m"; }
 torch_desc() {
-    local t m pt; IFS=: read -r t m pt <<<"$1"
-    if [ "$pt" = pt ]; then echo "torch 1 thread + OpenBLAS $THREADS threads, oneDNN $m"
-    else echo "torch $t threads ($BLAS_KIND BLAS on the same $t), oneDNN $m"; fi
+    local t m rest d; IFS=: read -r t m rest <<<"$1"
+    if has_flag "$1" pt; then d="torch 1 thread + OpenBLAS $THREADS threads, oneDNN $m"
+    else d="torch $t threads ($BLAS_KIND BLAS on the same $t), oneDNN $m"; fi
+    has_flag "$1" skx && d="$d, OpenBLAS SkylakeX"
+    has_flag "$1" a512 && d="$d, ATen avx512"
+    echo "$d"
 }
 # pick_torch SED_PATTERN SCRIPT ARGS...: one short run per configuration, prints each rate, sets BEST
 pick_torch() {
