@@ -381,7 +381,52 @@ TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
             }
     }
 }
-static mm_fn mm_for_isa(void) { return tfm_isa_active() >= TFM_ISA_AVX2 ? mm_avx2 : mm_c; }
+
+/* The AVX-512 path: R rows x 16*NV columns per block (at most 12 zmm accumulators); the last n % 16 columns
+ * go through mm_avx2. Every element is the same chain of FMAs over k as on the AVX2 path: the same bits. */
+TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx512(int R, int NV, int k0, int k1,
+        const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc) {
+    __m512 c[MM_ROWS][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) c[r][v] = acc ? _mm512_loadu_ps(C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int k = k0; k < k1; k++) {
+        const float *b = B + k * ldb;
+        __m512 a[MM_ROWS];
+        for (int r = 0; r < R; r++) a[r] = _mm512_set1_ps(A[r * rsa + k * csa]);
+        for (int v = 0; v < NV; v++) {
+            __m512 bv = _mm512_loadu_ps(b + 16 * v);
+            for (int r = 0; r < R; r++) c[r][v] = _mm512_fmadd_ps(a[r], bv, c[r][v]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+}
+
+TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
+    for (int i0 = 0; i0 < m; i0 += MM_ROWS) {
+        const int R = m - i0 < MM_ROWS ? m - i0 : MM_ROWS;
+        const float *Ai = A + i0 * rsa;
+        float *Ci = C + i0 * ldc;
+        int j0 = 0;
+        for (; j0 + 16 <= n; j0 += 64) {
+            const int nv = (n - j0) / 16 < 4 ? (n - j0) / 16 : 4;
+#define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx512(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc); break
+            switch (R * 8 + nv) {
+            MM_CASE(1, 1); MM_CASE(1, 2); MM_CASE(1, 3); MM_CASE(1, 4);
+            MM_CASE(2, 1); MM_CASE(2, 2); MM_CASE(2, 3); MM_CASE(2, 4);
+            MM_CASE(3, 1); MM_CASE(3, 2); MM_CASE(3, 3); MM_CASE(3, 4);
+            }
+#undef MM_CASE
+            if (nv < 4) { j0 += 16 * nv; break; }
+        }
+        if (j0 < n) mm_avx2(R, n - j0, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc);
+    }
+}
+
+static mm_fn mm_for_isa(void) {
+    const tfm_isa isa = tfm_isa_active();
+    return isa >= TFM_ISA_AVX512 ? mm_avx512 : isa >= TFM_ISA_AVX2 ? mm_avx2 : mm_c;
+}
 #else
 static mm_fn mm_for_isa(void) { return mm_c; }
 #endif

@@ -570,8 +570,8 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                 } else
 #endif
                     pack_a_c(g, ic, pc, mc, kc, bufA);
-                /* AVX-512: 12 x 32 tiles where two full 16-wide B panels and two A panels exist (the
-                 * same per-element arithmetic as the 6 x 16 kernel, so results equal the AVX2 path's);
+                /* AVX-512: 12 x 32 tiles where two full 16-wide B panels exist (6 x 32 for the last rows;
+                 * the same per-element arithmetic as the 6 x 16 kernel, so results equal the AVX2 path's);
                  * everything else goes through the 6 x 16 kernels. */
                 for (int jr = 0; jr < nc;) {
                     const int wide = isa == TFM_ISA_AVX512 && nc - jr >= 2 * NR;
@@ -582,11 +582,12 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                         float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
                         const float *ap = bufA + (size_t)ir * kc;
                         if (bias)
-                            seed_bias(bias + jr, wide && mc - ir > MR ? (mc - ir < 2 * MR ? mc - ir : 2 * MR) : mr,
-                                      wide ? 2 * NR : nr, cp, g->ldc);
-                        if (wide && mc - ir > MR) {
+                            seed_bias(bias + jr, wide ? (mc - ir < 2 * MR ? mc - ir : 2 * MR) : mr, wide ? 2 * NR : nr,
+                                      cp, g->ldc);
+                        if (wide) {
                             const int mr2 = mc - ir < 2 * MR ? mc - ir : 2 * MR;
-                            tfm_gemm_kern12x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
+                            if (mr2 > MR) tfm_gemm_kern12x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
+                            else tfm_gemm_kern6x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
                             ir += 2 * MR;
                             continue;
                         }
@@ -603,7 +604,6 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                         }
 #endif
                         tile_6x16(g, avx, kc, ap, bp, cp, mr, nr, beff);
-                        if (wide) tile_6x16(g, avx, kc, ap, bp + (size_t)NR * kc, cp + NR, mr, NR, beff);
                         ir += MR;
                     }
                     jr += wide ? 2 * NR : NR;

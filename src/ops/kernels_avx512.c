@@ -55,6 +55,22 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
     for (int i = 0; i < mr && i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
 }
 
+/* 6 x 32: the rows left under a 12-row tile (at most 6; reads one A panel), 12 accumulators. */
+void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                              float alpha, float beta) {
+    const float *bb = b + (size_t)16 * kc;
+    __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5);
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++, a += 6, b += 16, bb += 16) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
+        FMA_ROW(0, a); FMA_ROW(1, a); FMA_ROW(2, a); FMA_ROW(3, a); FMA_ROW(4, a); FMA_ROW(5, a);
+    }
+    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    __m512 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int i = 0; i < mr && i < 6; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+}
+
 /* ---------------------------------------------------------------- vector math on 16 lanes */
 #define S1(x) _mm512_set1_ps(x)
 
@@ -255,6 +271,10 @@ const int tfm_avx512_built_ = 0;
 #define NOPE abort()
 void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                                float alpha, float beta) {
+    (void)kc; (void)a; (void)b; (void)c; (void)ldc; (void)mr; (void)nr; (void)alpha; (void)beta; NOPE;
+}
+void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                              float alpha, float beta) {
     (void)kc; (void)a; (void)b; (void)c; (void)ldc; (void)mr; (void)nr; (void)alpha; (void)beta; NOPE;
 }
 float tfm_vexp_sum_avx512(float *y, const float *x, float sub, size_t n) { (void)y; (void)x; (void)sub; (void)n; NOPE; }
