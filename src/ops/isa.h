@@ -4,6 +4,7 @@
 #ifndef TFM_OPS_ISA_H
 #define TFM_OPS_ISA_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { TFM_ISA_GENERIC = 0, TFM_ISA_AVX2 = 1, TFM_ISA_AVX512 = 2, TFM_ISA_COUNT = 3 } tfm_isa;
 
@@ -54,6 +55,7 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                               float alpha, float beta);
 float tfm_vexp_sum_avx512(float *y, const float *x, float sub, size_t n);
+void tfm_vdrop_keep_avx512(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n);
 void tfm_vexp_avx512(float *y, const float *x, size_t n);
 void tfm_vtanh_avx512(float *y, const float *x, size_t n);
 void tfm_vsigmoid_avx512(float *y, const float *x, size_t n);

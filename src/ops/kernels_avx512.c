@@ -8,6 +8,7 @@
 const int tfm_avx512_built_ = 1;
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- GEMM micro-kernel 12 x 32 */
 /* 24 accumulators (12 rows x 2 zmm of 16 columns), 2 B vectors and a broadcast: 27 of the 32 zmm
@@ -69,6 +70,40 @@ void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, 
     __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     __m512 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     for (int i = 0; i < mr && i < 6; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+}
+
+/* ---------------------------------------------------------------- dropout keep masks, 16 keys a step */
+/* a * c mod 2^64 in each 64-bit lane, from 32x32->64 products (AVX-512F has no 64-bit multiply) */
+static inline __m512i mul64_const16(__m512i a, uint64_t c) {
+    const __m512i clo = _mm512_set1_epi64((long long)(c & 0xffffffffu)), chi = _mm512_set1_epi64((long long)(c >> 32));
+    __m512i cross = _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(a, 32), clo), _mm512_mul_epu32(a, chi));
+    return _mm512_add_epi64(_mm512_mul_epu32(a, clo), _mm512_slli_epi64(cross, 32));
+}
+/* tfm_drop_hash (ops/op_impl.h) of 8 keys; the 32-bit results are the lanes' high halves */
+static inline __m512i drop_hash8(__m512i z) {
+    z = mul64_const16(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
+    z = mul64_const16(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), 0x94D049BB133111EBull);
+    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+/* keep[i] = hash(key + i) >= thresh for 16 consecutive keys from z (lanes key..key+7) */
+static inline __m128i drop_keep16(__m512i z, __m512i th) {
+    const __m512i eight = _mm512_set1_epi64(8);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512i h = _mm512_permutex2var_epi32(drop_hash8(z), odd, drop_hash8(_mm512_add_epi64(z, eight)));
+    __mmask16 keep = _mm512_cmpge_epu32_mask(h, th);
+    return _mm512_cvtepi32_epi8(_mm512_maskz_mov_epi32(keep, _mm512_set1_epi32(1)));
+}
+void tfm_vdrop_keep_avx512(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) {
+    const __m512i th = _mm512_set1_epi32((int)thresh), sixteen = _mm512_set1_epi64(16);
+    __m512i z = _mm512_add_epi64(_mm512_set1_epi64((long long)key), _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16, z = _mm512_add_epi64(z, sixteen))
+        _mm_storeu_si128((__m128i *)(keep + i), drop_keep16(z, th));
+    if (i < n) {   /* the last n % 16 keys: computed for 16, stored for the rest */
+        uint8_t t[16];
+        _mm_storeu_si128((__m128i *)t, drop_keep16(z, th));
+        memcpy(keep + i, t, n - i);
+    }
 }
 
 /* ---------------------------------------------------------------- vector math on 16 lanes */
@@ -276,6 +311,9 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                               float alpha, float beta) {
     (void)kc; (void)a; (void)b; (void)c; (void)ldc; (void)mr; (void)nr; (void)alpha; (void)beta; NOPE;
+}
+void tfm_vdrop_keep_avx512(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) {
+    (void)keep; (void)key; (void)thresh; (void)n; NOPE;
 }
 float tfm_vexp_sum_avx512(float *y, const float *x, float sub, size_t n) { (void)y; (void)x; (void)sub; (void)n; NOPE; }
 void tfm_vexp_avx512(float *y, const float *x, size_t n) { (void)y; (void)x; (void)n; NOPE; }

@@ -430,7 +430,6 @@ AVX2 static void vdrop_keep_avx2(uint8_t *keep, uint64_t key, uint32_t thresh, s
     }
     vdrop_keep_c(keep + i, key + i, thresh, n - i);
 }
-#define vdrop_keep_avx512 vdrop_keep_avx2   /* integer work: the AVX2 body serves */
 #endif
 
 /* ---------------------------------------------------------------- one table per path */
@@ -448,6 +447,7 @@ AVX2 static void vdrop_keep_avx2(uint8_t *keep, uint64_t key, uint32_t thresh, s
 #define vmax_avx512 tfm_vmax_avx512
 #define vsum_avx512 tfm_vsum_avx512
 #define vdot_avx512 tfm_vdot_avx512
+#define vdrop_keep_avx512 tfm_vdrop_keep_avx512
 #define vfind_gt_avx512 vfind_gt_avx2   /* a scan that stops early: 8 lanes are enough */
 static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_avx2), VMATH_TABLE(_avx512)};
 #else
