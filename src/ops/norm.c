@@ -77,6 +77,28 @@ static const ln_row_fn ln_row_paths[TFM_ISA_COUNT] = {ln_row_c, ln_row_avx2, ln_
 static const ln_row_fn ln_row_paths[TFM_ISA_COUNT] = {ln_row_c, ln_row_c, ln_row_c};
 #endif
 
+/* add_layernorm's forward row: z = dropout(y) + x (keep bytes, or none), then ln_row of z; compiled once
+ * per path like ln_row (a select, a multiply and an add per value: the same bits on each). */
+#define ADD_LN_ROW_ARGS float *o, float *mean, float *rstd, float *z, const float *xr, const float *yr, \
+                        const uint8_t *keep, float scale, const float *w, const float *b, int C, float eps
+#define ADD_LN_ROW_PASS o, mean, rstd, z, xr, yr, keep, scale, w, b, C, eps
+typedef void (*add_ln_row_fn)(ADD_LN_ROW_ARGS);
+static inline __attribute__((always_inline)) void add_ln_row(ADD_LN_ROW_ARGS) {
+    if (!keep)
+        for (int c = 0; c < C; c++) z[c] = yr[c] + xr[c];
+    else
+        for (int c = 0; c < C; c++) z[c] = (keep[c] ? yr[c] * scale : 0.0f) + xr[c];
+    ln_row(o, mean, rstd, z, w, b, C, eps);
+}
+static void add_ln_row_c(ADD_LN_ROW_ARGS) { add_ln_row(ADD_LN_ROW_PASS); }
+#if TFM_X86
+TFM_TARGET_AVX2 static void add_ln_row_avx2(ADD_LN_ROW_ARGS) { add_ln_row(ADD_LN_ROW_PASS); }
+TFM_TARGET_AVX512 static void add_ln_row_avx512(ADD_LN_ROW_ARGS) { add_ln_row(ADD_LN_ROW_PASS); }
+static const add_ln_row_fn add_ln_row_paths[TFM_ISA_COUNT] = {add_ln_row_c, add_ln_row_avx2, add_ln_row_avx512};
+#else
+static const add_ln_row_fn add_ln_row_paths[TFM_ISA_COUNT] = {add_ln_row_c, add_ln_row_c, add_ln_row_c};
+#endif
+
 /* Forward: rows split over threads. */
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps) {
@@ -287,19 +309,13 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
     }
     float scale = sv->sp.scale;
     const float *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
-    const ln_row_fn row = ln_row_paths[tfm_isa_active()];
+    const add_ln_row_fn row = add_ln_row_paths[tfm_isa_active()];
 #pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * C;
-        float *z = sv->z + o;
-        const float *xr = x->data + o, *yr = y->data + o;
-        if (!keep)
-            for (int c = 0; c < C; c++) z[c] = yr[c] + xr[c];
-        else {
-            tfm_vdrop_keep(keep + o, key + o, thresh, (size_t)C);
-            for (int c = 0; c < C; c++) z[c] = (keep[o + c] ? yr[c] * scale : 0.0f) + xr[c];
-        }
-        row(out->data + o, sv->stats + r, sv->stats + rows + r, z, wd, bd, C, eps);
+        if (keep) tfm_vdrop_keep(keep + o, key + o, thresh, (size_t)C);
+        row(out->data + o, sv->stats + r, sv->stats + rows + r, sv->z + o, x->data + o, y->data + o,
+            keep ? keep + o : NULL, scale, wd, bd, C, eps);
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_ADD_LAYERNORM, out, 4, in);
     if (n) n->saved = sv;
