@@ -311,7 +311,7 @@ static void attn_backward(const attn_args *a, int nt) {
  * they go through mm() below, which reads every operand in place. Each product also skips what the mask
  * hides: a row of P is 0 past its extent (its last visible key; all Tk keys for a row that is uniform or
  * whose hidden keys keep a non-zero weight, see block_probs), so S and dP are formed only up to the
- * extents of each 3-row block (rounded up to 8 columns), P V and dS K only over them, and P^T dO and
+ * extents of each row block (3 rows, 6 on AVX-512; rounded up to 8 columns), P V and dS K only over them, and P^T dO and
  * dS^T Q start at the first query that sees the key block when the extents grow with the query (causal).
  * Score rows in scratch have ldp = Tk rounded up to 8 floats. */
 
@@ -332,9 +332,13 @@ static void mm_c(MM_ARGS) {
     }
 }
 
-/* rows per block: the unit of the mask skipping, and of the AVX2 register block (3 x 4 accumulators +
- * 3 broadcasts + 1 B vector = 16 ymm) */
+/* rows per block: the unit of the mask skipping, and of the register block: AVX2 3 x 4 accumulators + 3
+ * broadcasts + 1 B vector = 16 ymm; AVX-512 6 rows (the callers' blocks on that path are 6 rows high, so
+ * a 32-wide product has 12 independent FMA chains, not 6: enough to cover the FMA latency). A taller
+ * block computes a few more entries past a row's mask; they are overwritten or multiplied by exact
+ * zeros, so the block height changes no result. */
 #define MM_ROWS 3
+#define MM_ROWS_AVX512 6
 
 #if TFM_X86
 /* One block of R rows x 8*NV columns (R, NV constants after inlining, so c[][] lives in registers). */
@@ -382,16 +386,17 @@ TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
     }
 }
 
-/* The AVX-512 path: R rows x 16*NV columns per block (at most 12 zmm accumulators); the last n % 16 columns
- * go through mm_avx2. Every element is the same chain of FMAs over k as on the AVX2 path: the same bits. */
+/* The AVX-512 path: R rows x 16*NV columns per block (R <= 6, NV <= 4: up to 24 zmm accumulators, 6
+ * broadcasts and a B vector); the last n % 16 columns go through mm_avx2. Every element is the same chain
+ * of FMAs over k as on the AVX2 path: the same bits. */
 TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx512(int R, int NV, int k0, int k1,
         const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc) {
-    __m512 c[MM_ROWS][4];
+    __m512 c[MM_ROWS_AVX512][4];
     for (int r = 0; r < R; r++)
         for (int v = 0; v < NV; v++) c[r][v] = acc ? _mm512_loadu_ps(C + r * ldc + 16 * v) : _mm512_setzero_ps();
     for (int k = k0; k < k1; k++) {
         const float *b = B + k * ldb;
-        __m512 a[MM_ROWS];
+        __m512 a[MM_ROWS_AVX512];
         for (int r = 0; r < R; r++) a[r] = _mm512_set1_ps(A[r * rsa + k * csa]);
         for (int v = 0; v < NV; v++) {
             __m512 bv = _mm512_loadu_ps(b + 16 * v);
@@ -403,8 +408,8 @@ TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx
 }
 
 TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
-    for (int i0 = 0; i0 < m; i0 += MM_ROWS) {
-        const int R = m - i0 < MM_ROWS ? m - i0 : MM_ROWS;
+    for (int i0 = 0; i0 < m; i0 += MM_ROWS_AVX512) {
+        const int R = m - i0 < MM_ROWS_AVX512 ? m - i0 : MM_ROWS_AVX512;
         const float *Ai = A + i0 * rsa;
         float *Ci = C + i0 * ldc;
         int j0 = 0;
@@ -415,6 +420,9 @@ TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
             MM_CASE(1, 1); MM_CASE(1, 2); MM_CASE(1, 3); MM_CASE(1, 4);
             MM_CASE(2, 1); MM_CASE(2, 2); MM_CASE(2, 3); MM_CASE(2, 4);
             MM_CASE(3, 1); MM_CASE(3, 2); MM_CASE(3, 3); MM_CASE(3, 4);
+            MM_CASE(4, 1); MM_CASE(4, 2); MM_CASE(4, 3); MM_CASE(4, 4);
+            MM_CASE(5, 1); MM_CASE(5, 2); MM_CASE(5, 3); MM_CASE(5, 4);
+            MM_CASE(6, 1); MM_CASE(6, 2); MM_CASE(6, 3); MM_CASE(6, 4);
             }
 #undef MM_CASE
             if (nv < 4) { j0 += 16 * nv; break; }
@@ -570,9 +578,10 @@ static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratc
     }
 }
 
-/* P for every head of batch entry b: S = scale Q K^T up to each 3-row block's visible keys, then the
+/* P for every head of batch entry b: S = scale Q K^T up to each row block's visible keys, then the
  * masked softmax (forward: lse_out receives the logsumexps; backward: from the saved ones). */
-static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, float *lse_out) {
+static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, int rows,
+                                       float *lse_out) {
     int Tq = a->Tq, Tk = a->Tk, dk = a->dk;
     const int *lim = ms->lim;
     entry_limits(a, b, ms);
@@ -580,8 +589,8 @@ static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scra
         gather_t_pad(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
         const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
         float *S = ms->P + h * ms->hs;
-        for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-            int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(lim + i0, R));
+        for (int i0 = 0; i0 < Tq; i0 += rows) {
+            int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(lim + i0, R));
             mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0);
             for (int r = 0; r < R; r++) /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
                 for (int j = 0; j < lim[i0 + r]; j++) S[(i0 + r) * ms->ldp + j] *= a->scale;
@@ -601,17 +610,17 @@ static INLINE_ALL void kept_probs_limits(const attn_args *a, int b, const mat_sc
         }
 }
 
-static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, mm_fn mm, int b) {
+static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, mm_fn mm, int rows, int b) {
     int Tq = a->Tq, dv = a->dv;
     mat_scratch ms = mat_scratch_at(a, b, 0, buf);
-    block_probs_all(a, b, &ms, mm, lse);
+    block_probs_all(a, b, &ms, mm, rows, lse);
     if (a->drop) block_dropout(a, b, &ms, NULL);
     for (int h = 0; h < a->H; h++) { /* O = P V over each block's extent */
         const int *ext = ms.ext + h * Tq;
         const float *P = ms.Pd + h * ms.hs, *V = a->v.data + view_at(&a->v, b, h);
         float *O = a->o.data + b * a->o.sb + h * a->o.sh;
-        for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-            int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
+        for (int i0 = 0; i0 < Tq; i0 += rows) {
+            int R = Tq - i0 < rows ? Tq - i0 : rows;
             mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
                O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0);
         }
@@ -619,10 +628,12 @@ static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *
 }
 #define MAT_FWD_ARGS const attn_args *a, float *lse, float *buf, mm_fn mm, int b
 typedef void (*mat_fwd_fn)(MAT_FWD_ARGS);
-static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, b); }
+static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, MM_ROWS, b); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, b); }
-TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, b); }
+TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, MM_ROWS, b); }
+TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) {
+    mat_forward_entry(a, lse, buf, mm, MM_ROWS_AVX512, b);
+}
 static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_avx2, mat_forward_avx512};
 #else
 static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_c, mat_forward_c};
@@ -637,30 +648,30 @@ static void mat_forward(const attn_args *a, float *lse, int nt) {
     for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), mm, b);
 }
 
-/* dX[j] += sum_i Y(i,j) Z_i for keys j (3 at a time), from the first query whose x exceeds the block's
+/* dX[j] += sum_i Y(i,j) Z_i for keys j (a row block at a time), from the first query whose x exceeds the block's
  * first key: dV += P^T dO (x = extents) and dK += dS^T Q (x = visible counts). */
-static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm, const float *Y, const int *x,
+static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm, int rows, const float *Y, const int *x,
                             const float *Z, size_t zst, float *dX, size_t xst, int d) {
     int grows = never_decreases(x, a->Tq);
-    for (int j0 = 0; j0 < a->Tk; j0 += MM_ROWS) {
-        int R = a->Tk - j0 < MM_ROWS ? a->Tk - j0 : MM_ROWS, i0 = first_row_past(x, a->Tq, j0, grows);
+    for (int j0 = 0; j0 < a->Tk; j0 += rows) {
+        int R = a->Tk - j0 < rows ? a->Tk - j0 : rows, i0 = first_row_past(x, a->Tq, j0, grows);
         if (i0 < a->Tq)
             mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1);
     }
 }
 
-static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn mm, int b) {
+static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn mm, int rows, int b) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk;
     mat_scratch ms = mat_scratch_at(a, b, 1, buf);
     if (a->probs) kept_probs_limits(a, b, &ms);
-    else block_probs_all(a, b, &ms, mm, NULL);
+    else block_probs_all(a, b, &ms, mm, rows, NULL);
     for (int h = 0; h < H; h++) { /* dP = dO V^T over each block's extent, 0 beyond */
         const int *ext = ms.ext + h * Tq;
         const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
         float *dP = ms.dS + h * ms.hs;
         gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
-        for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-            int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS, w = round8(max_of(ext + i0, R));
+        for (int i0 = 0; i0 < Tq; i0 += rows) {
+            int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(ext + i0, R));
             mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0);
             for (int r = 0; r < R; r++)
                 for (int j = w; j < Tk; j++) dP[(i0 + r) * ms.ldp + j] = 0.0f;
@@ -670,7 +681,7 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn 
     for (int h = 0; h < H; h++) {
         const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
         if (a->v.grad) /* dV += P^T dO (P after dropout) */
-            keys_by_queries(a, &ms, mm, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
+            keys_by_queries(a, &ms, mm, rows, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
                             a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
         const int *lim = ms.lim;
         float *dS = ms.dS + h * ms.hs;
@@ -685,22 +696,22 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn 
         if (a->q.grad) { /* dQ += dS K over each block's visible keys */
             const float *K = a->k.data + view_at(&a->k, b, h);
             float *dQ = a->q.grad + b * a->q.sb + h * a->q.sh;
-            for (int i0 = 0; i0 < Tq; i0 += MM_ROWS) {
-                int R = Tq - i0 < MM_ROWS ? Tq - i0 : MM_ROWS;
+            for (int i0 = 0; i0 < Tq; i0 += rows) {
+                int R = Tq - i0 < rows ? Tq - i0 : rows;
                 mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
                    dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1);
             }
         }
         if (a->k.grad) /* dK += dS^T Q */
-            keys_by_queries(a, &ms, mm, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
+            keys_by_queries(a, &ms, mm, rows, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
     }
 }
 #define MAT_BWD_ARGS const attn_args *a, float *buf, mm_fn mm, int b
 typedef void (*mat_bwd_fn)(MAT_BWD_ARGS);
-static void mat_backward_c(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, b); }
+static void mat_backward_c(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, MM_ROWS, b); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void mat_backward_avx2(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, b); }
-TFM_TARGET_AVX512 static void mat_backward_avx512(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, b); }
+TFM_TARGET_AVX2 static void mat_backward_avx2(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, MM_ROWS, b); }
+TFM_TARGET_AVX512 static void mat_backward_avx512(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, MM_ROWS_AVX512, b); }
 static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat_backward_avx2, mat_backward_avx512};
 #else
 static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat_backward_c, mat_backward_c};
