@@ -66,7 +66,9 @@ int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
  * before allocating. */
 #define TFM_MAX_PARAMS ((int64_t)1 << 31)
 
-typedef enum { TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_COUNT } tfm_scratch_slot;
+typedef enum {
+    TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_BF16_A, TFM_SCRATCH_BF16_B, TFM_SCRATCH_COUNT
+} tfm_scratch_slot;
 float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
 
 /* n <= 0: tfm_default_threads(); n > TFM_MAX_THREADS is clamped (per-thread scratch buffers are sized
@@ -227,6 +229,9 @@ typedef struct tfm_graph {
     /* Weights packed in advance for the GEMMs of tfm_linear (include/tfm/ops.h, tfm_weight_packs), or NULL.
      * Set only while the weights stay fixed (decoding); worker graphs inherit it. */
     const struct tfm_weight_packs *packs;
+    /* 1: tfm_linear and linear_gelu/relu run their GEMMs (forward and backward) with bfloat16 operands and
+     * fp32 sums (tfm_gemm_bf16, --precision bf16); weights, activations and grads stay fp32. Workers inherit it. */
+    int gemm_bf16;
 } tfm_graph;
 
 void tfm_graph_init(tfm_graph *g, uint64_t seed);

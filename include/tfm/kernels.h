@@ -55,6 +55,20 @@ void tfm_gemm_share_end(tfm_gemm_desk *d);
 void tfm_gemm_help(tfm_gemm_desk *d, int slot);
 long tfm_gemm_desk_helped(const tfm_gemm_desk *d);   /* row blocks computed by helping threads so far */
 
+/* GEMM with bfloat16 operands and fp32 sums (--precision bf16): C = alpha bf16(op(A)) bf16(op(B)) + beta C,
+ * or + bias (one value per column; beta ignored) if bias is not NULL. Operands are rounded to bfloat16
+ * (tfm_bf16_round), depth is taken in pairs, k+1 before k, each product added with one rounding: the
+ * arithmetic of the AVX512_BF16 instruction VDPBF16PS, which runs it where cpuid reports AVX512_BF16 (and
+ * the kernels' path is avx512); elsewhere a portable emulation gives the same bits (up to products or sums
+ * below 2^-126, which the hardware flushes to zero). Threaded over row panels of C outside a parallel
+ * region; the same bits for any thread count. src/ops/gemm_bf16.c */
+void tfm_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, const float *bias, float beta, float *C, int ldc);
+/* x rounded to bfloat16 (nearest even; a denormal becomes a zero of its sign; NaN stays NaN), as a float */
+float tfm_bf16_round(float x);
+/* 1 if tfm_gemm_bf16 runs on AVX512_BF16 hardware here, 0 if it runs the emulation */
+int tfm_bf16_hw(void);
+
 /* Name of the GEMM path in use ("avx512", "avx2-fma", "portable", "openblas"). */
 const char *tfm_gemm_backend(void);
 

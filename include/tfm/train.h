@@ -103,6 +103,8 @@ typedef struct {
                                 batch, computes its slice, the gradients are summed, every rank makes the same
                                 update; only rank 0 reports and saves. */
     int parallel;            /* how the threads share a step (tfm_parallel, below) */
+    int bf16;                /* --precision bf16: the linear layers' GEMMs take bfloat16 operands, fp32 sums
+                                (tfm_graph.gemm_bf16); weights, optimizer state and evaluation stay fp32 */
 } tfm_train_ctl;
 
 /* TFM_PARALLEL_BATCH: thread data parallelism. The (rank's) batch is cut into one chunk per thread, each

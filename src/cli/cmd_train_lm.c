@@ -14,7 +14,8 @@
 #define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
 
 int cmd_train_lm(int argc, char **argv) {
-    const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto";
+    const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto",
+               *precision = "fp32";
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
@@ -48,6 +49,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"seed", FLAG_INT, &st.seed, "random seed (init, batches, dropout)", 0},
         {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
         {"parallel", FLAG_STR, &parallel, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)", 0},
+        {"precision", FLAG_STR, &precision, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)", 0},
         {"log-every", FLAG_INT, &log_every, "progress line every N steps when stderr is not a terminal (0 = none)", 0},
         {"log-file", FLAG_STR, &log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
         {"max-steps", FLAG_INT, &max_steps, "stop (with a checkpoint) once the run's step reaches N (0 = no limit)", 0},
@@ -75,7 +77,7 @@ int cmd_train_lm(int argc, char **argv) {
     const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
         (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
-        (rc = cli_parallel(C, parallel, &ctl.parallel)) ||
+        (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
         (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)) ||
         (rc = cli_check_not_input(C, "--log-file", log_file, inputs, 3)))
         return rc;
@@ -109,10 +111,10 @@ int cmd_train_lm(int argc, char **argv) {
     if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
             m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
-    char par[80];
+    char par[80], gemm[96];
     if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %s; gemm %s\n", data, d.n_train, d.n - d.n_train,
             cli_threads_str(par, sizeof par, ctl.parallel, st.batch_size / (dist ? tfm_dist_size(dist) : 1)),
-            tfm_gemm_backend());
+            cli_gemm_str(gemm, sizeof gemm, ctl.bf16));
     x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0};
     if (log_file && !q && !(x.log = fopen(log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;

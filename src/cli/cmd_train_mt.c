@@ -110,7 +110,7 @@ int cmd_train_mt(int argc, char **argv) {
     if ((rc = cli_dist_sync(C, dist, &run, prog.step, 0, &tr.model->params, &opt))) goto done;
     if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %s, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
-            tr.model->cfg.arch, cli_threads_str(o.threads_line, 96, to.ctl.parallel, atrain.n), tfm_gemm_backend());
+            tr.model->cfg.arch, cli_threads_str(o.threads_line, 96, to.ctl.parallel, atrain.n), cli_gemm_str(o.gemm_line, 96, to.ctl.bf16));
     if (o.resume && !q) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
     mt_valid val;
     if (q) o.log_file = NULL;

@@ -17,7 +17,9 @@ typedef struct {
     int valid_every, keep_best, patience;
     const char *log_file;
     const char *parallel;        /* --parallel (NULL: auto) */
+    const char *precision;       /* --precision (NULL: fp32) */
     char threads_line[96];       /* the start-up line's threads part (cli_threads_str) */
+    char gemm_line[96];          /* and its GEMM part (cli_gemm_str) */
 } mt_opts;
 
 /* Range checks naming the flag (printed; returns the exit status), and the library structs the flags fill in. */

@@ -80,6 +80,7 @@ void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to) {
     to->loss_norm = strcmp(o->loss_norm, "d2l") ? TFM_LOSS_TOKENS : TFM_LOSS_D2L;
     to->grad_clip = o->grad_clip;
     cli_parallel(C, o->parallel ? o->parallel : "auto", &to->ctl.parallel);   /* checked by mt_check_model */
+    cli_precision(C, o->precision ? o->precision : "fp32", &to->ctl.bf16);    /* checked by mt_check_model */
     to->weight_decay = o->weight_decay;
     to->beta1 = o->beta1;
     to->beta2 = o->beta2;

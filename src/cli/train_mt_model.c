@@ -28,6 +28,7 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
         {"patience", FLAG_INT, &o->patience, "stop after N validations without a better BLEU (0 = never)", 0},
         {"log-file", FLAG_STR, &o->log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
         {"parallel", FLAG_STR, &o->parallel, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)", 0},
+        {"precision", FLAG_STR, &o->precision, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)", 0},
     };
     int n = (int)(sizeof extra / sizeof extra[0]);
     memcpy(all, base, sizeof *base * (size_t)n_base);
@@ -37,7 +38,9 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
 
 int mt_check_model(const mt_opts *o) {
     int par, rc;
-    if ((rc = cli_parallel(C, o->parallel ? o->parallel : "auto", &par))) return rc;
+    if ((rc = cli_parallel(C, o->parallel ? o->parallel : "auto", &par)) ||
+        (rc = cli_precision(C, o->precision ? o->precision : "fp32", &par)))
+        return rc;
     int bpe = !strcmp(o->tokenizer, "bpe");
     if (!bpe && strcmp(o->tokenizer, "word")) return cli_error(C, "--tokenizer: unknown '%s' (word, bpe)", o->tokenizer);
     if (!strcmp(o->preprocess, "bpe")) return cli_error(C, "--preprocess: use --tokenizer bpe for subwords");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tfm/kernels.h"
 #include "tfm/train.h"
 
 static volatile sig_atomic_t stop_signal;   /* the CLI's flag; the library only reads it through a pointer */
@@ -48,6 +49,18 @@ int cli_parallel(const char *cmd, const char *value, int *parallel) {
     for (int i = 0; i < 3; i++)
         if (!strcmp(value, names[i])) return *parallel = i, 0;
     return cli_error(cmd, "--parallel must be auto, batch or ops, got '%s'", value);
+}
+
+int cli_precision(const char *cmd, const char *value, int *bf16) {
+    if (!strcmp(value, "fp32") || !strcmp(value, "bf16")) return *bf16 = value[0] == 'b', 0;
+    return cli_error(cmd, "--precision must be fp32 or bf16, got '%s'", value);
+}
+
+const char *cli_gemm_str(char *buf, size_t n, int bf16) {
+    if (!bf16) snprintf(buf, n, "%s", tfm_gemm_backend());
+    else snprintf(buf, n, "%s; linear layers with bf16 operands (%s)", tfm_gemm_backend(),
+                  tfm_bf16_hw() ? "AVX512_BF16" : "emulated: this CPU has no AVX512_BF16");
+    return buf;
 }
 
 const char *cli_threads_str(char *buf, size_t n, int parallel, int slice) {

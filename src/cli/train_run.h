@@ -46,4 +46,8 @@ int cli_dist_close(tfm_dist *d, int rc);
 int cli_parallel(const char *cmd, const char *value, int *parallel);
 /* "2 threads, each a chunk of the batch" / "2 threads splitting each op" / "1 thread" for the start-up line. */
 const char *cli_threads_str(char *buf, size_t n, int parallel, int slice);
+/* --precision fp32|bf16 -> *bf16 (0/1), or a one-line error naming the flag */
+int cli_precision(const char *cmd, const char *value, int *bf16);
+/* the start-up line's GEMM part: the kernel path, and with bf16 how the bf16 GEMMs run */
+const char *cli_gemm_str(char *buf, size_t n, int bf16);
 #endif

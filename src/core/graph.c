@@ -57,6 +57,7 @@ void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g) {
     w->attention_recompute = g->attention_recompute;
     w->profile = g->profile;
     w->packs = g->packs;
+    w->gemm_bf16 = g->gemm_bf16;
 }
 
 tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in) {

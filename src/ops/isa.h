@@ -34,6 +34,24 @@ const char *tfm_isa_str(tfm_isa isa);
 #define TFM_TARGET_AVX512
 #endif
 
+/* ---- AVX512_BF16 kernel (src/ops/kernels_avx512bf16.c, compiled with -mavx512bf16; call only where
+ * cpuid reports AVX512_BF16 and AVX512BW): one 12 x 32 tile of tfm_gemm_bf16 from kp pairs of packed A
+ * (12 x kp words: row i's pairs at a + i * kp) and B (kp x 32 words), C(i,j) updated for i < mr, j < nr as
+ * the fp32 kernels do. */
+extern const int tfm_avx512bf16_built_;
+void tfm_gemm_bf16_tile_avx512bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, ptrdiff_t ldc, int mr,
+                                   int nr, float alpha, float beta);
+/* Pack kc depths of `width` (12: A, 32: B) rows or columns of a tfm_gemm_bf16 operand into pair words
+ * with the hardware conversion: o[r * kp + p] (A: a row's pairs together) or o[p * 32 + r] (B). along = 1: line r is contiguous in depth (x + r * ld + k;
+ * kc a multiple of 32); along = 0: depth k is a line, the width values contiguous (x + k * ld + r; kc
+ * even). Returns 0 (nothing written) where kc does not qualify. */
+int tfm_bf16_pack_avx512bf16(int along, const float *x, ptrdiff_t ld, int width, int kc, uint32_t *o);
+/* Depth block of tfm_gemm_bf16 (even) */
+#define TFM_BF16_KC 256
+/* tfm_gemm_bf16 on the hardware (hw = 1, needs tfm_bf16_hw()) or the emulation (hw = 0): tests */
+void tfm_gemm_bf16_path_(int hw, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                         const float *B, int ldb, const float *bias, float beta, float *C, int ldc);
+
 /* tfm_gemm on a given path (tests; the path must be supported). isa | TFM_GEMM_PACK_A_ packs op(A) even
  * where the AVX2 path would read it in place (the tests check both give the same bits). */
 #define TFM_GEMM_PACK_A_ 0x100

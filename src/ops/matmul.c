@@ -150,6 +150,10 @@ static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
 static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tensor *W, const float *bias, float beta,
                         float *y) {
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    if (g->gemm_bf16) {
+        tfm_gemm_bf16(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias, beta, y, out_f);
+        return;
+    }
     const float *Wp = packed_weight(g, W);
     if (bias) tfm_gemm_bias(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, bias, y, out_f);
     else if (Wp) tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, beta, y, out_f);
@@ -162,7 +166,8 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
     tfm_tensor *in[3];
     tfm_tensor *y = linear_output(g, "linear", x, W, bias, in);
     linear_gemm(g, x, W, bias ? bias->data : NULL, 0.0f, y->data);
-    tfm_graph_push(g, TFM_OP_LINEAR, y, bias ? 3 : 2, in);
+    tfm_node *n = tfm_graph_push(g, TFM_OP_LINEAR, y, bias ? 3 : 2, in);
+    if (n) n->ip[6] = g->gemm_bf16;
     OP_END(g, TFM_OP_LINEAR);
     return y;
 }
@@ -172,8 +177,14 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
 static void linear_grads(tfm_node *n, const float *dy) {
     tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
-    if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
-    if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, 1.0f, W->grad, in_f);
+    if (n->ip[6]) { /* --precision bf16: the backward's GEMMs too */
+        if (x->grad)
+            tfm_gemm_bf16(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, W->data, in_f, NULL, tfm_bw_beta(n, 0), x->grad, in_f);
+        if (W->grad) tfm_gemm_bf16(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, NULL, 1.0f, W->grad, in_f);
+    } else {
+        if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
+        if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, 1.0f, W->grad, in_f);
+    }
     if (b && b->grad) tfm_add_column_sums(dy, rows, out_f, b->grad);
 }
 
@@ -203,6 +214,7 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
         else tfm_vbias_relu(y->data + o, b, out_f, n);
     }
     tfm_node *n = tfm_graph_push(g, op, y, bias ? 3 : 2, in);
+    if (n) n->ip[6] = g->gemm_bf16;
     if (n && op == TFM_OP_LINEAR_GELU) n->saved = pre;
     OP_END(g, op);
     return y;

@@ -174,13 +174,15 @@ static int estimate_split(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const 
 static int evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_train_state *st, tfm_dist *dist,
                     tfm_lm_report *r) {
     uint64_t eval_seed = (uint64_t)st->seed * 1000003u + 7;
-    int B = st->batch_size, T = m->cfg.block_size;
+    int B = st->batch_size, T = m->cfg.block_size, bf16 = g->gemm_bf16;
+    g->gemm_bf16 = 0;   /* losses are measured in fp32 whatever the training precision */
     if (dist) {
-        if (estimate_split(m, g, d, st, dist, eval_seed, &r->train_loss, &r->val_loss)) return -1;
+        if (estimate_split(m, g, d, st, dist, eval_seed, &r->train_loss, &r->val_loss)) return g->gemm_bf16 = bf16, -1;
     } else {
         r->train_loss = tfm_lm_estimate_loss(m, g, d, 0, st->eval_iters, B, T, eval_seed);
         r->val_loss = tfm_lm_estimate_loss(m, g, d, 1, st->eval_iters, B, T, eval_seed + 1);
     }
+    g->gemm_bf16 = bf16;
     st->last_val_loss = r->val_loss;
     r->eval = 1;
     return 0;
@@ -202,6 +204,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     tfm_rng batch_rng = {st->batch_rng};
     tfm_train_ctl none = {0};
     if (!ctl) ctl = &none;
+    g.gemm_bf16 = ctl->bf16;   /* the chunks' worker graphs inherit it */
     lm_chunks ch;
     if (chunks_init(&ch, m, &g, tfm_train_chunks(ctl->parallel, tfm_get_threads(), count))) {
         free(x);
