@@ -783,6 +783,10 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
 /* Edge of part i of n parts of `panels` panels of `unit` rows or columns (gemm_one's grid of blocks, the
  * row blocks of a shared GEMM): on panel multiples, so the kernels see the same tiles in any split. */
 static inline int part_edge(int panels, int i, int n, int unit) { return (int)((long long)panels * i / n) * unit; }
+/* The units threads split C by: the path's widest tile (AVX-512: 12 x 32), so no block edge leaves rows or
+ * columns to a narrower kernel (every kernel gives the same bits; the wide one is faster). */
+static inline int tile_rows(tfm_isa isa) { return isa == TFM_ISA_AVX512 ? 2 * MR : MR; }
+static inline int tile_cols(tfm_isa isa) { return isa == TFM_ISA_AVX512 ? 2 * NR : NR; }
 
 /* The desk this thread posts its GEMMs to (tfm_gemm_share_begin .. _end), and its slot there. */
 static _Thread_local struct {
@@ -855,8 +859,8 @@ void tfm_gemm_share_end(tfm_gemm_desk *d) {
 }
 
 static void share_block(share_slot *s, int b) {
-    const int mp = (s->g.M + MR - 1) / MR;
-    int m0 = part_edge(mp, b, s->nblocks, MR), m1 = part_edge(mp, b + 1, s->nblocks, MR);
+    const int mu = tile_rows(s->isa), mp = (s->g.M + mu - 1) / mu;
+    int m0 = part_edge(mp, b, s->nblocks, mu), m1 = part_edge(mp, b + 1, s->nblocks, mu);
     gemm_rect(&s->g, m0, m1 < s->g.M ? m1 : s->g.M, 0, s->g.N, s->isa);
 }
 
@@ -957,7 +961,8 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
         long long w = work / TFM_GEMM_MIN_WORK;
         nt = w < 1 ? 1 : (int)w;
     }
-    const int mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR; /* micro-panels */
+    const int mu = tile_rows(isa), nu = tile_cols(isa);
+    const int mp = (M + mu - 1) / mu, np = (N + nu - 1) / nu; /* micro-panels (tiles) */
     int best_tm = 1, best_tn = 1;
     if (nt > 1) {
         long long bpt_work = work / ((long long)TFM_GEMM_MIN_WORK * nt); /* blocks of >= MIN_WORK */
@@ -968,7 +973,7 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
             for (int tn = 1; tn <= nb_total; tn++) {
                 int tm = nb_total / tn;
                 if (tm * tn != nb_total || tm > mp || tn > np) continue;
-                double mb = (double)((mp + tm - 1) / tm) * MR, nb = (double)((np + tn - 1) / tn) * NR;
+                double mb = (double)((mp + tm - 1) / tm) * mu, nb = (double)((np + tn - 1) / tn) * nu;
                 /* per-block compute + packing of its A rows (per N block) and B columns, all blocks */
                 double cost = nb_total * (mb * nb + 2.0 * (mb * (1 + nb / TFM_GEMM_NC) + nb * 1.0));
                 if (cost < best) { best = cost; best_tm = tm; best_tn = tn; }
@@ -981,8 +986,8 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(use)
     for (int blk = 0; blk < tm * tn; blk++) {
         int ti = blk / tn, tj = blk % tn;
-        int m0 = part_edge(mp, ti, tm, MR), m1 = part_edge(mp, ti + 1, tm, MR);
-        int n0 = part_edge(np, tj, tn, NR), n1 = part_edge(np, tj + 1, tn, NR);
+        int m0 = part_edge(mp, ti, tm, mu), m1 = part_edge(mp, ti + 1, tm, mu);
+        int n0 = part_edge(np, tj, tn, nu), n1 = part_edge(np, tj + 1, tn, nu);
         gemm_rect(&g, m0, m1 < M ? m1 : M, n0, n1 < N ? n1 : N, isa);
     }
 }

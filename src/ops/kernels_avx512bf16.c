@@ -53,8 +53,34 @@ static inline __m512i pairs_across(const float *lo, const float *hi, __mmask16 m
     return _mm512_permutexvar_epi16(idx, v);
 }
 
+/* 16 x 16 words: r[i][c] -> r[c][i] (pairs of rows, then of 64-bit halves, then 128-bit lanes) */
+static inline void transpose16(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int b = 0; b < 16; b += 4) {   /* r[b + j], lane L: column 4L + j of rows b..b+3 */
+        r[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
+        r[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
+        r[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
+        r[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
+    }
+    for (int j = 0; j < 4; j++) {   /* column 4L + j = lane L of r[j], r[4+j], r[8+j], r[12+j] */
+        __m512i u0 = _mm512_shuffle_i32x4(r[j], r[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512i u1 = _mm512_shuffle_i32x4(r[j], r[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        __m512i u2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512i u3 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        t[j] = _mm512_shuffle_i32x4(u0, u2, _MM_SHUFFLE(2, 0, 2, 0));
+        t[4 + j] = _mm512_shuffle_i32x4(u0, u2, _MM_SHUFFLE(3, 1, 3, 1));
+        t[8 + j] = _mm512_shuffle_i32x4(u1, u3, _MM_SHUFFLE(2, 0, 2, 0));
+        t[12 + j] = _mm512_shuffle_i32x4(u1, u3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
 /* R whole lines of length kc (a multiple of 32), line r at x + r * ld: into o[r * kp + p] (rows = 1, the A
- * panel's layout) or o[p * R + r] (the B panel's) */
+ * panel's layout) or o[p * R + r] (the B panel's; R = 32: two 16 x 16 transposes per 32 depths) */
 static void pack_along(const float *x, ptrdiff_t ld, int R, int kc, int rows, uint32_t *o) {
     const int kp = kc / 2;
     if (rows) {
@@ -62,12 +88,14 @@ static void pack_along(const float *x, ptrdiff_t ld, int R, int kc, int rows, ui
             for (int k = 0; k < kc; k += 32) _mm512_storeu_si512(o + (size_t)r * kp + k / 2, pairs_along(x + r * ld + k));
         return;
     }
-    uint32_t t[32][16];
     for (int k = 0; k < kc; k += 32) {
-        for (int r = 0; r < R; r++) _mm512_storeu_si512(t[r], pairs_along(x + r * ld + k));
         uint32_t *ok = o + (size_t)(k / 2) * R;
-        for (int p = 0; p < 16; p++)
-            for (int r = 0; r < R; r++) ok[p * R + r] = t[r][p];
+        for (int h = 0; h < R; h += 16) {
+            __m512i v[16];
+            for (int r = 0; r < 16; r++) v[r] = pairs_along(x + (h + r) * ld + k);
+            transpose16(v);
+            for (int p = 0; p < 16; p++) _mm512_storeu_si512(ok + p * R + h, v[p]);
+        }
     }
 }
 
