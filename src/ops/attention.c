@@ -563,6 +563,11 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
     }
 }
 
+/* out[j] = keep[j] ? in[j] * sc : +0 */
+static INLINE_ALL void drop_select(float *out, const float *in, const uint8_t *keep, float sc, int n) {
+    for (int j = 0; j < n; j++) out[j] = tfm_keep_or_zero(in[j] * sc, keep[j]);
+}
+
 /* Pd = dropout(P) for batch entry b: element order (b,h,i,j), as tfm_dropout on (B*H,Tq,Tk). With g
  * non-NULL, also g *= the same mask and scale (the backward's dP). */
 static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratch *ms, float *g) {
@@ -571,10 +576,8 @@ static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratc
     for (int hi = 0; hi < a->H * a->Tq; hi++, x += a->Tk) {
         size_t o = (size_t)hi * ms->ldp;
         tfm_vdrop_keep(keep, a->key + x, a->thresh, (size_t)a->Tk);
-        for (int j = 0; j < a->Tk; j++) {
-            ms->Pd[o + j] = keep[j] ? ms->P[o + j] * a->dscale : 0.0f;
-            if (g) g[o + j] = keep[j] ? g[o + j] * a->dscale : 0.0f;
-        }
+        drop_select(ms->Pd + o, ms->P + o, keep, a->dscale, a->Tk);
+        if (g) drop_select(g + o, g + o, keep, a->dscale, a->Tk);
     }
 }
 

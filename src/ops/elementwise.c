@@ -250,7 +250,7 @@ static tfm_tensor *dropout_keyed(tfm_graph *g, tfm_tensor *x, float p, uint64_t 
         for (size_t b = 0; b < (n + blk - 1) / blk; b++) {
             size_t j0 = b * blk, m = n - j0 < blk ? n - j0 : blk;
             tfm_vdrop_keep(mask + i0 + j0, k0 + j0, thresh, m);
-            for (size_t i = i0 + j0; i < i0 + j0 + m; i++) out->data[i] = mask[i] ? x->data[i] * scale : 0.0f;
+            for (size_t i = i0 + j0; i < i0 + j0 + m; i++) out->data[i] = tfm_keep_or_zero(x->data[i] * scale, mask[i]);
         }
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);

@@ -87,7 +87,7 @@ static inline __attribute__((always_inline)) void add_ln_row(ADD_LN_ROW_ARGS) {
     if (!keep)
         for (int c = 0; c < C; c++) z[c] = yr[c] + xr[c];
     else
-        for (int c = 0; c < C; c++) z[c] = (keep[c] ? yr[c] * scale : 0.0f) + xr[c];
+        for (int c = 0; c < C; c++) z[c] = tfm_keep_or_zero(yr[c] * scale, keep[c]) + xr[c];
     ln_row(o, mean, rstd, z, w, b, C, eps);
 }
 static void add_ln_row_c(ADD_LN_ROW_ARGS) { add_ln_row(ADD_LN_ROW_PASS); }

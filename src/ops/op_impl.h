@@ -4,6 +4,7 @@
 #include "tfm/core.h"
 #include <omp.h>
 #include <stddef.h>
+#include <string.h>
 #include "tfm/kernels.h"
 #include "tfm/ops.h"
 
@@ -37,6 +38,15 @@ static inline uint32_t tfm_drop_hash(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+/* v if keep, else +0: v is computed whatever keep says and its bits cleared when dropped, a select the
+ * compiler vectorises (it may not hoist a multiply out from under a condition: it could trap) */
+static inline float tfm_keep_or_zero(float v, uint8_t keep) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    u &= 0u - (uint32_t)(keep != 0);
+    memcpy(&v, &u, sizeof v);
+    return v;
 }
 static inline uint64_t tfm_drop_key(tfm_graph *g) {
     uint64_t hi = tfm_rng_u32(&g->rng);
