@@ -341,23 +341,31 @@ static void mm_c(MM_ARGS) {
 #define MM_ROWS_AVX512 6
 
 #if TFM_X86
-/* One block of R rows x 8*NV columns (R, NV constants after inlining, so c[][] lives in registers). */
-TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void mm_block_avx2(int R, int NV, int k0, int k1,
-        const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc) {
-    __m256 c[MM_ROWS][4];
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < NV; v++) c[r][v] = acc ? _mm256_loadu_ps(C + r * ldc + 8 * v) : _mm256_setzero_ps();
-    for (int k = k0; k < k1; k++) {
-        const float *b = B + k * ldb;
-        __m256 a[MM_ROWS];
-        for (int r = 0; r < R; r++) a[r] = _mm256_broadcast_ss(A + r * rsa + k * csa);
-        for (int v = 0; v < NV; v++) {
-            __m256 bv = _mm256_loadu_ps(b + 8 * v);
-            for (int r = 0; r < R; r++) c[r][v] = _mm256_fmadd_ps(a[r], bv, c[r][v]);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < NV; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
+/* One block of R rows x W*NV columns (W lanes per vector; R, NV constants after inlining, so c[][] lives in
+ * registers): the body of mm_block_avx2 and mm_block_avx512. */
+#define MM_BLOCK_BODY(V, ROWS, W, LOADU, ZERO, SET1, FMADD, STOREU)                                       \
+    V c[ROWS][4];                                                                                      \
+    for (int r = 0; r < R; r++)                                                                        \
+        for (int v = 0; v < NV; v++) c[r][v] = acc ? LOADU(C + r * ldc + W * v) : ZERO();              \
+    for (int k = k0; k < k1; k++) {                                                                    \
+        const float *b = B + k * ldb;                                                                  \
+        V a[ROWS];                                                                                     \
+        for (int r = 0; r < R; r++) a[r] = SET1(A[r * rsa + k * csa]);                                 \
+        for (int v = 0; v < NV; v++) {                                                                 \
+            V bv = LOADU(b + W * v);                                                                   \
+            for (int r = 0; r < R; r++) c[r][v] = FMADD(a[r], bv, c[r][v]);                           \
+        }                                                                                              \
+    }                                                                                                  \
+    for (int r = 0; r < R; r++)                                                                        \
+        for (int v = 0; v < NV; v++) STOREU(C + r * ldc + W * v, c[r][v]);
+#define MM_BLOCK_ARGS int R, int NV, int k0, int k1, const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, \
+                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc
+/* the blocks of one row count r, 1 to 4 vectors wide (the switch in mm_avx2 / mm_avx512) */
+#define MM_CASES(r) MM_CASE(r, 1); MM_CASE(r, 2); MM_CASE(r, 3); MM_CASE(r, 4)
+
+TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void mm_block_avx2(MM_BLOCK_ARGS) {
+    MM_BLOCK_BODY(__m256, MM_ROWS, 8, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+                  _mm256_storeu_ps)
 }
 
 TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
@@ -369,11 +377,7 @@ TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
         for (; j0 + 8 <= n; j0 += 32) {
             const int nv = (n - j0) / 8 < 4 ? (n - j0) / 8 : 4;
 #define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx2(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc); break
-            switch (R * 8 + nv) {
-            MM_CASE(1, 1); MM_CASE(1, 2); MM_CASE(1, 3); MM_CASE(1, 4);
-            MM_CASE(2, 1); MM_CASE(2, 2); MM_CASE(2, 3); MM_CASE(2, 4);
-            MM_CASE(3, 1); MM_CASE(3, 2); MM_CASE(3, 3); MM_CASE(3, 4);
-            }
+            switch (R * 8 + nv) { MM_CASES(1); MM_CASES(2); MM_CASES(3); }
 #undef MM_CASE
             if (nv < 4) { j0 += 8 * nv; break; }
         }
@@ -389,22 +393,9 @@ TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
 /* The AVX-512 path: R rows x 16*NV columns per block (R <= 6, NV <= 4: up to 24 zmm accumulators, 6
  * broadcasts and a B vector); the last n % 16 columns go through mm_avx2. Every element is the same chain
  * of FMAs over k as on the AVX2 path: the same bits. */
-TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx512(int R, int NV, int k0, int k1,
-        const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc) {
-    __m512 c[MM_ROWS_AVX512][4];
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < NV; v++) c[r][v] = acc ? _mm512_loadu_ps(C + r * ldc + 16 * v) : _mm512_setzero_ps();
-    for (int k = k0; k < k1; k++) {
-        const float *b = B + k * ldb;
-        __m512 a[MM_ROWS_AVX512];
-        for (int r = 0; r < R; r++) a[r] = _mm512_set1_ps(A[r * rsa + k * csa]);
-        for (int v = 0; v < NV; v++) {
-            __m512 bv = _mm512_loadu_ps(b + 16 * v);
-            for (int r = 0; r < R; r++) c[r][v] = _mm512_fmadd_ps(a[r], bv, c[r][v]);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < NV; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx512(MM_BLOCK_ARGS) {
+    MM_BLOCK_BODY(__m512, MM_ROWS_AVX512, 16, _mm512_loadu_ps, _mm512_setzero_ps, _mm512_set1_ps, _mm512_fmadd_ps,
+                  _mm512_storeu_ps)
 }
 
 TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
@@ -416,14 +407,7 @@ TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
         for (; j0 + 16 <= n; j0 += 64) {
             const int nv = (n - j0) / 16 < 4 ? (n - j0) / 16 : 4;
 #define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx512(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc); break
-            switch (R * 8 + nv) {
-            MM_CASE(1, 1); MM_CASE(1, 2); MM_CASE(1, 3); MM_CASE(1, 4);
-            MM_CASE(2, 1); MM_CASE(2, 2); MM_CASE(2, 3); MM_CASE(2, 4);
-            MM_CASE(3, 1); MM_CASE(3, 2); MM_CASE(3, 3); MM_CASE(3, 4);
-            MM_CASE(4, 1); MM_CASE(4, 2); MM_CASE(4, 3); MM_CASE(4, 4);
-            MM_CASE(5, 1); MM_CASE(5, 2); MM_CASE(5, 3); MM_CASE(5, 4);
-            MM_CASE(6, 1); MM_CASE(6, 2); MM_CASE(6, 3); MM_CASE(6, 4);
-            }
+            switch (R * 8 + nv) { MM_CASES(1); MM_CASES(2); MM_CASES(3); MM_CASES(4); MM_CASES(5); MM_CASES(6); }
 #undef MM_CASE
             if (nv < 4) { j0 += 16 * nv; break; }
         }

@@ -14,18 +14,22 @@ train() {
     TFM_ISA=$1 $TFM train-lm "${ARGS[@]}" --out "$TMP/$2.tfm" >/dev/null 2>"$TMP/$2.err"
 }
 val_loss() { sed -n 's/.*val loss \([0-9.]*\).*/\1/p' "$1" | tail -n 1; }
+# same_loss A B: the runs A and B (trained above) end at the same validation loss to float tolerance
+same_loss() {
+    local a b; a=$(val_loss "$TMP/$1.err"); b=$(val_loss "$TMP/$2.err")
+    if [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d < 2e-4 && d > -2e-4) }'; then
+        pass "TFM_ISA=$1 and $2 give the same validation loss to float tolerance ($a vs $b)"
+    else
+        fail "$1 vs $2 validation loss" "'$a' vs '$b'"
+    fi
+}
 
 train generic generic || fail "train-lm TFM_ISA=generic" "$(tail -n 2 "$TMP/generic.err")"
 grep -q "gemm portable" "$TMP/generic.err" && pass "TFM_ISA=generic runs the portable kernels" \
     || fail "TFM_ISA=generic" "$(grep gemm "$TMP/generic.err")"
 if [ $has_avx2 = 1 ]; then
     train avx2 avx2 || fail "train-lm TFM_ISA=avx2" "$(tail -n 2 "$TMP/avx2.err")"
-    a=$(val_loss "$TMP/generic.err"); b=$(val_loss "$TMP/avx2.err")
-    if [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d < 2e-4 && d > -2e-4) }'; then
-        pass "TFM_ISA=generic and avx2 give the same validation loss to float tolerance ($a vs $b)"
-    else
-        fail "generic vs avx2 validation loss" "'$a' vs '$b'"
-    fi
+    same_loss generic avx2
 else
     skip "TFM_ISA=avx2" "this CPU lacks AVX2+FMA (the avx2 path is not tested here)"
 fi
@@ -33,12 +37,7 @@ if [ $has_avx512 = 1 ]; then
     # The GEMM tiles give the same bits on both paths (test_gemm); the 16-lane vector math (softmax sums,
     # LayerNorm moments) rounds differently from the 8-lane one, so the weights agree to float tolerance.
     train avx512 avx512 || fail "train-lm TFM_ISA=avx512" "$(tail -n 2 "$TMP/avx512.err")"
-    a=$(val_loss "$TMP/avx2.err"); b=$(val_loss "$TMP/avx512.err")
-    if [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d < 2e-4 && d > -2e-4) }'; then
-        pass "TFM_ISA=avx512 and avx2 give the same validation loss to float tolerance ($a vs $b)"
-    else
-        fail "avx512 vs avx2 validation loss" "'$a' vs '$b'"
-    fi
+    same_loss avx512 avx2
 else
     expect_error "TFM_ISA=avx512 on a CPU without it: one-line error" "TFM_ISA=avx512" \
         env TFM_ISA=avx512 $TFM train-lm "${ARGS[@]}" --out "$TMP/no.tfm"
