@@ -56,6 +56,36 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
     for (int i = 0; i < mr && i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
 }
 
+/* 12 x 32 reading a row-major A in place (row i at a + i * lda, depth along the row): no packing of A.
+ * The same per-element FMA chains as the packed kernel. */
+void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
+                                    int nr, float alpha, float beta) {
+    const float *bb = b + (size_t)16 * kc;
+    const float *p0 = a, *p3 = a + 3 * lda, *p6 = a + 6 * lda, *p9 = a + 9 * lda;
+    __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
+    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
+#define FMA_ROW_AT(i, x)                                                                 \
+    do {                                                                                 \
+        __m512 av = _mm512_set1_ps(x);                                                   \
+        c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);                                      \
+        c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                      \
+    } while (0)
+    for (int k = 0; k < kc; k++, p0++, p3++, p6++, p9++, b += 16, bb += 16) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
+        FMA_ROW_AT(0, p0[0]); FMA_ROW_AT(1, p0[lda]); FMA_ROW_AT(2, p0[2 * lda]);
+        FMA_ROW_AT(3, p3[0]); FMA_ROW_AT(4, p3[lda]); FMA_ROW_AT(5, p3[2 * lda]);
+        FMA_ROW_AT(6, p6[0]); FMA_ROW_AT(7, p6[lda]); FMA_ROW_AT(8, p6[2 * lda]);
+        FMA_ROW_AT(9, p9[0]); FMA_ROW_AT(10, p9[lda]); FMA_ROW_AT(11, p9[2 * lda]);
+    }
+#undef FMA_ROW_AT
+    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    __m512 rows[12][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
+                          {c60, c61}, {c70, c71}, {c80, c81}, {c90, c91}, {c100, c101}, {c110, c111}};
+    for (int i = 0; i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+}
+
 /* 6 x 32: the rows left under a 12-row tile (at most 6; reads one A panel), 12 accumulators. */
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                               float alpha, float beta) {
@@ -311,6 +341,10 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                               float alpha, float beta) {
     (void)kc; (void)a; (void)b; (void)c; (void)ldc; (void)mr; (void)nr; (void)alpha; (void)beta; NOPE;
+}
+void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
+                                    int nr, float alpha, float beta) {
+    (void)kc; (void)a; (void)lda; (void)b; (void)c; (void)ldc; (void)nr; (void)alpha; (void)beta; NOPE;
 }
 void tfm_vdrop_keep_avx512(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) {
     (void)keep; (void)key; (void)thresh; (void)n; NOPE;
