@@ -559,9 +559,9 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
              * +4% to +16% up to 128 x 128, -1% to -2% at 512 x 128 and 128 x 512). */
             const int direct_a = isa == TFM_ISA_AVX2 && !g->pack_a && (nc % NR == 0 || nc % NR > 8) &&
                                  (!g->ta || (m1 - m0 <= 128 && nc <= 128));
-            /* AVX-512 reads a row-major op(A) in place in its full 12 x 32 tiles where every tile is 32 wide;
-             * only the rows under the last full tile are packed */
-            const int direct_a512 = isa == TFM_ISA_AVX512 && !g->pack_a && !g->ta && nc % (2 * NR) == 0;
+            /* AVX-512 reads op(A) in place (row-major or transposed) in its full 12 x 32 tiles where every
+             * tile is 32 wide; only the rows under the last full tile are packed */
+            const int direct_a512 = isa == TFM_ISA_AVX512 && !g->pack_a && nc % (2 * NR) == 0;
             for (int ic = m0; ic < m1; ic += TFM_GEMM_MC) {
                 const int mc = m1 - ic < TFM_GEMM_MC ? m1 - ic : TFM_GEMM_MC;
 #if TFM_HAVE_X86
@@ -590,8 +590,12 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                             seed_bias(bias + jr, wide ? (mc - ir < 2 * MR ? mc - ir : 2 * MR) : mr, wide ? 2 * NR : nr,
                                       cp, g->ldc);
                         if (wide && direct_a512 && mc - ir >= 2 * MR) {
-                            tfm_gemm_kern12x32_rows_avx512(kc, g->A + (size_t)(ic + ir) * g->lda + pc, g->lda, bp, cp,
-                                                           g->ldc, 2 * NR, g->alpha, beff);
+                            if (!g->ta)
+                                tfm_gemm_kern12x32_rows_avx512(kc, g->A + (size_t)(ic + ir) * g->lda + pc, g->lda, bp,
+                                                               cp, g->ldc, 2 * NR, g->alpha, beff);
+                            else
+                                tfm_gemm_kern12x32_cols_avx512(kc, g->A + (size_t)pc * g->lda + ic + ir, g->lda, bp,
+                                                               cp, g->ldc, 2 * NR, g->alpha, beff);
                             ir += 2 * MR;
                             continue;
                         }

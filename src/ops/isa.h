@@ -69,8 +69,11 @@ extern const int tfm_avx512_built_;
  * k from zero, then the same update), so the tile shape never changes results. */
 void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                                float alpha, float beta);
-/* The same on a full 12 x 32 tile reading a row-major A in place (row i at a + i * lda; no packing) */
+/* The same on a full 12 x 32 tile reading A in place (no packing): row-major (row i at a + i * lda) or,
+ * _cols, transposed (depth k's 12 values at a + k * lda) */
 void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
+                                    int nr, float alpha, float beta);
+void tfm_gemm_kern12x32_cols_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
                                     int nr, float alpha, float beta);
 /* The same on a 6 x 32 tile from one A panel: the rows (mr <= 6) left under the 12-row tiles. */
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,

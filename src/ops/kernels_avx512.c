@@ -56,12 +56,13 @@ void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c,
     for (int i = 0; i < mr && i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
 }
 
-/* 12 x 32 reading a row-major A in place (row i at a + i * lda, depth along the row): no packing of A.
- * The same per-element FMA chains as the packed kernel. */
-void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
-                                    int nr, float alpha, float beta) {
+/* 12 x 32 reading op(A) in place, A(i,k) at a + i * rs + k * ks: a row-major A (rs = lda, ks = 1) or a
+ * transposed one (rs = 1, ks = lda: a depth's 12 values side by side). No packing of A; the same
+ * per-element FMA chains as the packed kernel. */
+static inline __attribute__((always_inline)) void kern12x32_direct(int kc, const float *a, ptrdiff_t rs, ptrdiff_t ks,
+        const float *b, float *c, ptrdiff_t ldc, int nr, float alpha, float beta) {
     const float *bb = b + (size_t)16 * kc;
-    const float *p0 = a, *p3 = a + 3 * lda, *p6 = a + 6 * lda, *p9 = a + 9 * lda;
+    const float *p0 = a, *p3 = a + 3 * rs, *p6 = a + 6 * rs, *p9 = a + 9 * rs;
     __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
     c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
@@ -71,12 +72,12 @@ void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const
         c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);                                      \
         c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                      \
     } while (0)
-    for (int k = 0; k < kc; k++, p0++, p3++, p6++, p9++, b += 16, bb += 16) {
+    for (int k = 0; k < kc; k++, p0 += ks, p3 += ks, p6 += ks, p9 += ks, b += 16, bb += 16) {
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
-        FMA_ROW_AT(0, p0[0]); FMA_ROW_AT(1, p0[lda]); FMA_ROW_AT(2, p0[2 * lda]);
-        FMA_ROW_AT(3, p3[0]); FMA_ROW_AT(4, p3[lda]); FMA_ROW_AT(5, p3[2 * lda]);
-        FMA_ROW_AT(6, p6[0]); FMA_ROW_AT(7, p6[lda]); FMA_ROW_AT(8, p6[2 * lda]);
-        FMA_ROW_AT(9, p9[0]); FMA_ROW_AT(10, p9[lda]); FMA_ROW_AT(11, p9[2 * lda]);
+        FMA_ROW_AT(0, p0[0]); FMA_ROW_AT(1, p0[rs]); FMA_ROW_AT(2, p0[2 * rs]);
+        FMA_ROW_AT(3, p3[0]); FMA_ROW_AT(4, p3[rs]); FMA_ROW_AT(5, p3[2 * rs]);
+        FMA_ROW_AT(6, p6[0]); FMA_ROW_AT(7, p6[rs]); FMA_ROW_AT(8, p6[2 * rs]);
+        FMA_ROW_AT(9, p9[0]); FMA_ROW_AT(10, p9[rs]); FMA_ROW_AT(11, p9[2 * rs]);
     }
 #undef FMA_ROW_AT
     __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
@@ -84,6 +85,16 @@ void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const
     __m512 rows[12][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
                           {c60, c61}, {c70, c71}, {c80, c81}, {c90, c91}, {c100, c101}, {c110, c111}};
     for (int i = 0; i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+}
+
+/* the row-major and transposed cases (isa.h) */
+void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
+                                    int nr, float alpha, float beta) {
+    kern12x32_direct(kc, a, lda, 1, b, c, ldc, nr, alpha, beta);
+}
+void tfm_gemm_kern12x32_cols_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
+                                    int nr, float alpha, float beta) {
+    kern12x32_direct(kc, a, 1, lda, b, c, ldc, nr, alpha, beta);
 }
 
 /* 6 x 32: the rows left under a 12-row tile (at most 6; reads one A panel), 12 accumulators. */
@@ -343,6 +354,10 @@ void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, 
     (void)kc; (void)a; (void)b; (void)c; (void)ldc; (void)mr; (void)nr; (void)alpha; (void)beta; NOPE;
 }
 void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
+                                    int nr, float alpha, float beta) {
+    (void)kc; (void)a; (void)lda; (void)b; (void)c; (void)ldc; (void)nr; (void)alpha; (void)beta; NOPE;
+}
+void tfm_gemm_kern12x32_cols_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
                                     int nr, float alpha, float beta) {
     (void)kc; (void)a; (void)lda; (void)b; (void)c; (void)ldc; (void)nr; (void)alpha; (void)beta; NOPE;
 }
