@@ -10,91 +10,53 @@ const int tfm_avx512_built_ = 1;
 #include <math.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- GEMM micro-kernel 12 x 32 */
+#include "ops/avx512_store.h"
+
+/* ---------------------------------------------------------------- GEMM micro-kernels 12 x 32, 6 x 32 */
 /* 24 accumulators (12 rows x 2 zmm of 16 columns), 2 B vectors and a broadcast: 27 of the 32 zmm
- * registers. Row i < 6 reads panel a, row i >= 6 panel a + 6*kc. */
+ * registers. B: two consecutive packed 16-wide panels (b, b + 16*kc). */
 #define GR(i) c##i##0, c##i##1
-#define FMA_ROW(i, AP)                                                                   \
-    do {                                                                                 \
-        __m512 av = _mm512_set1_ps((AP)[(i) % 6]);                                       \
-        c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);                                      \
-        c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                      \
-    } while (0)
-
-static inline void store_row(float *cr, __m512 x0, __m512 x1, __mmask16 m0, __mmask16 m1, float alpha,
-                             float beta) {
-    __m512 va = _mm512_set1_ps(alpha);
-    if (beta == 0.0f) {
-        _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, x0));
-        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, x1));
-    } else if (beta == 1.0f) {
-        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, x0, _mm512_maskz_loadu_ps(m0, cr)));
-        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, x1, _mm512_maskz_loadu_ps(m1, cr + 16)));
-    } else {
-        __m512 vb = _mm512_set1_ps(beta);
-        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, x0, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m0, cr))));
-        _mm512_mask_storeu_ps(cr + 16, m1,
-                              _mm512_fmadd_ps(va, x1, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16))));
-    }
-}
-
-void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
-                               float alpha, float beta) {
-    const float *a2 = a + (size_t)6 * kc, *bb = b + (size_t)16 * kc;
-    __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
-    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
-    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
-    for (int k = 0; k < kc; k++, a += 6, a2 += 6, b += 16, bb += 16) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
-        FMA_ROW(0, a); FMA_ROW(1, a); FMA_ROW(2, a); FMA_ROW(3, a); FMA_ROW(4, a); FMA_ROW(5, a);
-        FMA_ROW(6, a2); FMA_ROW(7, a2); FMA_ROW(8, a2); FMA_ROW(9, a2); FMA_ROW(10, a2); FMA_ROW(11, a2);
-    }
-    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    __m512 rows[12][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
-                          {c60, c61}, {c70, c71}, {c80, c81}, {c90, c91}, {c100, c101}, {c110, c111}};
-    for (int i = 0; i < mr && i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
-}
-
-/* 12 x 32 reading op(A) in place, A(i,k) at a + i * rs + k * ks: a row-major A (rs = lda, ks = 1) or a
- * transposed one (rs = 1, ks = lda: a depth's 12 values side by side). No packing of A; the same
- * per-element FMA chains as the packed kernel. */
-static inline __attribute__((always_inline)) void kern12x32_direct(int kc, const float *a, ptrdiff_t rs, ptrdiff_t ks,
-        const float *b, float *c, ptrdiff_t ldc, int nr, float alpha, float beta) {
-    const float *bb = b + (size_t)16 * kc;
-    const float *p0 = a, *p3 = a + 3 * rs, *p6 = a + 6 * rs, *p9 = a + 9 * rs;
-    __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
-    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
-    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
-#define FMA_ROW_AT(i, x)                                                                 \
+#define FMA_ROW(i, x)                                                                    \
     do {                                                                                 \
         __m512 av = _mm512_set1_ps(x);                                                   \
         c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);                                      \
         c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                      \
     } while (0)
+
+/* The 12-row tile with A(i,k) for rows i < 6 at a + i * rs + k * ks, for rows i >= 6 at a6 + (i-6) * rs +
+ * k * ks: packed A (two 6-row panels: rs = 1, ks = 6, a6 = a + 6*kc), a row-major A read in place (rs = lda,
+ * ks = 1, a6 = a + 6*lda) or a transposed one (rs = 1, ks = lda, a6 = a + 6). The same FMA chain per element
+ * whichever A it reads. Rows [0, mr) are stored. */
+static inline __attribute__((always_inline)) void kern12x32(int kc, const float *a, const float *a6, ptrdiff_t rs,
+        ptrdiff_t ks, const float *b, float *c, ptrdiff_t ldc, int mr, int nr, float alpha, float beta) {
+    const float *bb = b + (size_t)16 * kc;
+    const float *p0 = a, *p3 = a + 3 * rs, *p6 = a6, *p9 = a6 + 3 * rs;
+    __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
+    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++, p0 += ks, p3 += ks, p6 += ks, p9 += ks, b += 16, bb += 16) {
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
-        FMA_ROW_AT(0, p0[0]); FMA_ROW_AT(1, p0[rs]); FMA_ROW_AT(2, p0[2 * rs]);
-        FMA_ROW_AT(3, p3[0]); FMA_ROW_AT(4, p3[rs]); FMA_ROW_AT(5, p3[2 * rs]);
-        FMA_ROW_AT(6, p6[0]); FMA_ROW_AT(7, p6[rs]); FMA_ROW_AT(8, p6[2 * rs]);
-        FMA_ROW_AT(9, p9[0]); FMA_ROW_AT(10, p9[rs]); FMA_ROW_AT(11, p9[2 * rs]);
+        FMA_ROW(0, p0[0]); FMA_ROW(1, p0[rs]); FMA_ROW(2, p0[2 * rs]);
+        FMA_ROW(3, p3[0]); FMA_ROW(4, p3[rs]); FMA_ROW(5, p3[2 * rs]);
+        FMA_ROW(6, p6[0]); FMA_ROW(7, p6[rs]); FMA_ROW(8, p6[2 * rs]);
+        FMA_ROW(9, p9[0]); FMA_ROW(10, p9[rs]); FMA_ROW(11, p9[2 * rs]);
     }
-#undef FMA_ROW_AT
-    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    __m512 rows[12][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
-                          {c60, c61}, {c70, c71}, {c80, c81}, {c90, c91}, {c100, c101}, {c110, c111}};
-    for (int i = 0; i < 12; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+    const __m512 rows[12][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
+                                {c60, c61}, {c70, c71}, {c80, c81}, {c90, c91}, {c100, c101}, {c110, c111}};
+    tfm_store_tile32(c, ldc, rows, mr < 12 ? mr : 12, nr, alpha, beta);
 }
 
-/* the row-major and transposed cases (isa.h) */
+void tfm_gemm_kern12x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
+                               float alpha, float beta) {
+    kern12x32(kc, a, a + (size_t)6 * kc, 1, 6, b, c, ldc, mr, nr, alpha, beta);
+}
 void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
                                     int nr, float alpha, float beta) {
-    kern12x32_direct(kc, a, lda, 1, b, c, ldc, nr, alpha, beta);
+    kern12x32(kc, a, a + 6 * lda, lda, 1, b, c, ldc, 12, nr, alpha, beta);
 }
 void tfm_gemm_kern12x32_cols_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
                                     int nr, float alpha, float beta) {
-    kern12x32_direct(kc, a, 1, lda, b, c, ldc, nr, alpha, beta);
+    kern12x32(kc, a, a + 6, 1, lda, b, c, ldc, 12, nr, alpha, beta);
 }
 
 /* 6 x 32: the rows left under a 12-row tile (at most 6; reads one A panel), 12 accumulators. */
@@ -105,12 +67,10 @@ void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, 
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++, a += 6, b += 16, bb += 16) {
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(bb);
-        FMA_ROW(0, a); FMA_ROW(1, a); FMA_ROW(2, a); FMA_ROW(3, a); FMA_ROW(4, a); FMA_ROW(5, a);
+        FMA_ROW(0, a[0]); FMA_ROW(1, a[1]); FMA_ROW(2, a[2]); FMA_ROW(3, a[3]); FMA_ROW(4, a[4]); FMA_ROW(5, a[5]);
     }
-    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    __m512 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    for (int i = 0; i < mr && i < 6; i++) store_row(c + i * ldc, rows[i][0], rows[i][1], m0, m1, alpha, beta);
+    const __m512 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    tfm_store_tile32(c, ldc, rows, mr < 6 ? mr : 6, nr, alpha, beta);
 }
 
 /* ---------------------------------------------------------------- dropout keep masks, 16 keys a step */

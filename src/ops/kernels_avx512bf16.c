@@ -6,6 +6,8 @@
 const int tfm_avx512bf16_built_ = 1;
 #include <immintrin.h>
 
+#include "ops/avx512_store.h"
+
 /* 24 accumulators (12 rows x 2 zmm of 16 columns), 2 B vectors (16 columns x one pair each) and a
  * broadcast pair word (row i's pairs at a + i * kp): per pair, VDPBF16PS adds a(k+1) b(k+1), then
  * a(k) b(k), to each lane. */
@@ -16,12 +18,6 @@ const int tfm_avx512bf16_built_ = 1;
         acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);                                        \
     } while (0)
 
-static inline void store_row(float *cr, __m512 x, __mmask16 m, __m512 va, float beta) {
-    if (beta == 0.0f) _mm512_mask_storeu_ps(cr, m, _mm512_mul_ps(va, x));
-    else if (beta == 1.0f) _mm512_mask_storeu_ps(cr, m, _mm512_fmadd_ps(va, x, _mm512_maskz_loadu_ps(m, cr)));
-    else _mm512_mask_storeu_ps(cr, m, _mm512_fmadd_ps(va, x, _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, cr))));
-}
-
 void tfm_gemm_bf16_tile_avx512bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, ptrdiff_t ldc, int mr,
                                    int nr, float alpha, float beta) {
     __m512 acc[12][2];
@@ -31,13 +27,7 @@ void tfm_gemm_bf16_tile_avx512bf16(int kp, const uint32_t *a, const uint32_t *b,
         ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5);
         ROW(6); ROW(7); ROW(8); ROW(9); ROW(10); ROW(11);
     }
-    const __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
-    const __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    const __m512 va = _mm512_set1_ps(alpha);
-    for (int i = 0; i < mr && i < 12; i++) {
-        store_row(c + i * ldc, acc[i][0], m0, va, beta);
-        if (m1) store_row(c + i * ldc + 16, acc[i][1], m1, va, beta);
-    }
+    tfm_store_tile32(c, ldc, (const __m512(*)[2])acc, mr < 12 ? mr : 12, nr, alpha, beta);
 }
 
 /* ---------------------------------------------------------------- packing with VCVTNE2PS2BF16 */
