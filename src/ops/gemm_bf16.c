@@ -15,9 +15,9 @@
  *
  * Layout: C in 12 x 32 tiles. op(B) is packed per depth block into 32-wide panels of pairs (one 32-bit
  * word per column and pair: bfloat16 of k+1 in the high half, of k in the low half; floats in the
- * emulation), op(A) into 12-row panels (each row's pairs together); both zero padded, so every tile is full and only C's
- * stores are masked. Threads take row panels of C; each C element is computed by one thread in a fixed
- * order: the same bits for any thread count. */
+ * emulation), op(A) into 12-row panels (each row's pairs together); both zero padded, so every tile is
+ * full and only C's stores are masked. Threads take row panels of C; each C element is computed by one
+ * thread in a fixed order: the same bits for any thread count. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -175,17 +175,15 @@ static void row_panel(const bf16_args *g, int hw, tfm_isa isa, int i0, int pc, i
 
 static void gemm_bf16_run(const bf16_args *g, int hw, tfm_isa isa) {
     if (g->M <= 0 || g->N <= 0) return;
-    if (g->bias)
-        for (int i = 0; i < g->M; i++) memcpy(g->C + (size_t)i * g->ldc, g->bias, sizeof(float) * (size_t)g->N);
-    else if (g->K <= 0 || g->alpha == 0.0f) {   /* C = beta C */
-        for (int i = 0; i < g->M; i++)
-            for (int j = 0; j < g->N; j++) {
-                float *c = g->C + (size_t)i * g->ldc + j;
-                *c = g->beta == 0.0f ? 0.0f : g->beta * *c;
-            }
+    if (g->K <= 0 || g->alpha == 0.0f) {   /* nothing to multiply: C = bias, or beta C, as tfm_gemm makes it */
+        if (g->bias)
+            tfm_gemm_bias(g->ta, g->tb, g->M, g->N, 0, g->alpha, g->A, g->lda, g->B, g->ldb, NULL, g->bias, g->C,
+                          g->ldc);
+        else tfm_gemm(g->ta, g->tb, g->M, g->N, 0, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
         return;
     }
-    if (g->K <= 0 || g->alpha == 0.0f) return;
+    if (g->bias)
+        for (int i = 0; i < g->M; i++) memcpy(g->C + (size_t)i * g->ldc, g->bias, sizeof(float) * (size_t)g->N);
     const int kcb = (int)kc_of(g->K), kpb = (kcb + 1) / 2, npanels = (g->N + BN - 1) / BN;
     const int mpanels = (g->M + BM - 1) / BM;
     uint32_t *bpk = (uint32_t *)tfm_thread_scratch(TFM_SCRATCH_BF16_B, (size_t)npanels * kpb * BN);

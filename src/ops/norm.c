@@ -197,7 +197,7 @@ static inline __attribute__((always_inline)) void ln_bw_rows(float *dx, const ln
             float dn = w ? dr[c] * w[c] : dr[c];
             float dz = s * (dn - sum_d - (xr[c] - m) * s * sum_dn);
             if (o) o[c] = ax ? dz : o[c] + dz;
-            float dzy = !keep ? dz : keep[c] ? dz * kscale : 0.0f;
+            float dzy = !keep ? dz : tfm_keep_or_zero(dz * kscale, keep[c]);
             if (oy) oy[c] = ay ? dzy : oy[c] + dzy;
         }
     }
