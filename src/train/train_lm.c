@@ -174,15 +174,16 @@ static int estimate_split(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const 
 static int evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_train_state *st, tfm_dist *dist,
                     tfm_lm_report *r) {
     uint64_t eval_seed = (uint64_t)st->seed * 1000003u + 7;
-    int B = st->batch_size, T = m->cfg.block_size, bf16 = g->gemm_bf16;
+    int B = st->batch_size, T = m->cfg.block_size, bf16 = g->gemm_bf16, rc = 0;
     g->gemm_bf16 = 0;   /* losses are measured in fp32 whatever the training precision */
     if (dist) {
-        if (estimate_split(m, g, d, st, dist, eval_seed, &r->train_loss, &r->val_loss)) return g->gemm_bf16 = bf16, -1;
+        rc = estimate_split(m, g, d, st, dist, eval_seed, &r->train_loss, &r->val_loss);
     } else {
         r->train_loss = tfm_lm_estimate_loss(m, g, d, 0, st->eval_iters, B, T, eval_seed);
         r->val_loss = tfm_lm_estimate_loss(m, g, d, 1, st->eval_iters, B, T, eval_seed + 1);
     }
     g->gemm_bf16 = bf16;
+    if (rc) return -1;
     st->last_val_loss = r->val_loss;
     r->eval = 1;
     return 0;
