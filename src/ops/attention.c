@@ -315,10 +315,11 @@ static void attn_backward(const attn_args *a, int nt) {
  * dS^T Q start at the first query that sees the key block when the extents grow with the query (causal).
  * Score rows in scratch have ldp = Tk rounded up to 8 floats. */
 
-/* C(i,j) (+)= sum_{k0 <= k < k1} a(i,k) B[k*ldb + j], i < m, j < n, a(i,k) = A[i*rsa + k*csa]; acc: add to C
- * (else overwrite it). Each element: C (or 0), then the k terms in order. */
+/* C(i,j) = alpha ((C(i,j) if acc) + sum_{k0 <= k < k1} a(i,k) B[k*ldb + j]), i < m, j < n,
+ * a(i,k) = A[i*rsa + k*csa]. Each element: C (or 0), then the k terms in order, then one multiply by alpha
+ * (1 leaves it exact; S = scale Q K^T passes the scale, rounded as the exact path rounds scale * (q . k)). */
 #define MM_ARGS int m, int n, int k0, int k1, const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, \
-                ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc
+                ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc, float alpha
 typedef void (*mm_fn)(MM_ARGS);
 
 static void mm_c(MM_ARGS) {
@@ -329,6 +330,7 @@ static void mm_c(MM_ARGS) {
             const float a = A[i * rsa + k * csa], *b = B + k * ldb;
             for (int j = 0; j < n; j++) c[j] += a * b[j];
         }
+        if (alpha != 1.0f) for (int j = 0; j < n; j++) c[j] *= alpha;
     }
 }
 
@@ -342,30 +344,34 @@ static void mm_c(MM_ARGS) {
 
 #if TFM_X86
 /* One block of R rows x W*NV columns (W lanes per vector; R, NV constants after inlining, so c[][] lives in
- * registers): the body of mm_block_avx2 and mm_block_avx512. */
-#define MM_BLOCK_BODY(V, ROWS, W, LOADU, ZERO, SET1, FMADD, STOREU)                                       \
+ * registers): the body of mm_block_avx2 and mm_block_avx512. LOADU(p, v) / STOREU(p, x, v) load and store
+ * vector v of a row (AVX-512: the last one under the block's lane mask). */
+#define MM_BLOCK_BODY(V, ROWS, W, LOADU, ZERO, SET1, FMADD, MUL, STOREU)                                  \
     V c[ROWS][4];                                                                                      \
     for (int r = 0; r < R; r++)                                                                        \
-        for (int v = 0; v < NV; v++) c[r][v] = acc ? LOADU(C + r * ldc + W * v) : ZERO();              \
+        for (int v = 0; v < NV; v++) c[r][v] = acc ? LOADU(C + r * ldc + W * v, v) : ZERO();           \
     for (int k = k0; k < k1; k++) {                                                                    \
         const float *b = B + k * ldb;                                                                  \
         V a[ROWS];                                                                                     \
         for (int r = 0; r < R; r++) a[r] = SET1(A[r * rsa + k * csa]);                                 \
         for (int v = 0; v < NV; v++) {                                                                 \
-            V bv = LOADU(b + W * v);                                                                   \
+            V bv = LOADU(b + W * v, v);                                                                \
             for (int r = 0; r < R; r++) c[r][v] = FMADD(a[r], bv, c[r][v]);                           \
         }                                                                                              \
     }                                                                                                  \
+    const V al = SET1(alpha);                                                                          \
     for (int r = 0; r < R; r++)                                                                        \
-        for (int v = 0; v < NV; v++) STOREU(C + r * ldc + W * v, c[r][v]);
+        for (int v = 0; v < NV; v++) STOREU(C + r * ldc + W * v, MUL(c[r][v], al), v);
 #define MM_BLOCK_ARGS int R, int NV, int k0, int k1, const float *A, ptrdiff_t rsa, ptrdiff_t csa, const float *B, \
-                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc
+                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc, float alpha
 /* the blocks of one row count r, 1 to 4 vectors wide (the switch in mm_avx2 / mm_avx512) */
 #define MM_CASES(r) MM_CASE(r, 1); MM_CASE(r, 2); MM_CASE(r, 3); MM_CASE(r, 4)
 
+#define MM_LOAD8(p, v) _mm256_loadu_ps(p)
+#define MM_STORE8(p, x, v) _mm256_storeu_ps(p, x)
 TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void mm_block_avx2(MM_BLOCK_ARGS) {
-    MM_BLOCK_BODY(__m256, MM_ROWS, 8, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_set1_ps, _mm256_fmadd_ps,
-                  _mm256_storeu_ps)
+    MM_BLOCK_BODY(__m256, MM_ROWS, 8, MM_LOAD8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_mul_ps,
+                  MM_STORE8)
 }
 
 TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
@@ -376,7 +382,7 @@ TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
         int j0 = 0;
         for (; j0 + 8 <= n; j0 += 32) {
             const int nv = (n - j0) / 8 < 4 ? (n - j0) / 8 : 4;
-#define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx2(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc); break
+#define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx2(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc, alpha); break
             switch (R * 8 + nv) { MM_CASES(1); MM_CASES(2); MM_CASES(3); }
 #undef MM_CASE
             if (nv < 4) { j0 += 8 * nv; break; }
@@ -385,17 +391,20 @@ TFM_TARGET_AVX2 static void mm_avx2(MM_ARGS) {
             for (int j = j0; j < n; j++) {
                 float t = acc ? Ci[r * ldc + j] : 0.0f;
                 for (int k = k0; k < k1; k++) t = fmaf(Ai[r * rsa + k * csa], B[k * ldb + j], t);
-                Ci[r * ldc + j] = t;
+                Ci[r * ldc + j] = t * alpha;
             }
     }
 }
 
 /* The AVX-512 path: R rows x 16*NV columns per block (R <= 6, NV <= 4: up to 24 zmm accumulators, 6
- * broadcasts and a B vector); the last n % 16 columns go through mm_avx2. Every element is the same chain
- * of FMAs over k as on the AVX2 path: the same bits. */
-TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx512(MM_BLOCK_ARGS) {
-    MM_BLOCK_BODY(__m512, MM_ROWS_AVX512, 16, _mm512_loadu_ps, _mm512_setzero_ps, _mm512_set1_ps, _mm512_fmadd_ps,
-                  _mm512_storeu_ps)
+ * broadcasts and a B vector); a row's last vector is loaded and stored under the lane mask `last` (the
+ * n % 16 columns of the row's end, all 16 before it), so a masked lane is never read or written. Every
+ * element is the same chain of FMAs over k as on the AVX2 path: the same bits. */
+#define MM_LOAD16(p, v) _mm512_maskz_loadu_ps((v) == NV - 1 ? last : (__mmask16)0xffff, p)
+#define MM_STORE16(p, x, v) _mm512_mask_storeu_ps(p, (v) == NV - 1 ? last : (__mmask16)0xffff, x)
+TFM_TARGET_AVX512 static inline __attribute__((always_inline)) void mm_block_avx512(MM_BLOCK_ARGS, __mmask16 last) {
+    MM_BLOCK_BODY(__m512, MM_ROWS_AVX512, 16, MM_LOAD16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_fmadd_ps,
+                  _mm512_mul_ps, MM_STORE16)
 }
 
 TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
@@ -403,15 +412,13 @@ TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
         const int R = m - i0 < MM_ROWS_AVX512 ? m - i0 : MM_ROWS_AVX512;
         const float *Ai = A + i0 * rsa;
         float *Ci = C + i0 * ldc;
-        int j0 = 0;
-        for (; j0 + 16 <= n; j0 += 64) {
-            const int nv = (n - j0) / 16 < 4 ? (n - j0) / 16 : 4;
-#define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx512(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc); break
+        for (int j0 = 0; j0 < n; j0 += 64) {
+            const int left = n - j0, nv = left >= 64 ? 4 : (left + 15) / 16;
+            const __mmask16 last = left >= 64 || left % 16 == 0 ? (__mmask16)0xffff : (__mmask16)((1u << (left % 16)) - 1);
+#define MM_CASE(r, v) case (r) * 8 + (v): mm_block_avx512(r, v, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc, alpha, last); break
             switch (R * 8 + nv) { MM_CASES(1); MM_CASES(2); MM_CASES(3); MM_CASES(4); MM_CASES(5); MM_CASES(6); }
 #undef MM_CASE
-            if (nv < 4) { j0 += 16 * nv; break; }
         }
-        if (j0 < n) mm_avx2(R, n - j0, k0, k1, Ai, rsa, csa, B + j0, ldb, Ci + j0, ldc, acc);
     }
 }
 
@@ -578,9 +585,9 @@ static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scra
         float *S = ms->P + h * ms->hs;
         for (int i0 = 0; i0 < Tq; i0 += rows) {
             int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(lim + i0, R));
-            mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0);
-            for (int r = 0; r < R; r++) /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
-                for (int j = 0; j < lim[i0 + r]; j++) S[(i0 + r) * ms->ldp + j] *= a->scale;
+            /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
+            mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0,
+               a->scale);
         }
         block_probs(a, b, h, ms, lse_out);
     }
@@ -609,7 +616,7 @@ static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *
         for (int i0 = 0; i0 < Tq; i0 += rows) {
             int R = Tq - i0 < rows ? Tq - i0 : rows;
             mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
-               O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0);
+               O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0, 1.0f);
         }
     }
 }
@@ -643,7 +650,7 @@ static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms
     for (int j0 = 0; j0 < a->Tk; j0 += rows) {
         int R = a->Tk - j0 < rows ? a->Tk - j0 : rows, i0 = first_row_past(x, a->Tq, j0, grows);
         if (i0 < a->Tq)
-            mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1);
+            mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1, 1.0f);
     }
 }
 
@@ -659,7 +666,7 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn 
         gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
         for (int i0 = 0; i0 < Tq; i0 += rows) {
             int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(ext + i0, R));
-            mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0);
+            mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0, 1.0f);
             for (int r = 0; r < R; r++)
                 for (int j = w; j < Tk; j++) dP[(i0 + r) * ms.ldp + j] = 0.0f;
         }
@@ -686,7 +693,7 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn 
             for (int i0 = 0; i0 < Tq; i0 += rows) {
                 int R = Tq - i0 < rows ? Tq - i0 : rows;
                 mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
-                   dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1);
+                   dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, 1.0f);
             }
         }
         if (a->k.grad) /* dK += dS^T Q */
