@@ -224,7 +224,7 @@ typedef struct tfm_graph {
      * weights @ V) instead of the fused op, tfm_graph_init sets it when the environment has
      * TFM_EXACT_ATTENTION=1; attention_tiled = 1 makes the fused op always use key tiles, never its
      * materialised per-batch-entry variant, attention_recompute = 1 makes that variant recompute the
-     * probabilities in the backward instead of keeping them (tests compare the three). */
+     * probabilities in the backward and -1 makes it keep them (0: the op chooses; tests compare them). */
     int exact_attention, attention_tiled, attention_recompute;
     /* Weights packed in advance for the GEMMs of tfm_linear (include/tfm/ops.h, tfm_weight_packs), or NULL.
      * Set only while the weights stay fixed (decoding); worker graphs inherit it. */

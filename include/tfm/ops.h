@@ -91,9 +91,9 @@ tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m);
  * When grad is tracked and Tk <= 128 (training on short sequences) the tile is one batch entry's
  * (H,Tq,Tk) block instead of a key tile: scores and probabilities formed whole (faster on CPU at these
  * sizes, and only up to each row's last visible key); the probabilities (B,H,Tq,Tk rounded up to 8)
- * are kept for the backward when they take at most 64 MiB, else recomputed there from the logsumexp.
- * Still no permutes. g->attention_tiled = 1 disables the per-entry variant, g->attention_recompute = 1
- * makes it always recompute (tests). */
+ * are kept for the backward (AVX2 and portable paths, at most 64 MiB) or recomputed there from each row's
+ * saved max and sum, with the same bits. Still no permutes. g->attention_tiled = 1 disables the per-entry
+ * variant, g->attention_recompute = 1 / -1 makes it always recompute / keep (tests). */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale);
 /* The same with inverted dropout p on the attention weights when g->training (the per-batch-entry

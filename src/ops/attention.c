@@ -299,10 +299,10 @@ static void attn_backward(const attn_args *a, int nt) {
 /* ---------------------------------------------------------------- per-batch-entry variant
  * For short sequences with grad tracked (training), whole (Tq,Tk) score blocks of one batch entry are faster
  * on a CPU than the row-by-row tiled kernel. The forward forms S = scale Q K^T and P = masked softmax(S) for
- * one batch entry's H heads, O = P V straight into the (B,T,H*d) layout, and saves the row logsumexp. With
- * grad tracked and P at most TFM_ATTN_KEEP_P_MAX floats, P of all entries is kept in the arena for the
- * backward (saving S = scale Q K^T and the exponentials a second time); above that, P lives in per-thread
- * scratch and the backward recomputes it as exp(S - lse), as the tiled kernel does. The backward then
+ * one batch entry's H heads, O = P V straight into the (B,T,H*d) layout, and saves each row's logsumexp, max and
+ * 1 / sum. Where keep_probs says so, P of all entries is kept in the arena for the backward (saving S = scale
+ * Q K^T and the exponentials a second time); otherwise P lives in per-thread scratch and the backward
+ * recomputes it from the saved max and 1 / sum with the forward's operations (the same bits). The backward then
  * regenerates the dropout mask from its key, and forms dP = dO V^T, dV += P^T dO,
  * dS = scale * P (dP - rowsum(dP P)) on visible keys, dQ += dS K, dK += dS^T Q. One thread per batch entry,
  * so results do not depend on the thread count.
@@ -513,42 +513,56 @@ static INLINE_ALL void entry_limits(const attn_args *a, int b, const mat_scratch
     for (int i = 0; i < a->Tq; i++) ms->lim[i] = visible(a, b, i);
 }
 
-/* Scores -> probabilities for head h of batch entry b, rows of S (first lim[i] columns valid) in place.
- * Forward (lse_out): the d2l masked softmax, saving each row's logsumexp (NAN for a row with no visible
- * key, which is uniform). Backward: exp(S - lse) from the saved values. Hidden keys get exp(-1e6 - max)
- * (0 unless every visible score is below -1e6); a row's extent is lim, or Tk where that weight is not 0
- * or the row is uniform. */
-static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *lse_out) {
+/* The per-entry variant saves three values per row (B,H,Tq) one after the other in n->saved: the row's
+ * logsumexp, its max m and 1 / sum (m, inv below), from which the backward recomputes P with the
+ * forward's own operations: the same bits as the P the forward formed. */
+static size_t rows_all(const attn_args *a) { return (size_t)a->B * a->H * a->Tq; }
+static size_t saved_floats(const attn_args *a, int mat) { return rows_all(a) * (mat ? 3 : 1); }
+
+/* The weight of a hidden key in a row with max m and 1 / sum inv: exp(-1e6 - m) / sum (0 unless every
+ * visible score is below -1e6). */
+static inline float hidden_weight(int L, int Tk, float m, float inv) {
+    return L > 0 && L < Tk ? tfm_expf(-1e6f - m) * inv : 0.0f;
+}
+
+/* Scores -> probabilities for head h of batch entry b, rows of S (first lim[i] columns valid) in place: the
+ * d2l masked softmax, exp(s - m) / sum. Forward (save): m and sum from the row, saved with the logsumexp
+ * (NAN for a row with no visible key, which is uniform); backward: m and 1 / sum from the saved values.
+ * Hidden keys get hidden_weight; a row's extent is lim, or Tk where that weight is not 0 or the row is
+ * uniform. */
+static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *save) {
     int Tq = a->Tq, Tk = a->Tk;
     float *P = ms->P + h * ms->hs;
     const int *lim = ms->lim;
     int *ext = ms->ext + h * Tq;
+    const size_t nr = rows_all(a);
     for (int i = 0; i < Tq; i++) {
         float *row = P + (size_t)i * ms->ldp;
         size_t li = ((size_t)b * a->H + h) * Tq + i;
         int L = lim[i];
-        float hid;
         if (L <= 0) {
             for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
-            if (lse_out) lse_out[li] = NAN;
+            if (save) save[li] = save[nr + li] = save[2 * nr + li] = NAN;
             ext[i] = row_extent(L, Tk, 0.0f);
             continue;
         }
-        if (!lse_out) {
-            float l = a->lse[li];
-            hid = L < Tk ? tfm_expf(-1e6f - l) : 0.0f;
-            tfm_vexp_sum(row, row, l, (size_t)L);
+        float m, inv;
+        if (save) {
+            m = tfm_vmax(row, (size_t)L);
+            if (L < Tk && m < -1e6f) m = -1e6f;
+            float sum = tfm_vexp_sum(row, row, m, (size_t)L);
+            if (L < Tk) sum += tfm_expf(-1e6f - m) * (Tk - L);
+            inv = 1.0f / sum;
+            save[li] = m + logf(sum);
+            save[nr + li] = m;
+            save[2 * nr + li] = inv;
         } else {
-            float mx = tfm_vmax(row, (size_t)L);
-            if (L < Tk && mx < -1e6f) mx = -1e6f;
-            float sum = tfm_vexp_sum(row, row, mx, (size_t)L);
-            hid = L < Tk ? tfm_expf(-1e6f - mx) : 0.0f;
-            sum += hid * (Tk - L);
-            float inv = 1.0f / sum;
-            for (int j = 0; j < L; j++) row[j] *= inv;
-            hid *= inv;
-            lse_out[li] = mx + logf(sum);
+            m = a->lse[nr + li];
+            inv = a->lse[2 * nr + li];
+            tfm_vexp_sum(row, row, m, (size_t)L);
         }
+        for (int j = 0; j < L; j++) row[j] *= inv;
+        float hid = hidden_weight(L, Tk, m, inv);
         for (int j = L; j < Tk; j++) row[j] = hid;
         ext[i] = row_extent(L, Tk, hid);
     }
@@ -573,9 +587,9 @@ static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratc
 }
 
 /* P for every head of batch entry b: S = scale Q K^T up to each row block's visible keys, then the
- * masked softmax (forward: lse_out receives the logsumexps; backward: from the saved ones). */
+ * masked softmax (forward: save receives each row's values, block_probs; backward: from the saved ones). */
 static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, int rows,
-                                       float *lse_out) {
+                                       float *save) {
     int Tq = a->Tq, Tk = a->Tk, dk = a->dk;
     const int *lim = ms->lim;
     entry_limits(a, b, ms);
@@ -589,18 +603,19 @@ static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scra
             mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0,
                a->scale);
         }
-        block_probs(a, b, h, ms, lse_out);
+        block_probs(a, b, h, ms, save);
     }
 }
 
-/* The backward over a kept P: each row's visible keys and extent, as block_probs finds them from lse. */
+/* The backward over a kept P: each row's visible keys and extent, as block_probs found them. */
 static INLINE_ALL void kept_probs_limits(const attn_args *a, int b, const mat_scratch *ms) {
+    const size_t nr = rows_all(a);
     entry_limits(a, b, ms);
     for (int h = 0; h < a->H; h++)
         for (int i = 0; i < a->Tq; i++) {
+            size_t li = ((size_t)b * a->H + h) * a->Tq + i;
             int L = ms->lim[i];
-            float l = a->lse[((size_t)b * a->H + h) * a->Tq + i];
-            ms->ext[h * a->Tq + i] = row_extent(L, a->Tk, L > 0 && L < a->Tk ? tfm_expf(-1e6f - l) : 0.0f);
+            ms->ext[h * a->Tq + i] = row_extent(L, a->Tk, hidden_weight(L, a->Tk, a->lse[nr + li], a->lse[2 * nr + li]));
         }
 }
 
@@ -720,7 +735,20 @@ static void mat_backward(const attn_args *a, int nt) {
     for (int b = 0; b < a->B; b++) entry(a, buf + per * omp_get_thread_num(), mm, b);
 }
 
-/* ip: 0 n_head, 1 kv_heads_first; fp: 0 scale; saved: lse (B,H,Tq); aux: mask copy (or NULL) */
+/* Does the per-entry variant keep P (probs floats) for the backward, or recompute it there? Kept P is
+ * written in the forward and read back in the backward, long after: from memory, not cache (3 MiB for the
+ * GPT's 4 layers, ~30 MiB for a Multi30k batch). Recomputing it is the forward's S = scale Q K^T and
+ * exponentials once more, on data in cache. On the AVX-512 path that is the cheaper of the two (measured
+ * on a Zen 5, 2 threads: the GPT step's attention 1.65 -> 1.50 ms, Multi30k within noise), so it
+ * recomputes; the AVX2 and portable paths keep P (the choice measured on a Zen 3, commit 4be9dbb). Both
+ * give the same bits (block_probs). */
+static int keep_probs(const tfm_graph *g, size_t probs) {
+    if (probs > TFM_ATTN_KEEP_P_MAX || g->attention_recompute > 0) return 0;
+    return g->attention_recompute < 0 || tfm_isa_active() < TFM_ISA_AVX512;
+}
+
+/* ip: 0 n_head, 1 kv_heads_first, 2 per-entry variant; fp: 0 scale; saved: lse (B,H,Tq) (the per-entry
+ * variant: and each row's max and 1 / sum, saved_floats); aux: mask copy (or NULL) */
 tfm_tensor *tfm_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v, int n_head,
                           int kv_heads_first, const tfm_mask *mask, float scale) {
     return tfm_attention_dropout(g, q, k, v, n_head, kv_heads_first, mask, scale, 0.0f);
@@ -756,12 +784,13 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     TFM_ASSERT(!drop || (dropout < 1.0f && tfm_attention_supports_dropout(g, Tk)),
                "attention: dropout %g needs the materialised variant (Tk %d <= %d)", dropout, Tk, TFM_ATTN_MAT_MAX_TK);
     int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled;
-    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)B * H * Tq);
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
-                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), lse, NULL, mask,
+                   make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), NULL, NULL, mask,
                    0, 0, 0, 1.0f};
+    float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * saved_floats(&a, mat));
+    a.lse = lse;
     size_t probs = (size_t)B * entry_probs_floats(&a);
-    if (mat && grad && probs <= TFM_ATTN_KEEP_P_MAX && !g->attention_recompute) a.probs = tfm_arena_alloc(&g->arena, sizeof(float) * probs);
+    if (mat && grad && keep_probs(g, probs)) a.probs = tfm_arena_alloc(&g->arena, sizeof(float) * probs);
     if (drop) {
         a.drop = 1;
         a.key = tfm_drop_key(g) + tfm_drop_offset(g, (size_t)B * H * Tq * Tk);

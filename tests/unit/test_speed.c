@@ -16,7 +16,7 @@
 
 static tfm_rng rng;
 static int force_tiled;   /* the attention tests run each case with g->attention_tiled 0 and 1 */
-static int force_recompute; /* ... and the materialised variant with g->attention_recompute 0 and 1 */
+static int force_recompute; /* ... and the materialised variant with g->attention_recompute 0, 1 and -1 */
 
 static void fill(float *x, size_t n, float s) {
     for (size_t i = 0; i < n; i++) x[i] = s * tfm_rng_normal(&rng);
@@ -194,6 +194,22 @@ static void test_attention_equal(void) {
         snprintf(name, sizeof name, "fused attention (%s) == exact (%s): grads", variant[v], c->name);
         CHECK(name, rel_err(g1, g0, ng) <= 1e-4, "rel err %g", rel_err(g1, g0, ng));
         free(o0), free(o1), free(g0), free(g1);
+    }
+    /* the backward recomputes P with the forward's operations (the row's saved max and 1 / sum): the same
+     * bits as keeping it */
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        float *o[2], *gr[2];
+        size_t no, ng;
+        for (int keep = 0; keep < 2; keep++) {
+            force_recompute = keep ? -1 : 1;
+            run_mha(&cases[i], 1, &o[keep], &gr[keep], &no, &ng);
+        }
+        force_recompute = 0;
+        char name[200];
+        snprintf(name, sizeof name, "fused attention, P recomputed == P kept, bit for bit (%s)", cases[i].name);
+        CHECK(name, !memcmp(o[0], o[1], no * sizeof(float)) && !memcmp(gr[0], gr[1], ng * sizeof(float)),
+              "values differ by %g, grads by %g", max_abs_diff(o[0], o[1], no), max_abs_diff(gr[0], gr[1], ng));
+        for (int k = 0; k < 2; k++) free(o[k]), free(gr[k]);
     }
 }
 
