@@ -17,6 +17,7 @@
 #include "ops/op_impl.h"
 #include "ops/vmath.h"
 #include "ops/isa.h"
+#include "ops/avx2_transpose.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -422,23 +423,20 @@ TFM_TARGET_AVX512 static void mm_avx512(MM_ARGS) {
     }
 }
 
-static mm_fn mm_for_isa(void) {
-    const tfm_isa isa = tfm_isa_active();
-    return isa >= TFM_ISA_AVX512 ? mm_avx512 : isa >= TFM_ISA_AVX2 ? mm_avx2 : mm_c;
-}
-#else
-static mm_fn mm_for_isa(void) { return mm_c; }
 #endif
 
 static inline int round8(int n) { return (n + 7) & ~7; }
 
 /* The per-batch-entry variant's helpers are inlined into each instruction-set path's entry function
- * (mat_forward_entry, mat_backward_entry), so their plain loops (scaling, softmax rows, transposes, dS)
- * are compiled for AVX2 / AVX-512 there; only adds, multiplies and copies, so the same bits on every path. */
+ * (mat_forward_entry, mat_backward_entry), so their plain loops (softmax rows, dS) are compiled for AVX2 /
+ * AVX-512 there; only adds, multiplies and copies, so the same bits on every path. */
 #define INLINE_ALL inline __attribute__((always_inline))
 
-/* Xt[c*ldp + j] = x[b,h,j,c] for j < T, 0 for T <= j < ldp */
-static INLINE_ALL void gather_t_pad(const view *x, int b, int h, int T, int d, int ldp, float *xt) {
+/* Xt[c*ldp + j] = x[b,h,j,c] for j < T, 0 for T <= j < ldp: a head's K or V transposed (one column from
+ * every row: a strided element at a time, or below, 8 x 8 blocks through registers) */
+#define GATHER_ARGS const view *x, int b, int h, int T, int d, int ldp, float *xt
+typedef void (*gather_fn)(GATHER_ARGS);
+static void gather_t_pad_c(GATHER_ARGS) {
     const float *base = x->data + view_at(x, b, h);
     for (int c = 0; c < d; c++) {
         float *o = xt + (size_t)c * ldp;
@@ -446,6 +444,38 @@ static INLINE_ALL void gather_t_pad(const view *x, int b, int h, int T, int d, i
         for (int j = T; j < ldp; j++) o[j] = 0.0f;
     }
 }
+
+/* The kernels of one instruction-set path: mm, the transposing gather, mm's row block. */
+typedef struct {
+    mm_fn mm;
+    gather_fn gather;
+    int rows;
+} mat_kernels;
+static const mat_kernels mat_kernels_c = {mm_c, gather_t_pad_c, MM_ROWS};
+
+#if TFM_X86
+TFM_TARGET_AVX2 static void gather_t_pad_avx2(GATHER_ARGS) {
+    const float *base = x->data + view_at(x, b, h);
+    int j0 = 0, c8 = d / 8 * 8;
+    for (; j0 + 8 <= T; j0 += 8) {
+        for (int c0 = 0; c0 < c8; c0 += 8) {
+            __m256 r[8];
+            for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps(base + (size_t)(j0 + t) * x->st + c0);
+            tfm_tr8x8(r);
+            for (int t = 0; t < 8; t++) _mm256_storeu_ps(xt + (size_t)(c0 + t) * ldp + j0, r[t]);
+        }
+        for (int c = c8; c < d; c++)
+            for (int j = j0; j < j0 + 8; j++) xt[(size_t)c * ldp + j] = base[j * x->st + c];
+    }
+    for (int c = 0; c < d; c++) { /* the last T % 8 rows and the padding */
+        float *o = xt + (size_t)c * ldp;
+        for (int j = j0; j < T; j++) o[j] = base[j * x->st + c];
+        for (int j = T; j < ldp; j++) o[j] = 0.0f;
+    }
+}
+static const mat_kernels mat_kernels_avx2 = {mm_avx2, gather_t_pad_avx2, MM_ROWS};
+static const mat_kernels mat_kernels_avx512 = {mm_avx512, gather_t_pad_avx2, MM_ROWS_AVX512};
+#endif
 
 /* Per-entry scratch: P, dS (backward), dropped P (dropout) as (H, Tq, ldp); one head's K^T or V^T; the
  * rows' visible-key counts (Tq: the mask is the same for every head) and extents (H, Tq). */
@@ -561,7 +591,7 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
             inv = a->lse[2 * nr + li];
             tfm_vexp_sum(row, row, m, (size_t)L);
         }
-        for (int j = 0; j < L; j++) row[j] *= inv;
+        for (int j = 0; j < round8(L); j++) row[j] *= inv;   /* whole vectors: the entries past L are set next */
         float hid = hidden_weight(L, Tk, m, inv);
         for (int j = L; j < Tk; j++) row[j] = hid;
         ext[i] = row_extent(L, Tk, hid);
@@ -588,19 +618,19 @@ static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratc
 
 /* P for every head of batch entry b: S = scale Q K^T up to each row block's visible keys, then the
  * masked softmax (forward: save receives each row's values, block_probs; backward: from the saved ones). */
-static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, mm_fn mm, int rows,
+static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, const mat_kernels *kx,
                                        float *save) {
-    int Tq = a->Tq, Tk = a->Tk, dk = a->dk;
+    int Tq = a->Tq, Tk = a->Tk, dk = a->dk, rows = kx->rows;
     const int *lim = ms->lim;
     entry_limits(a, b, ms);
     for (int h = 0; h < a->H; h++) {
-        gather_t_pad(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
+        kx->gather(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
         const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
         float *S = ms->P + h * ms->hs;
         for (int i0 = 0; i0 < Tq; i0 += rows) {
             int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(lim + i0, R));
             /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
-            mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0,
+            kx->mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0,
                a->scale);
         }
         block_probs(a, b, h, ms, save);
@@ -619,10 +649,10 @@ static INLINE_ALL void kept_probs_limits(const attn_args *a, int b, const mat_sc
         }
 }
 
-static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, mm_fn mm, int rows, int b) {
-    int Tq = a->Tq, dv = a->dv;
+static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, const mat_kernels *kx, int b) {
+    int Tq = a->Tq, dv = a->dv, rows = kx->rows;
     mat_scratch ms = mat_scratch_at(a, b, 0, buf);
-    block_probs_all(a, b, &ms, mm, rows, lse);
+    block_probs_all(a, b, &ms, kx, lse);
     if (a->drop) block_dropout(a, b, &ms, NULL);
     for (int h = 0; h < a->H; h++) { /* O = P V over each block's extent */
         const int *ext = ms.ext + h * Tq;
@@ -630,19 +660,17 @@ static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *
         float *O = a->o.data + b * a->o.sb + h * a->o.sh;
         for (int i0 = 0; i0 < Tq; i0 += rows) {
             int R = Tq - i0 < rows ? Tq - i0 : rows;
-            mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
+            kx->mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
                O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0, 1.0f);
         }
     }
 }
-#define MAT_FWD_ARGS const attn_args *a, float *lse, float *buf, mm_fn mm, int b
+#define MAT_FWD_ARGS const attn_args *a, float *lse, float *buf, int b
 typedef void (*mat_fwd_fn)(MAT_FWD_ARGS);
-static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, MM_ROWS, b); }
+static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_c, b); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, mm, MM_ROWS, b); }
-TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) {
-    mat_forward_entry(a, lse, buf, mm, MM_ROWS_AVX512, b);
-}
+TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_avx2, b); }
+TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_avx512, b); }
 static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_avx2, mat_forward_avx512};
 #else
 static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_c, mat_forward_c};
@@ -651,37 +679,36 @@ static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_f
 static void mat_forward(const attn_args *a, float *lse, int nt) {
     size_t per = mat_scratch_floats(a, 0);
     float *buf = thread_scratch(per, nt);
-    const mm_fn mm = mm_for_isa();
     const mat_fwd_fn entry = mat_forward_paths[tfm_isa_active()];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), mm, b);
+    for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), b);
 }
 
 /* dX[j] += sum_i Y(i,j) Z_i for keys j (a row block at a time), from the first query whose x exceeds the block's
  * first key: dV += P^T dO (x = extents) and dK += dS^T Q (x = visible counts). */
-static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms, mm_fn mm, int rows, const float *Y, const int *x,
+static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms, const mat_kernels *kx, const float *Y, const int *x,
                             const float *Z, size_t zst, float *dX, size_t xst, int d) {
-    int grows = never_decreases(x, a->Tq);
+    int grows = never_decreases(x, a->Tq), rows = kx->rows;
     for (int j0 = 0; j0 < a->Tk; j0 += rows) {
         int R = a->Tk - j0 < rows ? a->Tk - j0 : rows, i0 = first_row_past(x, a->Tq, j0, grows);
         if (i0 < a->Tq)
-            mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1, 1.0f);
+            kx->mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1, 1.0f);
     }
 }
 
-static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn mm, int rows, int b) {
-    int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk;
+static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, const mat_kernels *kx, int b) {
+    int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk, rows = kx->rows;
     mat_scratch ms = mat_scratch_at(a, b, 1, buf);
     if (a->probs) kept_probs_limits(a, b, &ms);
-    else block_probs_all(a, b, &ms, mm, rows, NULL);
+    else block_probs_all(a, b, &ms, kx, NULL);
     for (int h = 0; h < H; h++) { /* dP = dO V^T over each block's extent, 0 beyond */
         const int *ext = ms.ext + h * Tq;
         const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
         float *dP = ms.dS + h * ms.hs;
-        gather_t_pad(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
+        kx->gather(&a->v, b, h, Tk, dv, ms.ldp, ms.Xt);
         for (int i0 = 0; i0 < Tq; i0 += rows) {
             int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(ext + i0, R));
-            mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0, 1.0f);
+            kx->mm(R, w, 0, dv, dO + i0 * a->o.st, (ptrdiff_t)a->o.st, 1, ms.Xt, ms.ldp, dP + i0 * ms.ldp, ms.ldp, 0, 1.0f);
             for (int r = 0; r < R; r++)
                 for (int j = w; j < Tk; j++) dP[(i0 + r) * ms.ldp + j] = 0.0f;
         }
@@ -690,7 +717,7 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn 
     for (int h = 0; h < H; h++) {
         const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
         if (a->v.grad) /* dV += P^T dO (P after dropout) */
-            keys_by_queries(a, &ms, mm, rows, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
+            keys_by_queries(a, &ms, kx, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
                             a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
         const int *lim = ms.lim;
         float *dS = ms.dS + h * ms.hs;
@@ -707,20 +734,20 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, mm_fn 
             float *dQ = a->q.grad + b * a->q.sb + h * a->q.sh;
             for (int i0 = 0; i0 < Tq; i0 += rows) {
                 int R = Tq - i0 < rows ? Tq - i0 : rows;
-                mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
+                kx->mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
                    dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, 1.0f);
             }
         }
         if (a->k.grad) /* dK += dS^T Q */
-            keys_by_queries(a, &ms, mm, rows, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
+            keys_by_queries(a, &ms, kx, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
     }
 }
-#define MAT_BWD_ARGS const attn_args *a, float *buf, mm_fn mm, int b
+#define MAT_BWD_ARGS const attn_args *a, float *buf, int b
 typedef void (*mat_bwd_fn)(MAT_BWD_ARGS);
-static void mat_backward_c(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, MM_ROWS, b); }
+static void mat_backward_c(MAT_BWD_ARGS) { mat_backward_entry(a, buf, &mat_kernels_c, b); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void mat_backward_avx2(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, MM_ROWS, b); }
-TFM_TARGET_AVX512 static void mat_backward_avx512(MAT_BWD_ARGS) { mat_backward_entry(a, buf, mm, MM_ROWS_AVX512, b); }
+TFM_TARGET_AVX2 static void mat_backward_avx2(MAT_BWD_ARGS) { mat_backward_entry(a, buf, &mat_kernels_avx2, b); }
+TFM_TARGET_AVX512 static void mat_backward_avx512(MAT_BWD_ARGS) { mat_backward_entry(a, buf, &mat_kernels_avx512, b); }
 static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat_backward_avx2, mat_backward_avx512};
 #else
 static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat_backward_c, mat_backward_c};
@@ -729,10 +756,9 @@ static const mat_bwd_fn mat_backward_paths[TFM_ISA_COUNT] = {mat_backward_c, mat
 static void mat_backward(const attn_args *a, int nt) {
     size_t per = mat_scratch_floats(a, 1);
     float *buf = thread_scratch(per, nt);
-    const mm_fn mm = mm_for_isa();
     const mat_bwd_fn entry = mat_backward_paths[tfm_isa_active()];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) entry(a, buf + per * omp_get_thread_num(), mm, b);
+    for (int b = 0; b < a->B; b++) entry(a, buf + per * omp_get_thread_num(), b);
 }
 
 /* Does the per-entry variant keep P (probs floats) for the backward, or recompute it there? Kept P is

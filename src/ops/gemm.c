@@ -16,6 +16,7 @@
  * Built with -DTFM_USE_OPENBLAS, tfm_gemm forwards to cblas_sgemm instead. */
 #include "tfm/kernels.h"
 #include "ops/isa.h"
+#include "ops/avx2_transpose.h"
 #include <math.h>
 #include <omp.h>
 #include <sched.h>
@@ -211,29 +212,6 @@ static void kern_c(int kc, const float *a, ptrdiff_t rsa, ptrdiff_t csa, const f
 
 #if TFM_HAVE_X86
 /* ---------------------------------- AVX2 + FMA ------------------------------------------- */
-/* 8x8 transpose: on return r[t] holds column t of the input rows. */
-TFM_AVX2 static inline void tr8x8(__m256 r[8]) {
-    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
 
 TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int nc, float *out) {
     int j0 = 0;
@@ -265,8 +243,8 @@ TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int
                         r[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k);
                         q[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k + 8);
                     }
-                    tr8x8(r);
-                    tr8x8(q);
+                    tfm_tr8x8(r);
+                    tfm_tr8x8(q);
                     for (int t = 0; t < 8; t++) {
                         _mm256_store_ps(o + (size_t)(k + t) * NR + 8 * h, r[t]);
                         _mm256_store_ps(o + (size_t)(k + 8 + t) * NR + 8 * h, q[t]);
@@ -275,7 +253,7 @@ TFM_AVX2 static void pack_b_avx2(const gemm_args *g, int pc, int jc, int kc, int
                 for (; k + 8 <= kc; k += 8) {
                     __m256 r[8];
                     for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->ldb + k);
-                    tr8x8(r);
+                    tfm_tr8x8(r);
                     for (int t = 0; t < 8; t++) _mm256_store_ps(o + (size_t)(k + t) * NR + 8 * h, r[t]);
                 }
                 for (; k < kc; k++)
@@ -298,7 +276,7 @@ TFM_AVX2 static void pack_a_panel_avx2(const gemm_args *g, int i0, int pc, int k
         __m256 r[8];
         for (int t = 0; t < MR; t++) r[t] = _mm256_loadu_ps(src + (size_t)t * g->lda + k);
         r[6] = r[7] = _mm256_setzero_ps();
-        tr8x8(r);
+        tfm_tr8x8(r);
         /* each r[t] holds the 6 values for depth k+t (plus 2 zeros); overlapping stores in
          * increasing order leave exactly the right values. */
         for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + (size_t)(k + t) * MR, r[t]);
