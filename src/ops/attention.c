@@ -61,6 +61,8 @@ typedef struct {
                            regenerates the mask from it) */
     uint32_t thresh;
     float dscale;       /* 1 / (1 - p) */
+    int fresh;          /* backward, per-entry variant: bit 0/1/2 set: write q's / k's / v's grad instead of
+                           adding to it (tfm_bw_fresh; the grad holds nothing yet) */
 } attn_args;
 
 static int visible(const attn_args *a, int b, int i) {
@@ -685,14 +687,16 @@ static void mat_forward(const attn_args *a, float *lse, int nt) {
 }
 
 /* dX[j] += sum_i Y(i,j) Z_i for keys j (a row block at a time), from the first query whose x exceeds the block's
- * first key: dV += P^T dO (x = extents) and dK += dS^T Q (x = visible counts). */
+ * first key: dV += P^T dO (x = extents) and dK += dS^T Q (x = visible counts). assign: dX = instead of +=
+ * (a block no query sees gets zeros). */
 static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms, const mat_kernels *kx, const float *Y, const int *x,
-                            const float *Z, size_t zst, float *dX, size_t xst, int d) {
+                            const float *Z, size_t zst, float *dX, size_t xst, int d, int assign) {
     int grows = never_decreases(x, a->Tq), rows = kx->rows;
     for (int j0 = 0; j0 < a->Tk; j0 += rows) {
         int R = a->Tk - j0 < rows ? a->Tk - j0 : rows, i0 = first_row_past(x, a->Tq, j0, grows);
-        if (i0 < a->Tq)
-            kx->mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, 1, 1.0f);
+        if (i0 < a->Tq || assign)
+            kx->mm(R, d, i0 < a->Tq ? i0 : 0, i0 < a->Tq ? a->Tq : 0, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst,
+                   dX + j0 * xst, (ptrdiff_t)xst, !assign, 1.0f);
     }
 }
 
@@ -716,9 +720,9 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, const 
     if (a->drop) block_dropout(a, b, &ms, ms.dS); /* the dropped weights, and dP through the mask */
     for (int h = 0; h < H; h++) {
         const float *dO = a->o.grad + b * a->o.sb + h * a->o.sh;
-        if (a->v.grad) /* dV += P^T dO (P after dropout) */
+        if (a->v.grad) /* dV += P^T dO (P after dropout; = when fresh) */
             keys_by_queries(a, &ms, kx, ms.Pd + h * ms.hs, ms.ext + h * Tq, dO, a->o.st,
-                            a->v.grad + view_at(&a->v, b, h), a->v.st, dv);
+                            a->v.grad + view_at(&a->v, b, h), a->v.st, dv, a->fresh >> 2 & 1);
         const int *lim = ms.lim;
         float *dS = ms.dS + h * ms.hs;
         for (int i = 0; i < Tq; i++) { /* dS = scale P (dP - rowsum(dP P)) on visible keys */
@@ -729,17 +733,18 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, const 
             for (int j = lim[i] > 0 ? lim[i] : 0; j < Tk; j++) d[j] = 0.0f;
         }
         const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
-        if (a->q.grad) { /* dQ += dS K over each block's visible keys */
+        if (a->q.grad) { /* dQ += dS K over each block's visible keys (= when fresh) */
             const float *K = a->k.data + view_at(&a->k, b, h);
             float *dQ = a->q.grad + b * a->q.sb + h * a->q.sh;
             for (int i0 = 0; i0 < Tq; i0 += rows) {
                 int R = Tq - i0 < rows ? Tq - i0 : rows;
                 kx->mm(R, dk, 0, max_of(lim + i0, R), dS + i0 * ms.ldp, ms.ldp, 1, K, (ptrdiff_t)a->k.st,
-                   dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, 1.0f);
+                   dQ + i0 * a->q.st, (ptrdiff_t)a->q.st, !(a->fresh & 1), 1.0f);
             }
         }
-        if (a->k.grad) /* dK += dS^T Q */
-            keys_by_queries(a, &ms, kx, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk);
+        if (a->k.grad) /* dK += dS^T Q (= when fresh) */
+            keys_by_queries(a, &ms, kx, dS, lim, Q, a->q.st, a->k.grad + view_at(&a->k, b, h), a->k.st, dk,
+                            a->fresh >> 1 & 1);
     }
 }
 #define MAT_BWD_ARGS const attn_args *a, float *buf, int b
@@ -812,7 +817,7 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled;
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
                    make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), NULL, NULL, mask,
-                   0, 0, 0, 1.0f};
+                   0, 0, 0, 1.0f, 0};
     float *lse = tfm_arena_alloc(&g->arena, sizeof(float) * saved_floats(&a, mat));
     a.lse = lse;
     size_t probs = (size_t)B * entry_probs_floats(&a);
@@ -869,7 +874,7 @@ tfm_tensor *tfm_attention_kv(tfm_graph *g, tfm_tensor *q, const tfm_kv_ref *kv, 
     view k = {(float *)kv->k, NULL, kv->sb, kv->sh, kv->st, kv->row};
     view v = {(float *)kv->v, NULL, kv->sb, kv->sh, kv->st, kv->row};
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), k, v, make_view(out, 0, H, Tq, dv), lse,
-                   NULL, mask, 0, 0, 0, 1.0f};
+                   NULL, mask, 0, 0, 0, 1.0f, 0};
     attn_forward(&a, lse, tfm_get_threads());
     OP_END(g, TFM_OP_ATTENTION);
     return out;
@@ -883,7 +888,7 @@ void tfm_bw_attention(tfm_node *n) {
     attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
                    make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, (float *)n->aux2, n->aux,
                    n->ip[3], (uint64_t)(uint32_t)n->ip[4] | (uint64_t)(uint32_t)n->ip[5] << 32, (uint32_t)n->ip[6],
-                   n->fp[1]};
+                   n->fp[1], n->ip[2] ? n->fresh & 7 : 0};
     if (n->ip[2]) mat_backward(&a, tfm_get_threads());
     else attn_backward(&a, tfm_get_threads());
 }

@@ -41,6 +41,7 @@ static int bw_can_assign(const tfm_node *n, int k) {
     case TFM_OP_LAYERNORM: return k == 0;
     case TFM_OP_ADD_LAYERNORM: return k <= 1;
     case TFM_OP_CROSS_ENTROPY: return k == 0;
+    case TFM_OP_ATTENTION: return n->ip[2] && k <= 2;   /* the per-entry variant writes all of q, k, v's grads */
     default: return 0;
     }
 }
