@@ -728,7 +728,8 @@ static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, const 
         for (int i = 0; i < Tq; i++) { /* dS = scale P (dP - rowsum(dP P)) on visible keys */
             const float *p = ms.P + h * ms.hs + (size_t)i * ms.ldp;
             float *d = dS + (size_t)i * ms.ldp;
-            float dot = tfm_vdot(d, p, (size_t)Tk), sc = a->scale;
+            /* past the row's extent P is exactly 0: the products there add nothing (+-0) to any lane */
+            float dot = tfm_vdot(d, p, (size_t)ms.ext[h * Tq + i]), sc = a->scale;
             for (int j = 0; j < lim[i]; j++) d[j] = sc * p[j] * (d[j] - dot);
             for (int j = lim[i] > 0 ? lim[i] : 0; j < Tk; j++) d[j] = 0.0f;
         }
