@@ -438,14 +438,15 @@ static inline int round8(int n) { return (n + 7) & ~7; }
  * every row: a strided element at a time, or below, 8 x 8 blocks through registers) */
 #define GATHER_ARGS const view *x, int b, int h, int T, int d, int ldp, float *xt
 typedef void (*gather_fn)(GATHER_ARGS);
-static void gather_t_pad_c(GATHER_ARGS) {
-    const float *base = x->data + view_at(x, b, h);
+/* rows j0 <= j < T one element at a time, and the padding */
+static inline void gather_t_rows(const float *base, size_t st, int j0, int T, int d, int ldp, float *xt) {
     for (int c = 0; c < d; c++) {
         float *o = xt + (size_t)c * ldp;
-        for (int j = 0; j < T; j++) o[j] = base[j * x->st + c];
+        for (int j = j0; j < T; j++) o[j] = base[j * st + c];
         for (int j = T; j < ldp; j++) o[j] = 0.0f;
     }
 }
+static void gather_t_pad_c(GATHER_ARGS) { gather_t_rows(x->data + view_at(x, b, h), x->st, 0, T, d, ldp, xt); }
 
 /* The kernels of one instruction-set path: mm, the transposing gather, mm's row block. */
 typedef struct {
@@ -469,11 +470,7 @@ TFM_TARGET_AVX2 static void gather_t_pad_avx2(GATHER_ARGS) {
         for (int c = c8; c < d; c++)
             for (int j = j0; j < j0 + 8; j++) xt[(size_t)c * ldp + j] = base[j * x->st + c];
     }
-    for (int c = 0; c < d; c++) { /* the last T % 8 rows and the padding */
-        float *o = xt + (size_t)c * ldp;
-        for (int j = j0; j < T; j++) o[j] = base[j * x->st + c];
-        for (int j = T; j < ldp; j++) o[j] = 0.0f;
-    }
+    gather_t_rows(base, x->st, j0, T, d, ldp, xt); /* the last T % 8 rows and the padding */
 }
 static const mat_kernels mat_kernels_avx2 = {mm_avx2, gather_t_pad_avx2, MM_ROWS};
 static const mat_kernels mat_kernels_avx512 = {mm_avx512, gather_t_pad_avx2, MM_ROWS_AVX512};
@@ -551,16 +548,14 @@ static INLINE_ALL void entry_limits(const attn_args *a, int b, const mat_scratch
 static size_t rows_all(const attn_args *a) { return (size_t)a->B * a->H * a->Tq; }
 static size_t saved_floats(const attn_args *a, int mat) { return rows_all(a) * (mat ? 3 : 1); }
 
-/* The weight of a hidden key in a row with max m and 1 / sum inv: exp(-1e6 - m) / sum (0 unless every
- * visible score is below -1e6). */
-static inline float hidden_weight(int L, int Tk, float m, float inv) {
-    return L > 0 && L < Tk ? tfm_expf(-1e6f - m) * inv : 0.0f;
-}
+/* A hidden key's exp(-1e6 - m) in a row of L visible keys with max m (0 unless every visible score is below
+ * -1e6; its weight is this times 1 / sum). */
+static inline float hidden_exp(int L, int Tk, float m) { return L > 0 && L < Tk ? tfm_expf(-1e6f - m) : 0.0f; }
 
 /* Scores -> probabilities for head h of batch entry b, rows of S (first lim[i] columns valid) in place: the
  * d2l masked softmax, exp(s - m) / sum. Forward (save): m and sum from the row, saved with the logsumexp
  * (NAN for a row with no visible key, which is uniform); backward: m and 1 / sum from the saved values.
- * Hidden keys get hidden_weight; a row's extent is lim, or Tk where that weight is not 0 or the row is
+ * Hidden keys get hidden_exp / sum; a row's extent is lim, or Tk where that weight is not 0 or the row is
  * uniform. */
 static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_scratch *ms, float *save) {
     int Tq = a->Tq, Tk = a->Tk;
@@ -578,12 +573,12 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
             ext[i] = row_extent(L, Tk, 0.0f);
             continue;
         }
-        float m, inv;
+        float m, inv, eh;
         if (save) {
             m = tfm_vmax(row, (size_t)L);
             if (L < Tk && m < -1e6f) m = -1e6f;
-            float sum = tfm_vexp_sum(row, row, m, (size_t)L);
-            if (L < Tk) sum += tfm_expf(-1e6f - m) * (Tk - L);
+            eh = hidden_exp(L, Tk, m);
+            float sum = tfm_vexp_sum(row, row, m, (size_t)L) + eh * (Tk - L);
             inv = 1.0f / sum;
             save[li] = m + logf(sum);
             save[nr + li] = m;
@@ -591,10 +586,11 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
         } else {
             m = a->lse[nr + li];
             inv = a->lse[2 * nr + li];
+            eh = hidden_exp(L, Tk, m);
             tfm_vexp_sum(row, row, m, (size_t)L);
         }
         for (int j = 0; j < round8(L); j++) row[j] *= inv;   /* whole vectors: the entries past L are set next */
-        float hid = hidden_weight(L, Tk, m, inv);
+        float hid = eh * inv;
         for (int j = L; j < Tk; j++) row[j] = hid;
         ext[i] = row_extent(L, Tk, hid);
     }
@@ -647,7 +643,7 @@ static INLINE_ALL void kept_probs_limits(const attn_args *a, int b, const mat_sc
         for (int i = 0; i < a->Tq; i++) {
             size_t li = ((size_t)b * a->H + h) * a->Tq + i;
             int L = ms->lim[i];
-            ms->ext[h * a->Tq + i] = row_extent(L, a->Tk, hidden_weight(L, a->Tk, a->lse[nr + li], a->lse[2 * nr + li]));
+            ms->ext[h * a->Tq + i] = row_extent(L, a->Tk, hidden_exp(L, a->Tk, a->lse[nr + li]) * a->lse[2 * nr + li]);
         }
 }
 
@@ -694,9 +690,8 @@ static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms
     int grows = never_decreases(x, a->Tq), rows = kx->rows;
     for (int j0 = 0; j0 < a->Tk; j0 += rows) {
         int R = a->Tk - j0 < rows ? a->Tk - j0 : rows, i0 = first_row_past(x, a->Tq, j0, grows);
-        if (i0 < a->Tq || assign)
-            kx->mm(R, d, i0 < a->Tq ? i0 : 0, i0 < a->Tq ? a->Tq : 0, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst,
-                   dX + j0 * xst, (ptrdiff_t)xst, !assign, 1.0f);
+        if (i0 < a->Tq || assign) /* (i0 == Tq: no depth, mm writes zeros) */
+            kx->mm(R, d, i0, a->Tq, Y + j0, 1, ms->ldp, Z, (ptrdiff_t)zst, dX + j0 * xst, (ptrdiff_t)xst, !assign, 1.0f);
     }
 }
 
@@ -889,7 +884,7 @@ void tfm_bw_attention(tfm_node *n) {
     attn_args a = {B, H, Tq, Tk, dk, dv, n->fp[0], make_view(q, 0, H, Tq, dk), make_view(k, hf, H, Tk, dk),
                    make_view(v, hf, H, Tk, dv), make_view(out, 0, H, Tq, dv), n->saved, (float *)n->aux2, n->aux,
                    n->ip[3], (uint64_t)(uint32_t)n->ip[4] | (uint64_t)(uint32_t)n->ip[5] << 32, (uint32_t)n->ip[6],
-                   n->fp[1], n->ip[2] ? n->fresh & 7 : 0};
+                   n->fp[1], (int)n->fresh};
     if (n->ip[2]) mat_backward(&a, tfm_get_threads());
     else attn_backward(&a, tfm_get_threads());
 }
