@@ -23,6 +23,16 @@ const int tfm_avx512_built_ = 1;
         c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                      \
     } while (0)
 
+/* C's lines of the tile, asked for before its depth loop: a C that is not in cache (a grad or an output
+ * buffer last touched a step ago) then arrives during the FMAs instead of stalling the final stores. */
+static inline __attribute__((always_inline)) void prefetch_tile(const float *c, ptrdiff_t ldc, int rows) {
+#define PF_ROW(i) if (i < rows) { _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0); \
+                                  _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0); }
+    PF_ROW(0) PF_ROW(1) PF_ROW(2) PF_ROW(3) PF_ROW(4) PF_ROW(5)
+    if (rows > 6) { PF_ROW(6) PF_ROW(7) PF_ROW(8) PF_ROW(9) PF_ROW(10) PF_ROW(11) }
+#undef PF_ROW
+}
+
 /* The 12-row tile with A(i,k) for rows i < 6 at a + i * rs + k * ks, for rows i >= 6 at a6 + (i-6) * rs +
  * k * ks: packed A (two 6-row panels: rs = 1, ks = 6, a6 = a + 6*kc), a row-major A read in place (rs = lda,
  * ks = 1, a6 = a + 6*lda) or a transposed one (rs = 1, ks = lda, a6 = a + 6). The same FMA chain per element
@@ -31,6 +41,7 @@ static inline __attribute__((always_inline)) void kern12x32(int kc, const float 
         ptrdiff_t ks, const float *b, float *c, ptrdiff_t ldc, int mr, int nr, float alpha, float beta) {
     const float *bb = b + (size_t)16 * kc;
     const float *p0 = a, *p3 = a + 3 * rs, *p6 = a6, *p9 = a6 + 3 * rs;
+    prefetch_tile(c, ldc, mr < 12 ? mr : 12);
     __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5), GR(6), GR(7), GR(8), GR(9), GR(10), GR(11);
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
     c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
@@ -63,6 +74,7 @@ void tfm_gemm_kern12x32_cols_avx512(int kc, const float *a, ptrdiff_t lda, const
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                               float alpha, float beta) {
     const float *bb = b + (size_t)16 * kc;
+    prefetch_tile(c, ldc, mr < 6 ? mr : 6);
     __m512 GR(0), GR(1), GR(2), GR(3), GR(4), GR(5);
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++, a += 6, b += 16, bb += 16) {
