@@ -559,7 +559,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                 } else
 #endif
                     pack_a_c(g, ic, pc, mc, kc, bufA);
-                /* AVX-512: 12 x 32 tiles where two full 16-wide B panels exist (6 x 32 for the last rows;
+                /* AVX-512: 12 x 32 tiles where two full 16-wide B panels exist (8 x 32 or 6 x 32 for the last rows;
                  * the same per-element arithmetic as the 6 x 16 kernel, so results equal the AVX2 path's);
                  * everything else goes through the 6 x 16 kernels. */
                 for (int jr = 0; jr < nc;) {
@@ -585,7 +585,8 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                         }
                         if (wide) {
                             const int mr2 = mc - ir < 2 * MR ? mc - ir : 2 * MR;
-                            if (mr2 > MR) tfm_gemm_kern12x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
+                            if (mr2 > 8) tfm_gemm_kern12x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
+                            else if (mr2 > MR) tfm_gemm_kern8x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
                             else tfm_gemm_kern6x32_avx512(kc, ap, bp, cp, g->ldc, mr2, 2 * NR, g->alpha, beff);
                             ir += 2 * MR;
                             continue;

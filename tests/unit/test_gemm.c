@@ -260,15 +260,16 @@ static void bias_suite(void) {
 }
 
 #ifndef TFM_USE_OPENBLAS
-/* The AVX-512 12x32 and 6x32 tiles do per element what the AVX2 6x16 kernel does: both paths give the same
- * bits. M = 78 = 72 + 6 and 13, 37, 64 leave 6, 1, 1 and 4 rows under the 12-row tiles (the 6x32 kernel). */
+/* The AVX-512 12x32, 8x32 and 6x32 tiles do per element what the AVX2 6x16 kernel does: both paths give the
+ * same bits. M = 78 = 72 + 6 and 13, 37, 64 leave 6, 1, 1 and 4 rows under the 12-row tiles (the 6x32
+ * kernel), M = 128 and 19 leave 8 and 7 (the 8x32 kernel), M = 33 leaves 9 (a 12-row tile, 9 stored). */
 static void isa_equal_suite(void) {
     if (!tfm_isa_supported(TFM_ISA_AVX512)) {
         printf("NOTRUN gemm_avx512_equals_avx2: this CPU lacks AVX-512F (not tested here)\n");
         return;
     }
     static const int shapes[][3] = {{768, 128, 128}, {300, 257, 520}, {13, 64, 7}, {64, 64, 32}, {37, 100, 300},
-                                    {78, 96, 40}};
+                                    {78, 96, 40}, {128, 128, 384}, {19, 64, 33}, {33, 48, 16}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int tr = 0; tr < 4; tr++) {
             int ta = tr & 1, tb = tr >> 1, M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
