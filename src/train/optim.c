@@ -7,6 +7,9 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay) {
     o->beta1 = beta1;
@@ -60,7 +63,7 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
     }
 }
 
-typedef double v4d __attribute__((vector_size(32)));
+typedef double v2d __attribute__((vector_size(16)));
 typedef float v4f __attribute__((vector_size(16)));
 float tfm_clip_coef(float norm, float max_norm) {
     return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
@@ -78,20 +81,25 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
 }
 
 double tfm_grad_sq_block(const float *gr, size_t i0, size_t i1) {
-    /* acc[k] sums the squares of the elements i with i % 8 == k, in order (i0 is a multiple of 8): lane k of
-     * a0 and lane k of a1 hold acc[k] and acc[4 + k] (generic vectors: the compiler cannot vectorise
-     * acc[i & 7] itself) */
-    v4d a0 = {0, 0, 0, 0}, a1 = a0;
+    /* acc[k] sums the squares of the elements i with i % 8 == k, in order (i0 is a multiple of 8): acc[2j] and
+     * acc[2j + 1] are the lanes of a[j]. Four 2-lane vectors (not two 4-lane ones, which the baseline x86-64
+     * build split into halves kept on the stack: a store and a reload in every add's chain) */
+    v2d a[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
     size_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        v4f x0, x1;
-        memcpy(&x0, gr + i, sizeof x0);
-        memcpy(&x1, gr + i + 4, sizeof x1);
-        v4d d0 = __builtin_convertvector(x0, v4d), d1 = __builtin_convertvector(x1, v4d);
-        a0 += d0 * d0;
-        a1 += d1 * d1;
-    }
-    double acc[8] = {a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]};
+    for (; i + 8 <= i1; i += 8)
+        for (int h = 0; h < 2; h++) {
+#ifdef __SSE2__   /* one conversion for two floats (GCC converts the generic vectors one float at a time) */
+            __m128 x = _mm_loadu_ps(gr + i + 4 * h);
+            v2d lo = (v2d)_mm_cvtps_pd(x), hi = (v2d)_mm_cvtps_pd(_mm_movehl_ps(x, x));
+#else
+            v4f x;
+            memcpy(&x, gr + i + 4 * h, sizeof x);
+            v2d lo = {x[0], x[1]}, hi = {x[2], x[3]};
+#endif
+            a[2 * h] += lo * lo;
+            a[2 * h + 1] += hi * hi;
+        }
+    double acc[8] = {a[0][0], a[0][1], a[1][0], a[1][1], a[2][0], a[2][1], a[3][0], a[3][1]};
     for (; i < i1; i++) acc[i & 7] += (double)gr[i] * gr[i];
     double s = 0;
     for (int k = 0; k < 8; k++) s += acc[k];
