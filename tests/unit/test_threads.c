@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "tfm/tfm.h"
+#include "train/grad_norm.h"
 
 #define NTHREADS 2   /* OpenMP threads inside each job (the same in both runs) */
 #define REPS 30      /* steps per job */
@@ -282,6 +283,26 @@ static void test_reduce_norm_blocks(void) {
     for (int i = 0; i < 3; i++) tfm_params_free(&p[i]);
 }
 
+/* tfm_grad_sq_block is the sum of 8 lane sums, lane k taking the squares of elements i with i % 8 == k in order
+ * (in double), added lane 0 to 7: bit for bit that, whatever vectors compute it (the norm's bits may not
+ * change with the build or the CPU). Ranges from 0 to 8 with 0 to 7 ragged elements, values of many
+ * magnitudes. */
+static void test_grad_sq_block(void) {
+    float g[8 + 64 + 7];
+    for (int i = 0; i < (int)(sizeof g / sizeof g[0]); i++) g[i] = (float)(sin(1.7 * i) * pow(10.0, (i % 13) - 6));
+    int ok = 1;
+    for (int i0 = 0; i0 <= 8; i0 += 8)
+        for (int n = 0; n <= 71; n++) {
+            double acc[8] = {0};
+            for (int i = i0; i < i0 + n; i++) acc[i & 7] += (double)g[i] * g[i];
+            double want = 0;
+            for (int k = 0; k < 8; k++) want += acc[k];
+            double got = tfm_grad_sq_block(g, (size_t)i0, (size_t)(i0 + n));
+            if (memcmp(&got, &want, sizeof got)) ok = 0, printf("  sq_block [%d,%d): %.17g vs %.17g\n", i0, i0 + n, got, want);
+        }
+    CHECK("tfm_grad_sq_block == its 8 in-order lane sums, bit for bit", ok, "see above");
+}
+
 /* tfm_translate_ids_par: 11 sentences in batches of 3 (4 batches) decoded on 2 worker graphs, one batch per
  * thread, give the ids of 1 thread decoding them one batch after the other (greedy and beam; this untrained
  * model's beams end at once, tests/cli/profile_decode.sh compares beams of a trained one); the workers
@@ -351,6 +372,7 @@ int main(void) {
     test_out_of_memory();
     test_replicas();
     test_reduce_norm_blocks();
+    test_grad_sq_block();
     tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
     gpt_job gj;
     memset(&gj, 0, sizeof gj);
