@@ -351,6 +351,10 @@ static void mm_c(MM_ARGS) {
  * vector v of a row (AVX-512: the last one under the block's lane mask). */
 #define MM_BLOCK_BODY(V, ROWS, W, LOADU, ZERO, SET1, FMADD, MUL, STOREU)                                  \
     V c[ROWS][4];                                                                                      \
+    if (!acc) /* C's lines (an output in the arena, not in cache) arrive during the FMAs */             \
+        for (int r = 0; r < R; r++)                                                                    \
+            for (int v = 0; v < NV; v += 64 / (int)sizeof(float) / W)                                  \
+                _mm_prefetch((const char *)(C + r * ldc + W * v), _MM_HINT_T0);                        \
     for (int r = 0; r < R; r++)                                                                        \
         for (int v = 0; v < NV; v++) c[r][v] = acc ? LOADU(C + r * ldc + W * v, v) : ZERO();           \
     for (int k = k0; k < k1; k++) {                                                                    \
