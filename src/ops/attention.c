@@ -699,9 +699,25 @@ static INLINE_ALL void keys_by_queries(const attn_args *a, const mat_scratch *ms
     }
 }
 
+/* Entry b's T rows of x (the (B,T,H*d) layout: the H heads' d features side by side, span = H * d floats)
+ * asked into L2 while entry b - 1 computes: the backward reads the q, k and v an entry's forward wrote long
+ * before (cold lines, a row at a time). Other layouts (a KV cache's, forward only) are left alone. */
+static INLINE_ALL void prefetch_entry(const view *x, int b, int T, int span) {
+    if (!x->data || x->row || x->sh >= x->st) return;
+    const char *p = (const char *)(x->data + view_at(x, b, 0));
+    for (int t = 0; t < T; t++)
+        for (size_t o = 0; o < (size_t)span * sizeof(float); o += 64)
+            __builtin_prefetch(p + (size_t)t * x->st * sizeof(float) + o, 0, 2);   /* prefetcht1 */
+}
+
 static INLINE_ALL void mat_backward_entry(const attn_args *a, float *buf, const mat_kernels *kx, int b) {
     int H = a->H, Tq = a->Tq, Tk = a->Tk, dv = a->dv, dk = a->dk, rows = kx->rows;
     mat_scratch ms = mat_scratch_at(a, b, 1, buf);
+    if (b + 1 < a->B) { /* the next entry's operands, while this one computes */
+        prefetch_entry(&a->q, b + 1, Tq, H * dk);
+        prefetch_entry(&a->k, b + 1, Tk, H * dk);
+        prefetch_entry(&a->v, b + 1, Tk, H * dv);
+    }
     if (a->probs) kept_probs_limits(a, b, &ms);
     else block_probs_all(a, b, &ms, kx, NULL);
     for (int h = 0; h < H; h++) { /* dP = dO V^T over each block's extent, 0 beyond */
