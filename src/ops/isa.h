@@ -75,7 +75,8 @@ void tfm_gemm_kern12x32_rows_avx512(int kc, const float *a, ptrdiff_t lda, const
                                     int nr, float alpha, float beta);
 void tfm_gemm_kern12x32_cols_avx512(int kc, const float *a, ptrdiff_t lda, const float *b, float *c, ptrdiff_t ldc,
                                     int nr, float alpha, float beta);
-/* The same on a 6 x 32 tile from one A panel: the rows (mr <= 6) left under the 12-row tiles. */
+/* The same on an 8 x 32 tile from the two A panels (rows 0-5 and 6-7: mr 7 or 8 left under the 12-row
+ * tiles), and on a 6 x 32 tile from one A panel (mr <= 6). */
 void tfm_gemm_kern8x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,
                               float alpha, float beta);
 void tfm_gemm_kern6x32_avx512(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr, int nr,

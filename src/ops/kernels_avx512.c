@@ -12,7 +12,7 @@ const int tfm_avx512_built_ = 1;
 
 #include "ops/avx512_store.h"
 
-/* ---------------------------------------------------------------- GEMM micro-kernels 12 x 32, 6 x 32 */
+/* ---------------------------------------------------------------- GEMM micro-kernels 12 x 32, 8 x 32, 6 x 32 */
 /* 24 accumulators (12 rows x 2 zmm of 16 columns), 2 B vectors and a broadcast: 27 of the 32 zmm
  * registers. B: two consecutive packed 16-wide panels (b, b + 16*kc). */
 #define GR(i) c##i##0, c##i##1
