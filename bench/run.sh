@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tfm vs PyTorch, side by side, in one run (issue 5). Each workload runs tfm and its PyTorch twin
 # alternately (the order flips every round), ROUNDS times, 2 threads each side, and prints the median
-# of each side and the tfm/PyTorch ratio (> 1 means tfm is faster; for RSS, < 1 means tfm uses less).
+# of each side and the tfm/PyTorch ratio (> 1 means tfm is faster; for RSS, < 1 means tfm uses less);
+# under each speed, the ratio of every round's two sides and their median (less sensitive to a phase of the
+# machine that favours one side's rounds).
 #
 #   bench/run.sh [--quick] [--rounds R] [--threads N] [--build DIR] [all|gemm|gpt|mt|gen|translate ...]
 #
@@ -140,10 +142,23 @@ echo "# tfm kernels: ${TFM_ISA:-$best_isa} (chosen at run time from cpuid; TFM_I
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
-row() { # name unit tfm_values torch_values (space-separated lists)
+row() { # name unit tfm_values torch_values [paired] (space-separated lists)
     local t p
     t=$(echo "$3" | tr ' ' '\n' | grep . | median); p=$(echo "$4" | tr ' ' '\n' | grep . | median)
     printf '%-44s %12s %12s %8s   (tfm: %s | torch: %s)\n' "$1 [$2]" "$t" "$p" "$(ratio "$t" "$p")" "$3" "$4"
+    if [ "${5:-}" = paired ]; then paired "$3" "$4"; fi
+}
+# paired tfm_values torch_values: each round's tfm/torch ratio (the two sides of a round run back to back, so
+# a phase of the machine that lasts a round or more slows both), and their median. Printed under the row;
+# the row's ratio of medians can mix a fast phase of one side with a slow one of the other.
+paired() {
+    local r
+    r=$(paste -d' ' <(echo "$1" | tr ' ' '\n' | grep .) <(echo "$2" | tr ' ' '\n' | grep .) |
+        awk 'NF == 2 && $2 > 0 { printf "%.2f ", $1 / $2 }')
+    if [ -n "$r" ]; then
+        printf '%-44s %34s   (per round: %s)\n' "  per-round ratio, median" \
+            "$(echo "$r" | tr ' ' '\n' | grep . | median | awk '{printf "%.2f", $1}')" "${r% }"
+    fi
 }
 header() { echo; echo "== $1   (load average:$(uptime | sed 's/.*load average://'))"; printf '%-44s %12s %12s %8s\n' "" tfm torch "tfm/torch"; }
 
@@ -180,7 +195,7 @@ if want gpt; then
         done
     done
     echo "tfm: $(grep -o 'gemm [a-z0-9-]*' "$TMP/tfm_gpt.1.log" | head -n 1) kernels; PyTorch: $(torch_desc "$TORCH_GPT")"
-    row "GPT training iterations/s" "it/s" "$t_ips" "$p_ips"
+    row "GPT training iterations/s" "it/s" "$t_ips" "$p_ips" paired
     row "GPT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss"
     echo "loss at equal steps (round 1; different random inits, same recipe and data):"
     printf '  %6s %10s %10s\n' step tfm torch
@@ -234,7 +249,7 @@ if want mt || want translate; then
         done
     done
     echo "PyTorch: $(torch_desc "$TORCH_MT")"
-    row "MT training target tokens/s" "tok/s" "$t_tok" "$p_tok"
+    row "MT training target tokens/s" "tok/s" "$t_tok" "$p_tok" paired
     [ -n "$p_rss" ] && row "MT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss" \
         || echo "MT training peak RSS [MiB]: tfm $t_rss (torch script does not report it)"
     if want translate; then
@@ -263,7 +278,7 @@ if want mt || want translate; then
             done
         done
         echo "tfm: $THREADS threads (translate decodes its batches of 32 in parallel, one per thread); PyTorch: $(torch_desc "$TORCH_DEC")"
-        row "translation sentences/s (beam 4)" "sent/s" "$t_snt" "$p_snt"
+        row "translation sentences/s (beam 4)" "sent/s" "$t_snt" "$p_snt" paired
         same=$(paste -d '\t' "$TMP/tfm_beam4.en" "$TMP/torch_beam4.en" | awk -F '\t' '$1 == $2' | wc -l)
         echo "identical translations (last round, same weights): $same of $TEST_N"
     fi
@@ -294,6 +309,6 @@ if want gen; then
         done
     done
     echo "PyTorch: $(torch_desc "$TORCH_GEN")"
-    row "generation tokens/s (tfm KV cache)" "tok/s" "$t_tps" "$p_tps"
+    row "generation tokens/s (tfm KV cache)" "tok/s" "$t_tps" "$p_tps" paired
     row "generation tokens/s (tfm --no-kv-cache)" "tok/s" "$n_tps" "$p_tps"
 fi
