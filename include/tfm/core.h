@@ -232,6 +232,13 @@ typedef struct tfm_graph {
     /* 1: tfm_linear and linear_gelu/relu run their GEMMs (forward and backward) with bfloat16 operands and
      * fp32 sums (tfm_gemm_bf16, --precision bf16); weights, activations and grads stay fp32. Workers inherit it. */
     int gemm_bf16;
+    /* 1: tfm_backward recycles the grad buffers of intermediate tensors (src/core/grad_plan.c): a tensor's
+     * grad lives from its first writer to its producer's backward in a pool that hands freed buffers on
+     * while they are in cache. Only the grads of leaves (inputs, parameters) and the loss can be read after
+     * tfm_backward then. The training loops set it; workers inherit it. */
+    int recycle_grads;
+    float *grad_pool;         /* the pool (grown only when a plan needs more) */
+    size_t grad_pool_cap;     /* its floats */
 } tfm_graph;
 
 void tfm_graph_init(tfm_graph *g, uint64_t seed);
@@ -241,6 +248,8 @@ void tfm_graph_free(tfm_graph *g);
  * a batch of sentences to decode): tfm_graph_init, with g's attention settings and profiling. */
 void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g);
 void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
+/* Internal (tfm_backward with recycle_grads): points the grads of g's intermediate tensors into g's pool. */
+void tfm_grad_plan(tfm_graph *g, const tfm_tensor *loss);
 void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
 /* --profile: time since t0 is added to phase ph when g->profile is set (t0 from tfm_profile_begin). */
 double tfm_profile_begin(const tfm_graph *g);

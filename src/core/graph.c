@@ -49,6 +49,9 @@ void tfm_graph_free(tfm_graph *g) {
     tfm_arena_free(&g->arena);
     free(g->nodes);
     g->nodes = NULL;
+    free(g->grad_pool);
+    g->grad_pool = NULL;
+    g->grad_pool_cap = 0;
 }
 
 void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g) {
@@ -58,6 +61,7 @@ void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g) {
     w->profile = g->profile;
     w->packs = g->packs;
     w->gemm_bf16 = g->gemm_bf16;
+    w->recycle_grads = g->recycle_grads;
 }
 
 tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in) {

@@ -79,6 +79,7 @@ static void grads_ready(tfm_node *n) {
 
 void tfm_backward(tfm_graph *g, tfm_tensor *loss) {
     TFM_ASSERT(loss->size == 1 && loss->grad, "tfm_backward: loss must be a scalar that tracks grad");
+    if (g->recycle_grads) tfm_grad_plan(g, loss);
     tfm_tensor_zero_grad_once(loss);
     loss->grad[0] += 1.0f;
     for (int i = g->n_nodes - 1; i >= 0; i--) {

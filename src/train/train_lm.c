@@ -210,6 +210,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     tfm_train_ctl none = {0};
     if (!ctl) ctl = &none;
     g.gemm_bf16 = ctl->bf16;   /* the chunks' worker graphs inherit it */
+    g.recycle_grads = 1;   /* nothing reads an intermediate tensor's grad after the backward */
     lm_chunks ch;
     if (chunks_init(&ch, m, &g, tfm_train_chunks(ctl->parallel, tfm_get_threads(), count))) {
         free(x);

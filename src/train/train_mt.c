@@ -324,6 +324,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     g.rng = prog->drop_rng;
     g.profile = o->profile;
     g.gemm_bf16 = o->ctl.bf16;   /* the chunks' worker graphs inherit it */
+    g.recycle_grads = 1;   /* nothing reads an intermediate tensor's grad after the backward */
     mt_chunks ch;
     if (chunks_init(&ch, m, &g, k)) {
         free(lens);
