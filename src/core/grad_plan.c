@@ -8,8 +8,8 @@
  * writing into memory the forward touched last (a GPT chunk: ~12 MB of grads become a pool of ~1 MB).
  *
  * Planned: a tensor that owns its grad (not a reshape view), whose grad the arena allocated and nobody
- * has touched (grad_unzeroed), produced by exactly one node that comes before every node using it, and
- * not the loss. Everything else (leaves, parameters, the loss) keeps its buffer. The plan is first fit
+ * has touched (grad_unzeroed), produced by exactly one node that comes before every node using it, not
+ * empty, and not the loss. Everything else (leaves, parameters, the loss) keeps its buffer. The plan is first fit
  * over the pool in backward order, so it is the same every step of a fixed graph; the pool grows only
  * when a plan needs more (warm-up). Values do not change: each grad is still zeroed or assigned right
  * before its first use (tfm_backward's grads_ready). */
@@ -31,7 +31,7 @@ static tfm_tensor *owner(tfm_tensor *t) { return t->view_of ? t->view_of : t; }
 /* open addressing: tensor -> entry index (hash of the pointer) */
 static int find(tfm_tensor **keys, int *vals, int cap, tfm_tensor *t, int *slot) {
     uintptr_t h = ((uintptr_t)t >> 4) * 0x9E3779B97F4A7C15ull;
-    int i = (int)(h >> 40) & (cap - 1);
+    int i = (int)(h >> 32) & (cap - 1);
     while (keys[i] && keys[i] != t) i = (i + 1) & (cap - 1);
     *slot = i;
     return keys[i] ? vals[i] : -1;
@@ -92,7 +92,7 @@ void tfm_grad_plan(tfm_graph *g, const tfm_tensor *loss) {
     for (int k = 0; k < n; k++) {
         plan_entry *p = &e[k];
         p->size = (p->size + 15) & ~(size_t)15;
-        if (p->prod < 0 || p->first < p->prod || !p->t->grad_unzeroed || p->t == loss_owner) continue;
+        if (p->prod < 0 || p->first < p->prod || !p->t->grad_unzeroed || p->t == loss_owner || !p->size) continue;
         p->next_alloc = first_at[p->last];
         first_at[p->last] = k;
     }
