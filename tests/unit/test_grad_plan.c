@@ -62,12 +62,14 @@ static void test_gpt(void) {
 
 /* translation: loss and parameter grads of one teacher-forced batch (dropout on) */
 static void s2s_grads(tfm_encdec *m, int recycle, float *out) {
-    enum { B = 2, Ts = 5, Tt = 4 };
-    int src[B * Ts] = {5, 6, 7, 8, TFM_EOS, 9, 10, 11, TFM_EOS, TFM_PAD}, valid[B] = {5, 4};
-    int tgt[B * Tt] = {6, 7, 8, TFM_EOS, 10, 9, TFM_EOS, TFM_PAD}, tgt_in[B * Tt];
+    enum { B = 3, Ts = 6, Tt = 5 };   /* three lengths: padding on both sides */
+    int src[B * Ts] = {4, 5, 6, 7, 8, TFM_EOS, 9, 10, TFM_EOS, TFM_PAD, TFM_PAD, TFM_PAD,
+                       11, 12, 4, TFM_EOS, TFM_PAD, TFM_PAD}, valid[B] = {6, 3, 4};
+    int tgt[B * Tt] = {6, 7, 8, 9, TFM_EOS, 12, TFM_EOS, TFM_PAD, TFM_PAD, TFM_PAD, 5, 4, 11, TFM_EOS, TFM_PAD};
+    int tgt_in[B * Tt];
     tfm_s2s_shift_right(tgt, B, Tt, tgt_in);
     tfm_graph g;
-    tfm_graph_init(&g, 7);
+    tfm_graph_init(&g, 11);
     g.training = 1;
     g.recycle_grads = recycle;
     tfm_params_zero_grad(&m->params);
