@@ -249,7 +249,7 @@ void tfm_graph_free(tfm_graph *g);
 void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g);
 void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
 /* Internal (tfm_backward with recycle_grads): points the grads of g's intermediate tensors into g's pool. */
-void tfm_grad_plan(tfm_graph *g, const tfm_tensor *loss);
+void tfm_grad_plan(tfm_graph *g, tfm_tensor *loss);
 void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
 /* --profile: time since t0 is added to phase ph when g->profile is set (t0 from tfm_profile_begin). */
 double tfm_profile_begin(const tfm_graph *g);

@@ -71,7 +71,7 @@ static void release(size_t *lo, size_t *hi, int *live, size_t at) {
     (*live)--;
 }
 
-void tfm_grad_plan(tfm_graph *g, const tfm_tensor *loss) {
+void tfm_grad_plan(tfm_graph *g, tfm_tensor *loss) {
     int nn = g->n_nodes, cap = 64;
     while (cap < 4 * (nn + 1) * 5) cap *= 2;   /* at most 5 tensors per node */
     tfm_arena *a = &g->arena;
@@ -80,7 +80,7 @@ void tfm_grad_plan(tfm_graph *g, const tfm_tensor *loss) {
     int *vals = tfm_arena_alloc(a, sizeof *vals * (size_t)cap);
     memset(keys, 0, sizeof *keys * (size_t)cap);
     int n = 0;
-    const tfm_tensor *loss_owner = loss->view_of ? loss->view_of : loss;   /* seeded before the first node */
+    const tfm_tensor *loss_owner = owner(loss);   /* seeded before the first node */
     for (int i = 0; i < nn; i++) {
         tfm_node *d = &g->nodes[i];
         for (int k = 0; k < d->n_in; k++) note(e, &n, keys, vals, cap, d->in[k], i, 0);

@@ -569,7 +569,7 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
     float *P = ms->P + h * ms->hs;
     const int *lim = ms->lim;
     int *ext = ms->ext + h * Tq;
-    const size_t nr = rows_all(a);
+    const size_t nr = rows_all(a), l0 = ((size_t)b * a->H + h) * Tq;   /* row i's saved values: l0 + i */
     /* SOFTMAX_ROWS rows at a time, each step for all of them before the next: a row's max, exponentials, sum
      * and scale are one chain of latencies, the rows' chains are independent (the same arithmetic per row) */
     for (int i0 = 0; i0 < Tq; i0 += SOFTMAX_ROWS) {
@@ -577,7 +577,7 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
         float m[SOFTMAX_ROWS], inv[SOFTMAX_ROWS], eh[SOFTMAX_ROWS];
         for (int r = 0; r < R; r++) {
             int i = i0 + r, L = lim[i];
-            size_t li = ((size_t)b * a->H + h) * Tq + i;
+            size_t li = l0 + i;
             if (L <= 0) continue;
             if (save) {
                 m[r] = tfm_vmax(P + (size_t)i * ms->ldp, (size_t)L);
@@ -594,7 +594,7 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
             eh[r] = hidden_exp(L, Tk, m[r]);
             float sum = tfm_vexp_sum(row, row, m[r], (size_t)L) + eh[r] * (Tk - L);
             if (save) {
-                size_t li = ((size_t)b * a->H + h) * Tq + i;
+                size_t li = l0 + i;
                 inv[r] = 1.0f / sum;
                 save[li] = m[r] + logf(sum);
                 save[nr + li] = m[r];
@@ -605,7 +605,7 @@ static INLINE_ALL void block_probs(const attn_args *a, int b, int h, const mat_s
             int i = i0 + r, L = lim[i];
             float *row = P + (size_t)i * ms->ldp;
             if (L <= 0) {
-                size_t li = ((size_t)b * a->H + h) * Tq + i;
+                size_t li = l0 + i;
                 for (int j = 0; j < Tk; j++) row[j] = 1.0f / Tk;
                 if (save) save[li] = save[nr + li] = save[2 * nr + li] = NAN;
                 ext[i] = row_extent(L, Tk, 0.0f);
