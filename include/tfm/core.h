@@ -155,6 +155,15 @@ tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
 tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
 int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -1: out of memory (tfm error) */
 void tfm_params_zero_grad(tfm_params *p);
+/* Declare p's grads empty without writing them (the training step, after the optimizer has read them):
+ * the next tfm_backward's first writer of each grad assigns it instead of adding to zeros (a linear's
+ * dW GEMM then never reads the old grad), or, where the first op only adds, zeroes it right before.
+ * Until tfm_params_settle_grad, p->grad holds stale values wherever no backward has written since:
+ * a parameter the graph did not use. */
+void tfm_params_release_grad(tfm_params *p);
+/* Zero the released grads no backward has written (a no-op when every parameter was used): p->grad is
+ * then the sum of the backwards since the release, as after tfm_params_zero_grad. */
+void tfm_params_settle_grad(tfm_params *p);
 /* Makes `replica` (a parameter set built the same way as `src`, after tfm_params_alloc) use src's weights:
  * its own data block is freed and every tensor's data points at the same element of src's block; its
  * gradient block stays its own. Thread data parallelism (tfm_parallel, include/tfm/train.h) runs one

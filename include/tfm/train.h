@@ -60,13 +60,14 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
 
 /* ---------------------------------------------------------------- the shared training step */
 /* After the backward of a step: clip coefficient from the global grad norm (grad_clip > 0), then fused
- * AdamW at lr on the clipped grads, zeroing them for the next step. Times the clip and optimizer phases
- * when g->profile. Both training loops call this; before the first step of a run they zero the grads
- * (tfm_train_zero_grad), afterwards the fused step does. */
+ * AdamW at lr on the clipped grads, which it then releases for the next step (tfm_params_release_grad:
+ * the next backward assigns them; tfm_params_settle_grad, which this step and the reductions below call
+ * first, zeroes any that no backward wrote). Times the clip and optimizer phases when g->profile. Both
+ * training loops call this; before the first step of a run they zero the grads (tfm_train_zero_grad). */
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
 /* Thread data parallelism, after the chunks (begun at t0 = tfm_profile_begin(g)): their wall time goes to
  * the profile, then grads of p += the k replicas' grads (summed in replica order, so the bits do not depend
- * on which thread ran which chunk), which are zeroed for the next step. A replica may be p itself (its
+ * on which thread ran which chunk), which are then released for the next step. A replica may be p itself (its
  * chunk computed straight into p's grads, which saves reading and zeroing one copy of the gradients): it is
  * skipped. Returns the global grad norm of the sum (tfm_grad_norm's bits, computed block by block as the sum
  * is formed), for tfm_train_step_norm; stale once anything else changes the grads (a distributed sum). */
@@ -85,7 +86,8 @@ void tfm_train_chunks_run(tfm_gemm_desk *desk, int k, tfm_chunk_fn run, void *ct
 /* Chunk c of k of the samples [start, start + count): [*c0, *c0 + *cn), sizes differing by at most one. */
 void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer
- * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. */
+ * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. After a 0,
+ * p->grad is released (see above): call tfm_params_settle_grad before reading it after the next backward. */
 int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
 /* The same with p's global grad norm already known (tfm_train_chunks_reduce returns it, with the bits
  * tfm_grad_norm gives), or NULL: computed here. */

@@ -80,8 +80,21 @@ int tfm_params_alloc(tfm_params *p) {
     return 0;
 }
 
-/* Not on the hot path: the training loops zero once per run, then tfm_adamw_step_fused zeroes as it reads. */
-void tfm_params_zero_grad(tfm_params *p) { memset(p->grad, 0, p->total * sizeof(float)); }
+/* Not on the hot path: the training loops zero once per run, then release the grads after each step. */
+void tfm_params_zero_grad(tfm_params *p) {
+    memset(p->grad, 0, p->total * sizeof(float));
+    for (int i = 0; i < p->n; i++) p->t[i]->grad_unzeroed = 0;
+}
+
+/* A parameter's grad_unzeroed flag is the graph tensors' own: tfm_backward hands a flagged grad to its
+ * first writer to assign, or zeroes it right before the first op that adds to it. */
+void tfm_params_release_grad(tfm_params *p) {
+    for (int i = 0; i < p->n; i++) p->t[i]->grad_unzeroed = 1;
+}
+
+void tfm_params_settle_grad(tfm_params *p) {
+    for (int i = 0; i < p->n; i++) tfm_tensor_zero_grad_once(p->t[i]);
+}
 
 int tfm_params_share_data(tfm_params *replica, const tfm_params *src) {
     if (replica->n != src->n || replica->total != src->total || !replica->data || !src->data)

@@ -36,7 +36,7 @@ void tfm_op_backward(tfm_node *n) {
  * adding to it. */
 static int bw_can_assign(const tfm_node *n, int k) {
     switch (n->op) {
-    case TFM_OP_LINEAR: case TFM_OP_LINEAR_GELU: case TFM_OP_LINEAR_RELU: return k == 0;
+    case TFM_OP_LINEAR: case TFM_OP_LINEAR_GELU: case TFM_OP_LINEAR_RELU: return k <= 1;   /* x and W (dW GEMM) */
     case TFM_OP_ADD: case TFM_OP_SUB: return n->in[k]->size == n->out->size;   /* not a broadcast bias (a column sum) */
     case TFM_OP_LAYERNORM: return k == 0;
     case TFM_OP_ADD_LAYERNORM: return k <= 1;

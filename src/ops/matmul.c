@@ -172,18 +172,18 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
     return y;
 }
 
-/* The grads of x, W and the bias of y = x W^T + b from dy, the grad of the (pre-activation) output; x's is
- * assigned when fresh (tfm_bw_fresh), the weights' are added to. */
+/* The grads of x, W and the bias of y = x W^T + b from dy, the grad of the (pre-activation) output; x's and
+ * W's are assigned when fresh (tfm_bw_fresh: W's after tfm_params_release_grad), the bias's is added to. */
 static void linear_grads(tfm_node *n, const float *dy) {
     tfm_tensor *x = n->in[0], *W = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
     if (n->ip[6]) { /* --precision bf16: the backward's GEMMs too */
         if (x->grad)
             tfm_gemm_bf16(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, W->data, in_f, NULL, tfm_bw_beta(n, 0), x->grad, in_f);
-        if (W->grad) tfm_gemm_bf16(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, NULL, 1.0f, W->grad, in_f);
+        if (W->grad) tfm_gemm_bf16(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, NULL, tfm_bw_beta(n, 1), W->grad, in_f);
     } else {
         if (x->grad) tfm_gemm(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, W->data, in_f, tfm_bw_beta(n, 0), x->grad, in_f);
-        if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, 1.0f, W->grad, in_f);
+        if (W->grad) tfm_gemm(1, 0, out_f, in_f, rows, 1.0f, dy, out_f, x->data, in_f, tfm_bw_beta(n, 1), W->grad, in_f);
     }
     if (b && b->grad) tfm_add_column_sums(dy, rows, out_f, b->grad);
 }

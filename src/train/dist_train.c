@@ -48,6 +48,7 @@ int tfm_train_dist_reduce(tfm_graph *g, tfm_dist *d, tfm_params *p, double *loss
     *loss = v[0];
     *stop = v[1] > 0;
     /* a non-finite loss: every rank skips the step (it knows the sum), no need to sum the gradients */
+    tfm_params_settle_grad(p);
     int rc = isfinite(v[0]) ? tfm_dist_allreduce_sum(d, p->grad, p->total) : 0;
     tfm_profile_end(g, TFM_PHASE_ALLREDUCE, tp);
     return rc;

@@ -1,5 +1,6 @@
 /* The training step both loops share (train_lm.c, train_mt.c): after the backward, the clip coefficient
- * from the global grad norm, then fused AdamW on the clipped grads, which zeroes them for the next step. */
+ * from the global grad norm, then fused AdamW on the clipped grads, which are then released for the next
+ * step (tfm_params_release_grad: its backward assigns them, no pass writes zeros). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float 
 
 int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip, const float *known) {
     double tp = tfm_profile_begin(g);
+    tfm_params_settle_grad(p);   /* a parameter no backward used since the release: zeros */
     float norm = known ? *known : tfm_grad_norm(p);   /* also without clipping: the non-finite check needs it */
     float coef = grad_clip > 0 ? tfm_clip_coef(norm, grad_clip) : 1.0f;
     tfm_profile_end(g, TFM_PHASE_CLIP, tp);
@@ -28,7 +30,8 @@ int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, f
         return -1;
     }
     tp = tfm_profile_begin(g);
-    tfm_adamw_step_fused(opt, p, lr, coef, 1);   /* clipped grads, zeroed for the next step */
+    tfm_adamw_step_fused(opt, p, lr, coef, 0);   /* clipped grads */
+    tfm_params_release_grad(p);
     tfm_profile_end(g, TFM_PHASE_OPTIMIZER, tp);
     return 0;
 }
@@ -36,6 +39,7 @@ int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, f
 float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k) {
     tfm_profile_end(g, TFM_PHASE_CHUNKS, t0);
     double tp = tfm_profile_begin(g);
+    for (int r = 0; r < k; r++) tfm_params_settle_grad(reps[r]);
     const size_t blk = TFM_NORM_BLOCK;
     long nb = (long)((p->total + blk - 1) / blk);
     double stack[1024], *part = tfm_grad_parts_get(stack, (size_t)nb);
@@ -50,12 +54,13 @@ float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params
             float *src = reps[r]->grad;
             if (src == dst) continue;   /* this chunk computed into p's grads */
             for (size_t i = i0; i < i1; i++) dst[i] += src[i];
-            for (size_t i = i0; i < i1; i++) src[i] = 0.0f;
         }
         part[b] = tfm_grad_sq_block(dst, i0, i1);
     }
     float norm = tfm_grad_norm_of_parts(part, (size_t)nb);
     tfm_grad_parts_put(stack, part);
+    for (int r = 0; r < k; r++)   /* read: the chunks' next backwards assign them */
+        if (reps[r]->grad != p->grad) tfm_params_release_grad(reps[r]);
     tfm_profile_end(g, TFM_PHASE_REDUCE, tp);
     return norm;
 }

@@ -94,7 +94,7 @@ static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k) {  
     for (int i = 0; i < k; i++) {
         lm_chunk *c = &ch->c[i];
         tfm_graph_init_worker(&c->g, g);
-        /* chunk 0 computes into the model's own grads (zeroed by the optimizer step), so the chunks' sum
+        /* chunk 0 computes into the model's own grads (released by the optimizer step), so the chunks' sum
          * adds k - 1 buffers into them instead of k into zeros: the same bits, a third less memory traffic */
         if (i > 0 && tfm_gpt_replica_init(&c->rep, m)) return chunks_free(ch), -1;
         c->net = i == 0 ? m : &c->rep;
@@ -222,7 +222,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     int skipped = 0;
     while (st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) {
         double t0 = tfm_now();
-        if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step zeroes them */
+        if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step releases them */
         float loss = ch.k ? accumulate_chunks(&ch, m, &g, d, st, &batch_rng, x, y, start, count)
                           : accumulate(m, &g, d, st, &batch_rng, x, y, start, count);
         int stop_req = ctl->stop && *ctl->stop;

@@ -356,7 +356,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             int nb = bt.off[bi + 1] - bt.off[bi];
             double t_step = tfm_now();
             const int *bidx = bt.idx + bt.off[bi];
-            if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step zeroes them */
+            if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step releases them */
             int n_tok;   /* target tokens of the step (of the global batch on several ranks) */
             double l;    /* the step's mean loss (on several ranks: this rank's share of it) */
             if (ch.k) {
