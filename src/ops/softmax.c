@@ -87,10 +87,6 @@ void tfm_bw_softmax(tfm_node *n) {
 
 /* ---------------------------------------------------------------- cross-entropy */
 #define CE_CHUNK 512 /* vocabulary slice exponentiated at a time (stack scratch) */
-/* Vocabularies below this keep the original scalar libm loop: cheap there, and bit-identical to the results
- * tests/unit/test_recipe_rnn.c's 120-epoch recipe threshold was tuned on (that test flips on last-bit
- * changes of the loss gradient). Large vocabularies (translation) take the AVX2 path. */
-#define CE_VEC_MIN 1024
 
 /* saved: per-row logsumexp; aux: targets copy; ip[0] rows, ip[1] ignore_index, ip[2] count; fp[0] eps */
 tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targets, int ignore_index,
@@ -107,18 +103,6 @@ tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targe
 #pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
     for (int r = 0; r < rows; r++) {
         const float *x = logits->data + (size_t)r * V;
-        if (V < CE_VEC_MIN) { /* scalar libm loop, see CE_VEC_MIN */
-            float mx = x[0], s = 0, sum_x = 0;
-            for (int v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
-            for (int v = 0; v < V; v++) {
-                s += expf(x[v] - mx);
-                sum_x += x[v];
-            }
-            lse[r] = mx + logf(s);
-            if (targets[r] == ignore_index) row_loss[r] = 0;
-            else row_loss[r] = (1.0f - eps) * (lse[r] - x[targets[r]]) + eps * (lse[r] - sum_x / V);
-            continue;
-        }
         float tmp[CE_CHUNK];
         float mx = tfm_vmax(x, (size_t)V), s = 0, sum_x = eps != 0.0f ? tfm_vsum(x, (size_t)V) : 0.0f;
         for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
@@ -169,14 +153,6 @@ void tfm_bw_cross_entropy(tfm_node *n) {
             continue;
         }
         const float *x = logits->data + (size_t)r * V;
-        if (V < CE_VEC_MIN) {
-            for (int v = 0; v < V; v++) {
-                float g = d * (expf(x[v] - lse[r]) - eps / V);
-                dx[v] = assign ? g : dx[v] + g;
-            }
-            dx[t[r]] -= d * (1.0f - eps);
-            continue;
-        }
         float tmp[CE_CHUNK];
         for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
             int len = V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK;

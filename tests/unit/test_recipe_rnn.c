@@ -1,19 +1,36 @@
 /* Short versions of the d2l RNN translation recipes (fra-eng, first 600 pairs, num_steps 10, embedding
  * 32, hidden 32, 2 GRU layers, dropout 0.1, Adam lr 0.005, batch 64, gradient clipping 1) for the GRU
- * seq2seq and the Bahdanau decoder, through the generic seq2seq training loop and greedy decoding:
- * the loss falls and at least 2 of the 4 d2l sentences come out exactly.
+ * seq2seq and the Bahdanau decoder, through the generic seq2seq training loop and greedy decoding: the
+ * loss falls below 0.35, and greedy translations of the first 200 training pairs reach a mean d2l BLEU
+ * (k = 2) of at least 0.15. Over init/batch seeds 1-8, with the cross-entropy's scalar and vector paths,
+ * the last epoch's loss was 0.225-0.252 and that BLEU 0.195-0.349 for both architectures. The 4 d2l
+ * sentences are printed, not checked: how many come out exactly moved between 0 and 3 with the seed (a
+ * check of 2 of 4 passed for 4 of 8 seeds, and failed on any change of the loss's last bits).
  * RECIPE_EPOCHS (default 120) epochs instead of d2l's 300 keep each run short. */
 #include "check.h"
 #include "tfm/eval.h"
 #include "tfm/decode.h"
 #include "models/rnn_impl.h"
 #include "tfm/train.h"
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifndef RECIPE_EPOCHS
 #define RECIPE_EPOCHS 120
 #endif
 #define FRA "../shared/data/fra-eng/fra.txt"
+#define TRAIN_PAIRS 200
+
+/* a tokenized sentence joined by spaces (malloc'd) */
+static char *joined(const tfm_toklist *t) {
+    size_t n = 1;
+    for (int k = 0; k < t->n; k++) n += strlen(t->tok[k]) + 1;
+    char *s = malloc(n), *o = s;
+    for (int k = 0; k < t->n; k++) o += sprintf(o, "%s%s", k ? " " : "", t->tok[k]);
+    *o = 0;
+    return s;
+}
 
 typedef struct { float first, last; } losses;
 static void on_report(const tfm_mt_report *r, void *user) {
@@ -69,25 +86,32 @@ static void recipe(const char *arch, const tfm_parallel_text *p) {
     int rc = tfm_mt_train(tr.model, &arr, NULL, &o, &opt, &prog, on_report, NULL, &l);
     snprintf(nm, sizeof nm, "%s recipe: training runs", arch);
     CHECK(nm, rc == 0, "%s", tfm_last_error());
-    snprintf(nm, sizeof nm, "%s recipe: loss falls", arch);
-    CHECK(nm, l.last < 0.5f * l.first, "first epoch %.4f, last %.4f", l.first, l.last);
+    snprintf(nm, sizeof nm, "%s recipe: loss falls to half and below 0.35", arch);
+    CHECK(nm, l.last < 0.5f * l.first && l.last < 0.35f, "first epoch %.4f, last %.4f", l.first, l.last);
     printf("%s: loss epoch 1 %.4f -> epoch %d %.4f\n", arch, l.first, RECIPE_EPOCHS, l.last);
 
-    static const char *eng[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
-    static const char *fra[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
-    char *hyp[4] = {0};
     tfm_graph g;
     tfm_graph_init(&g, 0);
     tfm_decode_opts d = {1, 0.0f, 10};
-    int exact = 0;
+    static const char *eng[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
+    static const char *fra[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
+    char *hyp[TRAIN_PAIRS] = {0}, *src[TRAIN_PAIRS], *ref[TRAIN_PAIRS];
     if (tfm_translate_lines(&tr, &g, eng, 4, 10, 4, &d, hyp) == 0)
         for (int i = 0; i < 4; i++) {
             printf("%s => %s, bleu %.3f\n", eng[i], hyp[i], tfm_bleu_d2l(hyp[i], fra[i], 2));
-            exact += !strcmp(hyp[i], fra[i]);
             free(hyp[i]);
         }
-    snprintf(nm, sizeof nm, "%s recipe: >= 2 of 4 d2l sentences exact", arch);
-    CHECK(nm, exact >= 2, "%d of 4", exact);
+    for (int i = 0; i < TRAIN_PAIRS; i++) src[i] = joined(&p->src[i]), ref[i] = joined(&p->tgt[i]);
+    double bleu = -1;
+    if (tfm_translate_lines(&tr, &g, (const char *const *)src, TRAIN_PAIRS, 10, 64, &d, hyp) == 0) {
+        bleu = 0;
+        for (int i = 0; i < TRAIN_PAIRS; i++) bleu += tfm_bleu_d2l(hyp[i], ref[i], 2) / TRAIN_PAIRS, free(hyp[i]);
+    }
+    for (int i = 0; i < TRAIN_PAIRS; i++) free(src[i]), free(ref[i]);
+    printf("%s: first %d training pairs, mean d2l BLEU %.3f\n", arch, TRAIN_PAIRS, bleu);
+    snprintf(nm, sizeof nm, "%s recipe: greedy translations of the first %d training pairs, mean d2l BLEU >= 0.15", arch,
+             TRAIN_PAIRS);
+    CHECK(nm, bleu >= 0.15, "%.3f", bleu);
     tfm_graph_free(&g);
     tfm_adamw_free(&opt);
     tfm_nmt_arrays_free(&arr);
