@@ -5,7 +5,8 @@
  * threads are printed, one FMA = 2 flops x lanes.
  * This is the number "share of peak" is quoted against in docs/BENCHMARKS.md: the clock a VM's cpuinfo
  * reports (the nominal one) is not the clock the core runs at, so the peak is measured, not computed.
- *   cc -O2 -fopenmp bench/fma_peak.c -o /tmp/fma_peak && /tmp/fma_peak [seconds]     (bench/peak.sh)
+ *   cc -O2 -fopenmp bench/fma_peak.c -o /tmp/fma_peak && /tmp/fma_peak [seconds [threads]]     (bench/peak.sh)
+ * With a thread count only that count is measured (bench/peak.sh's probes around every timed run).
  */
 #include <immintrin.h>
 #include <omp.h>
@@ -76,7 +77,12 @@ int main(int argc, char **argv) {
     }
     if (__builtin_cpu_supports("avx512f")) lanes = 16;
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
-    int max_threads = omp_get_num_procs();
+    int max_threads = omp_get_num_procs(), min_threads = 1;
+    if (argc > 2) min_threads = max_threads = atoi(argv[2]);
+    if (seconds <= 0 || max_threads < 1) {
+        fprintf(stderr, "fma_peak: usage: fma_peak [seconds > 0 [threads >= 1]]\n");
+        return 2;
+    }
     float sink = 0;
     long iters = 1000000;
     while (1) {   /* calibrate: one thread's loop takes about `seconds` */
@@ -89,7 +95,7 @@ int main(int argc, char **argv) {
         }
         iters *= 4;
     }
-    for (int t = 1; t <= max_threads; t++) {
+    for (int t = min_threads; t <= max_threads; t++) {
         double best = 0;
         for (int rep = 0; rep < 5; rep++) {
             double g = gflops(t, iters, &sink);

@@ -9,6 +9,10 @@
 #    (the output layer). Work that is not a matmul (layernorm, GELU, softmax, the optimizer) is not
 #    counted, as in those formulas.
 #  - The step time is train-lm's own "done" line (training steps only), median of the rounds.
+#  - A VM's FMA throughput can drift within seconds (another tenant on the same physical core): each round
+#    is bracketed by two short probes (best of 5 x 0.1 s on the same threads), and the share of the peak
+#    probed around each run is printed per round, with its median, beside the share of the peak measured
+#    once at the start.
 #   bench/peak.sh [--iters N] [--rounds R] [--threads T]    (defaults 100, 3, all cores; the GPT baby config)
 set -u
 cd "$(dirname "$0")/.."
@@ -34,11 +38,14 @@ ${CC:-cc} -O2 -fopenmp bench/fma_peak.c -o "$out/fma_peak" || exit 1
 OMP_NUM_THREADS=$threads "$out/fma_peak" 1 | tee "$out/peak.txt"
 peak=$(sed -n "s/^fma_peak: $threads threads\{0,1\}: \([0-9.]*\) GFLOP.*/\1/p" "$out/peak.txt")
 L=4 H=4 C=128 T=64 B=12
+probe() { "$out/fma_peak" 0.1 "$threads" | sed -n 's/.*: \([0-9.]*\) GFLOP.*/\1/p'; }
 for r in $(seq "$rounds"); do
+    before=$(probe)
     "$TFM" train-lm --data "$D" --out "$out/g.tfm" --iters "$iters" --eval-every 100000 --eval-iters 1 \
         --n-layer $L --n-head $H --n-embd $C --block-size $T --batch-size $B --threads "$threads" >"$out/run.txt" 2>&1 \
         || { cat "$out/run.txt" >&2; exit 1; }
     sed -n 's/.*steps in .* (\([0-9.]*\) ms\/step.*/\1/p' "$out/run.txt" >>"$out/ms.txt"
+    echo "$before $(probe) $(tail -n 1 "$out/ms.txt")" >>"$out/rounds.txt"
 done
 V=$(sed -n 's/.*, vocab \([0-9]*\).*/\1/p' "$out/run.txt" | head -n 1)
 ms=$(sort -g "$out/ms.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
@@ -48,3 +55,11 @@ awk -v L=$L -v C=$C -v T=$T -v B=$B -v V="$V" -v ms="$ms" -v peak="$peak" -v th=
     printf "step time, %d threads: %s ms (median of: %s)\n", th, ms, all
     printf "achieved: %.1f GFLOP/s = %.1f%% of the measured FMA peak of %s GFLOP/s (%d threads)\n", step / ms / 1e6, 100 * step / ms / 1e6 / peak, peak, th
 }'
+# per round: the step against the peak probed just before and just after it
+awk -v L=$L -v C=$C -v T=$T -v B=$B -v V="$V" -v shares="$out/shares.txt" '
+    BEGIN { step = (6 * (L * 12 * C * C + V * C) + 12 * L * C * T) * B * T }
+    { s = 100 * step / $3 / 1e6 / (($1 + $2) / 2); print s >shares
+      printf "round %d: probe %s / %s GFLOP/s before / after, step %s ms = %.1f%% of their mean\n", NR, $1, $2, $3, s }' \
+    "$out/rounds.txt"
+sort -g "$out/shares.txt" | awk '{ a[NR] = $1 } END {
+    printf "median share of the peak probed around each run: %.1f%% (rounds %.1f-%.1f%%)\n", a[int((NR + 1) / 2)], a[1], a[NR] }'
