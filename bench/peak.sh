@@ -49,15 +49,16 @@ for r in $(seq "$rounds"); do
 done
 V=$(sed -n 's/.*, vocab \([0-9]*\).*/\1/p' "$out/run.txt" | head -n 1)
 ms=$(sort -g "$out/ms.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-awk -v L=$L -v C=$C -v T=$T -v B=$B -v V="$V" -v ms="$ms" -v peak="$peak" -v th="$threads" -v all="$(tr '\n' ' ' <"$out/ms.txt")" 'BEGIN {
-    w = L * 12 * C * C + V * C; per_tok = 6 * w + 12 * L * C * T; step = per_tok * B * T
+w=$((L * 12 * C * C + V * C))                # matmul weights
+step=$(((6 * w + 12 * L * C * T) * B * T))   # flops a step
+awk -v L=$L -v C=$C -v T=$T -v B=$B -v V="$V" -v w="$w" -v step="$step" -v ms="$ms" -v peak="$peak" -v th="$threads" \
+    -v all="$(tr '\n' ' ' <"$out/ms.txt")" 'BEGIN {
     printf "GPT baby config (%d layers, width %d, block %d, batch %d, vocab %d): %.0f matmul weights, %.3f GFLOP per step\n", L, C, T, B, V, w, step / 1e9
     printf "step time, %d threads: %s ms (median of: %s)\n", th, ms, all
     printf "achieved: %.1f GFLOP/s = %.1f%% of the measured FMA peak of %s GFLOP/s (%d threads)\n", step / ms / 1e6, 100 * step / ms / 1e6 / peak, peak, th
 }'
 # per round: the step against the peak probed just before and just after it
-awk -v L=$L -v C=$C -v T=$T -v B=$B -v V="$V" -v shares="$out/shares.txt" '
-    BEGIN { step = (6 * (L * 12 * C * C + V * C) + 12 * L * C * T) * B * T }
+awk -v step="$step" -v shares="$out/shares.txt" '
     { s = 100 * step / $3 / 1e6 / (($1 + $2) / 2); print s >shares
       printf "round %d: probe %s / %s GFLOP/s before / after, step %s ms = %.1f%% of their mean\n", NR, $1, $2, $3, s }' \
     "$out/rounds.txt"
