@@ -77,7 +77,9 @@ float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
 void tfm_set_threads(int n);
 int tfm_get_threads(void);
 /* The thread count when none is given: OMP_NUM_THREADS (its first value) if set to a positive integer,
- * else the number of CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets), >= 1. */
+ * else the number of CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets; with OpenMP
+ * binding asked for, OMP_PROC_BIND / OMP_PLACES / GOMP_CPU_AFFINITY, the CPUs of the places: the runtime has
+ * already bound the calling thread to the first one), >= 1. */
 int tfm_default_threads(void);
 /* Call first thing in main (argv as given to main). Makes idle OpenMP threads sleep after a short spin
  * (~0.3 ms) instead of the runtime's default (GNU libgomp: 300000 pause loops, ~10 ms; LLVM libomp: 200 ms),
@@ -85,7 +87,8 @@ int tfm_default_threads(void);
  * OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME is set. Both runtimes read those before main, so:
  * with libomp it calls kmp_set_blocktime(1); with libgomp it re-executes the program (/proc/self/exe, same
  * argv) with GOMP_SPINCOUNT=TFM_SPINCOUNT (under qemu-user the new image would run natively: set
- * GOMP_SPINCOUNT there). Returns 0 when no re-exec is needed, -1 if it failed (the program carries on). */
+ * GOMP_SPINCOUNT there; with binding asked for, the new image gets the places' CPUs back, not the one CPU
+ * libgomp bound this thread to). Returns 0 when no re-exec is needed, -1 if it failed (the program carries on). */
 #define TFM_SPINCOUNT "10000"
 int tfm_threads_short_spin(char **argv);
 

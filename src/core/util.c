@@ -73,10 +73,29 @@ static int env_threads(void) {
     return (int)n;
 }
 
+/* With binding asked for (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY), libgomp binds the initial thread to
+ * the first OpenMP place before main: its affinity mask is then one place, not the CPUs the process was given.
+ * The places' union is those CPUs (or the ones OMP_PLACES names). set: that union when binding is active
+ * (returns its count), else untouched (returns 0). */
+static int bound_places_cpus(cpu_set_t *set) {
+    if (omp_get_proc_bind() == omp_proc_bind_false || omp_get_num_places() <= 0) return 0;
+    int ids[CPU_SETSIZE];
+    CPU_ZERO(set);
+    for (int p = 0; p < omp_get_num_places(); p++) {
+        int n = omp_get_place_num_procs(p);
+        if (n <= 0 || n > CPU_SETSIZE) continue;
+        omp_get_place_proc_ids(p, ids);
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE) CPU_SET(ids[i], set);
+    }
+    return CPU_COUNT(set);
+}
+
 int tfm_default_threads(void) {
     int n = env_threads();
     if (n > 0) return n;
     cpu_set_t set;
+    if ((n = bound_places_cpus(&set)) > 0) return n;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0 && (n = CPU_COUNT(&set)) > 0) return n;
     n = omp_get_num_procs();
@@ -112,6 +131,8 @@ int tfm_threads_short_spin(char **argv) {
     }
     if (!argv || !argv[0]) return -1;
     setenv("GOMP_SPINCOUNT", TFM_SPINCOUNT, 1);
+    cpu_set_t set;   /* the new image would inherit the one-place mask of a bound initial thread: give it them all */
+    if (bound_places_cpus(&set) > 0) sched_setaffinity(0, sizeof set, &set);
     execv("/proc/self/exe", argv);
     unsetenv("GOMP_SPINCOUNT");
     return -1; /* exec failed: carry on with the runtime's default spin */

@@ -18,6 +18,20 @@ if command -v taskset >/dev/null; then
 else
     skip "taskset -c 0 default threads" "taskset is not installed"
 fi
+# OMP_PROC_BIND=true: libgomp binds the initial thread to one CPU before main, and the short-spin re-exec
+# inherited that mask: one default thread, and every thread bound to that one CPU (half speed on 2 cores)
+cpus=$(nproc)
+want=$((cpus < 2 ? cpus : 2))
+env -u OMP_NUM_THREADS OMP_PROC_BIND=true $TFM train-lm "${ARGS[@]}" >/dev/null 2>"$TMP/err"
+[ "$(threads_used)" = "$cpus" ] && pass "OMP_PROC_BIND=true: $cpus threads by default (the CPUs tfm may use, not the bound one)" \
+    || fail "OMP_PROC_BIND=true default threads" "$(threads_used) threads, want $cpus: $(head -n 2 "$TMP/err")"
+if ldd "$TFM" | grep -q libgomp; then
+    env -u OMP_NUM_THREADS -u GOMP_SPINCOUNT OMP_PROC_BIND=true OMP_DISPLAY_AFFINITY=true \
+        $TFM train-lm "${ARGS[@]}" --threads 2 >"$TMP/out" 2>&1
+    n=$(sed -n 's/.* affinity \([0-9,-]*\)$/\1/p' "$TMP/out" | sort -u | wc -l)
+    [ "$n" = "$want" ] && pass "OMP_PROC_BIND=true --threads 2: the threads are bound to $want different CPUs" \
+        || fail "OMP_PROC_BIND=true placement" "$n distinct CPUs, want $want: $(grep affinity "$TMP/out" | head -n 3)"
+fi   # (libomp: no re-exec, nothing inherits a bound mask)
 if command -v strace >/dev/null && strace -f -e trace=execve -o "$TMP/st" true 2>/dev/null; then
     env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u KMP_BLOCKTIME strace -f -e trace=execve -o "$TMP/st" \
         $TFM train-lm "${ARGS[@]}" --threads 2 >/dev/null 2>&1
