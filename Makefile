@@ -43,10 +43,11 @@ $(BUILD)/mpi/train_check: tests/mpi/train_check.c $(BUILD)/libtfm.a
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS) $< $(BUILD)/libtfm.a -o $@ $(LDLIBS)
 # the check program links only the core files it uses, so tests/cli/mpi.sh builds it in seconds
-$(BUILD)/mpi/%: tests/mpi/%.c tests/unit/check.h $(BUILD)/src/core/dist.o $(BUILD)/src/core/util.o
+MPI_CHECK_OBJ := $(BUILD)/src/core/dist.o $(BUILD)/src/core/util.o $(BUILD)/src/core/cpu_quota.o
+$(BUILD)/mpi/%: tests/mpi/%.c tests/unit/check.h $(MPI_CHECK_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/src/core/dist.o $(BUILD)/src/core/util.o -o $@ $(LDLIBS)
+	@$(CC) $(CFLAGS) -Itests/unit $< $(MPI_CHECK_OBJ) -o $@ $(LDLIBS)
 endif
 # ---- end MPI ----
 

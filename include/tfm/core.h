@@ -79,8 +79,15 @@ int tfm_get_threads(void);
 /* The thread count when none is given: OMP_NUM_THREADS (its first value) if set to a positive integer,
  * else the number of CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets; with OpenMP
  * binding asked for, OMP_PROC_BIND / OMP_PLACES / GOMP_CPU_AFFINITY, the CPUs of the places: the runtime has
- * already bound the calling thread to the first one), >= 1. */
+ * already bound the calling thread to the first one), and at most the ceiling of a cgroup CPU quota
+ * (tfm_cpu_quota), >= 1. */
 int tfm_default_threads(void);
+/* The CPUs a cgroup CPU quota grants this process (docker --cpus, Kubernetes CPU limits, systemd CPUQuota=):
+ * quota / period, the smallest from its cgroup up to the root, in cgroup v2 (cpu.max) or v1's cpu controller
+ * (cpu.cfs_quota_us); 0 if there is none. tfm_default_threads uses at most ceil of it. */
+double tfm_cpu_quota(void);
+/* The same with /proc/self and the cgroup mounts read under PREFIX ("" = the real ones; tests: a made-up tree). */
+double tfm_cpu_quota_at(const char *prefix);
 /* Call first thing in main (argv as given to main). Makes idle OpenMP threads sleep after a short spin
  * (~0.3 ms) instead of the runtime's default (GNU libgomp: 300000 pause loops, ~10 ms; LLVM libomp: 200 ms),
  * so on a busy machine a waiting thread frees its core for the thread it waits for. Does nothing if

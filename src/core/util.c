@@ -91,14 +91,23 @@ static int bound_places_cpus(cpu_set_t *set) {
     return CPU_COUNT(set);
 }
 
-int tfm_default_threads(void) {
-    int n = env_threads();
-    if (n > 0) return n;
+/* the CPUs this process may run on: the bound places' union, else the affinity mask, else what OpenMP says */
+static int usable_cpus(void) {
     cpu_set_t set;
-    if ((n = bound_places_cpus(&set)) > 0) return n;
+    int n = bound_places_cpus(&set);
+    if (n > 0) return n;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0 && (n = CPU_COUNT(&set)) > 0) return n;
     n = omp_get_num_procs();
+    return n > 0 ? n : 1;
+}
+
+int tfm_default_threads(void) {
+    int n = env_threads();
+    if (n > 0) return n;
+    n = usable_cpus();
+    double quota = tfm_cpu_quota();   /* 1.5 CPUs of time: 2 threads */
+    if (quota > 0 && quota < n) n = (int)ceil(quota);
     return n > 0 ? n : 1;
 }
 

@@ -32,6 +32,33 @@ if ldd "$TFM" | grep -q libgomp; then
     [ "$n" = "$want" ] && pass "OMP_PROC_BIND=true --threads 2: the threads are bound to $want different CPUs" \
         || fail "OMP_PROC_BIND=true placement" "$n distinct CPUs, want $want: $(grep affinity "$TMP/out" | head -n 3)"
 fi   # (libomp: no re-exec, nothing inherits a bound mask)
+# a cgroup CPU quota of one CPU (docker --cpus=1, systemd CPUQuota=100%): one thread by default, though the
+# affinity mask still lists every CPU. Needs a writable cgroup cpu controller (root): v1's cpu hierarchy, or v2.
+quota_cgroup() {   # prints a new cgroup directory limited to one CPU, or nothing
+    local d v1
+    v1=$(awk '{for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup" && $(i+3) ~ /(^|,)cpu(,|$)/) print $5; break }}' \
+         /proc/self/mountinfo | head -n 1)
+    if [ -n "$v1" ] && d="$v1/tfm-test-$$" && mkdir "$d" 2>/dev/null; then
+        echo 100000 >"$d/cpu.cfs_period_us" && echo 100000 >"$d/cpu.cfs_quota_us" && echo "$d" && return
+        rmdir "$d"
+    fi
+    if grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null && d=/sys/fs/cgroup/tfm-test-$$ && mkdir "$d" 2>/dev/null; then
+        { grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null
+        echo "100000 100000" >"$d/cpu.max" 2>/dev/null && echo "$d" && return
+        rmdir "$d"
+    fi
+}
+cg=$(quota_cgroup)
+if [ -n "$cg" ]; then
+    env -u OMP_NUM_THREADS sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+        $TFM train-lm "${ARGS[@]}" >/dev/null 2>"$TMP/err"
+    got=$(threads_used)
+    rmdir "$cg"
+    [ "$got" = 1 ] && pass "cgroup CPU quota of 1 CPU: one thread by default ($cg)" \
+        || fail "cgroup CPU quota default threads" "$got threads, want 1: $(head -n 2 "$TMP/err")"
+else
+    skip "cgroup CPU quota default threads" "no writable cgroup cpu controller here (needs root)"
+fi
 if command -v strace >/dev/null && strace -f -e trace=execve -o "$TMP/st" true 2>/dev/null; then
     env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u KMP_BLOCKTIME strace -f -e trace=execve -o "$TMP/st" \
         $TFM train-lm "${ARGS[@]}" --threads 2 >/dev/null 2>&1

@@ -1,4 +1,5 @@
-/* Default thread count (test_thread_count): OMP_NUM_THREADS when set, else the CPUs this process may run on (affinity). */
+/* Default thread count (test_thread_count): OMP_NUM_THREADS when set, else the CPUs this process may run on (affinity,
+ * at most a cgroup CPU quota). */
 #include "check.h"
 #include "tfm/core.h"
 #include <omp.h>
@@ -16,7 +17,9 @@ int main(void) {
     char *saved = old ? strdup(old) : NULL;
     unsetenv("OMP_NUM_THREADS");
     int cpus = affinity_count();
-    CHECK("threads_default_is_affinity", cpus >= 1 && tfm_default_threads() == cpus, "got %d, affinity %d",
+    double quota = tfm_cpu_quota();   /* a cgroup CPU quota caps the default (test_cpu_quota) */
+    if (quota > 0 && quota < cpus) cpus = (int)ceil(quota);
+    CHECK("threads_default_is_affinity", cpus >= 1 && tfm_default_threads() == cpus, "got %d, affinity/quota %d",
           tfm_default_threads(), cpus);
     setenv("OMP_NUM_THREADS", "1", 1);
     CHECK("threads_omp_num_threads_1", tfm_default_threads() == 1, "got %d", tfm_default_threads());
