@@ -61,6 +61,10 @@ int cli_finish_stdout(const char *cmd, int rc);
 int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n);
 /* The same for the output file of another flag (e.g. "--log-file"). */
 int cli_check_not_input(const char *cmd, const char *flag, const char *out, const char *const *inputs, int n);
+/* --threads, in every command that has it: the help text, and the check (0..TFM_MAX_THREADS; 0 is
+ * tfm_default_threads: OMP_NUM_THREADS, else the CPUs tfm may use) that prints the one-line error. */
+#define CLI_THREADS_HELP "threads (0 = OMP_NUM_THREADS, else the CPUs tfm may use: affinity, cgroup CPU quota)"
+int cli_check_threads(const char *cmd, int threads);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
 

@@ -28,7 +28,7 @@ int cmd_attention(int argc, char **argv) {
         {"text", FLAG_STR, &src, "the source sentence to translate (train-mt's --src is a file)", 0},
         {"out", FLAG_STR, &out, "SVG file to write", 0},
         {"max-output", FLAG_INT, &max_output, "maximum output tokens (without <eos>)", 0},
-        {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
     };
     cli_spec spec = {C, "MODEL.tfm --text \"TEXT\" --out FILE.svg",
                      "Translate one sentence (greedy) and write heatmaps of its attention weights, per layer\n"
@@ -41,7 +41,7 @@ int cmd_attention(int argc, char **argv) {
     if (!out) return cli_error(C, "--out FILE.svg is required");
     if ((rc = cli_check_out_not_input(C, out, pos, 1))) return rc;
     if (max_output < 1 || max_output > 1000) return cli_error(C, "--max-output must be in 1..1000, got %d", max_output);
-    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
+    if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--text: invalid UTF-8");
     tfm_set_threads(threads);
     tfm_translator tr;

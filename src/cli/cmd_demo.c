@@ -18,7 +18,7 @@ static int demo_kernel_regression(int argc, char **argv) {
         {"seed", FLAG_INT, &seed, "random seed of the data and of w's initial value", 0},
         {"epochs", FLAG_INT, &epochs, "SGD epochs of the parametric model, as in d2l", 0},
         {"lr", FLAG_FLOAT, &lr, "SGD learning rate, as in d2l", 0},
-        {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
     };
     cli_spec spec = {
         "demo kernel-regression", "[--out-dir DIR] [--seed S] [--epochs N] [--lr LR] [--threads N]",
@@ -34,7 +34,7 @@ static int demo_kernel_regression(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (epochs < 0 || epochs > 100000) return cli_error("demo", "--epochs must be in 0..100000");
     if (!(lr > 0)) return cli_error("demo", "--lr must be > 0");
-    if (threads < 0 || threads > 1024) return cli_error("demo", "--threads must be in 0..1024 (0 = all cores), got %d", threads);
+    if (cli_check_threads("demo", threads)) return CLI_EXIT_USAGE;
     tfm_set_threads(threads);
     struct stat st;
     if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);

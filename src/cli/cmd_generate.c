@@ -27,7 +27,7 @@ int cmd_generate(int argc, char **argv) {
         {"top-k", FLAG_INT, &so.top_k, "sample among the k most likely tokens (0 = all)", 0},
         {"top-p", FLAG_FLOAT, &so.top_p, "sample among the most likely tokens holding this much probability (1 = all)", 0},
         {"seed", FLAG_INT, &seed, "random seed", 0},
-        {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
         {"no-kv-cache", FLAG_BOOL, &so.no_cache, "recompute the whole context for every token (slow; for comparison)", 0},
         {"profile", FLAG_BOOL, &profile,
          "at the end, print time per token by op kind and phase (kv_cache, search) to stderr", 0},
@@ -49,7 +49,7 @@ int cmd_generate(int argc, char **argv) {
     if (so.temperature < 0) return cli_error("generate", "--temperature must be >= 0, got %g", so.temperature);
     if (so.top_k < 0) return cli_error("generate", "--top-k must be >= 0, got %d", so.top_k);
     if (!(so.top_p > 0 && so.top_p <= 1)) return cli_error("generate", "--top-p must be in (0, 1], got %g", so.top_p);
-    if (threads < 0 || threads > 1024) return cli_error("generate", "--threads must be in 0..1024 (0 = all cores), got %d", threads);
+    if (cli_check_threads("generate", threads)) return CLI_EXIT_USAGE;
     if (!*prompt) return cli_error("generate", "--prompt must not be empty");
     so.seed = (uint64_t)seed;
     tfm_set_threads(threads);

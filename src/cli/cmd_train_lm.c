@@ -47,7 +47,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"eval-iters", FLAG_INT, &st.eval_iters, "batches averaged per evaluation", 0},
         {"val-frac", FLAG_FLOAT, &val_frac, "fraction of the text held out for validation", 0},
         {"seed", FLAG_INT, &st.seed, "random seed (init, batches, dropout)", 0},
-        {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
         {"parallel", FLAG_STR, &parallel, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)", 0},
         {"precision", FLAG_STR, &precision, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)", 0},
         {"log-every", FLAG_INT, &log_every, "progress line every N steps when stderr is not a terminal (0 = none)", 0},

@@ -52,7 +52,7 @@ int cmd_train_mt(int argc, char **argv) {
         {"beta2", FLAG_FLOAT, &o.beta2, "Adam(W) beta2 (0.999: the d2l and Vaswani recipes; train-lm: 0.99)", 0},
         {"bucket", FLAG_INT, &o.bucket, "sort by length within chunks of N batches (0 = off)", 0},
         {"seed", FLAG_INT, &o.seed, "random seed (init, shuffling, dropout)", 0},
-        {"threads", FLAG_INT, &o.threads, "threads (0 = all cores)", 0},
+        {"threads", FLAG_INT, &o.threads, CLI_THREADS_HELP, 0},
         {"log-every", FLAG_INT, &o.log_every, "progress line every N steps when stderr is not a terminal (0 = per epoch)", 0},
         {"max-steps", FLAG_INT, &o.max_steps, "stop (with a checkpoint) once the run's step reaches N (0 = no limit)", 0},
         {"save-every", FLAG_INT, &o.save_every, "also checkpoint every N steps, inside epochs too (0 = per epoch)", 0},

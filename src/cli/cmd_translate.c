@@ -31,7 +31,7 @@ int cmd_translate(int argc, char **argv) {
         {"max-output", FLAG_INT, &max_output, "maximum output tokens per sentence (without <eos>)", 0},
         {"max-src", FLAG_INT, &max_src, "source tokens kept (incl. <eos>)", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
-        {"threads", FLAG_INT, &threads, "threads (0 = all cores)", 0},
+        {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
         {"profile", FLAG_BOOL, &profile,
          "at the end, print time per sentence by op kind and phase (kv_cache, search) to stderr", 0},
     };
@@ -50,7 +50,7 @@ int cmd_translate(int argc, char **argv) {
     if (max_output < 1 || max_output > 4096) return cli_error(C, "--max-output must be in 1..4096, got %d", max_output);
     if (max_src < 2 || max_src > 100000) return cli_error(C, "--max-src must be in 2..100000, got %d", max_src);
     if (batch < 1 || batch > 4096) return cli_error(C, "--batch-size must be in 1..4096, got %d", batch);
-    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
+    if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     tfm_set_threads(threads);
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());

@@ -25,6 +25,12 @@ int cli_fail(const char *cmd, const char *fmt, ...) {
     return cli_exit_status();
 }
 
+int cli_check_threads(const char *cmd, int threads) {
+    if (threads >= 0 && threads <= TFM_MAX_THREADS) return 0;
+    return cli_error(cmd, "--threads must be in 0..%d (0 = OMP_NUM_THREADS, else the CPUs tfm may use), got %d",
+                     TFM_MAX_THREADS, threads);
+}
+
 int cli_check_writable(const char *cmd, const char *path) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);

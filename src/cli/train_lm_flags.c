@@ -52,7 +52,7 @@ int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const 
         return cli_error(C, "--save-every, --keep-last and --skip-nonfinite must be >= 0");
     if (s->weight_decay < 0) return cli_error(C, "--weight-decay must be >= 0, got %g", s->weight_decay);
     if (s->grad_clip < 0) return cli_error(C, "--grad-clip must be >= 0 (0 = off), got %g", s->grad_clip);
-    if (threads < 0 || threads > 1024) return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", threads);
+    if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     if (!(s->beta1 >= 0 && s->beta1 < 1) || !(s->beta2 >= 0 && s->beta2 < 1))
         return cli_error(C, "--beta1/--beta2 must be in [0,1)");
     if (!(val_frac > 0 && val_frac < 1)) return cli_error(C, "--val-frac must be in (0,1), got %g", val_frac);

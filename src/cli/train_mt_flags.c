@@ -44,8 +44,7 @@ int mt_check(const mt_opts *o) {
     if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
         return cli_error(C, "--beta1/--beta2 must be in [0,1), got %g / %g", o->beta1, o->beta2);
     if (o->log_every < 0) return cli_error(C, "--log-every must be >= 0, got %d", o->log_every);
-    if (o->threads < 0 || o->threads > 1024)
-        return cli_error(C, "--threads must be in 0..1024 (0 = all cores), got %d", o->threads);
+    if (cli_check_threads(C, o->threads)) return CLI_EXIT_USAGE;
     if (o->bucket < 0) return cli_error(C, "--bucket must be >= 0, got %d", o->bucket);
     if (o->save_every < 0 || o->keep_last < 0 || o->skip_nonfinite < 0)
         return cli_error(C, "--save-every, --keep-last and --skip-nonfinite must be >= 0");
