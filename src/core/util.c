@@ -140,11 +140,13 @@ int tfm_threads_short_spin(char **argv) {
     }
     if (!argv || !argv[0]) return -1;
     setenv("GOMP_SPINCOUNT", TFM_SPINCOUNT, 1);
-    cpu_set_t set;   /* the new image would inherit the one-place mask of a bound initial thread: give it them all */
-    if (bound_places_cpus(&set) > 0) sched_setaffinity(0, sizeof set, &set);
+    cpu_set_t set, bound;   /* the new image would inherit the one-place mask of a bound initial thread: give it them all */
+    int widen = bound_places_cpus(&set) > 0 && sched_getaffinity(0, sizeof bound, &bound) == 0;
+    if (widen) sched_setaffinity(0, sizeof set, &set);
     execv("/proc/self/exe", argv);
+    if (widen) sched_setaffinity(0, sizeof bound, &bound);
     unsetenv("GOMP_SPINCOUNT");
-    return -1; /* exec failed: carry on with the runtime's default spin */
+    return -1; /* exec failed: carry on with the runtime's default spin (and binding) */
 }
 
 int tfm_get_threads(void) { return omp_get_max_threads(); }
