@@ -43,6 +43,13 @@ static int has_item(const char *list, const char *item) {
     return 0;
 }
 
+/* DIR/NAME opened for reading; NULL if the path does not fit or the file cannot be opened */
+static FILE *open_in(const char *dir, const char *name) {
+    char path[DIR_CAP + 32];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < sizeof path ? fopen(path, "r") : NULL;
+}
+
 typedef struct {
     char root[PATH_CAP], point[PATH_CAP]; /* the mount's root within the hierarchy, and where it is mounted */
     int found;
@@ -52,9 +59,8 @@ typedef struct {
  * "ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS" */
 static mount_at find_mount(const char *prefix, int v2) {
     mount_at m = {.found = 0};
-    char path[PATH_CAP], line[LINE_CAP];
-    snprintf(path, sizeof path, "%s/proc/self/mountinfo", prefix);
-    FILE *f = fopen(path, "r");
+    char line[LINE_CAP];
+    FILE *f = open_in(prefix, "proc/self/mountinfo");
     if (!f) return m;
     while (!m.found && fgets(line, sizeof line, f)) {
         char *fields[6], *save = NULL, *tok = strtok_r(line, " \n", &save);
@@ -80,9 +86,8 @@ static mount_at find_mount(const char *prefix, int v2) {
 /* The process's cgroup path in the v2 hierarchy ("0::PATH") or the v1 one listing the cpu controller
  * ("ID:cpu,cpuacct:PATH"), from /proc/self/cgroup; 0 if there is none. */
 static int cgroup_path(const char *prefix, int v2, char *out) {
-    char path[PATH_CAP], line[LINE_CAP];
-    snprintf(path, sizeof path, "%s/proc/self/cgroup", prefix);
-    FILE *f = fopen(path, "r");
+    char line[LINE_CAP];
+    FILE *f = open_in(prefix, "proc/self/cgroup");
     if (!f) return 0;
     int ok = 0;
     while (!ok && fgets(line, sizeof line, f)) {
@@ -98,16 +103,7 @@ static int cgroup_path(const char *prefix, int v2, char *out) {
     return ok;
 }
 
-/* the first line of PATH (at most cap - 1 bytes), 0 if it cannot be read */
-static int read_line(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    int ok = fgets(buf, (int)cap, f) != NULL;
-    fclose(f);
-    return ok;
-}
-
-/* a whole decimal integer (optionally signed) and nothing after it but a newline */
+/* a decimal integer (optionally signed) ending the string or followed by a newline or a space (cpu.max's two) */
 static int parse_ll(const char *s, long long *out) {
     char *end;
     long long v = strtoll(s, &end, 10);
@@ -116,11 +112,13 @@ static int parse_ll(const char *s, long long *out) {
     return 1;
 }
 
-/* the first line of DIR/NAME (0: the path is too long or the file cannot be read) */
+/* the first line of DIR/NAME (at most cap - 1 bytes); 0 if it cannot be read */
 static int read_in(const char *dir, const char *name, char *buf, size_t cap) {
-    char path[DIR_CAP + 32];
-    int n = snprintf(path, sizeof path, "%s/%s", dir, name);
-    return n > 0 && (size_t)n < sizeof path && read_line(path, buf, cap);
+    FILE *f = open_in(dir, name);
+    if (!f) return 0;
+    int ok = fgets(buf, (int)cap, f) != NULL;
+    fclose(f);
+    return ok;
 }
 
 /* The limit one cgroup directory sets, in CPUs: 0 for none (or a file that makes no sense). */
