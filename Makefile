@@ -122,7 +122,7 @@ bench-bin: $(BENCH_BIN)
 
 # The test command: unit tests, CLI tests, a clang -Werror build, and the unit tests again under
 # ASan+UBSan. Last line printed: "N passed, N failed".
-test: $(BUILD)/tfm $(TEST_BIN)
+test: $(BUILD)/tfm $(TEST_BIN) $(BENCH_BIN)
 	@bash tests/run.sh $(BUILD) build-san
 
 demo: $(BUILD)/tfm

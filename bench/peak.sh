@@ -13,28 +13,35 @@
 #    is bracketed by two short probes (best of 5 x 0.1 s on the same threads), and the share of the peak
 #    probed around each run is printed per round, with its median, beside the share of the peak measured
 #    once at the start.
-#   bench/peak.sh [--iters N] [--rounds R] [--threads T]    (defaults 100, 3, all cores; the GPT baby config)
+#  - Then, step by step (bench/peak_steps.c, linked with the build's libtfm.a): the same training through
+#    the library with a 2 ms probe after every step, each step's share against the probes around it, the
+#    median of --steps steps. A neighbour's load changes within a 2-second round; this follows it per step.
+#   bench/peak.sh [--iters N] [--rounds R] [--threads T] [--steps S]
+#                 (defaults 100, 3, all cores, 400; the GPT baby config)
 set -u
 cd "$(dirname "$0")/.."
-iters=100 rounds=3 threads=$(nproc)
+iters=100 rounds=3 threads=$(nproc) steps=400
 while [ $# -gt 0 ]; do
     case $1 in
         --iters) iters=${2:?}; shift ;;
         --rounds) rounds=${2:?}; shift ;;
         --threads) threads=${2:?}; shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "bench/peak.sh: unknown argument '$1' (--iters N, --rounds R, --threads T)" >&2; exit 2 ;;
+        --steps) steps=${2:?}; shift ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench/peak.sh: unknown argument '$1' (--iters N, --rounds R, --threads T, --steps S)" >&2; exit 2 ;;
     esac
     shift
 done
 TFM=${TFM:-build/tfm}
 D=../shared/data/tinyshakespeare/input.txt
-[ -x "$TFM" ] && [ -f "$D" ] || { echo "bench/peak.sh: needs $TFM (make) and $D" >&2; exit 1; }
+LIB=$(dirname "$TFM")/libtfm.a
+[ -x "$TFM" ] && [ -f "$LIB" ] && [ -f "$D" ] || { echo "bench/peak.sh: needs $TFM and $LIB (make) and $D" >&2; exit 1; }
 bash bench/sysinfo.sh
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git log -1 --format=%h 2>/dev/null); loadavg at start $(cut -d' ' -f1-3 /proc/loadavg)"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 ${CC:-cc} -O2 -fopenmp bench/fma_peak.c -o "$out/fma_peak" || exit 1
+${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Iinclude bench/peak_steps.c "$LIB" -fopenmp -lm -o "$out/peak_steps" || exit 1
 OMP_NUM_THREADS=$threads "$out/fma_peak" 1 | tee "$out/peak.txt"
 peak=$(sed -n "s/^fma_peak: $threads threads\{0,1\}: \([0-9.]*\) GFLOP.*/\1/p" "$out/peak.txt")
 L=4 H=4 C=128 T=64 B=12
@@ -64,3 +71,5 @@ awk -v step="$step" -v shares="$out/shares.txt" '
     "$out/rounds.txt"
 sort -g "$out/shares.txt" | awk '{ a[NR] = $1 } END {
     printf "median share of the peak probed around each run: %.1f%% (rounds %.1f-%.1f%%)\n", a[int((NR + 1) / 2)], a[1], a[NR] }'
+echo "# step by step: bench/peak_steps, $steps steps"
+"$out/peak_steps" "$D" --steps "$steps" --threads "$threads" || exit 1

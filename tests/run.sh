@@ -54,7 +54,7 @@ for t in tests/cli/*.sh; do
 done
 # The same code must build warning-free with clang (-Wall -Wextra -Werror).
 if command -v clang >/dev/null; then
-    run_one "build/clang" bash -c 'make --no-print-directory -j2 BUILD=build-clang CC=clang all unit >/dev/null \
+    run_one "build/clang" bash -c 'make --no-print-directory -j2 BUILD=build-clang CC=clang all unit bench-bin >/dev/null \
         && echo "PASS clang build clean (-Wall -Wextra -Werror)"'
 fi
 # A short fuzzing run (issue 11): every target in fuzz/ for FUZZ_SECONDS (default 4) on its seed corpus.
