@@ -13,9 +13,10 @@
 #    is bracketed by two short probes (best of 5 x 0.1 s on the same threads), and the share of the peak
 #    probed around each run is printed per round, with its median, beside the share of the peak measured
 #    once at the start.
-#  - Then, step by step (bench/peak_steps.c, linked with the build's libtfm.a): the same training through
-#    the library with a 2 ms probe after every step, each step's share against the probes around it, the
-#    median of --steps steps. A neighbour's load changes within a 2-second round; this follows it per step.
+#  - Then, step by step (bench/peak_steps.c, linked with the build's libtfm.a): --steps steps of the same
+#    training through the library with a 2 ms probe after every step; the median of all steps and of the
+#    quiet ones (both probes around them >= 95% of the best) against the best probe, and whether the
+#    probes explain the slow steps at all (the median step after the lowest and the highest quarter).
 #   bench/peak.sh [--iters N] [--rounds R] [--threads T] [--steps S]
 #                 (defaults 100, 3, all cores, 400; the GPT baby config)
 set -u

@@ -6,7 +6,10 @@
  * full core; here a step counts as quiet when the probes just before and after it both reach 95% of the
  * run's best probe, and the quiet steps' median is quoted against that best probe. Dividing each step by
  * its own probes instead would flatter the step in noisy phases: a neighbour on the same core takes half
- * of a pure-FMA probe but less of a step that also waits on memory.
+ * of a pure-FMA probe but less of a step that also waits on memory. A neighbour can also slow the steps
+ * through the caches and memory without lowering an FMA probe: the last line (the median step after the
+ * lowest and after the highest quarter of probes) shows whether the probes explain the slow steps at all;
+ * where they do not, the quiet steps are not a quiet machine and only an idle host settles the share.
  * The probes touch no memory, so a step finds the caches as the previous step left them.
  * The flops of a step are counted as bench/peak.sh counts them (nanoGPT's estimate_mfu / PaLM appendix B):
  * 6 x matmul weights + 12 x layers x width x block per token.
@@ -52,6 +55,22 @@ static int cmp_double(const void *a, const void *b) {
 static double quantile(double *v, int n, double q) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return v[(int)(q * (n - 1) + 0.5)];
+}
+
+typedef struct {
+    double probe;   /* the lower of the two probes around the step */
+    double t;       /* the step's seconds */
+} step_probe;
+
+static int cmp_probe(const void *a, const void *b) {
+    return cmp_double(&((const step_probe *)a)->probe, &((const step_probe *)b)->probe);
+}
+
+/* NAME: n steps' median, 10% and 90% quantiles (t sorted in place) and the median against the best probe */
+static void print_steps(const char *name, double *t, int n, double flops, double best) {
+    double med = quantile(t, n, 0.5);
+    printf("%s: %d, median %.2f ms (10%% %.2f, 90%% %.2f) = %.1f%% of the best probe\n", name, n, 1e3 * med,
+           1e3 * quantile(t, n, 0.1), 1e3 * quantile(t, n, 0.9), 100 * flops / med / 1e9 / best);
 }
 
 static int usage(const char *msg) {
@@ -100,7 +119,8 @@ int main(int argc, char **argv) {
     x.step_s = malloc(sizeof(double) * (size_t)st.iters);
     x.probe = malloc(sizeof(double) * (size_t)(st.iters + 1));
     double *buf = malloc(sizeof(double) * 2 * (size_t)steps);   /* quiet steps' times, the probes */
-    if (!x.step_s || !x.probe || !buf) return fprintf(stderr, "peak_steps: out of memory\n"), 1;
+    step_probe *by_probe = malloc(sizeof *by_probe * (size_t)steps);
+    if (!x.step_s || !x.probe || !buf || !by_probe) return fprintf(stderr, "peak_steps: out of memory\n"), 1;
     x.probe_iters = fma_calibrate(probe_ms * 1e-3, &x.sink);
     x.probe[0] = gflops(threads, x.probe_iters, &x.sink);
     if (tfm_lm_train(&m, &data, &opt, &st, 0, 0, NULL, report, NULL, &x) < 0)
@@ -114,26 +134,27 @@ int main(int argc, char **argv) {
     for (int i = 0; i <= steps; i++) best = p[i] > best ? p[i] : best;
     int nq = 0;
     for (int i = 0; i < steps; i++) {
+        by_probe[i] = (step_probe){p[i] < p[i + 1] ? p[i] : p[i + 1], t[i]};
         probes[i] = p[i + 1];
-        if (p[i] >= QUIET * best && p[i + 1] >= QUIET * best) quiet[nq++] = t[i];
+        if (by_probe[i].probe >= QUIET * best) quiet[nq++] = t[i];
     }
-    double med_t = quantile(t, steps, 0.5);
     printf("GPT baby config (4 layers, width 128, block 64, batch 12, vocab %d): %.3f GFLOP per step, %d threads, "
            "%d steps after %d of warm-up, a %.1f ms FMA probe (%d-wide) after each\n",
            (int)V, flops / 1e9, threads, steps, WARMUP, probe_ms, lanes);
     printf("probes: best %.1f GFLOP/s, median %.1f (10%% %.1f, 90%% %.1f)\n", best, quantile(probes, steps, 0.5),
            quantile(probes, steps, 0.1), quantile(probes, steps, 0.9));
-    printf("all steps: median %.2f ms (10%% %.2f, 90%% %.2f) = %.1f%% of the best probe\n", 1e3 * med_t,
-           1e3 * quantile(t, steps, 0.1), 1e3 * quantile(t, steps, 0.9), 100 * flops / med_t / 1e9 / best);
-    if (nq) {
-        double mq = quantile(quiet, nq, 0.5);
-        printf("quiet steps (both probes around them >= %.0f%% of the best): %d of %d, median %.2f ms (10%% %.2f, "
-               "90%% %.2f) = %.1f%% of the best probe\n", 100 * QUIET, nq, steps, 1e3 * mq, 1e3 * quantile(quiet, nq, 0.1),
-               1e3 * quantile(quiet, nq, 0.9), 100 * flops / mq / 1e9 / best);
-    } else {
-        printf("quiet steps (both probes around them >= %.0f%% of the best): none\n", 100 * QUIET);
-    }
+    print_steps("all steps", t, steps, flops, best);
+    if (nq) print_steps("quiet steps (both probes around them >= 95% of the best)", quiet, nq, flops, best);
+    else printf("quiet steps (both probes around them >= 95%% of the best): none\n");
+    /* do the probes explain the slow steps? the steps after the lowest and the highest quarter of probes */
+    qsort(by_probe, (size_t)steps, sizeof *by_probe, cmp_probe);
+    int q = steps / 4;
+    for (int i = 0; i < q; i++) quiet[i] = by_probe[i].t, probes[i] = by_probe[steps - q + i].t;
+    printf("median step after the lowest quarter of probes (%.0f-%.0f GFLOP/s): %.2f ms; after the highest "
+           "(%.0f-%.0f): %.2f ms\n", by_probe[0].probe, by_probe[q - 1].probe, 1e3 * quantile(quiet, q, 0.5),
+           by_probe[steps - q].probe, by_probe[steps - 1].probe, 1e3 * quantile(probes, q, 0.5));
     printf("loss at step %d: %.4f (as tfm train-lm --seed %d --iters %d)\n", st.iters, x.loss, st.seed, st.iters);
+    free(by_probe);
     free(buf);
     free(x.probe);
     free(x.step_s);

@@ -30,9 +30,10 @@ else
     fail "peak_steps flop count" "expected $flops for vocab '$V': $(head -n 1 "$TMP/ps")"
 fi
 if grep -Eq '^probes: best [0-9.]+ GFLOP/s, median ' "$TMP/ps" &&
-   grep -Eq '^all steps: median [0-9.]+ ms \(10% [0-9.]+, 90% [0-9.]+\) = [0-9.]+% of the best probe$' "$TMP/ps" &&
-   grep -Eq '^quiet steps \(both probes around them >= 95% of the best\): ([0-9]+ of 50, median [0-9.]+ ms|none)' "$TMP/ps"; then
-    pass "peak_steps prints the probes, all steps and the quiet steps"
+   grep -Eq '^all steps: 50, median [0-9.]+ ms \(10% [0-9.]+, 90% [0-9.]+\) = [0-9.]+% of the best probe$' "$TMP/ps" &&
+   grep -Eq '^quiet steps \(both probes around them >= 95% of the best\): ([0-9]+, median [0-9.]+ ms|none)' "$TMP/ps" &&
+   grep -Eq '^median step after the lowest quarter of probes \([0-9]+-[0-9]+ GFLOP/s\): [0-9.]+ ms; after the highest \([0-9]+-[0-9]+\): [0-9.]+ ms$' "$TMP/ps"; then
+    pass "peak_steps prints the probes, all steps, the quiet steps and the steps by probe quarter"
 else
     fail "peak_steps summary lines" "$(head -c 600 "$TMP/ps")"
 fi
