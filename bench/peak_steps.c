@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
     run x = {.threads = threads};
     x.step_s = malloc(sizeof(double) * (size_t)st.iters);
     x.probe = malloc(sizeof(double) * (size_t)(st.iters + 1));
-    double *buf = malloc(sizeof(double) * 2 * (size_t)steps);   /* quiet steps' times, the probes */
+    double *buf = malloc(sizeof(double) * 2 * (size_t)steps);   /* quiet steps' times and the probes; then the quarters' steps */
     step_probe *by_probe = malloc(sizeof *by_probe * (size_t)steps);
     if (!x.step_s || !x.probe || !buf || !by_probe) return fprintf(stderr, "peak_steps: out of memory\n"), 1;
     x.probe_iters = fma_calibrate(probe_ms * 1e-3, &x.sink);
@@ -149,10 +149,11 @@ int main(int argc, char **argv) {
     /* do the probes explain the slow steps? the steps after the lowest and the highest quarter of probes */
     qsort(by_probe, (size_t)steps, sizeof *by_probe, cmp_probe);
     int q = steps / 4;
-    for (int i = 0; i < q; i++) quiet[i] = by_probe[i].t, probes[i] = by_probe[steps - q + i].t;
+    double *low = buf, *high = buf + steps;   /* buf's earlier contents are printed and done with */
+    for (int i = 0; i < q; i++) low[i] = by_probe[i].t, high[i] = by_probe[steps - q + i].t;
     printf("median step after the lowest quarter of probes (%.0f-%.0f GFLOP/s): %.2f ms; after the highest "
-           "(%.0f-%.0f): %.2f ms\n", by_probe[0].probe, by_probe[q - 1].probe, 1e3 * quantile(quiet, q, 0.5),
-           by_probe[steps - q].probe, by_probe[steps - 1].probe, 1e3 * quantile(probes, q, 0.5));
+           "(%.0f-%.0f): %.2f ms\n", by_probe[0].probe, by_probe[q - 1].probe, 1e3 * quantile(low, q, 0.5),
+           by_probe[steps - q].probe, by_probe[steps - 1].probe, 1e3 * quantile(high, q, 0.5));
     printf("loss at step %d: %.4f (as tfm train-lm --seed %d --iters %d)\n", st.iters, x.loss, st.seed, st.iters);
     free(by_probe);
     free(buf);
