@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
     run x = {.threads = threads};
     x.step_s = malloc(sizeof(double) * (size_t)st.iters);
     x.probe = malloc(sizeof(double) * (size_t)(st.iters + 1));
-    double *buf = malloc(sizeof(double) * 2 * (size_t)steps);   /* quiet steps' times and the probes; then the quarters' steps */
+    double *buf = malloc(sizeof(double) * 2 * (size_t)steps);   /* quiet steps, probes; then quarters */
     step_probe *by_probe = malloc(sizeof *by_probe * (size_t)steps);
     if (!x.step_s || !x.probe || !buf || !by_probe) return fprintf(stderr, "peak_steps: out of memory\n"), 1;
     x.probe_iters = fma_calibrate(probe_ms * 1e-3, &x.sink);
