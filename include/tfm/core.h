@@ -16,6 +16,8 @@
 #ifndef TFM_CORE_H
 #define TFM_CORE_H
 
+#include "tfm/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -19,6 +19,8 @@
 #ifndef TFM_DIST_H
 #define TFM_DIST_H
 
+#include "tfm/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -14,6 +14,8 @@
 #ifndef TFM_EVAL_H
 #define TFM_EVAL_H
 
+#include "tfm/export.h"
+
 #include <stddef.h>
 
 #define TFM_BLEU_MAX_ORDER 4

@@ -18,6 +18,8 @@
 #ifndef TFM_IO_H
 #define TFM_IO_H
 
+#include "tfm/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

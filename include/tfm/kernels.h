@@ -4,6 +4,8 @@
 #ifndef TFM_KERNELS_H
 #define TFM_KERNELS_H
 
+#include "tfm/export.h"
+
 #include <stddef.h>
 
 /* The one GEMM entry point used everywhere:

@@ -17,6 +17,8 @@
 #ifndef TFM_SAFETENSORS_H
 #define TFM_SAFETENSORS_H
 
+#include "tfm/export.h"
+
 #include "tfm/core.h"
 #include <stddef.h>
 #include <stdint.h>

@@ -8,6 +8,8 @@
 #ifndef TFM_TEXT_H
 #define TFM_TEXT_H
 
+#include "tfm/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

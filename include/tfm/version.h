@@ -8,6 +8,8 @@
 #ifndef TFM_VERSION_H
 #define TFM_VERSION_H
 
+#include "tfm/export.h"
+
 #define TFM_VERSION_MAJOR 0
 #define TFM_VERSION_MINOR 9
 #define TFM_VERSION_PATCH 0
