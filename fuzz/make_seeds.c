@@ -95,7 +95,7 @@ static void gpt_seed(int synth, int with_opt) {
 }
 
 static void mt_seed(const char *arch, int pre_ln) {
-    tfm_translator t = {0};
+    tfm_mt_model t = {0};
     if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi") ||
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!"))
         tfm_fatal("%s", tfm_last_error());
@@ -118,7 +118,7 @@ static void mt_seed(const char *arch, int pre_ln) {
     t.tok_kind = TFM_TOK_D2L;
     tfm_container k;
     tfm_container_init(&k);
-    tfm_translator_put(&k, &t);
+    tfm_mt_model_put(&k, &t);
     tfm_mt_progress pr;
     tfm_mt_progress_init(&pr, 1);
     tfm_mt_progress_put(&k, &pr);
@@ -129,7 +129,7 @@ static void mt_seed(const char *arch, int pre_ln) {
     const char *targets[] = {arch, "container"};
     put_ckpt(p, name, targets, 2);
     tfm_container_free(&k);
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
 }
 
 static void put_file(const char *target, const char *name, const char *path) {

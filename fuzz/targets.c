@@ -3,7 +3,7 @@
  *
  *   container    tfm_container_load_mem (the tfm file format, docs/FORMAT.md)
  *   gpt          container + tfm_gpt_get (model, vocabulary, optimizer, train state) + a forward pass
- *   transformer  container + tfm_translator_get + tfm_mt_progress_get + a teacher-forced forward
+ *   transformer  container + tfm_mt_model_get + tfm_mt_progress_get + a teacher-forced forward
  *   rnn, bahdanau  the same (the targets differ only in their seed corpus)
  *   vocab        tfm_vocab_deserialize, tfm_char_vocab_from_string
  *   text         UTF-8 checks, lowercasing, every tokenizer kind, tfm_read_text_file + split_lines
@@ -87,8 +87,8 @@ static int fuzz_gpt(const tfm_container *c) {
 }
 
 static int fuzz_translator(const tfm_container *c) {
-    tfm_translator t;
-    if (tfm_translator_get(&t, c, "fuzz.tfm") != 0) return 0;
+    tfm_mt_model t;
+    if (tfm_mt_model_get(&t, c, "fuzz.tfm") != 0) return 0;
     tfm_mt_progress p;
     int ok = tfm_mt_progress_get(c, &p) == 0;
     int T = 2;
@@ -99,7 +99,7 @@ static int fuzz_translator(const tfm_container *c) {
     tfm_graph_init(&g, 1);
     (void)tfm_encdec_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
     tfm_graph_free(&g);
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
     return ok;
 }
 

@@ -12,35 +12,44 @@
 #include "tfm/gpt.h"
 #include "tfm/seq2seq.h"
 
-/* ---------------------------------------------------------------- decoding (src/decode/) */
+/* ---------------------------------------------------------------- search (src/decode/search.c) */
 typedef struct {
     int beam;                /* 1 = greedy */
     float alpha;             /* GNMT length penalty lp = ((5+len)/6)^alpha; score = logprob / lp */
     int max_len;             /* max generated tokens (excluding <eos>) */
-} tfm_decode_opts;
+    int num_hypotheses;      /* hypotheses kept per sentence, 1..beam (0 = 1) */
+    const int *prefix_ids;   /* NULL, or forced target prefixes: sentence i's output starts with
+                                prefix_ids[prefix_off[i] .. prefix_off[i+1]) (at most max_len of them) */
+    const int *prefix_off;
+} tfm_search_opts;
+TFM_API void tfm_search_opts_default(tfm_search_opts *o);   /* greedy, alpha 0, max_len 50, 1 hypothesis */
 
-/* Translate n source sentences given as token ids (src_ids[src_off[i]..src_off[i+1]) without <eos>;
- * it is appended here, and a source longer than max_src tokens is truncated). Writes for each
- * sentence a malloc'd array of output ids (without <bos>/<eos>) into out[i] and its length into
- * out_len[i]. Sentences are processed in batches of batch_size. The graph g is used with grad
- * disabled and is reset between steps. Returns 0, or -1 on out-of-memory. */
-int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n,
-                      int max_src, int batch_size, const tfm_decode_opts *o, int **out, int *out_len);
-/* The same, using n_workers worker graphs (tfm_graph_init_worker(workers[i], g)) when the sentences make
- * two batches or more: the batches are then decoded in parallel, one per thread (at most tfm_get_threads()
- * of them), each with single-threaded kernels; with one batch, or n_workers < 2, g decodes them with every
- * op split over the threads. The outputs are the same either way (the kernels give the same bits for any
- * thread count). With g->profile the workers' times are merged into g (tfm_profile_merge). */
-int tfm_translate_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
-                          const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
-                          const tfm_decode_opts *o, int **out, int *out_len);
-/* Text in, text out (tokenize with t->tok_kind, map to ids, translate, join tokens with spaces).
- * hyps[i] is malloc'd. */
-int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src,
-                        int batch_size, const tfm_decode_opts *o, char **hyps);
-int tfm_translate_lines_par(tfm_translator *t, tfm_graph *g, tfm_graph *const *workers, int n_workers,
-                            const char *const *lines, int n, int max_src, int batch_size,
-                            const tfm_decode_opts *o, char **hyps);
+/* A sentence's hypotheses, best first: hypothesis k is ids[off[k] .. off[k+1]) (without <bos>/<eos>), its
+ * score the sum of its tokens' log-probabilities (<eos> included when it ended with one) / lp(len + 1). */
+typedef struct {
+    int n;
+    int *ids, *off;
+    float *score;
+} tfm_hyps;
+TFM_API void tfm_hyps_free(tfm_hyps *h);   /* zeroes h */
+
+/* Greedy or beam search for n source sentences given as token ids (src_ids[src_off[i]..src_off[i+1]) without
+ * <eos>; it is appended here, and a source longer than max_src tokens is truncated), into out[i]. Sentences
+ * are sorted by length and processed in batches of batch_size. With n_workers >= 2 worker graphs
+ * (tfm_graph_init_worker(workers[i], g)) and two batches or more, the batches are decoded in parallel, one
+ * per thread (at most tfm_get_threads()), each with single-threaded kernels; otherwise g decodes them with
+ * every op split over the threads. The outputs are the same either way. Graphs are used with grad disabled
+ * and reset between steps; with g->profile the workers' times are merged into g. 0, or -1 with a tfm error
+ * (out of memory, a batch too large); on failure out[] holds nothing to free. */
+TFM_API int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+                             const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
+                             const tfm_search_opts *o, tfm_hyps *out);
+/* The best hypothesis only: out[i] malloc'd ids, out_len[i] their count. */
+TFM_API int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+                               const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
+                               const tfm_search_opts *o, int **out, int *out_len);
+TFM_API int tfm_search_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
+                           int batch_size, const tfm_search_opts *o, int **out, int *out_len);
 
 /* ---------------------------------------------------------------- language models (src/decode/) */
 /* Sample one token from logits (V): temperature > 0 scales, top_k > 0 keeps the k largest.

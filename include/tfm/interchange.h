@@ -41,6 +41,6 @@ int tfm_import_safetensors(const char *st_path, const char *tfm_path);
 
 /* The same for models in memory. */
 int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v);
-int tfm_translator_save_safetensors(const char *path, const tfm_translator *t);
+int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t);
 
 #endif

@@ -28,7 +28,7 @@
  *                                                search expands B sentences to B*K rows once, then
  *                                                selects surviving hypotheses; greedy drops finished
  *                                                rows). n <= cap_rows given at init_state time:
- *                                                cap_rows = B * beam (tfm_translate_ids, decode.h).
+ *                                                cap_rows = B * beam (tfm_search_ids, decode.h).
  *                                                Called every step: it must not allocate, and should
  *                                                move only what differs per row (the Transformer never
  *                                                copies encoder keys/values, which are per sentence,
@@ -46,9 +46,9 @@
  *   loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, ls)   optional: see tfm_encdec_loss
  *   max_positions(m)                             optional: longest sequence the model takes (0 = any)
  *
- * Config, params and vocabularies are saved generically (tfm_translator_put): meta.kind = "seq2seq",
+ * Config, params and vocabularies are saved generically (tfm_mt_model_put): meta.kind = "seq2seq",
  * meta.arch = cfg.arch, config.<every field of tfm_s2s_config>, param.<dotted name>, and
- * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_translator_get / _load read meta.arch
+ * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_mt_model_get / _load read meta.arch
  * and call the matching constructor (tfm_s2s_create), so an architecture only has to provide
  * `tfm_encdec *tfm_<arch>_create(const tfm_s2s_config *)` returning a model with params allocated.
  */
@@ -183,16 +183,24 @@ typedef struct {
     int tok_kind;            /* tfm_tok_kind used for the source side (and target evaluation) */
     tfm_bpe *bpe;            /* tok_kind TFM_TOK_BPE: the joint subword model (owned; both vocabularies
                                 are its pieces), stored as tokenizer.bpe; NULL for word tokenizers */
-} tfm_translator;
+    /* Settings stored with the model (0 / "" when the checkpoint has none; saved only when set): */
+    int decode_beam;         /* decode.beam: the beam the model is meant to be decoded with (train-mt
+                                --decode-beam); translate, the library and Python use it unless told otherwise */
+    float decode_alpha;      /* decode.alpha: its length penalty (saved with decode.beam) */
+    char src_lang[16], tgt_lang[16];   /* meta.src_lang / meta.tgt_lang: language codes (train-mt --src-lang
+                                de --tgt-lang en): letters, digits, '-' and '_' */
+} tfm_mt_model;
+/* Is s a valid language code for src_lang/tgt_lang (1..15 of [A-Za-z0-9_-])? */
+TFM_API int tfm_lang_code_valid(const char *s);
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
-void tfm_translator_put(tfm_container *c, const tfm_translator *t);
+void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (meta.kind 'gpt'), not a translation model"), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */
-int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path);
+int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path);
 /* Load from a file (container load + get). */
-int tfm_translator_load(tfm_translator *t, const char *path);
-void tfm_translator_free(tfm_translator *t);
+int tfm_mt_model_load(tfm_mt_model *t, const char *path);
+void tfm_mt_model_free(tfm_mt_model *t);
 
 #endif

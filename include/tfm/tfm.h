@@ -2,16 +2,16 @@
  *
  * ---- Translate a line with a trained model (tfm train-mt writes the checkpoint) ----
  *
- *     tfm_translator tr;
- *     if (tfm_translator_load(&tr, "model.tfm")) { fprintf(stderr, "%s\n", tfm_last_error()); return 1; }
+ *     tfm_mt_model tr;
+ *     if (tfm_mt_model_load(&tr, "model.tfm")) { fprintf(stderr, "%s\n", tfm_last_error()); return 1; }
  *     tfm_graph g;
  *     tfm_graph_init(&g, 0);
- *     tfm_decode_opts o = {.beam = 4, .alpha = 0.6f, .max_len = 50};
+ *     tfm_search_opts o = {.beam = 4, .alpha = 0.6f, .max_len = 50};
  *     const char *src[1] = {"go ."};
  *     char *hyp[1];
  *     if (tfm_translate_lines(&tr, &g, src, 1, 200, 1, &o, hyp) == 0) { puts(hyp[0]); free(hyp[0]); }
  *     tfm_graph_free(&g);
- *     tfm_translator_free(&tr);
+ *     tfm_mt_model_free(&tr);
  *
  * ---- Train a small character language model, then sample from it ----
  *
@@ -84,5 +84,6 @@
 #include "tfm/eval.h"
 #include "tfm/train.h"
 #include "tfm/decode.h"
+#include "tfm/translator.h"
 
 #endif

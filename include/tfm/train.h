@@ -361,28 +361,28 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 
 /* The model of a translator whose vocabularies are set: cfg with their sizes, created and initialised
  * from seed. On error t is freed. Used by both builders below. */
-int tfm_translator_create_model(tfm_translator *t, const tfm_s2s_config *cfg, uint64_t seed);
+int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed);
 /* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
  * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
-int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
                          const tfm_s2s_config *cfg, uint64_t seed);
 /* A fresh translator on raw text (src/train/mt_bpe.c): bpe (must have the tfm specials, see tfm_bpe_vocab)
  * becomes both vocabularies and is owned by t from then on (freed with it, also on failure). */
-int tfm_translator_build_bpe(tfm_translator *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
+int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
 /* p (loaded with TFM_TOK_BPE: one raw line per side) encoded with t->bpe into padded arrays. */
-int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a);
+int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
 /* p through t's vocabularies (or t->bpe) into padded training arrays of num_steps tokens (truncation
  * counted in a). */
-int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a);
-/* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_translator_put),
+int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
+/* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
-int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o);
-int tfm_mt_save_run(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                     const tfm_mt_train_opts *o, const tfm_run_config *run);   /* with run.* entries (run may be NULL) */
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
-int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_progress *p,
+int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p,
                   const tfm_mt_train_opts *o);
 
 #endif

@@ -13,7 +13,7 @@
 #define MAX_MAPS 256
 
 /* word tokens, or the subword pieces of a BPE translator (labels and ids both come from them) */
-static int src_tokens(const tfm_translator *tr, const char *src, tfm_toklist *tl) {
+static int src_tokens(const tfm_mt_model *tr, const char *src, tfm_toklist *tl) {
     if (!tr->bpe) return tfm_tokenize((tfm_tok_kind)tr->tok_kind, src, tl);
     char *pieces = tfm_bpe_encode_pieces(tr->bpe, src, strlen(src));
     int rc = pieces ? tfm_tokenize_space(pieces, tl) : -1;
@@ -44,12 +44,12 @@ int cmd_attention(int argc, char **argv) {
     if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--text: invalid UTF-8");
     tfm_set_threads(threads);
-    tfm_translator tr;
-    if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
+    tfm_mt_model tr;
+    if (tfm_mt_model_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
     tfm_encdec *m = tr.model;
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {
-        tfm_translator_free(&tr);
+        tfm_mt_model_free(&tr);
         return cli_error(C, "--text: %s", tfm_last_error());
     }
     int Ts = tl.n + 1;
@@ -65,9 +65,11 @@ int cmd_attention(int argc, char **argv) {
     slab[Ts - 1] = "<eos>";
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, max_output};
+    tfm_search_opts o;
+    tfm_search_opts_default(&o);
+    o.max_len = max_output;
     int *y = NULL, ny = 0;
-    if (tfm_translate_ids(m, &g, sids, off, 1, Ts, 1, &o, &y, &ny)) {
+    if (tfm_search_ids(m, &g, sids, off, 1, Ts, 1, &o, &y, &ny)) {
         rc = cli_fail(C, "%s", tfm_last_error());
         goto end;
     }
@@ -137,6 +139,6 @@ end:
     free(slab);
     tfm_toklist_free(&tl);
     tfm_graph_free(&g);
-    tfm_translator_free(&tr);
+    tfm_mt_model_free(&tr);
     return rc;
 }

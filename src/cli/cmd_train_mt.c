@@ -1,5 +1,5 @@
 /* tfm train-mt: train a translator (Transformer, RNN or Bahdanau seq2seq) on a parallel corpus
- * (flags -> tfm_translator_build / tfm_mt_resume, tfm_mt_train, tfm_mt_save). */
+ * (flags -> tfm_mt_model_build / tfm_mt_resume, tfm_mt_train, tfm_mt_save). */
 #include <stdio.h>
 #include <string.h>
 
@@ -86,7 +86,7 @@ int cmd_train_mt(int argc, char **argv) {
     if (tty) o.log_every = 1;   /* a live line */
     tfm_mt_train_opts to;
     mt_train_opts(&o, &to);
-    tfm_translator tr = {0};
+    tfm_mt_model tr = {0};
     tfm_adamw opt = {0};
     tfm_mt_progress prog;
     tfm_mt_progress_init(&prog, to.seed);
@@ -143,7 +143,7 @@ free_train:
     tfm_parallel_text_free(&ptrain);
 free_model:
     if (opt.m) tfm_adamw_free(&opt);
-    tfm_translator_free(&tr);
+    tfm_mt_model_free(&tr);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
     return cli_dist_close(dist, rc);

@@ -2,6 +2,7 @@
 #ifndef TFM_CLI_TRAIN_MT_H
 #define TFM_CLI_TRAIN_MT_H
 #include "cli/cli.h"
+#include "tfm/translator.h"
 #include "tfm/train.h"
 
 typedef struct {
@@ -37,24 +38,23 @@ int mt_check_model(const mt_opts *o);
 int mt_corpus_kind(const mt_opts *o);
 /* A fresh translator (word vocabularies, or a BPE model learned from p / read from --bpe-model) and its
  * optimizer. Prints the error; returns 0 or 2. */
-int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_translator *tr,
+int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_mt_model *tr,
              tfm_adamw *opt);
 /* Validation with BLEU, --keep-best, --patience, --log-file (train_mt_valid.c). */
 typedef struct {
-    tfm_translator *tr;
+    tfm_mt_model *tr;
     const tfm_nmt_arrays *valid;     /* NULL: no validation */
     char *buf[2], **src, **ref;      /* raw validation lines */
     int n, batch_size, max_len, keep_best, stopped;
     char best_path[4096];
     FILE *log;
     tfm_early_stop es;
-    tfm_weight_packs packs;          /* the weights packed for decoding, re-packed at each validation */
-    tfm_graph g;
-    tfm_graph *workers, **wp;    /* one graph per thread: the validation batches are decoded in parallel */
-    int n_workers;
+    tfm_graph g;                     /* the validation loss */
+    tfm_translator *dec;             /* a view of tr that decodes the validation sources (made at the first
+                                        validation, when threads are set; its packed weights refreshed at each) */
 } mt_valid;
 /* Reads the raw validation files, opens the log, sets to->max_tokens / valid_every / validate (= fn). 0 or 2. */
-int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_nmt_arrays *valid,
+int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_mt_model *tr, const tfm_nmt_arrays *valid,
                   tfm_mt_train_opts *to, int (*fn)(const struct tfm_mt_progress *, int, void *));
 /* One validation (loss, greedy BLEU, best checkpoint, log line): 0 go on, 1 stop (patience), -1 error. */
 int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch);
@@ -62,15 +62,15 @@ void mt_valid_close(mt_valid *v);
 int mt_check_valid(const mt_opts *o);
 /* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation). */
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs);
-int mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a, const char *what);
+int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what);
 /* --dump-data PREFIX: tokens and vocabularies (valid may be NULL). */
-int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_translator *t);
+int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_mt_model *t);
 /* --d2l-examples: translate d2l's four English sentences and print BLEU. */
-void mt_d2l_examples(tfm_translator *t);
+void mt_d2l_examples(tfm_mt_model *t);
 typedef struct {   /* what the report and save callbacks need */
     int tty;
     const char *out;
-    const tfm_translator *tr;
+    const tfm_mt_model *tr;
     const tfm_adamw *opt;
     const tfm_mt_train_opts *to;
     int keep_last;

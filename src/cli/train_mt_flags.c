@@ -121,7 +121,7 @@ int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const
     return 0;
 }
 
-int mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a, const char *what) {
+int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what) {
     if (tfm_mt_arrays(p, t, num_steps, a)) return cli_fail(C, "%s", tfm_last_error());
     if (a->n_truncated_src || a->n_truncated_tgt)
         fprintf(stderr, "%s: truncated to --max-len %d: %d source and %d target sentences\n", what, num_steps,

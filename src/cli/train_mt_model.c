@@ -94,7 +94,7 @@ static tfm_bpe *make_bpe(const mt_opts *o, const tfm_parallel_text *p) {
     return b;
 }
 
-int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_translator *tr,
+int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_mt_model *tr,
              tfm_adamw *opt) {
     tfm_s2s_config cf;
     mt_model_config(o, &cf);
@@ -103,9 +103,9 @@ int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_op
     if (!strcmp(o->tokenizer, "bpe")) {
         tfm_bpe *b = make_bpe(o, p);
         if (!b) return o->bpe_model ? cli_exit_status() : CLI_EXIT_USAGE;   /* a bad model file / --vocab-size */
-        if (tfm_translator_build_bpe(tr, b, &cf, to->seed))
+        if (tfm_mt_model_build_bpe(tr, b, &cf, to->seed))
             return cli_fail(C, "%s%s", o->bpe_model ? "--bpe-model: " : "", tfm_last_error());
-    } else if (tfm_translator_build(tr, p, mt_corpus_kind(o), o->min_freq, &cf, to->seed)) {
+    } else if (tfm_mt_model_build(tr, p, mt_corpus_kind(o), o->min_freq, &cf, to->seed)) {
         return cli_fail(C, "%s", tfm_last_error());
     }
     if (tfm_adamw_init(opt, &tr->model->params, to->beta1, to->beta2, to->eps, to->weight_decay))

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_mt.h"
+#include "tfm/translator.h"
 #include "tfm/decode.h"
 #include "tfm/eval.h"
 
@@ -30,7 +31,7 @@ static int dump_vocab(const char *prefix, const char *side, const tfm_vocab *v) 
     return fclose(f) ? (cli_error(C, "cannot write %s", path), CLI_EXIT_IO) : 0;
 }
 
-int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_translator *t) {
+int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_mt_model *t) {
     char path[4096];
     const char *sfx[] = {"train.src", "train.tgt", "valid.src", "valid.tgt"};
     int rc = 0;
@@ -45,20 +46,24 @@ int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parall
     return rc;
 }
 
-void mt_d2l_examples(tfm_translator *t) {
+void mt_d2l_examples(tfm_mt_model *t) {
     static const char *eng[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
     static const char *fra[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
-    char *hyp[4] = {0};
-    tfm_graph g;
-    tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, 10};
-    if (tfm_translate_lines(t, &g, eng, 4, 10, 4, &o, hyp) == 0)
+    tfm_translation r[4];
+    tfm_translate_options o;
+    tfm_translate_options_default(&o);
+    o.beam_size = 1, o.length_penalty = 0, o.max_decoding_length = 10, o.max_input_length = 10;
+    tfm_translator_params p;
+    tfm_translator_params_default(&p);
+    p.threads = tfm_get_threads();
+    tfm_translator *tr = tfm_translator_view(t, &p);
+    if (tr && tfm_translator_translate_batch(tr, eng, 4, &o, r) == 0)
         for (int i = 0; i < 4; i++) {
-            printf("%s => %s, bleu %.3f\n", eng[i], hyp[i], tfm_bleu_d2l(hyp[i], fra[i], 2));
-            free(hyp[i]);
+            printf("%s => %s, bleu %.3f\n", eng[i], r[i].hypotheses[0], tfm_bleu_d2l(r[i].hypotheses[0], fra[i], 2));
+            tfm_translation_free(&r[i]);
         }
     fflush(stdout);
-    tfm_graph_free(&g);
+    tfm_translator_free(tr);
 }
 
 void mt_report(const tfm_mt_report *r, void *user) {

@@ -29,7 +29,7 @@ static char **read_lines(const char *path, char **buf, int *n) {
     return l;
 }
 
-int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_nmt_arrays *valid,
+int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_mt_model *tr, const tfm_nmt_arrays *valid,
                   tfm_mt_train_opts *to, int (*fn)(const struct tfm_mt_progress *, int, void *)) {
     memset(v, 0, sizeof *v);
     tfm_graph_init(&v->g, 0);
@@ -56,32 +56,43 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_n
     return 0;
 }
 
-/* the worker graphs of tfm_translate_lines_par, made at the first validation (threads are set by then), and
- * the weights packed for decoding: packed then, re-packed at every later validation (training moved them) */
-static int valid_workers(mt_valid *v) {
-    if (v->workers) {
-        if (v->g.packs) tfm_weight_packs_refresh(&v->packs);
-        return 0;
+/* The decoder of the validation sources: a translator over the model being trained, made at the first
+ * validation (threads are set by then); later validations re-pack the weights training moved. */
+static int valid_decoder(mt_valid *v) {
+    if (v->dec) return tfm_translator_weights_changed(v->dec), 0;
+    tfm_translator_params p;
+    tfm_translator_params_default(&p);
+    p.threads = tfm_get_threads();
+    p.max_batch_size = v->batch_size;
+    return (v->dec = tfm_translator_view(v->tr, &p)) ? 0 : -1;
+}
+
+/* Greedy translations of the validation sources (the model's stored decoding settings are not used: greedy
+ * BLEU is what the run compares across validations). */
+static int valid_translate(mt_valid *v, char **hyp) {
+    tfm_translate_options o;
+    tfm_translate_options_default(&o);
+    o.beam_size = 1;
+    o.length_penalty = 0;
+    o.max_decoding_length = 2 * v->max_len;
+    o.max_input_length = v->max_len;
+    tfm_translation *r = calloc((size_t)v->n + 1, sizeof *r);
+    int rc = !r ? -1 : tfm_translator_translate_batch(v->dec, (const char *const *)v->src, v->n, &o, r);
+    for (int i = 0; r && i < v->n; i++) {
+        if (!rc) hyp[i] = r[i].hypotheses[0], r[i].hypotheses[0] = NULL;   /* handed over */
+        tfm_translation_free(&r[i]);
     }
-    v->g.packs = tfm_weight_packs_init(&v->packs, &v->tr->model->params) ? NULL : &v->packs; /* none: no memory */
-    int n = tfm_get_threads();
-    v->workers = calloc((size_t)n, sizeof *v->workers);
-    v->wp = calloc((size_t)n, sizeof *v->wp);
-    if (!v->workers || !v->wp) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    for (int i = 0; i < n; i++) tfm_graph_init_worker(&v->workers[i], &v->g), v->wp[i] = &v->workers[i];
-    v->n_workers = n;
-    return 0;
+    free(r);
+    return rc;
 }
 
 int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
-    if (valid_workers(v)) return tfm_prefix_error("validation: ");
+    if (valid_decoder(v)) return tfm_prefix_error("validation: ");
     float loss = tfm_mt_eval_loss(v->tr->model, &v->g, v->valid, v->batch_size), bleu = 0;
     char **hyp = calloc((size_t)v->n + 1, sizeof *hyp);
-    tfm_decode_opts d = {1, 0.0f, 2 * v->max_len};
     tfm_bleu_result r;
     tfm_chrf_result cr;
-    int rc = !hyp ? -1 : tfm_translate_lines_par(v->tr, &v->g, v->wp, v->n_workers, (const char *const *)v->src, v->n,
-                                                      v->max_len, v->batch_size, &d, hyp);
+    int rc = !hyp ? -1 : valid_translate(v, hyp);
     if (!rc) rc = tfm_corpus_bleu((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &r);
     if (!rc) rc = tfm_corpus_chrf((const char *const *)hyp, (const char *const *)v->ref, v->n, 0, &cr);
     for (int i = 0; hyp && i < v->n; i++) free(hyp[i]);
@@ -93,7 +104,7 @@ int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
     if ((flags & TFM_VALID_IMPROVED) && v->keep_best) {
         tfm_container c;
         tfm_container_init(&c);
-        tfm_translator_put(&c, v->tr);
+        tfm_mt_model_put(&c, v->tr);
         rc = tfm_container_save(&c, v->best_path);
         tfm_container_free(&c);
         if (rc) return tfm_prefix_error("--keep-best: ");
@@ -116,10 +127,8 @@ void mt_valid_close(mt_valid *v) {
     free(v->buf[0]);
     free(v->buf[1]);
     if (v->log) fclose(v->log);
-    for (int i = 0; i < v->n_workers; i++) tfm_graph_free(&v->workers[i]);
-    free(v->workers), free(v->wp);
+    tfm_translator_free(v->dec);
     tfm_graph_free(&v->g);
-    tfm_weight_packs_free(&v->packs);
     memset(v, 0, sizeof *v);
 }
 

@@ -50,12 +50,6 @@ typedef struct {
     const int *sent;           /* their indices in the caller's arrays */
 } batch_ref;
 
-static int *dup_ids(const int *ids, int n) {
-    int *p = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    if (p && n > 0) memcpy(p, ids, sizeof(int) * (size_t)n);
-    return p;
-}
-
 /* Encode one batch and create an incremental state with cap rows. Sources are padded to the batch's
  * longest, or to the model's pad_len (at most max_src) when it has one, as in training. */
 static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
@@ -89,24 +83,63 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
     return m->vt->init_state(m, g, enc, valid, nb, Ts, max_steps, cap);
 }
 
-static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
-                        int nb, int max_src, int max_len, int **out, int *out_len) {
-    int Ts;
-    void *st = start_batch(m, g, src_ids, src_off, sent, nb, max_src, max_len + 1, nb, &Ts);
+/* What one batch decodes: sentences sent[0..nb) of the request, into out[sent[i]]. */
+typedef struct {
+    const int *src_ids, *src_off;
+    const int *sent;
+    int nb, max_src;
+    const tfm_search_opts *o;
+    tfm_hyps *out;
+} batch_job;
+
+/* Tokens of sentence s's forced target prefix that fit before max_len (0 without prefixes). */
+static int prefix_len(const batch_job *j, int s) {
+    if (!j->o->prefix_ids) return 0;
+    int n = j->o->prefix_off[j->sent[s] + 1] - j->o->prefix_off[j->sent[s]];
+    return n < j->o->max_len ? n : j->o->max_len;
+}
+static int prefix_tok(const batch_job *j, int s, int step) {
+    return j->o->prefix_ids[j->o->prefix_off[j->sent[s]] + step];
+}
+
+/* out[sent] = k hypotheses: ids h[i*H .. +len[i]), scores sc[i] (allocated after the decoding loop) */
+static int put_hyps(tfm_hyps *out, const int *h, int H, const int *len, const float *sc, int k) {
+    int total = 0;
+    for (int i = 0; i < k; i++) total += len[i];
+    out->n = k;
+    out->ids = malloc(sizeof(int) * (size_t)(total > 0 ? total : 1));
+    out->off = malloc(sizeof(int) * (size_t)(k + 1));
+    out->score = malloc(sizeof(float) * (size_t)(k > 0 ? k : 1));
+    if (!out->ids || !out->off || !out->score) return tfm_hyps_free(out), -1;
+    out->off[0] = 0;
+    for (int i = 0; i < k; i++) {
+        memcpy(out->ids + out->off[i], h + (size_t)i * H, sizeof(int) * (size_t)len[i]);
+        out->off[i + 1] = out->off[i] + len[i];
+        out->score[i] = sc[i];
+    }
+    return 0;
+}
+
+/* Greedy: each row takes its most likely token (or its prefix's); the score is the sum of the chosen tokens'
+ * log-probabilities (<eos> included when the sentence ended with it) over the length penalty. */
+static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
+    int nb = j->nb, max_len = j->o->max_len, Ts;
+    void *st = start_batch(m, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb, &Ts);
     if (!st) return -1;
-    int V = m->cfg.tgt_vocab;
+    int V = m->cfg.tgt_vocab, H = max_len + 1;
     int *row_sent = malloc(sizeof(int) * (size_t)nb);      /* row -> position in batch */
-    int *hist = malloc(sizeof(int) * (size_t)nb * (max_len + 1));
+    int *hist = malloc(sizeof(int) * (size_t)nb * H);
     int *prev = malloc(sizeof(int) * (size_t)nb);
     int *keep = malloc(sizeof(int) * (size_t)nb);
     int *len = malloc(sizeof(int) * (size_t)nb);
-    if (!row_sent || !hist || !prev || !keep || !len) {
-        free(row_sent), free(hist), free(prev), free(keep), free(len);
-        m->vt->free_state(m, st);
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb), -1;
+    float *logp = malloc(sizeof(float) * (size_t)nb), *scratch = malloc(sizeof(float) * (size_t)V);
+    int rc = 0;
+    if (!row_sent || !hist || !prev || !keep || !len || !logp || !scratch) {
+        rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb);
+        goto end;
     }
-    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0;
-    int rows = nb, rc = 0;
+    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0, logp[r] = 0.0f;
+    int rows = nb;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
         tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);   /* (rows,1,V) */
@@ -114,14 +147,18 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
             const float *x = logits->data + (size_t)r * V;
-            int best = 0;
-            for (int v = 1; v < V; v++)
-                if (x[v] > x[best]) best = v;
-            int s = row_sent[r];
+            int s = row_sent[r], best = 0;
+            if (step < prefix_len(j, s)) {
+                best = prefix_tok(j, s, step);
+            } else {
+                for (int v = 1; v < V; v++)
+                    if (x[v] > x[best]) best = v;
+            }
+            if (best == TFM_EOS || step < max_len) logp[s] += x[best] - row_lse(x, V, scratch);
             if (best == TFM_EOS || step == max_len) {
                 len[s] = step;
             } else {
-                hist[(size_t)s * (max_len + 1) + step] = best;
+                hist[(size_t)s * H + step] = best;
                 keep[n_keep] = r;
                 prev[n_keep] = best;
                 row_sent[n_keep] = s;
@@ -134,20 +171,78 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
         tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         rows = n_keep;
     }
-    m->vt->free_state(m, st);
-    for (int s = 0; s < nb; s++) {   /* outputs are allocated after the decoding loop */
-        out[sent[s]] = dup_ids(hist + (size_t)s * (max_len + 1), len[s]);
-        out_len[sent[s]] = len[s];
-        if (!out[sent[s]]) rc = -1;
+    for (int s = 0; s < nb && !rc; s++) {
+        float sc = logp[s] / length_penalty(len[s] + 1, j->o->alpha);
+        rc = put_hyps(&j->out[j->sent[s]], hist + (size_t)s * H, H, &len[s], &sc, 1);
     }
-    free(row_sent), free(hist), free(prev), free(keep), free(len);
+end:
+    m->vt->free_state(m, st);
+    free(row_sent), free(hist), free(prev), free(keep), free(len), free(logp), free(scratch);
     return rc;
 }
 
-static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent, int nb,
-                      int max_src, const tfm_decode_opts *o, int **out, int *out_len) {
-    int K = o->beam, max_len = o->max_len, V = m->cfg.tgt_vocab, Ts;
-    void *st = start_batch(m, g, src_ids, src_off, sent, nb, max_src, max_len + 1, nb * K, &Ts);
+/* The best N finished hypotheses of one sentence, best first (fin_* hold N slots per sentence). */
+typedef struct {
+    int N, H;
+    float *score;
+    int *len, *hyp, *n;
+} finished;
+
+/* Offer a finished hypothesis (ids h[0..len)) with normalised score ns to sentence s's list. Ties keep the
+ * earlier one first, so slot 0 is the first hypothesis with the highest score. */
+static void offer(finished *f, int s, float ns, const int *h, int len) {
+    float *sc = f->score + (size_t)s * f->N;
+    int *ln = f->len + (size_t)s * f->N, *hy = f->hyp + (size_t)s * f->N * f->H, k = f->n[s];
+    if (k == f->N && !(ns > sc[k - 1])) return;
+    int pos = k < f->N ? k : f->N - 1;
+    if (k < f->N) f->n[s]++;
+    for (; pos > 0 && sc[pos - 1] < ns; pos--) {
+        sc[pos] = sc[pos - 1];
+        ln[pos] = ln[pos - 1];
+        memcpy(hy + (size_t)pos * f->H, hy + (size_t)(pos - 1) * f->H, sizeof(int) * (size_t)ln[pos]);
+    }
+    sc[pos] = ns;
+    ln[pos] = len;
+    memcpy(hy + (size_t)pos * f->H, h, sizeof(int) * (size_t)len);
+}
+
+/* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first. With a forced
+ * prefix token, that token is the only candidate of each live row. */
+static int group_candidates(const float *logits, int V, const float *score, int r0, int K, int forced, float *scratch,
+                            cand *top) {
+    int n_top = 0;
+    for (int r = r0; r < r0 + K; r++) {
+        if (score[r] == -INFINITY) continue;
+        const float *x = logits + (size_t)r * V;
+        float lse = row_lse(x, V, scratch);
+        if (forced >= 0) {
+            float sc = score[r] + (x[forced] - lse);
+            int j = n_top++;
+            while (j > 0 && top[j - 1].score < sc) top[j] = top[j - 1], j--;
+            top[j] = (cand){sc, r, forced};
+            continue;
+        }
+        for (int v = 0; v < V; v++) {
+            if (n_top == 2 * K) {   /* skip ahead to the next token that may beat the worst kept */
+                v += (int)tfm_vfind_gt(x + v, (size_t)(V - v), skip_bound(top[n_top - 1].score, score[r], lse));
+                if (v >= V) break;
+            }
+            float lp = x[v] - lse;   /* log-softmax */
+            float sc = score[r] + lp;
+            if (n_top == 2 * K && sc <= top[n_top - 1].score) continue;
+            int j = n_top < 2 * K ? n_top++ : n_top - 1;
+            while (j > 0 && top[j - 1].score < sc) top[j] = top[j - 1], j--;
+            top[j] = (cand){sc, r, v};
+        }
+    }
+    return n_top;
+}
+
+static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
+    const tfm_search_opts *o = j->o;
+    int nb = j->nb, K = o->beam, max_len = o->max_len, V = m->cfg.tgt_vocab, Ts;
+    int N = o->num_hypotheses < 1 ? 1 : o->num_hypotheses > K ? K : o->num_hypotheses;
+    void *st = start_batch(m, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb * K, &Ts);
     if (!st) return -1;
     int H = max_len + 1, R = nb * K;
     int *row_sent = malloc(sizeof(int) * R), *new_row_sent = malloc(sizeof(int) * R);
@@ -155,24 +250,18 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
     int *hist = malloc(sizeof(int) * (size_t)R * H), *new_hist = malloc(sizeof(int) * (size_t)R * H);
     int *prev = malloc(sizeof(int) * R), *idx = malloc(sizeof(int) * R);
     cand *tops = malloc(sizeof(cand) * 2 * K * nb);   /* the best 2K candidates of each row group */
-    int *n_tops = malloc(sizeof(int) * nb);
-    /* finished: best hypothesis per sentence (copied to out[] after the decoding loop) */
-    float *best_score = malloc(sizeof(float) * nb);
-    int *best_hyp = malloc(sizeof(int) * (size_t)nb * H), *best_len = calloc((size_t)nb, sizeof(int));
+    int *n_tops = malloc(sizeof(int) * nb), *forced = malloc(sizeof(int) * nb);
+    finished fin = {N, H, malloc(sizeof(float) * (size_t)nb * N), malloc(sizeof(int) * (size_t)nb * N),
+                    malloc(sizeof(int) * (size_t)nb * N * H), calloc((size_t)nb, sizeof(int))};
     int *n_fin = calloc((size_t)nb, sizeof(int)), *done = calloc((size_t)nb, sizeof(int));
     int nt = tfm_get_threads();
     float *lse_tmp = malloc(sizeof(float) * (size_t)V * (size_t)nt);   /* row_lse's scratch, one row per thread */
     int rc = 0;
     if (!row_sent || !new_row_sent || !score || !new_score || !hist || !new_hist || !prev || !idx || !tops || !n_tops ||
-        !best_score || !best_hyp || !best_len || !n_fin || !done || !lse_tmp) {
+        !forced || !fin.score || !fin.len || !fin.hyp || !fin.n || !n_fin || !done || !lse_tmp) {
         rc = -1;
         tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (beam search over %d sentences x beam %d)", nb, K);
         goto end;
-    }
-    for (int s = 0; s < nb; s++) {
-        best_score[s] = -INFINITY;
-        out[sent[s]] = NULL;
-        out_len[sent[s]] = 0;
     }
     /* expand each sentence to K rows; only the first beam is live at step 0 */
     for (int r = 0; r < R; r++) {
@@ -189,61 +278,41 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         tfm_graph_reset(g);
         tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);
         tp = tfm_profile_begin(g);
-        /* rows come in groups of K per live sentence: the best 2K (row, token) candidates of each group,
-         * groups split over threads (each group's scan is sequential: the same bits for any thread count) */
+        /* rows come in groups of K per live sentence; groups split over threads (each group's scan is
+         * sequential: the same bits for any thread count) */
         int n_groups = rows / K;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
         for (int gi = 0; gi < n_groups; gi++) {
-            cand *top = tops + (size_t)gi * 2 * K;
-            float *scratch = lse_tmp + (size_t)omp_get_thread_num() * V;
-            int n_top = 0;
-            for (int r = gi * K; r < gi * K + K; r++) {
-                if (score[r] == -INFINITY) continue;
-                const float *x = logits->data + (size_t)r * V;
-                float lse = row_lse(x, V, scratch);
-                for (int v = 0; v < V; v++) {
-                    if (n_top == 2 * K) {   /* skip ahead to the next token that may beat the worst kept */
-                        v += (int)tfm_vfind_gt(x + v, (size_t)(V - v), skip_bound(top[n_top - 1].score, score[r], lse));
-                        if (v >= V) break;
-                    }
-                    float lp = x[v] - lse;   /* log-softmax */
-                    float sc = score[r] + lp;
-                    if (n_top == 2 * K && sc <= top[n_top - 1].score) continue;
-                    int j = n_top < 2 * K ? n_top++ : n_top - 1;
-                    while (j > 0 && top[j - 1].score < sc) top[j] = top[j - 1], j--;
-                    top[j] = (cand){sc, r, v};
-                }
-            }
-            n_tops[gi] = n_top;
+            int s = row_sent[gi * K];
+            forced[gi] = step < prefix_len(j, s) ? prefix_tok(j, s, step) : -1;
         }
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
+        for (int gi = 0; gi < n_groups; gi++)
+            n_tops[gi] = group_candidates(logits->data, V, score, gi * K, K, forced[gi],
+                                          lse_tmp + (size_t)omp_get_thread_num() * V, tops + (size_t)gi * 2 * K);
         int n_new = 0;
         for (int r0 = 0; r0 < rows; r0 += K) {
             int s = row_sent[r0], n_top = n_tops[r0 / K];
             const cand *top = tops + (size_t)(r0 / K) * 2 * K;
             int n_live = 0;
-            for (int j = 0; j < n_top && n_live < K; j++) {
-                const cand *c = &top[j];
-                const int *h = hist + (size_t)c->row * H;
-                if (c->tok == TFM_EOS || step == max_len) {
-                    int len = c->tok == TFM_EOS ? step : step + 1;
-                    float ns = c->score / length_penalty(len + 1, o->alpha);
-                    if (c->tok == TFM_EOS && j >= K) continue;   /* only top-K candidates may finish */
-                    if (ns > best_score[s]) {
-                        int *ids = best_hyp + (size_t)s * H;
-                        memcpy(ids, h, sizeof(int) * (size_t)step);
-                        if (len > step) ids[step] = c->tok;
-                        best_len[s] = len;
-                        best_score[s] = ns;
-                    }
+            for (int c = 0; c < n_top && n_live < K; c++) {
+                const cand *cd = &top[c];
+                const int *h = hist + (size_t)cd->row * H;
+                if (cd->tok == TFM_EOS || step == max_len) {
+                    if (cd->tok == TFM_EOS && c >= K) continue;   /* only top-K candidates may finish */
+                    int len = cd->tok == TFM_EOS ? step : step + 1;
+                    int *ids = new_hist + (size_t)(n_new + n_live) * H;   /* a free row as scratch */
+                    memcpy(ids, h, sizeof(int) * (size_t)step);
+                    if (len > step) ids[step] = cd->tok;
+                    offer(&fin, s, cd->score / length_penalty(len + 1, o->alpha), ids, len);
                     n_fin[s]++;
                     continue;
                 }
                 int nr = n_new + n_live;
-                idx[nr] = c->row;
+                idx[nr] = cd->row;
                 new_row_sent[nr] = s;
-                new_score[nr] = c->score;
+                new_score[nr] = cd->score;
                 memcpy(new_hist + (size_t)nr * H, h, sizeof(int) * (size_t)step);
-                new_hist[(size_t)nr * H + step] = c->tok;
+                new_hist[(size_t)nr * H + step] = cd->tok;
                 n_live++;
             }
             if (n_fin[s] >= K || step == max_len || n_live == 0) {
@@ -269,16 +338,14 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         rows = n_new;
     }
-    for (int s = 0; s < nb; s++) {   /* outputs are allocated after the decoding loop */
-        out[sent[s]] = dup_ids(best_hyp + (size_t)s * H, best_len[s]);
-        out_len[sent[s]] = best_len[s];
-        if (!out[sent[s]]) rc = -1;
-    }
+    for (int s = 0; s < nb && !rc; s++)   /* outputs are allocated after the decoding loop */
+        rc = put_hyps(&j->out[j->sent[s]], fin.hyp + (size_t)s * N * H, H, fin.len + (size_t)s * N,
+                      fin.score + (size_t)s * N, fin.n[s]);
 end:
     m->vt->free_state(m, st);
     free(row_sent), free(new_row_sent), free(score), free(new_score), free(hist), free(new_hist);
-    free(prev), free(idx), free(tops), free(n_tops), free(best_score), free(best_hyp), free(best_len), free(n_fin),
-        free(done), free(lse_tmp);
+    free(prev), free(idx), free(tops), free(n_tops), free(forced), free(fin.score), free(fin.len), free(fin.hyp),
+        free(fin.n), free(n_fin), free(done), free(lse_tmp);
     return rc;
 }
 
@@ -289,11 +356,9 @@ static int by_len(const void *a, const void *b, void *lens) {
     return la != lb ? (la > lb ? -1 : 1) : (ia > ib) - (ia < ib);
 }
 
-static int decode_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent, int nb,
-                        int max_src, const tfm_decode_opts *op, int **out, int *out_len) {
+static int decode_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
     tfm_graph_reset(g);
-    int rc = op->beam == 1 ? greedy_batch(m, g, src_ids, src_off, sent, nb, max_src, op->max_len, out, out_len)
-                           : beam_batch(m, g, src_ids, src_off, sent, nb, max_src, op, out, out_len);
+    int rc = j->o->beam == 1 ? greedy_batch(m, g, j) : beam_batch(m, g, j);
     tfm_graph_reset(g);
     return rc;
 }
@@ -301,10 +366,9 @@ static int decode_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
 /* One batch of sentences per thread, each thread on its own worker graph with single-threaded kernels
  * (longest batches first, handed out one at a time, so a slow thread holds up one batch, not half). The
  * kernels give the same bits for any thread count, so the outputs equal those of the serial loop. */
-static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int k, const int *src_ids,
-                                   const int *src_off, const int *order, int n, int max_src, int batch_size,
-                                   const tfm_decode_opts *op, int **out, int *out_len) {
-    int n_batches = (n + batch_size - 1) / batch_size, failed = 0;
+static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int k, const batch_job *all,
+                                   int batch_size) {
+    int n = all->nb, n_batches = (n + batch_size - 1) / batch_size, failed = 0;
     char err[512] = "";
     for (int i = 0; i < k; i++) workers[i]->grad_enabled = 0, workers[i]->training = 0, workers[i]->profile = g->profile;
     double tp = tfm_profile_begin(g);
@@ -318,8 +382,10 @@ static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const
 #pragma omp atomic read
             stop = failed;
             if (stop) continue;
-            int i0 = b * batch_size, nb = n - i0 < batch_size ? n - i0 : batch_size;
-            if (decode_batch(m, w, src_ids, src_off, order + i0, nb, max_src, op, out, out_len)) {
+            batch_job j = *all;
+            j.sent = all->sent + b * batch_size;
+            j.nb = n - b * batch_size < batch_size ? n - b * batch_size : batch_size;
+            if (decode_batch(m, w, &j)) {
 #pragma omp critical(tfm_decode_error)
                 if (!err[0]) snprintf(err, sizeof err, "%s", tfm_last_error()[0] ? tfm_last_error() : "out of memory");
 #pragma omp atomic write
@@ -333,12 +399,26 @@ static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const
     return failed ? -1 : 0;
 }
 
-int tfm_translate_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
-                          const int *src_off, int n, int max_src, int batch_size, const tfm_decode_opts *o, int **out,
-                          int *out_len) {
-    tfm_decode_opts op = *o;
+void tfm_search_opts_default(tfm_search_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->beam = 1;
+    o->max_len = 50;
+    o->num_hypotheses = 1;
+}
+
+void tfm_hyps_free(tfm_hyps *h) {
+    if (!h) return;
+    free(h->ids), free(h->off), free(h->score);
+    memset(h, 0, sizeof *h);
+}
+
+int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
+                     const int *src_off, int n, int max_src, int batch_size, const tfm_search_opts *o, tfm_hyps *out) {
+    tfm_search_opts op = *o;
     if (op.beam < 1) op.beam = 1;
     if (op.max_len < 1) op.max_len = 1;
+    if (op.num_hypotheses < 1) op.num_hypotheses = 1;
+    if (op.num_hypotheses > op.beam) op.num_hypotheses = op.beam;
     if (max_src < 2) max_src = 2;
     if (batch_size < 1) batch_size = 1;
     int max_pos = tfm_encdec_max_positions(m);   /* e.g. a positional-encoding table bounds both sides */
@@ -346,165 +426,62 @@ int tfm_translate_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers
         if (max_src > max_pos) max_src = max_pos;
         if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
     }
+    for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
     int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     int *lens = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (!order || !lens) {
         free(order), free(lens);
-        return -1;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", n), -1;
     }
-    for (int i = 0; i < n; i++) order[i] = i, lens[i] = src_off[i + 1] - src_off[i], out[i] = NULL, out_len[i] = 0;
+    for (int i = 0; i < n; i++) order[i] = i, lens[i] = src_off[i + 1] - src_off[i];
     qsort_r(order, (size_t)n, sizeof(int), by_len, lens);
     int n_batches = (n + batch_size - 1) / batch_size, nt = tfm_get_threads();
     int k = n_workers < n_batches ? n_workers : n_batches;
     if (k > nt) k = nt;
+    batch_job all = {src_ids, src_off, order, n, max_src, &op, out};
     int rc = 0;
     if (k >= 2) {
-        rc = decode_batches_parallel(m, g, workers, k, src_ids, src_off, order, n, max_src, batch_size, &op, out, out_len);
+        rc = decode_batches_parallel(m, g, workers, k, &all, batch_size);
     } else {   /* one batch (or one worker): every op split over the threads */
         int saved_grad = g->grad_enabled, saved_train = g->training;
         g->grad_enabled = 0;
         g->training = 0;
         for (int i0 = 0; i0 < n && !rc; i0 += batch_size) {
-            int nb = n - i0 < batch_size ? n - i0 : batch_size;
-            rc = decode_batch(m, g, src_ids, src_off, order + i0, nb, max_src, &op, out, out_len);
+            batch_job j = all;
+            j.sent = order + i0;
+            j.nb = n - i0 < batch_size ? n - i0 : batch_size;
+            rc = decode_batch(m, g, &j);
         }
         g->grad_enabled = saved_grad;
         g->training = saved_train;
     }
+    if (rc)
+        for (int i = 0; i < n; i++) tfm_hyps_free(&out[i]);
     free(order);
     free(lens);
     return rc;
 }
 
-int tfm_translate_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
-                      int batch_size, const tfm_decode_opts *o, int **out, int *out_len) {
-    return tfm_translate_ids_par(m, g, NULL, 0, src_ids, src_off, n, max_src, batch_size, o, out, out_len);
-}
-
-static int grow_ids(int **ids, int *cap, int need) {
-    if (need <= *cap) return 0;
-    int c = *cap;
-    while (c < need) c *= 2;
-    int *p = realloc(*ids, sizeof(int) * (size_t)c);
-    if (!p) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    *ids = p;
-    *cap = c;
-    return 0;
-}
-
-int tfm_translate_lines(tfm_translator *t, tfm_graph *g, const char *const *lines, int n, int max_src, int batch_size,
-                        const tfm_decode_opts *o, char **hyps) {
-    return tfm_translate_lines_par(t, g, NULL, 0, lines, n, max_src, batch_size, o, hyps);
-}
-
-int tfm_translate_lines_par(tfm_translator *t, tfm_graph *g, tfm_graph *const *workers, int n_workers,
-                            const char *const *lines, int n, int max_src, int batch_size, const tfm_decode_opts *o,
-                            char **hyps) {
-    tfm_set_error("%s", "");   /* a failure below that sets no message is reported as out of memory */
-    int *off = malloc(sizeof(int) * (size_t)(n + 1));
-    int cap = 1024, total = 0, rc = 0;
-    int *ids = calloc((size_t)cap, sizeof(int));
-    int **out = calloc((size_t)(n > 0 ? n : 1), sizeof(int *));
-    int *out_len = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
-    if (!off || !ids || !out || !out_len) {
-        rc = -1;
-        goto end;
+int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
+                       const int *src_off, int n, int max_src, int batch_size, const tfm_search_opts *o, int **out,
+                       int *out_len) {
+    tfm_search_opts op = *o;
+    op.num_hypotheses = 1;
+    tfm_hyps *h = calloc((size_t)(n > 0 ? n : 1), sizeof *h);
+    for (int i = 0; i < n; i++) out[i] = NULL, out_len[i] = 0;
+    if (!h) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", n), -1;
+    int rc = tfm_search_nbest(m, g, workers, n_workers, src_ids, src_off, n, max_src, batch_size, &op, h);
+    for (int i = 0; i < n && !rc; i++) {   /* the best hypothesis' ids: the hypotheses' buffer, handed over */
+        out_len[i] = h[i].n > 0 ? h[i].off[1] : 0;
+        out[i] = h[i].ids;
+        h[i].ids = NULL;
+        tfm_hyps_free(&h[i]);
     }
-    off[0] = 0;
-    for (int i = 0; i < n; i++) {
-        tfm_toklist tl;
-        if (t->bpe) {   /* raw text: subword ids */
-            int k = 0, *e = tfm_bpe_encode(t->bpe, lines[i], strlen(lines[i]), &k);
-            if (!e || grow_ids(&ids, &cap, total + k)) {
-                free(e);
-                rc = -1;
-                goto end;
-            }
-            memcpy(ids + total, e, sizeof(int) * (size_t)k);
-            free(e);
-            total += k;
-            off[i + 1] = total;
-            continue;
-        }
-        if (tfm_tokenize((tfm_tok_kind)t->tok_kind, lines[i], &tl)) {
-            rc = -1;
-            goto end;
-        }
-        if (total + tl.n > cap) {
-            while (total + tl.n > cap) cap *= 2;
-            int *p = realloc(ids, sizeof(int) * (size_t)cap);
-            if (!p) {
-                tfm_toklist_free(&tl);
-                rc = -1;
-                goto end;
-            }
-            ids = p;
-        }
-        for (int k = 0; k < tl.n; k++) ids[total++] = tfm_vocab_id(&t->src_vocab, tl.tok[k]);
-        off[i + 1] = total;
-        tfm_toklist_free(&tl);
-    }
-    if (tfm_translate_ids_par(t->model, g, workers, n_workers, ids, off, n, max_src, batch_size, o, out, out_len)) {
-        rc = -1;
-        goto end;
-    }
-    for (int i = 0; i < n; i++) {
-        if (t->bpe) {   /* detokenized: pieces joined, the whitespace marker -> ' ', bytes -> UTF-8 */
-            if (!(hyps[i] = tfm_bpe_decode(t->bpe, out[i], out_len[i]))) {
-                rc = -1;
-                goto end;
-            }
-            continue;
-        }
-        size_t len = 1;
-        for (int k = 0; k < out_len[i]; k++) {
-            const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);
-            len += strlen(s ? s : "") + 1;
-        }
-        if (t->tok_kind == TFM_TOK_MOSES || t->tok_kind == TFM_TOK_MOSES_LOWER) {   /* detokenize */
-            const char **tv = malloc(sizeof(char *) * (size_t)(out_len[i] > 0 ? out_len[i] : 1));
-            if (!tv) {
-                rc = -1;
-                goto end;
-            }
-            for (int k = 0; k < out_len[i]; k++) {
-                const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);
-                tv[k] = s ? s : "";
-            }
-            hyps[i] = tfm_detokenize(tv, out_len[i]);
-            free(tv);
-            if (!hyps[i]) {
-                rc = -1;
-                goto end;
-            }
-            continue;
-        }
-        char *h = malloc(len), *p = h;
-        if (!h) {
-            rc = -1;
-            goto end;
-        }
-        *p = 0;
-        for (int k = 0; k < out_len[i]; k++) {
-            const char *s = tfm_vocab_token(&t->tgt_vocab, out[i][k]);
-            size_t l = strlen(s ? s : "");
-            if (k) *p++ = ' ';
-            memcpy(p, s ? s : "", l);
-            p += l;
-        }
-        *p = 0;
-        hyps[i] = h;
-    }
-end:
-    if (out)
-        for (int i = 0; i < n; i++) free(out[i]);
-    free(out);
-    free(out_len);
-    free(off);
-    free(ids);
-    if (rc && !strcmp(tfm_last_error(), "unknown error"))
-        tfm_set_error_kind(TFM_ERR_NOMEM, "translation failed (out of memory)");
-    else if (rc)
-        tfm_prefix_error("translation failed: ");
+    free(h);
     return rc;
+}
+
+int tfm_search_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
+                   int batch_size, const tfm_search_opts *o, int **out, int *out_len) {
+    return tfm_search_ids_par(m, g, NULL, 0, src_ids, src_off, n, max_src, batch_size, o, out, out_len);
 }

@@ -52,7 +52,7 @@ static void put_tied(tfm_strbuf *b) {
     tfm_strbuf_put(b, "}", 1);
 }
 
-int tfm_translator_save_safetensors(const char *path, const tfm_translator *t) {
+int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t) {
     const tfm_s2s_config *c = &t->model->cfg;
     if (t->bpe && (!t->bpe->proto || t->bpe->proto_len > TFM_ST_MAX_HEADER / 2))
         return tfm_set_error("%s: the BPE model is too large for the safetensors header", path), -1;
@@ -103,10 +103,10 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
             tfm_char_vocab_free(&v);
         }
     } else if (kind) {   /* seq2seq, or an error naming the kind */
-        tfm_translator t;
-        if (!tfm_translator_get(&t, &c, tfm_path)) {
-            rc = tfm_translator_save_safetensors(st_path, &t);
-            tfm_translator_free(&t);
+        tfm_mt_model t;
+        if (!tfm_mt_model_get(&t, &c, tfm_path)) {
+            rc = tfm_mt_model_save_safetensors(st_path, &t);
+            tfm_mt_model_free(&t);
         }
     }
     tfm_container_free(&c);
@@ -239,7 +239,7 @@ static int get_vocab(const tfm_st_file *f, const char *key, tfm_vocab *v, int wa
 
 /* tfm.tokenizer.bpe: base64 of the SentencePiece ModelProto (the checkpoint's tokenizer.bpe bytes); its
  * pieces must be both vocabularies. */
-static int get_bpe(const tfm_st_file *f, tfm_translator *t) {
+static int get_bpe(const tfm_st_file *f, tfm_mt_model *t) {
     const char *s = need_meta(f, "tfm.tokenizer.bpe");
     if (!s) return -1;
     size_t n = 0;
@@ -287,7 +287,7 @@ static int check_tied(const tfm_st_file *f, int share) {
 }
 
 /* The translator the metadata describes (config, vocabularies, tokenizer), its model built, weights unset. */
-static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char *arch, tfm_translator *t) {
+static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char *arch, tfm_mt_model *t) {
     tfm_s2s_config c;
     tfm_s2s_config_default(&c);
     if (strlen(arch) >= sizeof c.arch) return tfm_set_error("%s: unknown tfm.arch '%.40s'", f->path, arch), -1;
@@ -323,21 +323,21 @@ static int import_seq2seq(const tfm_st_file *f, const char *out) {
     const char *arch = need_meta(f, "tfm.arch");
     tfm_json *j = arch ? config_json(f, known) : NULL;
     if (!j) return -1;
-    tfm_translator t, check;
+    tfm_mt_model t, check;
     memset(&t, 0, sizeof t);
     int rc = -1;
     if (!seq2seq_from_meta(f, j, arch, &t) && !load_params(f, &t.model->params)) {
         tfm_container ck;
         tfm_container_init(&ck);
-        tfm_translator_put(&ck, &t);
+        tfm_mt_model_put(&ck, &t);
         /* what a checkpoint load would check (e.g. a lowercasing tokenizer's vocabulary) before writing */
-        if (!tfm_translator_get(&check, &ck, f->path)) {
-            tfm_translator_free(&check);
+        if (!tfm_mt_model_get(&check, &ck, f->path)) {
+            tfm_mt_model_free(&check);
             rc = tfm_container_save(&ck, out);
         }
         tfm_container_free(&ck);
     }
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
     tfm_json_free(j);
     return rc;
 }

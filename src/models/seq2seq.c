@@ -166,7 +166,7 @@ void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
 #define INT_FIELDS(X) X(src_vocab) X(tgt_vocab) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(n_layer) \
     X(embed_size) X(hidden_size)
 
-void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
+void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
     const tfm_s2s_config *cf = &t->model->cfg;
     tfm_container_add_str(c, "meta.kind", "seq2seq");
     tfm_container_add_str(c, "meta.arch", cf->arch);
@@ -184,13 +184,52 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
     if (cf->share_embeddings) tfm_container_add_int(c, "config.share_embeddings", cf->share_embeddings);
     if (cf->pad_len) tfm_container_add_int(c, "config.pad_len", cf->pad_len);
+    if (t->decode_beam > 0) {
+        tfm_container_add_int(c, "decode.beam", t->decode_beam);
+        tfm_container_add_float(c, "decode.alpha", t->decode_alpha);
+    }
+    if (t->src_lang[0]) tfm_container_add_str(c, "meta.src_lang", t->src_lang);
+    if (t->tgt_lang[0]) tfm_container_add_str(c, "meta.tgt_lang", t->tgt_lang);
     free(s);
     free(u);
 }
 
+int tfm_lang_code_valid(const char *s) {
+    size_t n = strlen(s);
+    if (n < 1 || n > 15) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* decode.beam / decode.alpha and meta.src_lang / meta.tgt_lang, each optional (older checkpoints have none) */
+static int get_settings(tfm_mt_model *t, const tfm_container *c, const char *path) {
+    if (tfm_container_get(c, "decode.beam")) {
+        if (tfm_container_int(c, "decode.beam", &t->decode_beam) || tfm_container_float(c, "decode.alpha", &t->decode_alpha))
+            return -1;
+        if (t->decode_beam < 1 || t->decode_beam > 64)
+            return tfm_set_error("%s: decode.beam must be in 1..64, got %d", path, t->decode_beam), -1;
+        if (!(t->decode_alpha >= 0 && t->decode_alpha <= 10))
+            return tfm_set_error("%s: decode.alpha must be in [0, 10], got %g", path, t->decode_alpha), -1;
+    }
+    static const char *keys[2] = {"meta.src_lang", "meta.tgt_lang"};
+    char *dst[2] = {t->src_lang, t->tgt_lang};
+    for (int k = 0; k < 2; k++) {
+        if (!tfm_container_get(c, keys[k])) continue;
+        const char *v = tfm_container_str(c, keys[k]);
+        if (!v) return -1;
+        if (!tfm_lang_code_valid(v))
+            return tfm_set_error("%s: %s '%.40s' is not a language code (1 to 15 letters, digits, '-' or '_')", path,
+                                 keys[k], v), -1;
+        snprintf(dst[k], sizeof t->src_lang, "%s", v);
+    }
+    return 0;
+}
+
 /* tokenizer.kind cross-check: a lowercasing tokenizer (d2l, moses-lower) cannot have produced a
  * vocabulary with an ASCII capital letter */
-static int check_lowercase(const tfm_translator *t, const char *path) {
+static int check_lowercase(const tfm_mt_model *t, const char *path) {
     if (t->tok_kind != TFM_TOK_D2L && t->tok_kind != TFM_TOK_MOSES_LOWER) return 0;
     const tfm_vocab *vs[2] = {&t->src_vocab, &t->tgt_vocab};
     for (int k = 0; k < 2; k++)
@@ -205,7 +244,7 @@ static int check_lowercase(const tfm_translator *t, const char *path) {
 }
 
 /* tokenizer.bpe of a "bpe" translator: both vocabularies must be its pieces */
-static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) {
+static int get_bpe(tfm_mt_model *t, const tfm_container *c, const char *path) {
     t->bpe = calloc(1, sizeof *t->bpe);
     if (!t->bpe) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
     if (tfm_bpe_from_container(t->bpe, c, TFM_BPE_ENTRY)) {
@@ -223,7 +262,7 @@ static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) 
     return 0;
 }
 
-int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
+int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) {
     memset(t, 0, sizeof *t);
     const char *kind = tfm_container_str(c, "meta.kind");
     if (!kind) return -1;
@@ -259,51 +298,51 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     if (t->src_vocab.n != cf.src_vocab || t->tgt_vocab.n != cf.tgt_vocab) {
         tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
                       t->tgt_vocab.n, cf.src_vocab, cf.tgt_vocab);
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
     t->tok_kind = kind_id;
     if (check_lowercase(t, path)) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
-    if (kind_id == TFM_TOK_BPE && get_bpe(t, c, path)) {
-        tfm_translator_free(t);
+    if (get_settings(t, c, path) || (kind_id == TFM_TOK_BPE && get_bpe(t, c, path))) {
+        tfm_mt_model_free(t);
         return -1;
     }
     if (tfm_s2s_config_check(&cf)) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return tfm_prefix_error("%s: ", path);
     }
     if (tfm_ckpt_check_param_budget(c, tfm_s2s_n_params(&cf), path)) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
     t->model = tfm_s2s_create(&cf);
     if (!t->model) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return tfm_prefix_error("%s: ", path);
     }
     if (tfm_ckpt_get_params(c, &t->model->params, path)) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
     return 0;
 }
 
-int tfm_translator_load(tfm_translator *t, const char *path) {
+int tfm_mt_model_load(tfm_mt_model *t, const char *path) {
     tfm_container c;
     memset(t, 0, sizeof *t);
     if (tfm_container_load_except(&c, path, "adam.")) {   /* a training checkpoint's optimizer state: unused */
         tfm_container_free(&c);
         return -1;
     }
-    int rc = tfm_translator_get(t, &c, path);
+    int rc = tfm_mt_model_get(t, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
 
-void tfm_translator_free(tfm_translator *t) {
+void tfm_mt_model_free(tfm_mt_model *t) {
     tfm_encdec_free(t->model);
     t->model = NULL;
     if (t->src_vocab.tok) tfm_vocab_free(&t->src_vocab);

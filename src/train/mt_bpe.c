@@ -5,15 +5,15 @@
 
 #include "tfm/train.h"
 
-int tfm_translator_build_bpe(tfm_translator *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed) {
+int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed) {
     memset(t, 0, sizeof *t);
     t->tok_kind = TFM_TOK_BPE;
     t->bpe = bpe;
     if (tfm_bpe_vocab(bpe, &t->src_vocab) || tfm_bpe_vocab(bpe, &t->tgt_vocab)) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
-    return tfm_translator_create_model(t, cfg, seed);
+    return tfm_mt_model_create(t, cfg, seed);
 }
 
 /* one side: line i = lists[i].tok[0] (or empty) -> ids[off[i] .. off[i+1]) */
@@ -55,7 +55,7 @@ oom:
     return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding the corpus"), -1;
 }
 
-int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a) {
+int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a) {
     tfm_parallel_ids ids;
     memset(&ids, 0, sizeof ids);
     if (encode_side(t->bpe, p->src, p->n, &ids.src_off, &ids.src_ids)) return -1;

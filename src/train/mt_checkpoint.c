@@ -5,32 +5,32 @@
 
 #include "tfm/train.h"
 
-int tfm_translator_create_model(tfm_translator *t, const tfm_s2s_config *cfg, uint64_t seed) {
+int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed) {
     tfm_s2s_config c = *cfg;
     c.src_vocab = t->src_vocab.n;
     c.tgt_vocab = t->tgt_vocab.n;
     t->model = tfm_s2s_create(&c);
     if (!t->model) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
     t->model->vt->init_weights(t->model, seed);
     return 0;
 }
 
-int tfm_translator_build(tfm_translator *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
                          const tfm_s2s_config *cfg, uint64_t seed) {
     memset(t, 0, sizeof *t);
     t->tok_kind = tok_kind;
     if (tfm_vocab_build(&t->src_vocab, p->src, p->n, min_freq) ||
         tfm_vocab_build(&t->tgt_vocab, p->tgt, p->n, min_freq)) {
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
         return -1;
     }
-    return tfm_translator_create_model(t, cfg, seed);
+    return tfm_mt_model_create(t, cfg, seed);
 }
 
-int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a) {
+int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a) {
     if (t->bpe) return tfm_mt_arrays_bpe(p, t, num_steps, a);
     tfm_parallel_ids ids;
     if (tfm_parallel_encode(p, &t->src_vocab, &t->tgt_vocab, &ids)) return -1;
@@ -39,16 +39,16 @@ int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_s
     return rc;
 }
 
-int tfm_mt_save(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o) {
     return tfm_mt_save_run(path, t, opt, p, o, NULL);
 }
 
-int tfm_mt_save_run(const char *path, const tfm_translator *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                     const tfm_mt_train_opts *o, const tfm_run_config *run) {
     tfm_container c;
     tfm_container_init(&c);
-    tfm_translator_put(&c, t);
+    tfm_mt_model_put(&c, t);
     tfm_ckpt_put_adamw(&c, opt, &t->model->params);
     tfm_mt_progress_put(&c, p);
     tfm_container_add_int(&c, "train.max_len", o->num_steps);
@@ -59,13 +59,13 @@ int tfm_mt_save_run(const char *path, const tfm_translator *t, const tfm_adamw *
     return rc;
 }
 
-int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_progress *p,
+int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p,
                   const tfm_mt_train_opts *o) {
     tfm_container c;
     memset(t, 0, sizeof *t);
     memset(opt, 0, sizeof *opt);
     int rc = tfm_container_load(&c, path);
-    if (!rc) rc = tfm_translator_get(t, &c, path);
+    if (!rc) rc = tfm_mt_model_get(t, &c, path);
     /* sentences of num_steps tokens plus <bos> must fit the stored positional-encoding table */
     int max_pos = rc ? 0 : tfm_encdec_max_positions(t->model);
     if (!rc && max_pos > 0 && max_pos < o->num_steps + 1) {
@@ -79,7 +79,7 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     }
     if (rc) {
         if (opt->m) tfm_adamw_free(opt);
-        tfm_translator_free(t);
+        tfm_mt_model_free(t);
     }
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;

@@ -56,8 +56,8 @@ expect_err "translate missing checkpoint" "nope.tfm" sh -c "echo hi | $TFM trans
 if [ -f "$d/e.tfm" ]; then
     expect_err "translate empty stdin" "no input" sh -c "$TFM translate $d/e.tfm < /dev/null"
     expect_err "translate invalid UTF-8 on stdin names the line" "stdin:2" sh -c "printf 'go .\nx\377\n' | $TFM translate $d/e.tfm"
-    expect_err "translate bad --beam" "beam" sh -c "echo go | $TFM translate $d/e.tfm --beam 0"
-    expect_err "translate bad --alpha" "alpha" sh -c "echo go | $TFM translate $d/e.tfm --alpha -1"
+    expect_err "translate bad --beam" "beam" sh -c "echo go | $TFM translate $d/e.tfm --beam 65"
+    expect_err "translate bad --alpha" "alpha" sh -c "echo go | $TFM translate $d/e.tfm --alpha -2"
     expect_err "attention needs --text" "text" $TFM attention "$d/e.tfm" --out "$d/a.svg"
     expect_err "attention refuses an LM checkpoint" "language-model" $TFM attention "$d/lm.tfm" --text "go ." --out "$d/a.svg"
     # empty lines on stdin keep their place

@@ -242,7 +242,7 @@ static void test_gpt_edits(void) {
 
 /* ---------------------------------------------------------------- translator checkpoints */
 static void save_translator(const char *path, const char *arch) {
-    tfm_translator t = {0};
+    tfm_mt_model t = {0};
     if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi") ||
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!"))
         tfm_fatal("test: %s", tfm_last_error());
@@ -264,13 +264,13 @@ static void save_translator(const char *path, const char *arch) {
     t.tok_kind = TFM_TOK_D2L;
     tfm_container k;
     tfm_container_init(&k);
-    tfm_translator_put(&k, &t);
+    tfm_mt_model_put(&k, &t);
     tfm_mt_progress p;
     tfm_mt_progress_init(&p, 1);
     tfm_mt_progress_put(&k, &p);
     if (tfm_container_save(&k, path)) tfm_fatal("test: %s", tfm_last_error());
     tfm_container_free(&k);
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
 }
 
 static int load_translator_full(const char *path) {
@@ -279,12 +279,12 @@ static int load_translator_full(const char *path) {
         tfm_container_free(&c);
         return -1;
     }
-    tfm_translator t;
+    tfm_mt_model t;
     tfm_mt_progress p;
-    int rc = tfm_translator_get(&t, &c, path);
+    int rc = tfm_mt_model_get(&t, &c, path);
     if (rc == 0) {
         rc = tfm_mt_progress_get(&c, &p);
-        tfm_translator_free(&t);
+        tfm_mt_model_free(&t);
     }
     tfm_container_free(&c);
     return rc;

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "tfm/decode.h"
+#include "tfm/translator.h"
 #include "tfm/train.h"
 
 enum { V = 300, D = 8 };
@@ -117,8 +118,8 @@ static void test_bpe_translator(void) {
     lo.vocab_size = 300;
     CHECK("bpe translator: learn", tfm_bpe_learn_lines(b, lines, 6, &lo) == 0, "%s", tfm_last_error());
     tfm_s2s_config c = tiny(1);
-    tfm_translator t;
-    CHECK("bpe translator: build", tfm_translator_build_bpe(&t, b, &c, 1) == 0, "%s", tfm_last_error());
+    tfm_mt_model t;
+    CHECK("bpe translator: build", tfm_mt_model_build_bpe(&t, b, &c, 1) == 0, "%s", tfm_last_error());
     CHECK("bpe translator: vocab = pieces", t.src_vocab.n == b->n && t.tgt_vocab.n == b->n &&
           !strcmp(t.src_vocab.tok[1], "<bos>") && !strcmp(t.tgt_vocab.tok[300 - 1], b->piece[300 - 1]), "n %d", b->n);
     char path[] = "/tmp/tfm_mt_subword_XXXXXX";
@@ -126,25 +127,26 @@ static void test_bpe_translator(void) {
     close(fd);
     tfm_container ct;
     tfm_container_init(&ct);
-    tfm_translator_put(&ct, &t);
+    tfm_mt_model_put(&ct, &t);
     CHECK("bpe translator: save", tfm_container_save(&ct, path) == 0, "%s", tfm_last_error());
     tfm_container_free(&ct);
-    tfm_translator r;
-    CHECK("bpe translator: load", tfm_translator_load(&r, path) == 0, "%s", tfm_last_error());
+    tfm_mt_model r;
+    CHECK("bpe translator: load", tfm_mt_model_load(&r, path) == 0, "%s", tfm_last_error());
     CHECK("bpe translator: tokenizer restored", r.bpe && r.tok_kind == TFM_TOK_BPE && r.bpe->n == b->n &&
           r.model->cfg.share_embeddings == 1, "bpe %p", (void *)r.bpe);
-    tfm_graph g;
-    tfm_graph_init(&g, 0);
     const char *in[] = {"ein Hund fährt.", "Zebra \xc3\xa9!"};
-    char *h[2] = {0};
-    tfm_decode_opts o = {1, 0.0f, 12};
-    int rc = tfm_translate_lines(&r, &g, in, 2, 16, 2, &o, h);
-    CHECK("bpe translator: translate raw lines", rc == 0 && h[0] && h[1] && tfm_utf8_valid(h[0], strlen(h[0])) &&
-          !strstr(h[0], "\xe2\x96\x81") && !strstr(h[1], "<unk>"), "rc %d", rc);
-    free(h[0]), free(h[1]);
-    tfm_graph_free(&g);
-    tfm_translator_free(&r);
-    tfm_translator_free(&t);
+    tfm_translation h[2];
+    tfm_translate_options o;
+    tfm_translate_options_default(&o);
+    o.max_decoding_length = 12, o.max_input_length = 16;
+    tfm_translator *dec = tfm_translator_view(&r, NULL);
+    int rc = dec ? tfm_translator_translate_batch(dec, in, 2, &o, h) : -1;
+    CHECK("bpe translator: translate raw lines", rc == 0 && tfm_utf8_valid(h[0].hypotheses[0], strlen(h[0].hypotheses[0])) &&
+          !strstr(h[0].hypotheses[0], "\xe2\x96\x81") && !strstr(h[1].hypotheses[0], "<unk>"), "rc %d", rc);
+    if (!rc) tfm_translation_free(&h[0]), tfm_translation_free(&h[1]);
+    tfm_translator_free(dec);
+    tfm_mt_model_free(&r);
+    tfm_mt_model_free(&t);
     unlink(path);
 }
 

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "tfm/eval.h"
 #include "tfm/decode.h"
+#include "tfm/translator.h"
 #include "models/rnn_impl.h"
 #include "tfm/train.h"
 #include <stdio.h>
@@ -42,7 +43,7 @@ static void on_report(const tfm_mt_report *r, void *user) {
 
 static void recipe(const char *arch, const tfm_parallel_text *p) {
     char nm[128];
-    tfm_translator tr = {0};
+    tfm_mt_model tr = {0};
     tr.tok_kind = TFM_TOK_D2L;
     if (tfm_vocab_build(&tr.src_vocab, p->src, p->n, 2) || tfm_vocab_build(&tr.tgt_vocab, p->tgt, p->n, 2)) {
         printf("FAIL %s recipe: vocab: %s\n", arch, tfm_last_error());
@@ -90,33 +91,36 @@ static void recipe(const char *arch, const tfm_parallel_text *p) {
     CHECK(nm, l.last < 0.5f * l.first && l.last < 0.35f, "first epoch %.4f, last %.4f", l.first, l.last);
     printf("%s: loss epoch 1 %.4f -> epoch %d %.4f\n", arch, l.first, RECIPE_EPOCHS, l.last);
 
-    tfm_graph g;
-    tfm_graph_init(&g, 0);
-    tfm_decode_opts d = {1, 0.0f, 10};
+    tfm_translate_options d;   /* greedy, at most 10 tokens in and out */
+    tfm_translate_options_default(&d);
+    d.beam_size = 1, d.length_penalty = 0, d.max_decoding_length = 10, d.max_input_length = 10;
+    tfm_translator *dec = tfm_translator_view(&tr, NULL);
     static const char *eng[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
     static const char *fra[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
-    char *hyp[TRAIN_PAIRS] = {0}, *src[TRAIN_PAIRS], *ref[TRAIN_PAIRS];
-    if (tfm_translate_lines(&tr, &g, eng, 4, 10, 4, &d, hyp) == 0)
+    tfm_translation hyp[TRAIN_PAIRS];
+    char *src[TRAIN_PAIRS], *ref[TRAIN_PAIRS];
+    if (dec && tfm_translator_translate_batch(dec, eng, 4, &d, hyp) == 0)
         for (int i = 0; i < 4; i++) {
-            printf("%s => %s, bleu %.3f\n", eng[i], hyp[i], tfm_bleu_d2l(hyp[i], fra[i], 2));
-            free(hyp[i]);
+            printf("%s => %s, bleu %.3f\n", eng[i], hyp[i].hypotheses[0], tfm_bleu_d2l(hyp[i].hypotheses[0], fra[i], 2));
+            tfm_translation_free(&hyp[i]);
         }
     for (int i = 0; i < TRAIN_PAIRS; i++) src[i] = joined(&p->src[i]), ref[i] = joined(&p->tgt[i]);
     double bleu = -1;
-    if (tfm_translate_lines(&tr, &g, (const char *const *)src, TRAIN_PAIRS, 10, 64, &d, hyp) == 0) {
+    if (dec && tfm_translator_translate_batch(dec, (const char *const *)src, TRAIN_PAIRS, &d, hyp) == 0) {
         bleu = 0;
-        for (int i = 0; i < TRAIN_PAIRS; i++) bleu += tfm_bleu_d2l(hyp[i], ref[i], 2) / TRAIN_PAIRS, free(hyp[i]);
+        for (int i = 0; i < TRAIN_PAIRS; i++)
+            bleu += tfm_bleu_d2l(hyp[i].hypotheses[0], ref[i], 2) / TRAIN_PAIRS, tfm_translation_free(&hyp[i]);
     }
     for (int i = 0; i < TRAIN_PAIRS; i++) free(src[i]), free(ref[i]);
     printf("%s: first %d training pairs, mean d2l BLEU %.3f\n", arch, TRAIN_PAIRS, bleu);
     snprintf(nm, sizeof nm, "%s recipe: greedy translations of the first %d training pairs, mean d2l BLEU >= 0.15", arch,
              TRAIN_PAIRS);
     CHECK(nm, bleu >= 0.15, "%.3f", bleu);
-    tfm_graph_free(&g);
+    tfm_translator_free(dec);
     tfm_adamw_free(&opt);
     tfm_nmt_arrays_free(&arr);
     tfm_parallel_ids_free(&ids);
-    tfm_translator_free(&tr);
+    tfm_mt_model_free(&tr);
 }
 
 int main(void) {

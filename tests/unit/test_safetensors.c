@@ -105,7 +105,7 @@ static int save_s2s(const char *path, const char *arch) {
     snprintf(c.arch, sizeof c.arch, "%s", arch);
     c.src_vocab = 9, c.tgt_vocab = 10, c.d_model = 16, c.n_head = 2, c.ffn = 24, c.max_len = 20, c.n_layer = 2;
     c.embed_size = 6, c.hidden_size = 8, c.dropout = 0.2f, c.pre_ln = !strcmp(arch, "transformer");
-    tfm_translator t = {0};
+    tfm_mt_model t = {0};
     if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\na\nb\n\"q\"\n\xc3\xa9t\xc3\xa9\nz") ||
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nA\nB\nC\\\nD\tx\nE\nF"))
         return printf("# vocab: %s\n", tfm_last_error()), -1;
@@ -115,10 +115,10 @@ static int save_s2s(const char *path, const char *arch) {
     t.model->vt->init_weights(t.model, 11);
     tfm_container ck;
     tfm_container_init(&ck);
-    tfm_translator_put(&ck, &t);
+    tfm_mt_model_put(&ck, &t);
     int rc = tfm_container_save(&ck, path);
     tfm_container_free(&ck);
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
     return rc;
 }
 
@@ -136,14 +136,14 @@ static int save_s2s_bpe(const char *path, int tied) {
     tfm_s2s_config_default(&c);
     c.d_model = 16, c.n_head = 2, c.ffn = 24, c.max_len = 20, c.n_layer = 2, c.share_embeddings = tied;
     c.pre_ln = !tied;
-    tfm_translator t;
-    if (tfm_translator_build_bpe(&t, b, &c, 5)) return printf("# build: %s\n", tfm_last_error()), -1;
+    tfm_mt_model t;
+    if (tfm_mt_model_build_bpe(&t, b, &c, 5)) return printf("# build: %s\n", tfm_last_error()), -1;
     tfm_container ck;
     tfm_container_init(&ck);
-    tfm_translator_put(&ck, &t);
+    tfm_mt_model_put(&ck, &t);
     int rc = tfm_container_save(&ck, path);
     tfm_container_free(&ck);
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
     return rc;
 }
 
@@ -371,17 +371,17 @@ static float *model_logits(const char *path, const tfm_container *in, size_t *n)
         tfm_gpt_free(&m);
         tfm_char_vocab_free(&v);
     } else {
-        tfm_translator t;
+        tfm_mt_model t;
         const tfm_entry *s = tfm_container_get(in, "src"), *sv = tfm_container_get(in, "src_valid"),
                         *ti = tfm_container_get(in, "tgt_in");
         if (!s || !sv || !ti || s->ndim != 2 || ti->ndim != 2) return tfm_set_error("input: need src, src_valid, tgt_in"), NULL;
-        if (tfm_translator_load(&t, path)) return NULL;
+        if (tfm_mt_model_load(&t, path)) return NULL;
         tfm_tensor *l = tfm_encdec_forward(t.model, &g, s->data, sv->data, s->shape[0], s->shape[1], ti->data,
                                            ti->shape[1]);
         out = malloc(l->size * sizeof(float));
         memcpy(out, l->data, l->size * sizeof(float));
         *n = l->size;
-        tfm_translator_free(&t);
+        tfm_mt_model_free(&t);
     }
     tfm_graph_free(&g);
     return out;

@@ -40,16 +40,16 @@ static void translate(tfm_encdec *m, int which, int batched, int *out, int *len)
     int off[3] = {0, 2, 8}, sent_off[2], one[8];
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, 6};
+    tfm_search_opts o = {.beam = 1, .alpha = 0.0f, .max_len = 6};
     int *o_ids[2] = {0}, o_len[2] = {0};
     int rc;
     if (batched) {
-        rc = tfm_translate_ids(m, &g, ids, off, 2, S, 2, &o, o_ids, o_len);
+        rc = tfm_search_ids(m, &g, ids, off, 2, S, 2, &o, o_ids, o_len);
     } else {
         int n = off[which + 1] - off[which];
         memcpy(one, ids + off[which], sizeof(int) * (size_t)n);
         sent_off[0] = 0, sent_off[1] = n;
-        rc = tfm_translate_ids(m, &g, one, sent_off, 1, S, 1, &o, o_ids + which, o_len + which);
+        rc = tfm_search_ids(m, &g, one, sent_off, 1, S, 1, &o, o_ids + which, o_len + which);
     }
     *len = rc ? -1 : o_len[which];
     if (!rc) memcpy(out, o_ids[which], sizeof(int) * (size_t)o_len[which]);

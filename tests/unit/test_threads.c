@@ -84,8 +84,8 @@ static void mt_run(void *p) {
     }
     tfm_adamw_free(&opt);
     int ids[] = {5, 6, 7, 9, 10}, off[] = {0, 3, 5}, *out[2], out_len[2];
-    tfm_decode_opts o = {2, 0.6f, 6};
-    int rc = tfm_translate_ids(j->m, &g, ids, off, 2, 10, 2, &o, out, out_len);
+    tfm_search_opts o = {.beam = 2, .alpha = 0.6f, .max_len = 6};
+    int rc = tfm_search_ids(j->m, &g, ids, off, 2, 10, 2, &o, out, out_len);
     size_t np = j->m->params.total;
     j->h.n = 1 + np + 2 + (size_t)(rc ? 0 : out_len[0] + out_len[1]);
     j->h.out = malloc(sizeof(float) * j->h.n);
@@ -304,7 +304,7 @@ static void test_grad_sq_block(void) {
     CHECK("tfm_grad_sq_block == its 8 in-order lane sums, bit for bit", ok, "see above");
 }
 
-/* tfm_translate_ids_par: 11 sentences in batches of 3 (4 batches) decoded on 2 worker graphs, one batch per
+/* tfm_search_ids_par: 11 sentences in batches of 3 (4 batches) decoded on 2 worker graphs, one batch per
  * thread, give the ids of 1 thread decoding them one batch after the other (greedy and beam; this untrained
  * model's beams end at once, tests/cli/profile_decode.sh compares beams of a trained one); the workers
  * did the work (the caller's arena did not grow; which worker took which batch is up to the scheduler) and
@@ -334,20 +334,20 @@ static void test_decode_workers(void) {
         for (int k = off[i]; k < off[i + 1]; k++) ids[k] = 4 + (int)(tfm_rng_u32(&r) % 19);
     }
     for (int beam = 1; beam <= 3; beam += 2) {
-        tfm_decode_opts o = {beam, 0.6f, 8};
+        tfm_search_opts o = {.beam = beam, .alpha = 0.6f, .max_len = 8};
         tfm_graph g, w[2], *wp[2] = {&w[0], &w[1]};
         tfm_graph_init(&g, 0);
         g.profile = 1;
         for (int i = 0; i < 2; i++) tfm_graph_init_worker(&w[i], &g);
         tfm_set_threads(1);
-        int rc1 = tfm_translate_ids(m, &g, ids, off, N, 12, 3, &o, ser, ser_len);
+        int rc1 = tfm_search_ids(m, &g, ids, off, N, 12, 3, &o, ser, ser_len);
         size_t g_peak = g.arena.peak;
         tfm_graph_reset(&g);
         tfm_graph_free(&g);
         tfm_graph_init(&g, 0);
         g.profile = 1;
         tfm_set_threads(2);
-        int rc2 = tfm_translate_ids_par(m, &g, wp, 2, ids, off, N, 12, 3, &o, par, par_len);
+        int rc2 = tfm_search_ids_par(m, &g, wp, 2, ids, off, N, 12, 3, &o, par, par_len);
         int same = !rc1 && !rc2, words = 0;
         for (int i = 0; same && i < N; i++) {
             same = ser_len[i] == par_len[i] && !memcmp(ser[i], par[i], sizeof(int) * (size_t)ser_len[i]);

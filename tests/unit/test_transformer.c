@@ -432,10 +432,10 @@ static void check_search(tfm_encdec *m, const batch *b) {
         off[i + 1] = off[i] + b->valid[i] - 1;
     }
     int *gout[8], glen[8], *bout[8], blen[8], *bout2[8], blen2[8];
-    tfm_decode_opts og = {1, 0.0f, 8}, ob = {4, 0.0f, 8};
-    int rc1 = tfm_translate_ids(m, &g, ids, off, n, 50, 2, &og, gout, glen);
-    int rc2 = tfm_translate_ids(m, &g, ids, off, n, 50, 2, &ob, bout, blen);
-    int rc3 = tfm_translate_ids(m, &g, ids, off, n, 50, 3, &ob, bout2, blen2);
+    tfm_search_opts og = {.beam = 1, .max_len = 8}, ob = {.beam = 4, .max_len = 8};
+    int rc1 = tfm_search_ids(m, &g, ids, off, n, 50, 2, &og, gout, glen);
+    int rc2 = tfm_search_ids(m, &g, ids, off, n, 50, 2, &ob, bout, blen);
+    int rc3 = tfm_search_ids(m, &g, ids, off, n, 50, 3, &ob, bout2, blen2);
     CHECK("greedy and beam search run", !rc1 && !rc2 && !rc3, "rc %d %d %d", rc1, rc2, rc3);
     g.grad_enabled = 0;
     int ok = 1, same_batching = 1;
@@ -475,7 +475,7 @@ static void check_search(tfm_encdec *m, const batch *b) {
 }
 
 static void check_checkpoint(tfm_encdec *m) {
-    tfm_translator t = {0}, u;
+    tfm_mt_model t = {0}, u;
     t.model = m;
     const char *toks[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
     tfm_toklist tl = {7, (char **)toks}, tl2 = {9, (char **)toks};
@@ -485,24 +485,24 @@ static void check_checkpoint(tfm_encdec *m) {
     t.tok_kind = TFM_TOK_D2L;
     tfm_container c;
     tfm_container_init(&c);
-    tfm_translator_put(&c, &t);
+    tfm_mt_model_put(&c, &t);
     const char *path = "/tmp/tfm_test_transformer_ckpt.tfm";
     int rc = tfm_container_save(&c, path);
     tfm_container_free(&c);
-    int rc2 = rc ? -1 : tfm_translator_load(&u, path);
+    int rc2 = rc ? -1 : tfm_mt_model_load(&u, path);
     int same = !rc2 && u.model->params.total == m->params.total &&
                !memcmp(u.model->params.data, m->params.data, sizeof(float) * m->params.total) &&
                !strcmp(u.model->cfg.arch, "transformer") && u.tgt_vocab.n == 13;
     CHECK("translator checkpoint round trip", ok_vocab && same, "rc %d/%d: %s", rc, rc2, rc2 ? tfm_last_error() : "");
-    if (!rc2) tfm_translator_free(&u);
+    if (!rc2) tfm_mt_model_free(&u);
     /* a GPT checkpoint is refused with a clear message */
     tfm_container_init(&c);
     tfm_container_add_str(&c, "meta.kind", "gpt");
-    int rc3 = tfm_translator_get(&u, &c, "lm.tfm");
+    int rc3 = tfm_mt_model_get(&u, &c, "lm.tfm");
     CHECK("LM checkpoint refused", rc3 && strstr(tfm_last_error(), "language-model"), "%s", tfm_last_error());
     tfm_container_free(&c);
     t.model = NULL;
-    tfm_translator_free(&t);
+    tfm_mt_model_free(&t);
     remove(path);
 }
 

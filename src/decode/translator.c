@@ -1,0 +1,438 @@
+/* The translation object (include/tfm/translator.h): text in, text out, over the search of search.c.
+ *
+ * A call: tokenize every source line (and target prefix) to ids, search (tfm_search_nbest: batches decoded in
+ * parallel on the workspace's worker graphs), detokenize each hypothesis; with return_attention, one
+ * teacher-forced pass per sentence over its best hypothesis reads the encoder-decoder attention. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfm/decode.h"
+#include "tfm/kernels.h"
+#include "tfm/ops.h"
+#include "tfm/translator.h"
+
+#define MAX_MAPS 256
+
+/* The graphs one call decodes with: a main graph and one worker graph per thread. Calls running at once
+ * each take their own; idle ones wait on the translator's free list. */
+typedef struct workspace {
+    tfm_graph g;
+    tfm_graph *workers, **wp;
+    int n_workers;
+    struct workspace *next;
+} workspace;
+
+struct tfm_translator {
+    tfm_mt_model *mt;        /* &own, or the model of tfm_translator_view */
+    tfm_mt_model own;
+    tfm_translator_params p;
+    int threads;
+    tfm_weight_packs packs;
+    int packed;
+    omp_lock_t lock;         /* the free list */
+    omp_lock_t attn_lock;    /* the teacher-forced attention pass sets the model's keep_attention */
+    workspace *idle;
+};
+
+void tfm_translator_params_default(tfm_translator_params *p) {
+    memset(p, 0, sizeof *p);
+    p->max_batch_size = 32;
+    p->pack_weights = 1;
+}
+
+void tfm_translate_options_default(tfm_translate_options *o) {
+    memset(o, 0, sizeof *o);
+    o->length_penalty = -1.0f;
+    o->max_decoding_length = 50;
+    o->max_input_length = 200;
+    o->num_hypotheses = 1;
+}
+
+/* own: take *m's contents (cleared; freed on failure too), else borrow m */
+static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_params *p) {
+    tfm_translator_params def;
+    tfm_translator_params_default(&def);
+    if (!p) p = &def;
+    const char *bad = p->threads < 0 || p->threads > TFM_MAX_THREADS ? "threads"
+                      : p->max_batch_size < 1 || p->max_batch_size > 4096 ? "max_batch_size" : NULL;
+    tfm_translator *t = bad ? NULL : calloc(1, sizeof *t);
+    if (!t) {
+        if (own) tfm_mt_model_free(m);
+        if (bad)
+            return tfm_set_error("translator: params.%s out of range (threads 0..%d, max_batch_size 1..4096)", bad,
+                                 TFM_MAX_THREADS), NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "translator: out of memory"), NULL;
+    }
+    if (own) {
+        t->own = *m;
+        memset(m, 0, sizeof *m);
+        t->mt = &t->own;
+    } else {
+        t->mt = m;
+    }
+    t->p = *p;
+    t->threads = p->threads > 0 ? p->threads : tfm_default_threads();
+    t->packed = p->pack_weights && tfm_weight_packs_init(&t->packs, &t->mt->model->params) == 0;   /* else unpacked */
+    omp_init_lock(&t->lock);
+    omp_init_lock(&t->attn_lock);
+    return t;
+}
+
+tfm_translator *tfm_translator_from_model(tfm_mt_model *m, const tfm_translator_params *p) { return make(m, 1, p); }
+tfm_translator *tfm_translator_view(tfm_mt_model *m, const tfm_translator_params *p) { return make(m, 0, p); }
+
+void tfm_translator_weights_changed(tfm_translator *t) {
+    if (t->packed) tfm_weight_packs_refresh(&t->packs);
+}
+
+tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p) {
+    tfm_mt_model m;
+    if (tfm_mt_model_load(&m, path)) return NULL;
+    return tfm_translator_from_model(&m, p);
+}
+
+static void workspace_free(workspace *w) {
+    for (int i = 0; i < w->n_workers; i++) tfm_graph_free(&w->workers[i]);
+    tfm_graph_free(&w->g);
+    free(w->workers), free(w->wp), free(w);
+}
+
+void tfm_translator_free(tfm_translator *t) {
+    if (!t) return;
+    while (t->idle) {
+        workspace *w = t->idle;
+        t->idle = w->next;
+        workspace_free(w);
+    }
+    if (t->packed) tfm_weight_packs_free(&t->packs);
+    omp_destroy_lock(&t->lock);
+    omp_destroy_lock(&t->attn_lock);
+    tfm_mt_model_free(&t->own);
+    free(t);
+}
+
+const tfm_mt_model *tfm_translator_model(const tfm_translator *t) { return t->mt; }
+
+static workspace *workspace_take(tfm_translator *t) {
+    omp_set_lock(&t->lock);
+    workspace *w = t->idle;
+    if (w) t->idle = w->next;
+    omp_unset_lock(&t->lock);
+    if (w) return w;
+    w = calloc(1, sizeof *w);
+    int n = t->threads;
+    if (w) w->workers = calloc((size_t)n, sizeof(tfm_graph)), w->wp = calloc((size_t)n, sizeof(tfm_graph *));
+    if (!w || !w->workers || !w->wp) {
+        if (w) free(w->workers), free(w->wp);
+        free(w);
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "translator: out of memory"), NULL;
+    }
+    tfm_graph_init(&w->g, 0);
+    w->g.profile = t->p.profile;
+    w->g.packs = t->packed ? &t->packs : NULL;
+    for (int i = 0; i < n; i++) tfm_graph_init_worker(&w->workers[i], &w->g), w->wp[i] = &w->workers[i];
+    w->n_workers = n;
+    return w;
+}
+
+void tfm_translator_print_profile(tfm_translator *t, long n_units, const char *unit, double seconds, void *file) {
+    omp_set_lock(&t->lock);
+    if (t->idle && t->p.profile) {   /* the profiles of the workspaces made so far, summed into the first */
+        tfm_graph **others = malloc(sizeof(tfm_graph *) * 64);
+        int k = 0;
+        for (workspace *w = t->idle->next; w && others && k < 64; w = w->next) others[k++] = &w->g;
+        if (k) tfm_profile_merge(&t->idle->g, others, k);
+        free(others);
+        tfm_profile_print(&t->idle->g, n_units, unit, seconds, tfm_isa_name(), file);
+    }
+    omp_unset_lock(&t->lock);
+}
+
+static void workspace_give(tfm_translator *t, workspace *w) {
+    omp_set_lock(&t->lock);
+    w->next = t->idle;
+    t->idle = w;
+    omp_unset_lock(&t->lock);
+}
+
+/* ---------------------------------------------------------------- text <-> ids */
+/* A growing list of ids with offsets: sentence i = ids[off[i] .. off[i+1]). */
+typedef struct {
+    int *ids, *off;
+    int n, cap;
+} id_lists;
+
+static int ids_push(id_lists *l, const int *ids, int k) {
+    if (l->off[l->n] + k > l->cap) {
+        int c = l->cap;
+        while (c < l->off[l->n] + k) c *= 2;
+        int *p = realloc(l->ids, sizeof(int) * (size_t)c);
+        if (!p) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+        l->ids = p, l->cap = c;
+    }
+    memcpy(l->ids + l->off[l->n], ids, sizeof(int) * (size_t)k);
+    l->off[l->n + 1] = l->off[l->n] + k;
+    l->n++;
+    return 0;
+}
+
+/* One line to ids with the model's tokenizer, on the source or the target side. A word equal to a reserved
+ * token (<pad>, <bos>, <eos>) is <unk>: text never ends a sentence or pads it. */
+static int text_ids(const tfm_mt_model *mt, int target, const char *line, id_lists *l) {
+    if (mt->bpe) {   /* raw text: subword ids of the joint model */
+        int k = 0, *e = tfm_bpe_encode(mt->bpe, line, strlen(line), &k);
+        int rc = e ? ids_push(l, e, k) : -1;
+        free(e);
+        return rc;
+    }
+    tfm_toklist tl;
+    if (tfm_tokenize((tfm_tok_kind)mt->tok_kind, line, &tl)) return -1;
+    int *e = malloc(sizeof(int) * (size_t)(tl.n > 0 ? tl.n : 1)), rc = -1;
+    if (e) {
+        for (int k = 0; k < tl.n; k++) {
+            int id = tfm_vocab_id(target ? &mt->tgt_vocab : &mt->src_vocab, tl.tok[k]);
+            e[k] = id < TFM_N_RESERVED ? TFM_UNK : id;
+        }
+        rc = ids_push(l, e, tl.n);
+    }
+    free(e);
+    tfm_toklist_free(&tl);
+    return rc;
+}
+
+/* Target ids to text: BPE pieces joined (the whitespace marker -> ' '), Moses tokens detokenized, other word
+ * tokens joined by spaces. */
+static char *ids_text(const tfm_mt_model *mt, const int *ids, int n) {
+    if (mt->bpe) return tfm_bpe_decode(mt->bpe, ids, n);
+    const char **tv = malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
+    if (!tv) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
+    size_t len = 1;
+    for (int k = 0; k < n; k++) {
+        const char *s = tfm_vocab_token(&mt->tgt_vocab, ids[k]);
+        tv[k] = s ? s : "";
+        len += strlen(tv[k]) + 1;
+    }
+    char *h = NULL;
+    if (mt->tok_kind == TFM_TOK_MOSES || mt->tok_kind == TFM_TOK_MOSES_LOWER) {
+        h = tfm_detokenize(tv, n);
+    } else if ((h = malloc(len))) {
+        char *p = h;
+        for (int k = 0; k < n; k++) {
+            size_t l = strlen(tv[k]);
+            if (k) *p++ = ' ';
+            memcpy(p, tv[k], l);
+            p += l;
+        }
+        *p = 0;
+    }
+    free(tv);
+    if (!h) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
+    return h;
+}
+
+/* ---------------------------------------------------------------- options */
+/* The options with the model's stored settings filled in and every field checked. */
+static int resolve_options(const tfm_translator *t, const tfm_translate_options *in, tfm_translate_options *o,
+                           int *max_src) {
+    tfm_translate_options def;
+    tfm_translate_options_default(&def);
+    *o = in ? *in : def;
+    if (o->beam_size == 0) o->beam_size = t->mt->decode_beam > 0 ? t->mt->decode_beam : 1;
+    if (o->length_penalty < 0) o->length_penalty = t->mt->decode_beam > 0 ? t->mt->decode_alpha : 0.0f;
+#define CHECK(ok, ...) if (!(ok)) return tfm_set_error(__VA_ARGS__), -1;
+    CHECK(o->beam_size >= 1 && o->beam_size <= 64, "translate: beam_size must be in 1..64 (0 = the model's), got %d",
+          o->beam_size)
+    CHECK(o->length_penalty <= 10, "translate: length_penalty must be in [0, 10] (< 0 = the model's), got %g",
+          o->length_penalty)
+    CHECK(o->max_decoding_length >= 1 && o->max_decoding_length <= 4096,
+          "translate: max_decoding_length must be in 1..4096, got %d", o->max_decoding_length)
+    CHECK(o->max_input_length >= 2 && o->max_input_length <= 100000,
+          "translate: max_input_length must be in 2..100000, got %d", o->max_input_length)
+    CHECK(o->num_hypotheses >= 1 && o->num_hypotheses <= o->beam_size,
+          "translate: num_hypotheses must be in 1..beam_size (%d), got %d", o->beam_size, o->num_hypotheses)
+#undef CHECK
+    int max_pos = tfm_encdec_max_positions(t->mt->model);
+    *max_src = max_pos > 0 && o->max_input_length > max_pos ? max_pos : o->max_input_length;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- attention */
+/* r->attention: the last enc-dec map of a teacher-forced pass over the source and the best hypothesis,
+ * averaged over heads, with the tokens of both axes. */
+static int attention_of(tfm_translator *t, tfm_graph *g, const int *src, int n_src, const int *hyp, int n_hyp,
+                        tfm_translation *r) {
+    tfm_encdec *m = t->mt->model;
+    int Ts = n_src + 1, Tt = n_hyp + 1;
+    int *s = malloc(sizeof(int) * (size_t)Ts), *tin = malloc(sizeof(int) * (size_t)Tt);
+    tfm_attn_map *maps = malloc(sizeof(tfm_attn_map) * MAX_MAPS);
+    int rc = -1;
+    if (!s || !tin || !maps) {
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (attention)");
+        goto end;
+    }
+    memcpy(s, src, sizeof(int) * (size_t)n_src);
+    s[n_src] = TFM_EOS;
+    tin[0] = TFM_BOS;
+    memcpy(tin + 1, hyp, sizeof(int) * (size_t)n_hyp);
+    omp_set_lock(&t->attn_lock);
+    tfm_graph_reset(g);
+    g->grad_enabled = 0, g->training = 0;
+    m->keep_attention = 1;
+    tfm_encdec_forward(m, g, s, &Ts, 1, Ts, tin, Tt);
+    m->keep_attention = 0;
+    int nm = m->vt->attention(m, 0, maps, MAX_MAPS), best = -1;
+    omp_unset_lock(&t->attn_lock);
+    for (int k = 0; k < nm && k < MAX_MAPS; k++)
+        if (maps[k].kind == TFM_MAP_ENC_DEC && (best < 0 || maps[k].layer >= maps[best].layer)) best = k;
+    if (best < 0 || maps[best].Tq != Tt || maps[best].Tk != Ts) {
+        tfm_set_error("translate: return_attention: architecture '%s' keeps no encoder-decoder attention", m->cfg.arch);
+        goto end;
+    }
+    const tfm_attn_map *a = &maps[best];
+    r->attention = calloc((size_t)Tt * Ts, sizeof(float));
+    r->source_tokens = calloc((size_t)Ts, sizeof(char *));
+    r->target_tokens = calloc((size_t)Tt, sizeof(char *));
+    if (!r->attention || !r->source_tokens || !r->target_tokens) {
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (attention)");
+        goto end;
+    }
+    for (int h = 0; h < a->n_head; h++)
+        for (size_t i = 0; i < (size_t)Tt * Ts; i++) r->attention[i] += a->w[(size_t)h * Tt * Ts + i] / (float)a->n_head;
+    r->n_source_tokens = Ts, r->n_target_tokens = Tt;
+    for (int i = 0; i < Ts; i++) {
+        const char *tok = i < n_src ? tfm_vocab_token(&t->mt->src_vocab, s[i]) : "<eos>";
+        if (!(r->source_tokens[i] = strdup(tok ? tok : "<unk>"))) goto end;
+    }
+    for (int i = 0; i < Tt; i++) {
+        const char *tok = i < n_hyp ? tfm_vocab_token(&t->mt->tgt_vocab, hyp[i]) : "<eos>";
+        if (!(r->target_tokens[i] = strdup(tok ? tok : "<unk>"))) goto end;
+    }
+    rc = 0;
+end:
+    tfm_graph_reset(g);
+    free(s), free(tin), free(maps);
+    if (rc && !tfm_last_error()[0]) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (attention)");
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the call */
+void tfm_translation_free(tfm_translation *r) {
+    if (!r) return;
+    for (int k = 0; k < r->n_hypotheses && r->hypotheses; k++) free(r->hypotheses[k]);
+    for (int k = 0; k < r->n_source_tokens && r->source_tokens; k++) free(r->source_tokens[k]);
+    for (int k = 0; k < r->n_target_tokens && r->target_tokens; k++) free(r->target_tokens[k]);
+    free(r->hypotheses), free(r->scores), free(r->attention), free(r->source_tokens), free(r->target_tokens);
+    memset(r, 0, sizeof *r);
+}
+
+/* results[i] from the hypotheses of the k-th sentence decoded */
+static int fill_result(tfm_translator *t, workspace *w, const tfm_translate_options *o, const id_lists *src,
+                       int k, int max_src, const tfm_hyps *h, tfm_translation *r) {
+    int n_src = src->off[k + 1] - src->off[k];
+    r->source_truncated = n_src + 1 > max_src ? n_src + 1 - max_src : 0;
+    r->hypotheses = calloc((size_t)(h->n > 0 ? h->n : 1), sizeof(char *));
+    if (o->return_scores) r->scores = malloc(sizeof(float) * (size_t)(h->n > 0 ? h->n : 1));
+    if (!r->hypotheses || (o->return_scores && !r->scores))
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    for (int j = 0; j < h->n; j++) {
+        if (!(r->hypotheses[j] = ids_text(t->mt, h->ids + h->off[j], h->off[j + 1] - h->off[j]))) return -1;
+        r->n_hypotheses = j + 1;
+        if (r->scores) r->scores[j] = h->score[j];
+    }
+    if (!o->return_attention || h->n == 0) return 0;
+    return attention_of(t, &w->g, src->ids + src->off[k], n_src - r->source_truncated, h->ids, h->off[1], r);
+}
+
+/* An empty (or blank) line: one empty hypothesis, nothing decoded. */
+static int empty_result(const tfm_translate_options *o, tfm_translation *r) {
+    r->hypotheses = calloc(1, sizeof(char *));
+    if (r->hypotheses) r->hypotheses[0] = strdup("");
+    if (o->return_scores && (r->scores = malloc(sizeof(float)))) r->scores[0] = 0.0f;
+    if (!r->hypotheses || !r->hypotheses[0] || (o->return_scores && !r->scores))
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    r->n_hypotheses = 1;
+    return 0;
+}
+
+static int blank(const char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    return !*s;
+}
+
+/* The non-blank source lines (todo[0..m)) and their prefixes to id lists; checks UTF-8 and prefix lengths. */
+static int tokenize_all(const tfm_translator *t, const char *const *source, const int *todo, int m,
+                        const tfm_translate_options *o, id_lists *src, id_lists *pre) {
+    for (int k = 0; k < m; k++) {
+        int i = todo[k];
+        if (text_ids(t->mt, 0, source[i], src)) return tfm_prefix_error("source[%d]: ", i);
+        if (!o->target_prefix) continue;
+        const char *pf = o->target_prefix[i] ? o->target_prefix[i] : "";
+        long bad = tfm_utf8_first_invalid(pf, strlen(pf));
+        if (bad >= 0)
+            return tfm_set_error_kind(TFM_ERR_DATA, "target_prefix[%d]: invalid UTF-8 at byte %ld", i, bad + 1), -1;
+        if (text_ids(t->mt, 1, pf, pre)) return tfm_prefix_error("target_prefix[%d]: ", i);
+        int np = pre->off[k + 1] - pre->off[k];
+        if (np >= o->max_decoding_length)
+            return tfm_set_error("target_prefix[%d]: %d tokens, max_decoding_length is %d", i, np,
+                                 o->max_decoding_length), -1;
+    }
+    return 0;
+}
+
+static int id_lists_init(id_lists *l, int n) {
+    l->n = 0, l->cap = 1024;
+    l->ids = malloc(sizeof(int) * (size_t)l->cap);
+    l->off = calloc((size_t)n + 1, sizeof(int));
+    return l->ids && l->off ? 0 : (tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1);
+}
+
+int tfm_translator_translate_batch(tfm_translator *t, const char *const *source, int n, const tfm_translate_options *oi,
+                                   tfm_translation *results) {
+    tfm_translate_options o;
+    int max_src;
+    tfm_set_error("%s", "");
+    if (n < 0) return tfm_set_error("translate: negative number of inputs (%d)", n), -1;
+    if (resolve_options(t, oi, &o, &max_src)) return -1;
+    for (int i = 0; i < n; i++) {
+        memset(&results[i], 0, sizeof results[i]);
+        if (!source[i]) return tfm_set_error("source[%d]: NULL", i), -1;
+        long bad = tfm_utf8_first_invalid(source[i], strlen(source[i]));
+        if (bad >= 0) return tfm_set_error_kind(TFM_ERR_DATA, "source[%d]: invalid UTF-8 at byte %ld", i, bad + 1), -1;
+    }
+    if (n == 0) return 0;
+    id_lists src = {0}, pre = {0};
+    tfm_hyps *hyps = calloc((size_t)n, sizeof *hyps);
+    int *todo = malloc(sizeof(int) * (size_t)n), m = 0;
+    workspace *w = NULL;
+    int rc = -1, saved_threads = tfm_get_threads();
+    if (!hyps || !todo || id_lists_init(&src, n) || (o.target_prefix && id_lists_init(&pre, n))) {
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (translating %d lines)", n);
+        goto end;
+    }
+    for (int i = 0; i < n; i++)
+        if (!blank(source[i])) todo[m++] = i;
+    if (tokenize_all(t, source, todo, m, &o, &src, &pre) || !(w = workspace_take(t))) goto end;
+    tfm_set_threads(t->threads);
+    tfm_search_opts so = {o.beam_size, o.length_penalty, o.max_decoding_length, o.num_hypotheses,
+                          o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL};
+    if (m && tfm_search_nbest(t->mt->model, &w->g, w->wp, w->n_workers, src.ids, src.off, m, max_src,
+                              t->p.max_batch_size, &so, hyps))
+        goto end;
+    rc = 0;
+    for (int k = 0, i = 0; i < n && !rc; i++) {
+        if (k < m && todo[k] == i) rc = fill_result(t, w, &o, &src, k, max_src, &hyps[k], &results[i]), k++;
+        else rc = empty_result(&o, &results[i]);
+    }
+end:
+    tfm_set_threads(saved_threads);
+    if (w) workspace_give(t, w);
+    for (int k = 0; hyps && k < m; k++) tfm_hyps_free(&hyps[k]);
+    free(hyps), free(todo), free(src.ids), free(src.off), free(pre.ids), free(pre.off);
+    if (rc) {
+        for (int i = 0; i < n; i++) tfm_translation_free(&results[i]);
+        if (!tfm_last_error()[0]) tfm_set_error_kind(TFM_ERR_NOMEM, "translation failed (out of memory)");
+    }
+    return rc;
+}
