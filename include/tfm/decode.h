@@ -73,6 +73,25 @@ void tfm_sample_opts_default(tfm_sample_opts *o);   /* temperature 1, top_k 0, t
 /* Called with every generated token id; a non-zero return stops generation (that token is kept). */
 typedef int (*tfm_token_fn)(int id, void *user);
 
+/* One sequence being generated, a token at a time (what tfm_gpt_generate loops over; a server steps many):
+ * the context so far, its KV cache, its sampler and RNG. */
+typedef struct {
+    int *ctx;                /* prompt + generated ids */
+    int n, end;              /* ids in ctx; its capacity (prompt + max_new) */
+    tfm_gpt_cache cache;
+    int use_cache, cstart;   /* cstart: the context position the cache starts at */
+    tfm_sample_opts opts;
+    tfm_rng rng;
+    float *scratch;          /* 2 V floats for the sampler */
+} tfm_gpt_stream;
+/* 0, or -1 with a tfm error (an empty prompt, an id outside the vocabulary, out of memory). */
+TFM_API int tfm_gpt_stream_init(tfm_gpt_stream *s, const tfm_gpt *m, const int *prompt, int n_prompt, int max_new,
+                                const tfm_sample_opts *o);
+/* Samples the next token (appended to s->ctx) and returns it; -1 with an error once max_new were made.
+ * Any graph may be used for any step (it is reset before and after). No allocation after the first step. */
+TFM_API int tfm_gpt_stream_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g);
+TFM_API void tfm_gpt_stream_free(tfm_gpt_stream *s);
+
 /* Continue prompt[0..n_prompt) by n_new tokens sampled from m. The context is the last block_size
  * tokens: keys/values are cached per layer (a token costs O(context)); once the context is longer than
  * block_size the window slides and is recomputed (positions shift), as without the cache. out (if not

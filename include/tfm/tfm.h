@@ -85,5 +85,6 @@
 #include "tfm/train.h"
 #include "tfm/decode.h"
 #include "tfm/translator.h"
+#include "tfm/generator.h"
 
 #endif

@@ -5,21 +5,20 @@
 #include "cli/cli.h"
 #include "cli/rss.h"
 #include "tfm/kernels.h"
-#include "tfm/lm.h"
+#include "tfm/generator.h"
 
-static int put_char(int id, void *user) {   /* ids are < vocab_size: a table lookup, no malloc per token */
-    const tfm_char_vocab *v = user;
-    char ch[4];
-    fwrite(ch, 1, (size_t)tfm_utf8_encode(v->cps[id], ch), stdout);
+static int put_text(const char *text, size_t len, void *user) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
     fflush(stdout);
     return 0;
 }
 
 int cmd_generate(int argc, char **argv) {
     const char *prompt = "\n";
-    int tokens = 500, seed = 1, threads = 0, profile = 0;
-    tfm_sample_opts so;
-    tfm_sample_opts_default(&so);
+    int tokens = 500, seed = 1, threads = 0, profile = 0, no_cache = 0;
+    tfm_generate_options so;
+    tfm_generate_options_default(&so);
     cli_flag flags[] = {
         {"prompt", FLAG_STR, &prompt, "text to continue (every character must be in the model's vocabulary)", 0},
         {"tokens", FLAG_INT, &tokens, "number of characters to generate", 0},
@@ -28,7 +27,7 @@ int cmd_generate(int argc, char **argv) {
         {"top-p", FLAG_FLOAT, &so.top_p, "sample among the most likely tokens holding this much probability (1 = all)", 0},
         {"seed", FLAG_INT, &seed, "random seed", 0},
         {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
-        {"no-kv-cache", FLAG_BOOL, &so.no_cache, "recompute the whole context for every token (slow; for comparison)", 0},
+        {"no-kv-cache", FLAG_BOOL, &no_cache, "recompute the whole context for every token (slow; for comparison)", 0},
         {"profile", FLAG_BOOL, &profile,
          "at the end, print time per token by op kind and phase (kv_cache, search) to stderr", 0},
     };
@@ -52,37 +51,34 @@ int cmd_generate(int argc, char **argv) {
     if (cli_check_threads("generate", threads)) return CLI_EXIT_USAGE;
     if (!*prompt) return cli_error("generate", "--prompt must not be empty");
     so.seed = (uint64_t)seed;
-    tfm_set_threads(threads);
-    tfm_gpt m;
-    tfm_char_vocab v;
-    if (tfm_gpt_load(pos[0], &m, &v, NULL, NULL)) return cli_fail("generate", "%s", tfm_last_error());
-    int n_prompt;
-    int *ids = tfm_char_encode(&v, prompt, strlen(prompt), &n_prompt);
-    if (!ids) {
+    so.max_tokens = tokens;
+    tfm_generator_params gp;
+    tfm_generator_params_default(&gp);
+    gp.threads = threads, gp.profile = profile, gp.no_kv_cache = no_cache;
+    tfm_generator *gen = tfm_generator_load(pos[0], &gp);
+    if (!gen) return cli_fail("generate", "%s", tfm_last_error());
+    if (tfm_generator_count_tokens(gen, prompt) < 0) {
         rc = cli_error("generate", "--prompt: %s", tfm_last_error());
     } else {
         fputs(prompt, stdout);
         fflush(stdout);
-        tfm_graph g;
-        tfm_graph_init(&g, 0);
-        g.profile = profile;
+        tfm_generation out;
         double t = tfm_now();
-        int made = tfm_gpt_generate(&m, &g, ids, n_prompt, tokens, &so, put_char, &v, NULL);
+        int fail = tfm_generator_generate(gen, prompt, &so, put_text, NULL, &out);
         t = tfm_now() - t;
         fputc('\n', stdout);
         fflush(stdout);
-        if (made < 0) {
+        if (fail) {
             rc = cli_fail("generate", "%s", tfm_last_error());
         } else {
-            fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, %s)\n", made, t, t > 0 ? made / t : 0.0,
-                    so.no_cache || m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "full recompute" : "KV cache");
-            if (profile) tfm_profile_print(&g, made, "token", t, tfm_isa_name(), stderr);
+            int full = no_cache || tfm_generator_model(gen)->cfg.attention == TFM_ATTN_SYNTHESIZER;
+            fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, %s)\n", out.n_tokens, t,
+                    t > 0 ? out.n_tokens / t : 0.0, full ? "full recompute" : "KV cache");
+            if (profile) tfm_generator_print_profile(gen, out.n_tokens, t, stderr);
             cli_report_rss("generate");
+            tfm_generation_free(&out);
         }
-        tfm_graph_free(&g);
     }
-    free(ids);
-    tfm_gpt_free(&m);
-    tfm_char_vocab_free(&v);
+    tfm_generator_free(gen);
     return rc;
 }
