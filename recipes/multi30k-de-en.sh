@@ -54,15 +54,16 @@ rm -f "$out"/train.step*.tfm
     "${model[@]}" --dropout 0.1 --label-smoothing 0.1 --max-len 64 \
     --schedule noam --lr 0.5 --warmup 1000 --beta2 0.98 --grad-clip 1 --max-tokens 2048 --epochs "$epochs" \
     --keep-last "$keep" --keep-best --threads "$threads" --seed 1 --log-every 50 \
+    --decode-beam 5 --decode-alpha 1 --src-lang de --tgt-lang en \
     --log-file "$out/train.jsonl" --out "$out/train.tfm"
 
 stamp "averaging the last $keep epoch checkpoints"
 mapfile -t last < <(for f in "$out"/train.step*.tfm; do n=${f##*step}; echo "${n%.tfm} $f"; done | sort -n | tail -n "$keep" | cut -d' ' -f2-)
 if [ "${#last[@]}" -ge 2 ]; then "$TFM" average -o "$out/model.tfm" "${last[@]}" >&2; else cp "$out/train.tfm" "$out/model.tfm"; fi
 
-stamp "translating val and test_2016_flickr (beam 5)"
-"$TFM" translate "$out/model.tfm" --beam 5 --alpha 1 --threads "$threads" <"$val_de" >"$out/val.hyp.en"
-"$TFM" translate "$out/model.tfm" --beam 5 --alpha 1 --threads "$threads" <"$test_de" >"$out/test_2016_flickr.hyp.en"
+stamp "translating val and test_2016_flickr (the model's stored settings: beam 5, alpha 1)"
+"$TFM" translate "$out/model.tfm" --threads "$threads" <"$val_de" >"$out/val.hyp.en"
+"$TFM" translate "$out/model.tfm" --threads "$threads" <"$test_de" >"$out/test_2016_flickr.hyp.en"
 stamp "done"
 {
     echo "val (averaged model, beam 5):"

@@ -50,6 +50,7 @@ int cmd_info(int argc, char **argv) {
     printf("%s\n", pos[0]);
     print_group(&c, "meta.", "model");
     print_group(&c, "config.", "config");
+    print_group(&c, "decode.", "decoding settings (translate, the library and serve use them by default)");
     size_t n_params = 0;
     int n_tensors = 0;
     for (int i = 0; i < c.n; i++)

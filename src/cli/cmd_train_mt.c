@@ -65,7 +65,7 @@ int cmd_train_mt(int argc, char **argv) {
         {"dump-data", FLAG_STR, &o.dump, "write PREFIX.{train,valid}.{src,tgt} tokens and PREFIX.{src,tgt}.vocab", 0},
         {"dump-only", FLAG_BOOL, &o.dump_only, "with --dump-data: write the files and stop (no training)", 0},
     };
-    cli_flag all[sizeof flags / sizeof flags[0] + 16];
+    cli_flag all[sizeof flags / sizeof flags[0] + 24];
     int n_flags = mt_flags_join(flags, (int)(sizeof flags / sizeof flags[0]), &o, all);
     cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]",
                      "Train an encoder-decoder translator with teacher forcing, masked cross-entropy (label\n"
@@ -103,6 +103,7 @@ int cmd_train_mt(int argc, char **argv) {
         (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train")) ||
         (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid"))))
         goto done;
+    mt_model_settings(&o, &tr);
     if (o.dump && ((rc = mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr)) || o.dump_only)) {
         if (!rc) fprintf(stderr, "wrote %s.*\n", o.dump);
         goto done;

@@ -19,6 +19,10 @@ typedef struct {
     const char *log_file;
     const char *parallel;        /* --parallel (NULL: auto) */
     const char *precision;       /* --precision (NULL: fp32) */
+    /* stored with the model for translate, the library and serve: decoding settings and the language pair */
+    int decode_beam;
+    float decode_alpha;
+    const char *src_lang, *tgt_lang;
     char threads_line[96];       /* the start-up line's threads part (cli_threads_str) */
     char gemm_line[96];          /* and its GEMM part (cli_gemm_str) */
 } mt_opts;
@@ -31,10 +35,12 @@ int mt_check(const mt_opts *o);
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored);
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to);
 void mt_model_config(const mt_opts *o, tfm_s2s_config *cf);
-/* issue 10's flags (train_mt_model.c): all = base flags + them (all has room for n_base + 16); returns the
+/* issue 10's flags (train_mt_model.c): all = base flags + them (all has room for n_base + 24); returns the
  * count. mt_check_model checks them (2 on error); mt_corpus_kind: the tokenizer kind corpora load with. */
 int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all);
 int mt_check_model(const mt_opts *o);
+/* --decode-beam / --decode-alpha / --src-lang / --tgt-lang into the model's stored settings. */
+void mt_model_settings(const mt_opts *o, tfm_mt_model *tr);
 int mt_corpus_kind(const mt_opts *o);
 /* A fresh translator (word vocabularies, or a BPE model learned from p / read from --bpe-model) and its
  * optimizer. Prints the error; returns 0 or 2. */
@@ -79,7 +85,7 @@ typedef struct {   /* what the report and save callbacks need */
 } mt_run;
 /* flags not stored in the run configuration; stored flags a --resume may change (the rest must match); data */
 #define MT_SAFE " out resume threads parallel log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "
-#define MT_CHANGEABLE " epochs save-every keep-last skip-nonfinite eval-every keep-best patience "
+#define MT_CHANGEABLE " epochs save-every keep-last skip-nonfinite eval-every keep-best patience decode-beam decode-alpha src-lang tgt-lang "
 #define MT_DATA " tsv src tgt valid-src valid-tgt "
 /* tfm_mt_report_fn printing progress lines; user = an mt_run (or a pointer to an int "stderr is a TTY"). */
 void mt_report(const tfm_mt_report *r, void *user);

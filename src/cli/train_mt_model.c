@@ -1,5 +1,6 @@
 /* train-mt, issue 10: --tokenizer bpe / --vocab-size / --bpe-model, --share-embeddings, --init, --max-tokens
  * (flags, checks, and building the fresh translator). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,11 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
         {"log-file", FLAG_STR, &o->log_file, "write one JSON object per log line (docs/LOGS.md; tfm plot)", 0},
         {"parallel", FLAG_STR, &o->parallel, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)", 0},
         {"precision", FLAG_STR, &o->precision, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)", 0},
+        {"decode-beam", FLAG_INT, &o->decode_beam,
+         "beam to store in the model: translate, the library and serve use it by default (0 = none: greedy)", 0},
+        {"decode-alpha", FLAG_FLOAT, &o->decode_alpha, "length penalty stored with --decode-beam", 0},
+        {"src-lang", FLAG_STR, &o->src_lang, "source language code stored in the model (e.g. de; tfm serve's /languages)", 0},
+        {"tgt-lang", FLAG_STR, &o->tgt_lang, "target language code stored in the model (e.g. en)", 0},
     };
     int n = (int)(sizeof extra / sizeof extra[0]);
     memcpy(all, base, sizeof *base * (size_t)n_base);
@@ -53,6 +59,15 @@ int mt_check_model(const mt_opts *o) {
         return cli_error(C, "--share-embeddings needs one joint vocabulary: use it with --tokenizer bpe");
     if (o->share_embeddings && strcmp(o->arch, "transformer"))
         return cli_error(C, "--share-embeddings: only for --arch transformer");
+    if (o->decode_beam < 0 || o->decode_beam > 64)
+        return cli_error(C, "--decode-beam must be in 1..64 (0 = none), got %d", o->decode_beam);
+    if (!(o->decode_alpha >= 0 && o->decode_alpha <= 10))
+        return cli_error(C, "--decode-alpha must be in [0, 10], got %g", o->decode_alpha);
+    if (o->decode_alpha != 0 && !o->decode_beam) return cli_error(C, "--decode-alpha needs --decode-beam");
+    if (o->src_lang && *o->src_lang && !tfm_lang_code_valid(o->src_lang))
+        return cli_error(C, "--src-lang: '%s' is not a language code (1 to 15 letters, digits, '-' or '_')", o->src_lang);
+    if (o->tgt_lang && *o->tgt_lang && !tfm_lang_code_valid(o->tgt_lang))
+        return cli_error(C, "--tgt-lang: '%s' is not a language code (1 to 15 letters, digits, '-' or '_')", o->tgt_lang);
     if (strcmp(o->init, "d2l") && strcmp(o->init, "xavier"))
         return cli_error(C, "--init: unknown '%s' (d2l, xavier)", o->init);
     if (!strcmp(o->init, "xavier") && strcmp(o->arch, "transformer"))
@@ -92,6 +107,13 @@ static tfm_bpe *make_bpe(const mt_opts *o, const tfm_parallel_text *p) {
     }
     if (rc) return cli_fail(C, "--bpe-model: %s", tfm_last_error()), free(b), NULL;
     return b;
+}
+
+void mt_model_settings(const mt_opts *o, tfm_mt_model *tr) {
+    tr->decode_beam = o->decode_beam;
+    tr->decode_alpha = o->decode_alpha;
+    snprintf(tr->src_lang, sizeof tr->src_lang, "%s", o->src_lang ? o->src_lang : "");
+    snprintf(tr->tgt_lang, sizeof tr->tgt_lang, "%s", o->tgt_lang ? o->tgt_lang : "");
 }
 
 int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_opts *to, tfm_mt_model *tr,
