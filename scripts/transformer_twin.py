@@ -284,27 +284,37 @@ def make_optimizer(model, lr, weight_decay=0.0, betas=(0.9, 0.999), eps=1e-8):
 
 
 @torch.no_grad()
-def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50):
+def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50, n_best=0, prefix=None):
     """Greedy or beam search with cached keys/values, the algorithm of src/decode/search.c.
-    Returns a list of id lists (without <bos>/<eos>)."""
+    Returns a list of id lists (without <bos>/<eos>); with n_best > 0, per sentence a list of up to n_best
+    (score, ids) pairs, best first, score = sum of the tokens' log-probabilities (<eos> included when the
+    hypothesis ended with it) / ((5 + len + 1) / 6) ** alpha. prefix: per sentence a list of ids the output
+    is forced to start with (at most max_len of them)."""
     model.eval()
     B = src.shape[0]
     enc = model.encoder(src, src_valid)
     st = model.decoder.init_state(enc, src_valid)
+    lp = lambda n: ((5.0 + n) / 6.0) ** alpha
+    pre = [list(prefix[b])[:max_len] if prefix else [] for b in range(B)]
     if beam == 1:
         out = [None] * B
         rows = list(range(B))
         prev = torch.full((B, 1), BOS, dtype=torch.long)
         hist = [[] for _ in range(B)]
+        logp = [0.0] * B
         for step in range(max_len + 1):
             logits = model.decoder(prev, st, incremental=True)[:, 0]
+            ls = F.log_softmax(logits.double(), -1)
             best = logits.argmax(-1).tolist()
             keep = []
             for r, s in enumerate(rows):
-                if best[r] == EOS or step == max_len:
-                    out[s] = hist[s]
+                tok = pre[s][step] if step < len(pre[s]) else best[r]
+                if tok == EOS or step < max_len:
+                    logp[s] += ls[r, tok].item()
+                if tok == EOS or step == max_len:
+                    out[s] = [(logp[s] / lp(len(hist[s]) + 1), hist[s])] if n_best else hist[s]
                 else:
-                    hist[s].append(best[r])
+                    hist[s].append(tok)
                     keep.append(r)
             if not keep:
                 break
@@ -314,13 +324,13 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50):
             prev = torch.tensor([[hist[s][-1]] for s in rows])
         return out
     K = beam
-    lp = lambda n: ((5.0 + n) / 6.0) ** alpha
+    N = max(1, min(n_best, K))
     model.reorder(st, torch.arange(B).repeat_interleave(K))
     score = torch.full((B * K,), -math.inf)
     score[::K] = 0.0
     hist = [[] for _ in range(B * K)]
     sents = list(range(B))
-    best = [(-math.inf, []) for _ in range(B)]
+    fin = [[] for _ in range(B)]   # up to N (score, toks), best first, ties: earlier first
     n_fin = [0] * B
     prev = torch.full((B * K, 1), BOS, dtype=torch.long)
     for step in range(max_len + 1):
@@ -328,10 +338,17 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50):
         V = logp.shape[1]
         idx, new_score, new_hist, new_sents = [], [], [], []
         for g, s in enumerate(sents):
-            cand = (score[g * K:(g + 1) * K, None] + logp[g * K:(g + 1) * K]).reshape(-1)
-            top_s, top_i = cand.topk(2 * K)
+            if step < len(pre[s]):   # forced prefix token: one candidate per live row
+                tok = pre[s][step]
+                cands = sorted(((score[g * K + r].item() + logp[g * K + r, tok].item(), r * V + tok)
+                                for r in range(K) if score[g * K + r] != -math.inf), key=lambda c: -c[0])
+                top = cands
+            else:
+                cand = (score[g * K:(g + 1) * K, None] + logp[g * K:(g + 1) * K]).reshape(-1)
+                top_s, top_i = cand.topk(2 * K)
+                top = list(zip(top_s.tolist(), top_i.tolist()))
             live = []
-            for j, (sc, ci) in enumerate(zip(top_s.tolist(), top_i.tolist())):
+            for j, (sc, ci) in enumerate(top):
                 if len(live) == K or sc == -math.inf:
                     break
                 r, tok = g * K + ci // V, ci % V
@@ -340,8 +357,12 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50):
                         continue
                     toks = hist[r] + ([] if tok == EOS else [tok])
                     ns = sc / lp(len(toks) + 1)
-                    if ns > best[s][0]:
-                        best[s] = (ns, toks)
+                    if len(fin[s]) < N or ns > fin[s][-1][0]:
+                        pos = len(fin[s])
+                        while pos > 0 and fin[s][pos - 1][0] < ns:
+                            pos -= 1
+                        fin[s].insert(pos, (ns, toks))
+                        del fin[s][N:]
                     n_fin[s] += 1
                     continue
                 live.append((r, sc, hist[r] + [tok]))
@@ -360,4 +381,4 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50):
         score = torch.tensor(new_score)
         hist, sents = new_hist, new_sents
         prev = torch.tensor([[h[-1]] for h in hist])
-    return [b[1] for b in best]
+    return fin if n_best else [f[0][1] if f else [] for f in fin]
