@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# tfm translate's output options on a small fra-eng model trained here: the stored decoding settings
+# (train-mt --decode-beam/--decode-alpha) are the defaults and flags override them; --n-best prints Moses/
+# Marian n-best lines whose first hypothesis is the 1-best output and whose scores are sorted; --scores and
+# --alignment append fields; --prefix-file forces the start; long sources are cut with one warning; bad
+# combinations are one-line errors. Uses $TFM; run from the repo root.
+source "$(dirname "$0")/lib.bash"
+TFM=${TFM:-build/tfm}
+FRA=../shared/data/fra-eng/fra.txt
+[ -r "$FRA" ] || { skip "translate" "$FRA missing"; exit 0; }
+head -n 3000 "$FRA" >"$TMP/fra.txt"
+if ! $TFM train-mt --tsv "$TMP/fra.txt" --out "$TMP/m.tfm" --epochs 3 --threads 2 --log-every 0 --decode-beam 3 \
+        --decode-alpha 0.6 --src-lang en --tgt-lang fr >/dev/null 2>"$TMP/err"; then
+    fail "train a small model" "$(tail -n 2 "$TMP/err")"; exit 0
+fi
+cut -f1 "$TMP/fra.txt" | sed -n '200,260p' >"$TMP/src.txt"
+n=$(wc -l <"$TMP/src.txt")
+$TFM info "$TMP/m.tfm" >"$TMP/info"
+grep -Eq "^  beam +3$" "$TMP/info" && grep -Eq "^  alpha +0.6$" "$TMP/info" && grep -Eq "^  src_lang +en$" "$TMP/info" \
+    && pass "info shows decode.beam, decode.alpha and the language pair" || fail "info" "$(cat "$TMP/info")"
+
+run() { $TFM translate "$TMP/m.tfm" --threads 2 "$@" <"$TMP/src.txt" 2>>"$TMP/err"; }
+run >"$TMP/default"; run --beam 3 --alpha 0.6 >"$TMP/b3"; run --beam 1 --alpha 0 >"$TMP/greedy"
+cmp -s "$TMP/default" "$TMP/b3" && pass "no flags = the stored --beam 3 --alpha 0.6" \
+    || fail "stored defaults" "$(diff "$TMP/default" "$TMP/b3" | head -n 4)"
+cmp -s "$TMP/default" "$TMP/greedy" && fail "--beam 1 overrides the stored beam" "greedy output = beam 3 output" \
+    || pass "--beam 1 overrides the stored beam"
+
+run --n-best 3 >"$TMP/nbest"
+awk -F' \\|\\|\\| ' 'NF != 3 || $1 !~ /^[0-9]+$/ || $3 !~ /^-?[0-9.]+$/ { bad = 1 } END { exit bad }' "$TMP/nbest" \
+    && pass "--n-best 3: 'INDEX ||| TEXT ||| SCORE' lines" || fail "--n-best format" "$(head -n 3 "$TMP/nbest")"
+[ "$(wc -l <"$TMP/nbest")" -eq $((3 * n)) ] && pass "--n-best 3: three lines per input" \
+    || fail "--n-best 3 line count" "$(wc -l <"$TMP/nbest") for $n inputs"
+awk -F' \\|\\|\\| ' 'BEGIN { prev = -1 } $1 != prev { print $2 } { prev = $1 }' "$TMP/nbest" | cmp -s - "$TMP/default" \
+    && pass "--n-best: the first hypothesis of each input is the 1-best output" || fail "n-best first = 1-best" "differs"
+awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$TMP/nbest" \
+    && pass "--n-best: scores sorted within each input" || fail "n-best sorted" "$(head -n 6 "$TMP/nbest")"
+run --scores >"$TMP/scores"
+sed 's/ ||| -\?[0-9.]*$//' "$TMP/scores" | cmp -s - "$TMP/default" && \
+    paste -d'\n' <(awk -F' \\|\\|\\| ' 'BEGIN { prev = -1 } $1 != prev { print $3 } { prev = $1 }' "$TMP/nbest") \
+                 <(sed 's/.* ||| //' "$TMP/scores") | awk 'NR % 2 { a = $1; next } $1 != a { bad = 1 } END { exit bad }' \
+    && pass "--scores: the 1-best line plus the n-best list's first score" || fail "--scores" "$(head -n 2 "$TMP/scores")"
+run --alignment >"$TMP/align"
+awk -F' \\|\\|\\| ' 'NF != 2 || $2 !~ /^([0-9]+-[0-9]+ ?)*$/ { bad = 1 } END { exit bad }' "$TMP/align" \
+    && sed 's/ ||| .*//' "$TMP/align" | cmp -s - "$TMP/default" \
+    && pass "--alignment: ' ||| s-t ...' pairs after the 1-best text" || fail "--alignment" "$(head -n 2 "$TMP/align")"
+# every target token has one pair, and source indices are within the source
+paste -d'\t' "$TMP/src.txt" "$TMP/align" | awk -F'\t' '{ split($2, p, " \\|\\|\\| "); n = split(p[2], a, " ");
+    for (i = 1; i <= n; i++) { split(a[i], st, "-"); if (st[2] != i - 1) bad = 1 } } END { exit bad }' \
+    && pass "--alignment: one pair per target token, in order" || fail "--alignment pairs" "$(head -n 2 "$TMP/align")"
+
+# --prefix-file: line i starts translation i
+awk '{ print (NR % 2) ? "je" : "" }' "$TMP/src.txt" >"$TMP/prefix.txt"
+run --prefix-file "$TMP/prefix.txt" >"$TMP/pre"
+paste -d'\t' "$TMP/prefix.txt" "$TMP/pre" "$TMP/default" | awk -F'\t' '$1 != "" && index($2, $1) != 1 { bad = 1 }
+    $1 == "" && $2 != $3 { bad = 1 } END { exit bad }' && pass "--prefix-file: prefixed lines start with it, empty lines change nothing" \
+    || fail "--prefix-file" "$(paste "$TMP/prefix.txt" "$TMP/pre" | head -n 4)"
+head -n 3 "$TMP/prefix.txt" >"$TMP/short.txt"
+expect_exit "--prefix-file shorter than stdin" 65 "prefix-file .*3 lines, stdin has more" \
+    sh -c "$TFM translate $TMP/m.tfm --prefix-file $TMP/short.txt < $TMP/src.txt"
+
+# a source longer than --max-src: cut, and one warning at the end with the count
+{ echo "go ."; printf 'we %.0s' $(seq 30); echo; } >"$TMP/long.txt"
+$TFM translate "$TMP/m.tfm" --max-src 8 <"$TMP/long.txt" >"$TMP/out" 2>"$TMP/err"
+grep -q "warning: 1 of 2 source lines were longer than --max-src 8 tokens and were cut (the longest by 23 tokens)" "$TMP/err" \
+    && [ "$(wc -l <"$TMP/out")" -eq 2 ] && pass "--max-src: the cut is counted once, with the flag" \
+    || fail "--max-src warning" "$(cat "$TMP/err")"
+
+expect_exit "--n-best above the beam" 2 "n-best 4 needs a beam of at least 4" \
+    sh -c "echo go | $TFM translate $TMP/m.tfm --n-best 4"
+expect_exit "--prefix-file missing" 74 "prefix-file: cannot read" \
+    sh -c "echo go | $TFM translate $TMP/m.tfm --prefix-file $TMP/none"
