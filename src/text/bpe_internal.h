@@ -43,6 +43,15 @@ unsigned char *bpe_proto_write(const bpe_proto_spec *s, size_t *len);
  * the input (malloc'd, *n_lit of them). */
 char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit);
 
+/* Lines of buf split at '\n' in place (a '\r' stays part of its line, as with spm_encode); each line must
+ * be valid UTF-8 without NUL bytes, else NULL with an error naming name:LINE. (src/text/bpe_lines.c) */
+char **bpe_split_lines(char *buf, size_t len, const char *name, int *n_lines);
+/* Split a line on spaces in place into at most cap tokens (empty tokens skipped). */
+int bpe_split_spaces(char *s, char **tok, int cap);
+
+/* All of a file (at most max bytes) into a NUL-terminated malloc'd buffer; NULL with an error naming path. */
+char *bpe_read_file(const char *path, size_t max, size_t *len);
+
 /* FNV-1a of a byte string. */
 uint64_t bpe_hash(const char *s, size_t n);
 
