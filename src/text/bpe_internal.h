@@ -52,6 +52,20 @@ int bpe_split_spaces(char *s, char **tok, int cap);
 /* All of a file (at most max bytes) into a NUL-terminated malloc'd buffer; NULL with an error naming path. */
 char *bpe_read_file(const char *path, size_t max, size_t *len);
 
+/* ---------------------------------------------------------------- unigram models (src/text/unigram.c) */
+/* One piece of a segmentation: bytes [off, off + len) of the normalized text, piece id. */
+typedef struct {
+    int off, len, id;
+} bpe_span;
+/* min/max scores and the piece trie of a unigram model (after the pieces are loaded). */
+int bpe_unigram_init(tfm_bpe *m, const char *name);
+/* The Viterbi segmentation of the normalized text s[0..size): a malloc'd array of *n_spans spans (NULL
+ * when out of memory); unknown characters get m->unk_id, one span each. */
+bpe_span *bpe_unigram_viterbi(const tfm_bpe *m, const char *s, int size, int *n_spans);
+/* The longest charsmap rule matching a prefix of s[0..n): its length in bytes (0: none) and, in *repl,
+ * the NUL-terminated replacement. */
+size_t bpe_charsmap_match(const tfm_bpe *m, const char *s, size_t n, const char **repl);
+
 /* FNV-1a of a byte string. */
 uint64_t bpe_hash(const char *s, size_t n);
 
