@@ -242,7 +242,7 @@ int tfm_token_map_load(tfm_token_map *m, const char *path) {
     if (!buf) return -1;
     int rc = tfm_token_map_parse(m, buf, len, path);
     free(buf);
-    return rc;
+    return rc ? tfm_error_in_data() : 0;
 }
 
 void tfm_token_map_free(tfm_token_map *m) {
