@@ -21,7 +21,7 @@ from .errors import _raise_last
 ENV_VAR = "TFM_LIBRARY"
 
 
-def _candidates() -> list[str]:
+def _candidates() -> list:
     """Where libtfm.so is looked for, in order (docs/PYTHON.md, "Finding the library")."""
     here = Path(__file__).resolve().parent
     out = []
@@ -29,6 +29,11 @@ def _candidates() -> list[str]:
         return [os.environ[ENV_VAR]]
     out.append(str(here / "libtfm.so"))                        # a copy placed inside the package
     out.append(str(here.parent.parent / "build" / "libtfm.so"))  # python/tfm -> the source tree's build/
+    try:   # written into an installed package by python/_backend/tfm_build.py: the tree it was built from
+        from ._build_path import LIBRARY
+        out.append(LIBRARY)
+    except ImportError:
+        pass
     found = ctypes.util.find_library("tfm")                    # ld.so.cache (after make install; ldconfig)
     if found:
         out.append(found)
