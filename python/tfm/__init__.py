@@ -20,6 +20,7 @@ from .training import LMProgress, MTProgress, TrainResult, train_lm, train_mt
 from .translator import TranslationResult, Translator
 
 __version__ = "0.9.0"
+# tfm.IOError is not in __all__: `from tfm import *` would hide the builtin IOError (OSError).
 #: the version of the loaded libtfm.so ("0.9.0")
 library_version: str = _l.tfm_version_string().decode()
 
@@ -31,7 +32,7 @@ def default_threads() -> int:
 
 __all__ = [
     "BLEUScore", "BPETokenizer", "CHRFScore", "DataError", "Error", "Generation", "GenerationStream", "Generator",
-    "IOError", "LMProgress", "MTProgress", "OutOfMemoryError", "TrainResult", "TrainingInterrupted",
+    "LMProgress", "MTProgress", "OutOfMemoryError", "TrainResult", "TrainingInterrupted",
     "TranslationResult", "Translator", "bleu", "chrf", "default_threads", "library_path", "library_version",
     "train_lm", "train_mt",
 ]

@@ -65,15 +65,16 @@ class BPETokenizer:
         """Free the model now (also done when the object is collected)."""
         if getattr(self, "_own", False):
             self._own = False
-            lib.tfm_bpe_free(ctypes.byref(self._m))
+            if lib is not None:   # None only at interpreter shutdown
+                lib.tfm_bpe_free(ctypes.byref(self._m))
         self._ptr = None
 
     def __del__(self):
         self.close()
 
     def _p(self):
-        if not self._ptr:
-            raise ValueError("BPETokenizer is closed")
+        if not self._ptr or (self._owner is not None and not self._owner._t):
+            raise ValueError("BPETokenizer is closed (or the Translator it belongs to is)")
         return self._ptr
 
     def save(self, path: str | os.PathLike) -> None:

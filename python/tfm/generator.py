@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Union
 
@@ -64,6 +65,7 @@ class GenerationStream:
     def __init__(self, gen: "Generator", s: int, keep):
         self._gen, self._s, self._keep = gen, s, keep   # keep: the option strings the stream was made with
         self.result: Optional[Generation] = None
+        gen._streams.add(self)
 
     def __iter__(self) -> "GenerationStream":
         return self
@@ -89,7 +91,7 @@ class GenerationStream:
 
     def _free(self) -> None:
         s, self._s = getattr(self, "_s", None), None
-        if s:
+        if s and lib is not None:   # lib is None only at interpreter shutdown
             lib.tfm_gen_stream_free(s)
 
     def close(self) -> None:
@@ -119,6 +121,7 @@ class Generator:
         lib.tfm_generator_params_default(ctypes.byref(p))
         p.threads = int(threads)
         self._g = None
+        self._streams: "weakref.WeakSet[GenerationStream]" = weakref.WeakSet()
         self.path = os.fspath(path)
         self._g = _lib.check_ptr(lib.tfm_generator_load(_lib.enc(self.path, "path"), ctypes.byref(p)))
         cfg = lib.tfm_generator_model(self._g).contents.cfg
@@ -127,9 +130,12 @@ class Generator:
         self.block_size: int = cfg.block_size
 
     def close(self) -> None:
-        """Free the model now (also done when the object is collected); not while a call or stream runs."""
+        """Free the model now (also done when the object is collected), and the streams still open on it;
+        not while another thread is in a call."""
+        for s in list(getattr(self, "_streams", ())):
+            s.close()
         g, self._g = getattr(self, "_g", None), None
-        if g:
+        if g and lib is not None:   # lib is None only at interpreter shutdown
             lib.tfm_generator_free(g)
 
     def __del__(self):

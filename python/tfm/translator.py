@@ -84,7 +84,7 @@ class Translator:
         """Free the model now (also done when the object is collected); not while another thread is in a
         call. Using it afterwards raises ValueError."""
         t, self._t = getattr(self, "_t", None), None
-        if t:
+        if t and lib is not None:   # lib is None only at interpreter shutdown
             lib.tfm_translator_free(t)
 
     def __del__(self):

@@ -72,6 +72,12 @@ def toy_corpus() -> None:
         f.write("\n".join(tgt[:800]) + "\n")
     with open(tmp("test.src"), "w") as f:   # held-out lines, one empty line and one long line included
         f.write("\n".join(src[800:830] + ["", " ".join(src[830:836])]) + "\n")
+    with open(tmp("train.tsv"), "w") as f:
+        f.write("".join(f"{a}\t{b}\n" for a, b in zip(src[:300], tgt[:300])))
+    with open(tmp("valid.src"), "w") as f:
+        f.write("\n".join(src[840:870]) + "\n")
+    with open(tmp("valid.tgt"), "w") as f:
+        f.write("\n".join(tgt[840:870]) + "\n")
     with open(tmp("prefix.txt"), "w") as f:
         f.write("\n".join(("green" if i % 3 == 0 else "") for i in range(32)) + "\n")
 
@@ -173,6 +179,17 @@ def t_train_mt() -> None:
     b = tfm.train_mt(resume=tmp("py_mt_part.tfm"), src=tmp("train.src"), tgt=tmp("train.tgt"), threads=1)
     check("python_train_mt_resume_equals_whole_run", a.step == 37 and b.step == r.step
           and same_file(tmp("py_mt_part.tfm"), tmp("py_mt.tfm")), f"{a} {b}")
+    # word vocabularies from a TSV, validation files, a GRU encoder-decoder
+    seen = []
+    w = tfm.train_mt(tmp("py_rnn.tfm"), tsv=tmp("train.tsv"), valid_src=tmp("valid.src"), valid_tgt=tmp("valid.tgt"),
+                     arch="rnn", preprocess="space", min_freq=1, epochs=2, batch_size=32, threads=1, progress=seen.append)
+    cli("train-mt", "--tsv", tmp("train.tsv"), "--valid-src", tmp("valid.src"), "--valid-tgt", tmp("valid.tgt"),
+        "--out", tmp("cli_rnn.tfm"), "--arch", "rnn", "--preprocess", "space", "--min-freq", "1", "--epochs", "2",
+        "--batch-size", "32", "--threads", "1")
+    ends = [p for p in seen if p.end_of_epoch]
+    check("python_train_mt_tsv_word_rnn_equals_cli", same_file(tmp("py_rnn.tfm"), tmp("cli_rnn.tfm")), "differ")
+    check("python_train_mt_valid_loss_reported", len(ends) == 2 and all(p.valid_loss > 0 for p in ends)
+          and w.val_loss == ends[-1].valid_loss, f"{ends} {w}")
     try:
         tfm.train_mt(resume=tmp("py_mt.tfm"), src=tmp("train.src"), tgt=tmp("train.tgt"), d_model=64)
         check("python_train_mt_resume_refuses_a_change", False, "no error")
@@ -303,11 +320,12 @@ def t_translate() -> None:
           and tok.vocab_size == 360 and tok.encode(src[0], out_type=str) == [tok.id_to_piece(i) for i in ids],
           f"{ids} {tok2.encode(src[0])}")
     tr.close()
-    try:
-        tr.translate_batch(src)
-        check("python_closed_translator_raises", False, "no exception")
-    except ValueError:
-        check("python_closed_translator_raises", True)
+    for what, call in (("translate", lambda: tr.translate_batch(src)), ("its tokenizer", lambda: tok.encode("x"))):
+        try:
+            call()
+            check(f"python_closed_translator_raises ({what})", False, "no exception")
+        except ValueError:
+            check(f"python_closed_translator_raises ({what})", True)
 
 
 def t_bad_paths() -> None:
@@ -444,6 +462,13 @@ def t_generate() -> None:
     first = [next(s) for _ in range(3)]
     s.close()
     check("python_stream_abandoned", len(first) == 3 and s.result is None and list(s) == [], f"{first}")
+    s = g.generate_tokens("ROMEO:", max_tokens=1000, seed=2)
+    next(s)
+    g2 = tfm.Generator(tmp("py_lm.tfm"), threads=1)
+    s2 = g2.generate_tokens("ROMEO:", max_tokens=1000, seed=2)
+    next(s2)
+    g2.close()   # frees the stream still open on it
+    check("python_generator_close_frees_its_streams", list(s2) == [] and s2.result is None and next(s) != "", "")
     try:
         g.generate("ROMEO€", max_tokens=4)
         check("python_generate_bad_prompt_raises", False, "no exception")
