@@ -301,6 +301,10 @@ def t_translate() -> None:
         t.start()
     for t in ths:
         t.join()
+    import ctypes
+    py_api = [n for n in _lib._FUNCTIONS if getattr(_lib.lib, n)._flags_ & ctypes._FUNCFLAG_PYTHONAPI]
+    check("python_gil_released_in_calls (ctypes CDLL functions, none PyDLL)", not py_api
+          and not isinstance(_lib.lib, ctypes.PyDLL), " ".join(py_api))
     check("python_two_threads_translate_at_once", not errs and all(o == [ref] * 3 for o in out), "; ".join(errs))
     # errors: a bad option names it, bad text is a DataError
     try:
