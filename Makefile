@@ -169,6 +169,7 @@ $(BUILD)/tfm.pc: tfm.pc.in include/tfm/version.h
 
 .PHONY: shared install uninstall $(BUILD)/tfm.pc
 all: $(SHLIB)
+test: $(SHLIB)   # tests/cli/python.sh loads it
 shared: $(SHLIB)
 
 install: $(BUILD)/tfm $(BUILD)/libtfm.a $(SHLIB) $(BUILD)/tfm.pc

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tfm/export.h"
 #include "tfm/io.h"
 #include "tfm/text.h"
 
@@ -95,31 +96,31 @@ typedef struct {
 
 /* vocab_size 8000, character_coverage 0.9995, max_piece_chars 16 (SentencePiece's defaults),
  * split_by_class 1. */
-void tfm_bpe_learn_defaults(tfm_bpe_learn_opts *o);
+TFM_API void tfm_bpe_learn_defaults(tfm_bpe_learn_opts *o);
 /* Learn one model from lines of valid UTF-8 text (deterministic). The model has ids
  * 0 <pad>, 1 <s>, 2 </s>, 3 <unk> (tfm's TFM_PAD/BOS/EOS/UNK), 4..259 <0x00>..<0xFF>, then the merged
  * pieces in the order they were learned (score -rank), then the characters (most frequent first).
  * Identity normalization, add_dummy_prefix, every space kept. Errors: vocab_size below
  * 260 + the number of characters, or above what the text can yield, or above 1,000,000. */
-int tfm_bpe_learn_lines(tfm_bpe *m, const char *const *lines, int n_lines, const tfm_bpe_learn_opts *o);
+TFM_API int tfm_bpe_learn_lines(tfm_bpe *m, const char *const *lines, int n_lines, const tfm_bpe_learn_opts *o);
 /* The same over the lines of every file (read with tfm_read_text_file: errors name the file and
  * line; "\r\n" line ends count as "\n"). */
-int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const tfm_bpe_learn_opts *o);
+TFM_API int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const tfm_bpe_learn_opts *o);
 
 /* ---------------------------------------------------------------- loading and saving */
 /* A SentencePiece .model file (tfm's or spm_train's; BPE or unigram), or a tfm container holding
  * TFM_BPE_ENTRY. Refused with a one-line error naming the file and the field: truncated or foreign files,
  * word/char models, normalization rules other than identity and nmt_nfkc, a broken charsmap,
  * treat_whitespace_as_suffix, inconsistent pieces. */
-int tfm_bpe_load(tfm_bpe *m, const char *path);
+TFM_API int tfm_bpe_load(tfm_bpe *m, const char *path);
 /* Parse a serialized ModelProto (name is used in error messages). The bytes are copied. */
 int tfm_bpe_from_bytes(tfm_bpe *m, const void *data, size_t n, const char *name);
 /* Write m->proto to path atomically (PATH.tmp.PID, fsync, rename). */
-int tfm_bpe_save(const tfm_bpe *m, const char *path);
+TFM_API int tfm_bpe_save(const tfm_bpe *m, const char *path);
 /* Store / read the model as one raw-bytes entry of a tfm container (entry NULL = TFM_BPE_ENTRY). */
 int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
 int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
-void tfm_bpe_free(tfm_bpe *m);
+TFM_API void tfm_bpe_free(tfm_bpe *m);
 
 /* The `tfm bpe encode|decode` filter on a whole text: every line of text (len bytes, split at '\n' in
  * place) encoded to pieces (or ids with ids = 1), or with decode = 1 pieces (ids) turned back into text,
@@ -141,17 +142,17 @@ int tfm_bpe_vocab(const tfm_bpe *m, tfm_vocab *v);
 
 /* ---------------------------------------------------------------- encoding and decoding */
 /* id of a piece string as SentencePiece's PieceToId: reserved pieces, then the others, else unk_id. */
-int tfm_bpe_piece_id(const tfm_bpe *m, const char *piece, size_t len);
+TFM_API int tfm_bpe_piece_id(const tfm_bpe *m, const char *piece, size_t len);
 /* Encode text[0..len) (valid UTF-8; checked) into a malloc'd array of *n_ids ids. An empty line
  * gives n_ids = 0 (and a non-NULL pointer). */
-int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids);
+TFM_API int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids);
 /* The pieces of the same encoding joined by single spaces, as spm_encode --output_format=piece prints
  * them (without byte fallback an unknown run is printed as its text). */
-char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len);
+TFM_API char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len);
 /* Decode ids (each in [0, n), else an error) / piece strings into text, as spm_decode: '▁' -> ' ',
  * the dummy-prefix space removed, runs of byte pieces turned back into UTF-8 (U+FFFD for an invalid
  * byte), control pieces dropped, <unk> printed as unk_surface, an unknown piece string kept as is. */
-char *tfm_bpe_decode(const tfm_bpe *m, const int *ids, int n_ids);
-char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_pieces);
+TFM_API char *tfm_bpe_decode(const tfm_bpe *m, const int *ids, int n_ids);
+TFM_API char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_pieces);
 
 #endif

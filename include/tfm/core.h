@@ -26,7 +26,7 @@
 /* ---------------------------------------------------------------- errors */
 /* Library functions that can fail on user input return NULL / -1 and set a one-line message. */
 void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-const char *tfm_last_error(void);
+TFM_API const char *tfm_last_error(void);
 /* What kind of failure the current error is, so a program can react (the tfm CLI maps it to its exit
  * status: man tfm, EXIT STATUS). tfm_set_error() sets TFM_ERR_OTHER; tfm_prefix_error() keeps the kind. */
 typedef enum {
@@ -36,7 +36,7 @@ typedef enum {
     TFM_ERR_NOMEM,     /* out of memory */
 } tfm_error_kind;
 void tfm_set_error_kind(tfm_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-tfm_error_kind tfm_last_error_kind(void);
+TFM_API tfm_error_kind tfm_last_error_kind(void);
 /* For loaders, on their failure path once a file was opened: an unclassified (TFM_ERR_OTHER) error becomes
  * TFM_ERR_DATA (I/O and out-of-memory errors stay what they are). Returns -1. */
 int tfm_error_in_data(void);
@@ -76,14 +76,14 @@ float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
 /* n <= 0: tfm_default_threads(); n > TFM_MAX_THREADS is clamped (per-thread scratch buffers are sized
  * by the thread count). */
 #define TFM_MAX_THREADS 1024
-void tfm_set_threads(int n);
-int tfm_get_threads(void);
+TFM_API void tfm_set_threads(int n);
+TFM_API int tfm_get_threads(void);
 /* The thread count when none is given: OMP_NUM_THREADS (its first value) if set to a positive integer,
  * else the number of CPUs this process may run on (sched_getaffinity: taskset, cgroup cpusets; with OpenMP
  * binding asked for, OMP_PROC_BIND / OMP_PLACES / GOMP_CPU_AFFINITY, the CPUs of the places: the runtime has
  * already bound the calling thread to the first one), and at most the ceiling of a cgroup CPU quota
  * (tfm_cpu_quota), >= 1. */
-int tfm_default_threads(void);
+TFM_API int tfm_default_threads(void);
 /* The CPUs a cgroup CPU quota grants this process (docker --cpus, Kubernetes CPU limits, systemd CPUQuota=):
  * quota / period, the smallest from its cgroup up to the root, in cgroup v2 (cpu.max) or v1's cpu controller
  * (cpu.cfs_quota_us); 0 if there is none. tfm_default_threads uses at most ceil of it. */

@@ -39,15 +39,15 @@ typedef struct {
     long n_segments;
 } tfm_bleu_stats;
 
-void tfm_bleu_init(tfm_bleu_stats *s, int lowercase);
+TFM_API void tfm_bleu_init(tfm_bleu_stats *s, int lowercase);
 /* Add one segment: a hypothesis and n_refs >= 1 references (raw, detokenized text). Returns 0, or -1
  * with an error (n_refs < 1, bad max_order, out of memory). */
-int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, int n_refs);
-void tfm_bleu_compute(const tfm_bleu_stats *s, tfm_bleu_result *r);
+TFM_API int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, int n_refs);
+TFM_API void tfm_bleu_compute(const tfm_bleu_stats *s, tfm_bleu_result *r);
 /* Corpus BLEU of n hypotheses against one reference each. */
 int tfm_corpus_bleu(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_bleu_result *r);
 /* sacreBLEU's line: "BLEU = 34.12 65.3/41.0/28.3/20.1 (BP = 0.981 ratio = 0.981 hyp_len = 12345 ref_len = 12580)" */
-const char *tfm_bleu_format(const tfm_bleu_result *r, char *buf, size_t n);
+TFM_API const char *tfm_bleu_format(const tfm_bleu_result *r, char *buf, size_t n);
 /* The 13a tokenizer on one segment (malloc'd, tokens separated by single spaces). */
 char *tfm_tokenize_13a(const char *line);
 
@@ -61,7 +61,7 @@ double tfm_bleu_d2l(const char *pred, const char *label, int k);
 
 /* sacreBLEU's signature of corpus BLEU as computed above:
  * "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (case:lc when lowercased). */
-const char *tfm_bleu_signature(int lowercase, int n_refs, char *buf, size_t n);
+TFM_API const char *tfm_bleu_signature(int lowercase, int n_refs, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- chrF
  * sacreBLEU 2.x's default chrF (CHRF(), `sacrebleu -m chrf`), named chrF2:
@@ -89,15 +89,15 @@ typedef struct {
     long counts[TFM_CHRF_ORDER][3];
 } tfm_chrf_result;
 
-void tfm_chrf_init(tfm_chrf_stats *s, int lowercase);
+TFM_API void tfm_chrf_init(tfm_chrf_stats *s, int lowercase);
 /* Add one segment against n_refs >= 1 references. Returns 0, or -1 with an error. */
-int tfm_chrf_add(tfm_chrf_stats *s, const char *hyp, const char *const *refs, int n_refs);
-void tfm_chrf_compute(const tfm_chrf_stats *s, tfm_chrf_result *r);
+TFM_API int tfm_chrf_add(tfm_chrf_stats *s, const char *hyp, const char *const *refs, int n_refs);
+TFM_API void tfm_chrf_compute(const tfm_chrf_stats *s, tfm_chrf_result *r);
 int tfm_corpus_chrf(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_chrf_result *r);
 /* "chrF2 = 59.27" */
-const char *tfm_chrf_format(const tfm_chrf_result *r, char *buf, size_t n);
+TFM_API const char *tfm_chrf_format(const tfm_chrf_result *r, char *buf, size_t n);
 /* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
-const char *tfm_chrf_signature(int lowercase, int n_refs, char *buf, size_t n);
+TFM_API const char *tfm_chrf_signature(int lowercase, int n_refs, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- checkpoint averaging
  * tfm_checkpoint_average: writes to out_path the mean of n >= 2 checkpoints of one model, working on

@@ -5,6 +5,7 @@
 #ifndef TFM_GPT_H
 #define TFM_GPT_H
 
+#include "tfm/export.h"
 #include "tfm/nn.h"
 
 typedef enum { TFM_ATTN_CAUSAL = 0, TFM_ATTN_SYNTHESIZER = 1 } tfm_attn_kind;
@@ -41,7 +42,7 @@ typedef struct {
 } tfm_gpt;
 
 /* Validate a config; returns 0 or -1 with a one-line tfm error naming the field. */
-int tfm_gpt_config_check(const tfm_gpt_config *c);
+TFM_API int tfm_gpt_config_check(const tfm_gpt_config *c);
 /* Estimated float elements of the activations of one training step on B rows of T tokens (per layer ~32
  * (B,T,C) tensors and two (B,H,T,T) attention maps, plus 3 (B,T,V) for the logits); saturates, never wraps.
  * Compared with TFM_MAX_STEP_ELEMS before a run allocates anything. */
@@ -50,9 +51,9 @@ int64_t tfm_gpt_step_elems(const tfm_gpt_config *c, int64_t B, int64_t T);
  * tests/unit/test_loaders.c checks it equals params.total). */
 int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
 /* Build the parameter set (zeroed); call tfm_gpt_init_weights for a fresh model. */
-int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
-void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
-void tfm_gpt_free(tfm_gpt *m);
+TFM_API int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
+TFM_API void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
+TFM_API void tfm_gpt_free(tfm_gpt *m);
 /* A second GPT of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
  * gradients: one per chunk of the batch in thread data parallelism. Free it (tfm_gpt_free) before m. */
 int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m);

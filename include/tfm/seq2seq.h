@@ -95,7 +95,7 @@ typedef enum { TFM_INIT_D2L = 0, TFM_INIT_XAVIER = 1 } tfm_init_kind;
 
 /* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2,
  * max_len 1000, embed/hidden 32). arch defaults to "transformer". */
-void tfm_s2s_config_default(tfm_s2s_config *c);
+TFM_API void tfm_s2s_config_default(tfm_s2s_config *c);
 /* Range and cross checks for c->arch (n_head divides d_model, max_len * d_model bounded, ...);
  * returns 0 or -1 with a one-line error naming the field. */
 int tfm_s2s_config_check(const tfm_s2s_config *c);
@@ -201,6 +201,6 @@ void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
 int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path);
 /* Load from a file (container load + get). */
 int tfm_mt_model_load(tfm_mt_model *t, const char *path);
-void tfm_mt_model_free(tfm_mt_model *t);
+TFM_API void tfm_mt_model_free(tfm_mt_model *t);
 
 #endif

@@ -57,7 +57,7 @@ typedef struct {
 /* From valid UTF-8 text (must not contain NUL). Returns 0, or -1 with an error (empty/invalid text). */
 int tfm_char_vocab_build(tfm_char_vocab *v, const char *text, size_t len);
 /* From a serialized string: must be valid UTF-8, non-empty, strictly increasing code points. */
-int tfm_char_vocab_from_string(tfm_char_vocab *v, const char *chars);
+TFM_API int tfm_char_vocab_from_string(tfm_char_vocab *v, const char *chars);
 /* id of a code point, or -1 (binary search). */
 int tfm_char_vocab_id(const tfm_char_vocab *v, uint32_t cp);
 /* Encode text into ids (*n_ids = number of code points). An invalid byte or a character outside the
@@ -65,7 +65,7 @@ int tfm_char_vocab_id(const tfm_char_vocab *v, uint32_t cp);
 int *tfm_char_encode(const tfm_char_vocab *v, const char *text, size_t len, int *n_ids);
 /* Decode ids into a NUL-terminated UTF-8 string; an id outside [0, n) is an error. */
 char *tfm_char_decode(const tfm_char_vocab *v, const int *ids, int n_ids);
-void tfm_char_vocab_free(tfm_char_vocab *v);
+TFM_API void tfm_char_vocab_free(tfm_char_vocab *v);
 
 /* ---------------------------------------------------------------- word tokenizers */
 /* A tokenized sentence: n NUL-terminated tokens stored in one block. */
@@ -83,7 +83,7 @@ typedef enum {
                             (none for an empty or all-space line); the model encodes it */
 } tfm_tok_kind;
 /* "d2l", "moses", "moses-lower", "space", "bpe" -> kind, or -1. */
-int tfm_tok_kind_parse(const char *name);
+TFM_API int tfm_tok_kind_parse(const char *name);
 const char *tfm_tok_kind_name(tfm_tok_kind k);
 
 /* d2l's preprocess_nmt on one line: U+00A0 and U+202F become spaces, the text is lowercased
@@ -149,12 +149,12 @@ typedef struct {
 /* TSV: one "source<TAB>target" pair a line (columns after the second are ignored). Errors: a
  * non-empty line without a tab ("FILE:LINE: no tab ..."), invalid UTF-8 ("FILE:LINE: invalid
  * UTF-8"), plus tfm_read_text_file's. max_pairs > 0 keeps only the first max_pairs pairs. */
-int tfm_parallel_load_tsv(tfm_parallel_text *p, const char *path, tfm_tok_kind kind, int max_pairs);
+TFM_API int tfm_parallel_load_tsv(tfm_parallel_text *p, const char *path, tfm_tok_kind kind, int max_pairs);
 /* Two aligned files (line i of src translates line i of tgt). Different line counts are an error
  * naming both files and both counts. */
-int tfm_parallel_load_files(tfm_parallel_text *p, const char *src_path, const char *tgt_path,
+TFM_API int tfm_parallel_load_files(tfm_parallel_text *p, const char *src_path, const char *tgt_path,
                             tfm_tok_kind kind, int max_pairs);
-void tfm_parallel_text_free(tfm_parallel_text *p);
+TFM_API void tfm_parallel_text_free(tfm_parallel_text *p);
 
 /* Token ids of a parallel corpus: sentence i of the source is src_ids[src_off[i] .. src_off[i+1]). */
 typedef struct {
@@ -180,7 +180,7 @@ typedef struct {
     int n_truncated_src, n_truncated_tgt;
 } tfm_nmt_arrays;
 int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arrays *out);
-void tfm_nmt_arrays_free(tfm_nmt_arrays *a);
+TFM_API void tfm_nmt_arrays_free(tfm_nmt_arrays *a);
 
 /* A list of batches of example indices: batch b is idx[off[b] .. off[b+1]). */
 typedef struct {

@@ -31,13 +31,13 @@ typedef struct {
 } tfm_adamw;
 
 /* 0, or -1 with a tfm error (out of memory). */
-int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
+TFM_API int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
 /* The training loops' step: AdamW on grad * grad_scale (the same float products as scaling the grads
  * first, so the same bits as tfm_clip_grad_norm + tfm_adamw_step), and with zero_grad the grads are
  * zeroed as they are read: one pass over the parameters instead of three. */
 void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad);
-void tfm_adamw_free(tfm_adamw *o);
+TFM_API void tfm_adamw_free(tfm_adamw *o);
 /* adam.m.<name>, adam.v.<name>, adam.t in a checkpoint; o must already be initialised for p. */
 void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
 int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);
@@ -121,10 +121,10 @@ int tfm_train_chunks(int parallel, int threads, int slice);
 
 /* Checkpoint files around PATH (src/train/ckpt_files.c). Removes PATH.tmp.<pid> files left by processes
  * that no longer run (a kill during a save); returns how many were removed. */
-int tfm_ckpt_remove_stale_tmp(const char *path);
+TFM_API int tfm_ckpt_remove_stale_tmp(const char *path);
 /* --keep-last: hard-links PATH to PATH-without-.tfm.step<step>.tfm, then removes all but the newest
  * keep such files. 0, or -1 with a tfm error naming the file. */
-int tfm_ckpt_keep_step(const char *path, int step, int keep);
+TFM_API int tfm_ckpt_keep_step(const char *path, int step, int keep);
 
 /* The complete configuration of a run as (name, value) text pairs, stored as run.<name> entries in every
  * checkpoint so that --resume takes everything from it and can refuse a flag that would change the run
@@ -135,14 +135,14 @@ typedef struct {
     int n, cap;
 } tfm_run_config;
 /* Adds or replaces name = value (copied). 0, or -1 (out of memory). */
-int tfm_run_config_set(tfm_run_config *c, const char *name, const char *value);
-const char *tfm_run_config_find(const tfm_run_config *c, const char *name);   /* NULL if absent */
-void tfm_run_config_free(tfm_run_config *c);
+TFM_API int tfm_run_config_set(tfm_run_config *c, const char *name, const char *value);
+TFM_API const char *tfm_run_config_find(const tfm_run_config *c, const char *name);   /* NULL if absent */
+TFM_API void tfm_run_config_free(tfm_run_config *c);
 void tfm_run_config_put(tfm_container *k, const tfm_run_config *c);
 int tfm_run_config_get(const tfm_container *k, tfm_run_config *c);   /* empty for older checkpoints */
-int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.* entries of a checkpoint */
+TFM_API int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.* entries of a checkpoint */
 /* "N bytes, fnv1a64 HEX" of a file's contents. 0, or -1 with a tfm error naming the file. */
-int tfm_file_fingerprint(const char *path, char *buf, size_t n);
+TFM_API int tfm_file_fingerprint(const char *path, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- data parallel (src/train/dist_train.c) */
 /* d if it has more than one rank, else NULL (the loops then run exactly the one-process code). */
@@ -174,8 +174,9 @@ typedef struct {
 /* Reads PATH (UTF-8 text), builds the vocabulary (or uses `vocab` if given, e.g. on --resume),
  * encodes, splits. Errors (named file): unreadable, empty, binary, invalid UTF-8, or a split
  * shorter than block_size + 1 tokens. */
-int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, float train_frac, int block_size);
-void tfm_lm_data_free(tfm_lm_data *d);
+TFM_API int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, float train_frac,
+                             int block_size);
+TFM_API void tfm_lm_data_free(tfm_lm_data *d);
 /* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
 void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
 /* 0 if a training step of batch_size rows of block_size tokens fits TFM_MAX_STEP_ELEMS (tfm_gpt_step_elems),
@@ -199,17 +200,17 @@ typedef struct {
  * grad_accum and eval_iters small enough not to hang, finite lr > 0, betas in [0,1), RNG states
  * non-zero, iter <= iters, ...): 0, or -1 with a one-line tfm error naming the field
  * ("train.grad_accum must be in 1..65536, got 2147483647"). Used on load and usable for flags. */
-int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg);
+TFM_API int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg);
 
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st);
 /* The same with the run configuration (run.* entries; run may be NULL). */
-int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+TFM_API int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                      const tfm_lm_train_state *st, const tfm_run_config *run);
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
  * opt is initialised here. */
-int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
+TFM_API int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
 /* The same from an already loaded container (path: for error messages). */
 int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st);
@@ -231,16 +232,16 @@ typedef int (*tfm_lm_save_fn)(const tfm_lm_train_state *st, void *user);
 
 /* Start a fresh run with the hyperparameters already in st: iter 0, no val loss yet, the batch and dropout
  * RNGs seeded from st->seed (as train-lm always has). */
-void tfm_lm_train_state_init(tfm_lm_train_state *st);
+TFM_API void tfm_lm_train_state_init(tfm_lm_train_state *st);
 /* train-lm's defaults (iters 2000, batch 12, grad_accum 1, warmup 100, eval every 500 over 20 batches,
  * seed 1, lr 1e-3 -> 1e-4, weight decay 0.1, betas 0.9 / 0.99, grad clip 1), then _init. */
-void tfm_lm_train_state_default(tfm_lm_train_state *st);
+TFM_API void tfm_lm_train_state_default(tfm_lm_train_state *st);
 /* Train m on d from st->iter to st->iters (cosine schedule with warmup, grad accumulation, clipping,
  * fused AdamW); evaluate every st->eval_every steps and at the end; max_steps > 0 stops (evaluating and
  * saving) once st->iter, the run's global step counted across resumes, reaches max_steps. opt initialised for m->params (or restored by tfm_gpt_load). profile: print the
  * op/phase times per step at the end to stderr. Returns the number of steps run, or -1 with a tfm error
  * (loss not finite, save failed). */
-int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
+TFM_API int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user);
 
 /* ---------------------------------------------------------------- training (src/train/train_mt.c) */
@@ -280,7 +281,7 @@ typedef struct {
      * saves, inside an epoch with its position, so a resume continues there), -1 error. */
     int (*validate)(const struct tfm_mt_progress *p, int epoch, void *user);
 } tfm_mt_train_opts;
-void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
+TFM_API void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
 float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
 
@@ -344,12 +345,12 @@ void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry
  * restored moments); prog carries the state to resume from (zeroed + seeded for a fresh run:
  * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
-void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
+TFM_API void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
 /* 0 if the largest batch of `a` under o (--batch-size rows, or --max-tokens) fits TFM_MAX_STEP_ELEMS
  * (tfm_s2s_step_elems on the longest source and target row), else -1 with an error naming the flags.
  * tfm_mt_train calls it before allocating. */
 int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o);
-int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
+TFM_API int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user);
 /* Mean token loss (no label smoothing, no dropout) over a data set. */
@@ -364,25 +365,25 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed);
 /* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
  * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
-int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
+TFM_API int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
                          const tfm_s2s_config *cfg, uint64_t seed);
 /* A fresh translator on raw text (src/train/mt_bpe.c): bpe (must have the tfm specials, see tfm_bpe_vocab)
  * becomes both vocabularies and is owned by t from then on (freed with it, also on failure). */
-int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
+TFM_API int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
 /* p (loaded with TFM_TOK_BPE: one raw line per side) encoded with t->bpe into padded arrays. */
 int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
 /* p through t's vocabularies (or t->bpe) into padded training arrays of num_steps tokens (truncation
  * counted in a). */
-int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
+TFM_API int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o);
-int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+TFM_API int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                     const tfm_mt_train_opts *o, const tfm_run_config *run);   /* with run.* entries (run may be NULL) */
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
-int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p,
+TFM_API int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p,
                   const tfm_mt_train_opts *o);
 
 #endif

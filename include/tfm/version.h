@@ -25,6 +25,6 @@
 
 /* The version of the library linked at run time ("0.9.0"); differs from TFM_VERSION_STRING when a program
  * built against one release's headers runs with another's libtfm.so. */
-const char *tfm_version_string(void);
+TFM_API const char *tfm_version_string(void);
 
 #endif

@@ -1,0 +1,474 @@
+"""Loading libtfm.so and declaring what the package calls in it (ctypes, no compiler needed).
+
+Every function used is declared once in ``_FUNCTIONS`` with its C result and argument types; structs are
+mirrored as ctypes Structures whose layout ``tests/python/check_layout.py`` compares with the C compiler's
+(sizeof and offsetof of every field). ctypes releases the GIL for the duration of every foreign call, so
+Python threads run the library concurrently.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_long, c_size_t, c_uint8,
+                    c_uint32, c_uint64, c_void_p)
+from pathlib import Path
+
+from .errors import _raise_last
+
+# ---------------------------------------------------------------------------------------------- finding it
+
+ENV_VAR = "TFM_LIBRARY"
+
+
+def _candidates() -> list:
+    """Where libtfm.so is looked for, in order (docs/PYTHON.md, "Finding the library")."""
+    here = Path(__file__).resolve().parent
+    out = []
+    if os.environ.get(ENV_VAR):
+        return [os.environ[ENV_VAR]]
+    out.append(str(here / "libtfm.so"))                        # a copy placed inside the package
+    out.append(str(here.parent.parent / "build" / "libtfm.so"))  # python/tfm -> the source tree's build/
+    try:   # written into an installed package by python/_backend/tfm_build.py: the tree it was built from
+        from ._build_path import LIBRARY
+        out.append(LIBRARY)
+    except ImportError:
+        pass
+    found = ctypes.util.find_library("tfm")                    # ld.so.cache (after make install; ldconfig)
+    if found:
+        out.append(found)
+    out += ["libtfm.so", "/usr/local/lib/libtfm.so", "/usr/lib/libtfm.so"]
+    return out
+
+
+def _short_spin() -> None:
+    """As the tfm CLI does (tfm_threads_short_spin): idle OpenMP threads sleep after ~0.3 ms of spinning
+    instead of GNU libgomp's default of ~10 ms, so a waiting thread frees its core (several Python threads
+    each running an OpenMP team on few cores). libgomp reads the variable when it is loaded, i.e. with
+    libtfm.so below; an OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME already set is left alone."""
+    if not any(v in os.environ for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")):
+        os.environ["GOMP_SPINCOUNT"] = "10000"
+
+
+def _load() -> tuple[ctypes.CDLL, str]:
+    _short_spin()
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path} (absent)")
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise ImportError("tfm: cannot load libtfm.so; tried " + "; ".join(tried) +
+                      f". Build it (make) or install it (make install), or set {ENV_VAR}=/path/to/libtfm.so")
+
+
+# ---------------------------------------------------------------------------------------------- structs
+class CharVocab(Structure):          # tfm_char_vocab (text.h)
+    _fields_ = [("n", c_int), ("cps", POINTER(c_uint32)), ("chars", c_char_p)]
+
+
+class Vocab(Structure):              # tfm_vocab (text.h)
+    _fields_ = [("n", c_int), ("tok", POINTER(c_char_p)), ("slots", POINTER(c_int)), ("n_slots", c_int)]
+
+
+class Params(Structure):             # tfm_params (core.h)
+    _fields_ = [("t", c_void_p), ("n", c_int), ("cap", c_int), ("data", POINTER(c_float)),
+                ("grad", POINTER(c_float)), ("total", c_size_t)]
+
+
+class Rng(Structure):                # tfm_rng (core.h)
+    _fields_ = [("s", c_uint64)]
+
+
+class TranslatorParams(Structure):   # tfm_translator_params (translator.h)
+    _fields_ = [("threads", c_int), ("max_batch_size", c_int), ("pack_weights", c_int), ("profile", c_int)]
+
+
+class TranslateOptions(Structure):   # tfm_translate_options (translator.h)
+    _fields_ = [("beam_size", c_int), ("length_penalty", c_float), ("max_decoding_length", c_int),
+                ("max_input_length", c_int), ("num_hypotheses", c_int), ("return_scores", c_int),
+                ("return_attention", c_int), ("target_prefix", POINTER(c_char_p))]
+
+
+class Translation(Structure):        # tfm_translation (translator.h)
+    _fields_ = [("n_hypotheses", c_int), ("hypotheses", POINTER(c_char_p)), ("scores", POINTER(c_float)),
+                ("attention", POINTER(c_float)), ("n_source_tokens", c_int), ("n_target_tokens", c_int),
+                ("source_tokens", POINTER(c_char_p)), ("target_tokens", POINTER(c_char_p)),
+                ("source_truncated", c_int)]
+
+
+class MTModel(Structure):            # tfm_mt_model (seq2seq.h)
+    _fields_ = [("model", c_void_p), ("src_vocab", Vocab), ("tgt_vocab", Vocab), ("tok_kind", c_int),
+                ("bpe", c_void_p), ("decode_beam", c_int), ("decode_alpha", c_float),
+                ("src_lang", c_char * 16), ("tgt_lang", c_char * 16)]
+
+
+MAX_STOP = 8                         # TFM_MAX_STOP (generator.h)
+
+
+class GeneratorParams(Structure):    # tfm_generator_params (generator.h)
+    _fields_ = [("threads", c_int), ("profile", c_int), ("no_kv_cache", c_int)]
+
+
+class GenerateOptions(Structure):    # tfm_generate_options (generator.h)
+    _fields_ = [("max_tokens", c_int), ("temperature", c_float), ("top_k", c_int), ("top_p", c_float),
+                ("seed", c_uint64), ("stop", c_char_p * MAX_STOP)]
+
+
+class Generation(Structure):         # tfm_generation (generator.h)
+    _fields_ = [("text", c_void_p), ("n_prompt_tokens", c_int), ("n_tokens", c_int), ("finish_reason", c_int)]
+
+
+class GptConfig(Structure):          # tfm_gpt_config (gpt.h)
+    _fields_ = [("vocab_size", c_int), ("block_size", c_int), ("n_layer", c_int), ("n_head", c_int),
+                ("n_embd", c_int), ("dropout", c_float), ("attention", c_int)]
+
+
+class Gpt(Structure):
+    """tfm_gpt (gpt.h): the config and the parameter set are read; the rest is storage the library fills
+    (at least sizeof(tfm_gpt): checked by tests/python/check_layout.py)."""
+    _fields_ = [("cfg", GptConfig), ("params", Params), ("_rest", c_char * 448)]
+
+
+class AdamW(Structure):              # tfm_adamw (train.h)
+    _fields_ = [("beta1", c_float), ("beta2", c_float), ("eps", c_float), ("weight_decay", c_float),
+                ("m", POINTER(c_float)), ("v", POINTER(c_float)), ("n", c_size_t), ("t", c_int)]
+
+
+class LMData(Structure):             # tfm_lm_data (train.h)
+    _fields_ = [("vocab", CharVocab), ("ids", POINTER(c_int)), ("n", c_int), ("n_train", c_int)]
+
+
+class LMTrainState(Structure):       # tfm_lm_train_state (train.h)
+    _fields_ = [("iters", c_int), ("batch_size", c_int), ("grad_accum", c_int), ("warmup", c_int),
+                ("eval_every", c_int), ("eval_iters", c_int), ("seed", c_int), ("lr", c_float),
+                ("min_lr", c_float), ("weight_decay", c_float), ("beta1", c_float), ("beta2", c_float),
+                ("grad_clip", c_float), ("iter", c_int), ("batch_rng", c_uint64), ("dropout_rng", c_uint64),
+                ("last_val_loss", c_float)]
+
+
+class TrainCtl(Structure):           # tfm_train_ctl (train.h); stop points at a sig_atomic_t (an int here)
+    _fields_ = [("stop", POINTER(c_int)), ("save_every", c_int), ("skip_nonfinite", c_int), ("dist", c_void_p),
+                ("parallel", c_int), ("bf16", c_int)]
+
+
+class LMReport(Structure):           # tfm_lm_report (train.h)
+    _fields_ = [("step", c_int), ("steps", c_int), ("loss", c_float), ("lr", c_float), ("tokens_per_s", c_float),
+                ("eta_s", c_float), ("eval", c_int), ("train_loss", c_float), ("val_loss", c_float),
+                ("train_s", c_double)]
+
+
+class RunConfig(Structure):          # tfm_run_config (train.h)
+    _fields_ = [("name", POINTER(c_char_p)), ("value", POINTER(c_char_p)), ("n", c_int), ("cap", c_int)]
+
+
+class S2SConfig(Structure):          # tfm_s2s_config (seq2seq.h)
+    _fields_ = [("arch", c_char * 16), ("src_vocab", c_int), ("tgt_vocab", c_int), ("d_model", c_int),
+                ("n_head", c_int), ("ffn", c_int), ("pre_ln", c_int), ("max_len", c_int), ("n_layer", c_int),
+                ("embed_size", c_int), ("hidden_size", c_int), ("dropout", c_float), ("share_embeddings", c_int),
+                ("init", c_int), ("pad_len", c_int)]
+
+
+class EncDec(Structure):             # struct tfm_encdec (seq2seq.h): the head, up to the parameter set
+    _fields_ = [("vt", c_void_p), ("cfg", S2SConfig), ("params", Params), ("keep_attention", c_int),
+                ("impl", c_void_p)]
+
+
+class TokList(Structure):            # tfm_toklist (text.h)
+    _fields_ = [("n", c_int), ("tok", POINTER(c_char_p))]
+
+
+class ParallelText(Structure):       # tfm_parallel_text (text.h)
+    _fields_ = [("n", c_int), ("src", POINTER(TokList)), ("tgt", POINTER(TokList)), ("n_lines", c_int),
+                ("n_empty", c_int)]
+
+
+class NmtArrays(Structure):          # tfm_nmt_arrays (text.h)
+    _fields_ = [("n", c_int), ("num_steps", c_int), ("src", POINTER(c_int)), ("tgt", POINTER(c_int)),
+                ("src_valid", POINTER(c_int)), ("tgt_valid", POINTER(c_int)), ("n_truncated_src", c_int),
+                ("n_truncated_tgt", c_int)]
+
+
+class MTProgress(Structure):         # tfm_mt_progress (train.h)
+    _fields_ = [("epoch", c_int), ("step", c_int), ("rng", Rng), ("drop_rng", Rng), ("batch", c_int),
+                ("epoch_rng", Rng), ("skipped", c_int)]
+
+
+MTValidateFn = ctypes.CFUNCTYPE(c_int, POINTER(MTProgress), c_int, c_void_p)
+
+
+class MTTrainOptions(Structure):     # tfm_mt_train_opts (train.h)
+    _fields_ = [("epochs", c_int), ("batch_size", c_int), ("num_steps", c_int), ("lr", c_float),
+                ("schedule", c_int), ("warmup", c_int), ("min_lr", c_float), ("label_smoothing", c_float),
+                ("grad_clip", c_float), ("weight_decay", c_float), ("beta1", c_float), ("beta2", c_float),
+                ("eps", c_float), ("seed", c_uint64), ("bucket", c_int), ("loss_norm", c_int),
+                ("log_every", c_int), ("quiet", c_int), ("profile", c_int), ("max_steps", c_int),
+                ("ctl", TrainCtl), ("max_tokens", c_int), ("valid_every", c_int), ("validate", MTValidateFn)]
+
+
+class MTReport(Structure):           # tfm_mt_report (train.h)
+    _fields_ = [("epoch", c_int), ("epochs", c_int), ("step", c_int), ("total_steps", c_int), ("loss", c_float),
+                ("lr", c_float), ("tokens_per_s", c_float), ("eta_s", c_float), ("valid_loss", c_float),
+                ("end_of_epoch", c_int)]
+
+
+BLEU_MAX_ORDER = 4                   # TFM_BLEU_MAX_ORDER (eval.h)
+CHRF_ORDER = 6                       # TFM_CHRF_ORDER
+
+
+class BleuResult(Structure):         # tfm_bleu_result (eval.h)
+    _fields_ = [("score", c_double), ("precisions", c_double * BLEU_MAX_ORDER), ("bp", c_double),
+                ("ratio", c_double), ("hyp_len", c_long), ("ref_len", c_long),
+                ("correct", c_long * BLEU_MAX_ORDER), ("total", c_long * BLEU_MAX_ORDER)]
+
+
+class BleuStats(Structure):          # tfm_bleu_stats (eval.h)
+    _fields_ = [("lowercase", c_int), ("max_order", c_int), ("effective_order", c_int), ("hyp_len", c_long),
+                ("ref_len", c_long), ("correct", c_long * BLEU_MAX_ORDER), ("total", c_long * BLEU_MAX_ORDER),
+                ("n_segments", c_long)]
+
+
+class ChrfStats(Structure):          # tfm_chrf_stats (eval.h)
+    _fields_ = [("lowercase", c_int), ("counts", (c_long * 3) * CHRF_ORDER), ("n_segments", c_long)]
+
+
+class ChrfResult(Structure):         # tfm_chrf_result (eval.h)
+    _fields_ = [("score", c_double), ("precision", c_double), ("recall", c_double),
+                ("counts", (c_long * 3) * CHRF_ORDER)]
+
+
+class Bpe(Structure):                # tfm_bpe (bpe.h)
+    _fields_ = [("n", c_int), ("piece", POINTER(c_char_p)), ("len", POINTER(c_int)), ("score", POINTER(c_float)),
+                ("type", POINTER(c_uint8)), ("unk_id", c_int), ("bos_id", c_int), ("eos_id", c_int),
+                ("pad_id", c_int), ("byte_fallback", c_int), ("byte_id", c_int * 256), ("add_dummy_prefix", c_int),
+                ("remove_extra_whitespaces", c_int), ("escape_whitespaces", c_int), ("literal_ws_bytes", c_int),
+                ("unk_surface", c_char_p), ("slots", POINTER(c_int)), ("rslots", POINTER(c_int)),
+                ("n_slots", c_int), ("user_ids", POINTER(c_int)), ("n_user", c_int), ("proto", c_void_p),
+                ("proto_len", c_size_t)]
+
+
+class BpeLearnOptions(Structure):    # tfm_bpe_learn_opts (bpe.h)
+    _fields_ = [("vocab_size", c_int), ("character_coverage", c_float), ("max_piece_chars", c_int),
+                ("split_by_class", c_int)]
+
+
+# C names of the mirrored structs, for the layout check (tests/python/check_layout.py).
+STRUCTS = {
+    "tfm_char_vocab": CharVocab, "tfm_vocab": Vocab, "tfm_params": Params, "tfm_rng": Rng,
+    "tfm_translator_params": TranslatorParams, "tfm_translate_options": TranslateOptions,
+    "tfm_translation": Translation, "tfm_mt_model": MTModel, "tfm_generator_params": GeneratorParams,
+    "tfm_generate_options": GenerateOptions, "tfm_generation": Generation, "tfm_gpt_config": GptConfig,
+    "tfm_gpt": Gpt, "tfm_adamw": AdamW, "tfm_lm_data": LMData, "tfm_lm_train_state": LMTrainState,
+    "tfm_train_ctl": TrainCtl, "tfm_lm_report": LMReport, "tfm_run_config": RunConfig,
+    "tfm_s2s_config": S2SConfig, "struct tfm_encdec": EncDec, "tfm_toklist": TokList, "tfm_parallel_text": ParallelText,
+    "tfm_nmt_arrays": NmtArrays, "tfm_mt_progress": MTProgress, "tfm_mt_train_opts": MTTrainOptions,
+    "tfm_mt_report": MTReport, "tfm_bleu_result": BleuResult, "tfm_bleu_stats": BleuStats,
+    "tfm_chrf_stats": ChrfStats, "tfm_chrf_result": ChrfResult, "tfm_bpe": Bpe,
+    "tfm_bpe_learn_opts": BpeLearnOptions,
+}
+# Structs of which the package reads only a head and reserves at least the C size (the rest is opaque).
+OPAQUE_TAIL = {"tfm_gpt", "struct tfm_encdec"}
+
+# ---------------------------------------------------------------------------------------------- callbacks
+TextFn = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p)            # tfm_text_fn
+LMReportFn = ctypes.CFUNCTYPE(None, POINTER(LMReport), c_void_p)          # tfm_lm_report_fn
+LMSaveFn = ctypes.CFUNCTYPE(c_int, POINTER(LMTrainState), c_void_p)       # tfm_lm_save_fn
+MTReportFn = ctypes.CFUNCTYPE(None, POINTER(MTReport), c_void_p)          # tfm_mt_report_fn
+MTEpochFn = ctypes.CFUNCTYPE(c_int, POINTER(MTProgress), c_void_p)        # tfm_mt_epoch_fn
+
+# ---------------------------------------------------------------------------------------------- functions
+P = POINTER
+_FUNCTIONS = {
+    # core.h, version.h
+    "tfm_last_error": (c_char_p, []),
+    "tfm_last_error_kind": (c_int, []),
+    "tfm_version_string": (c_char_p, []),
+    "tfm_default_threads": (c_int, []),
+    "tfm_get_threads": (c_int, []),
+    "tfm_set_threads": (None, [c_int]),
+    # translator.h
+    "tfm_translator_params_default": (None, [P(TranslatorParams)]),
+    "tfm_translator_load": (c_void_p, [c_char_p, P(TranslatorParams)]),
+    "tfm_translator_free": (None, [c_void_p]),
+    "tfm_translator_model": (P(MTModel), [c_void_p]),
+    "tfm_translate_options_default": (None, [P(TranslateOptions)]),
+    "tfm_translation_free": (None, [P(Translation)]),
+    "tfm_translator_translate_batch": (c_int, [c_void_p, P(c_char_p), c_int, P(TranslateOptions), P(Translation)]),
+    # generator.h
+    "tfm_generator_params_default": (None, [P(GeneratorParams)]),
+    "tfm_generator_load": (c_void_p, [c_char_p, P(GeneratorParams)]),
+    "tfm_generator_free": (None, [c_void_p]),
+    "tfm_generator_model": (P(Gpt), [c_void_p]),
+    "tfm_generator_tokenizer": (c_char_p, [c_void_p]),
+    "tfm_generator_count_tokens": (c_int, [c_void_p, c_char_p]),
+    "tfm_generate_options_default": (None, [P(GenerateOptions)]),
+    "tfm_finish_reason_name": (c_char_p, [c_int]),
+    "tfm_generation_free": (None, [P(Generation)]),
+    "tfm_generator_generate": (c_int, [c_void_p, c_char_p, P(GenerateOptions), TextFn, c_void_p, P(Generation)]),
+    "tfm_generator_start": (c_void_p, [c_void_p, c_char_p, P(GenerateOptions)]),
+    "tfm_generator_step": (c_int, [c_void_p, P(c_void_p), c_int]),
+    "tfm_gen_stream_take": (c_void_p, [c_void_p, P(c_size_t)]),
+    "tfm_gen_stream_finished": (c_int, [c_void_p]),
+    "tfm_gen_stream_cancel": (None, [c_void_p]),
+    "tfm_gen_stream_result": (c_int, [c_void_p, P(Generation)]),
+    "tfm_gen_stream_free": (None, [c_void_p]),
+    # eval.h
+    "tfm_bleu_init": (None, [P(BleuStats), c_int]),
+    "tfm_bleu_add": (c_int, [P(BleuStats), c_char_p, P(c_char_p), c_int]),
+    "tfm_bleu_compute": (None, [P(BleuStats), P(BleuResult)]),
+    "tfm_bleu_format": (c_char_p, [P(BleuResult), c_char_p, c_size_t]),
+    "tfm_bleu_signature": (c_char_p, [c_int, c_int, c_char_p, c_size_t]),
+    "tfm_chrf_init": (None, [P(ChrfStats), c_int]),
+    "tfm_chrf_add": (c_int, [P(ChrfStats), c_char_p, P(c_char_p), c_int]),
+    "tfm_chrf_compute": (None, [P(ChrfStats), P(ChrfResult)]),
+    "tfm_chrf_format": (c_char_p, [P(ChrfResult), c_char_p, c_size_t]),
+    "tfm_chrf_signature": (c_char_p, [c_int, c_int, c_char_p, c_size_t]),
+    # bpe.h
+    "tfm_bpe_learn_defaults": (None, [P(BpeLearnOptions)]),
+    "tfm_bpe_learn_lines": (c_int, [P(Bpe), P(c_char_p), c_int, P(BpeLearnOptions)]),
+    "tfm_bpe_learn_files": (c_int, [P(Bpe), P(c_char_p), c_int, P(BpeLearnOptions)]),
+    "tfm_bpe_load": (c_int, [P(Bpe), c_char_p]),
+    "tfm_bpe_save": (c_int, [P(Bpe), c_char_p]),
+    "tfm_bpe_free": (None, [P(Bpe)]),
+    "tfm_bpe_piece_id": (c_int, [P(Bpe), c_char_p, c_size_t]),
+    "tfm_bpe_encode": (c_void_p, [P(Bpe), c_char_p, c_size_t, P(c_int)]),
+    "tfm_bpe_encode_pieces": (c_void_p, [P(Bpe), c_char_p, c_size_t]),
+    "tfm_bpe_decode": (c_void_p, [P(Bpe), P(c_int), c_int]),
+    "tfm_bpe_decode_pieces": (c_void_p, [P(Bpe), P(c_char_p), c_int]),
+    # text.h
+    "tfm_char_vocab_from_string": (c_int, [P(CharVocab), c_char_p]),
+    "tfm_char_vocab_free": (None, [P(CharVocab)]),
+    "tfm_tok_kind_parse": (c_int, [c_char_p]),
+    "tfm_parallel_load_files": (c_int, [P(ParallelText), c_char_p, c_char_p, c_int, c_int]),
+    "tfm_parallel_load_tsv": (c_int, [P(ParallelText), c_char_p, c_int, c_int]),
+    "tfm_parallel_text_free": (None, [P(ParallelText)]),
+    "tfm_nmt_arrays_free": (None, [P(NmtArrays)]),
+    # gpt.h
+    "tfm_gpt_init": (c_int, [P(Gpt), P(GptConfig)]),
+    "tfm_gpt_init_weights": (None, [P(Gpt), c_uint64]),
+    "tfm_gpt_free": (None, [P(Gpt)]),
+    # seq2seq.h
+    "tfm_s2s_config_default": (None, [P(S2SConfig)]),
+    "tfm_mt_model_free": (None, [P(MTModel)]),
+    # train.h: optimizer, checkpoint files, run configuration
+    "tfm_adamw_init": (c_int, [P(AdamW), P(Params), c_float, c_float, c_float, c_float]),
+    "tfm_adamw_free": (None, [P(AdamW)]),
+    "tfm_ckpt_remove_stale_tmp": (c_int, [c_char_p]),
+    "tfm_ckpt_keep_step": (c_int, [c_char_p, c_int, c_int]),
+    "tfm_run_config_set": (c_int, [P(RunConfig), c_char_p, c_char_p]),
+    "tfm_run_config_find": (c_char_p, [P(RunConfig), c_char_p]),
+    "tfm_run_config_free": (None, [P(RunConfig)]),
+    "tfm_run_config_load": (c_int, [c_char_p, P(RunConfig)]),
+    "tfm_file_fingerprint": (c_int, [c_char_p, c_char_p, c_size_t]),
+    # train.h: language models
+    "tfm_lm_data_load": (c_int, [P(LMData), c_char_p, c_char_p, c_float, c_int]),
+    "tfm_lm_data_free": (None, [P(LMData)]),
+    "tfm_lm_train_state_default": (None, [P(LMTrainState)]),
+    "tfm_lm_train_state_init": (None, [P(LMTrainState)]),
+    "tfm_lm_train_state_check": (c_int, [P(LMTrainState), P(GptConfig)]),
+    "tfm_gpt_config_check": (c_int, [P(GptConfig)]),
+    "tfm_gpt_save_run": (c_int, [c_char_p, P(Gpt), P(CharVocab), P(AdamW), P(LMTrainState), P(RunConfig)]),
+    "tfm_gpt_load": (c_int, [c_char_p, P(Gpt), P(CharVocab), P(AdamW), P(LMTrainState)]),
+    "tfm_lm_train": (c_int, [P(Gpt), P(LMData), P(AdamW), P(LMTrainState), c_int, c_int, P(TrainCtl), LMReportFn,
+                             LMSaveFn, c_void_p]),
+    # train.h: translation models
+    "tfm_mt_train_opts_default": (None, [P(MTTrainOptions)]),
+    "tfm_mt_progress_init": (None, [P(MTProgress), c_uint64]),
+    "tfm_mt_model_build": (c_int, [P(MTModel), P(ParallelText), c_int, c_int, P(S2SConfig), c_uint64]),
+    "tfm_mt_model_build_bpe": (c_int, [P(MTModel), P(Bpe), P(S2SConfig), c_uint64]),
+    "tfm_mt_arrays": (c_int, [P(ParallelText), P(MTModel), c_int, P(NmtArrays)]),
+    "tfm_mt_train": (c_int, [c_void_p, P(NmtArrays), P(NmtArrays), P(MTTrainOptions), P(AdamW), P(MTProgress),
+                             MTReportFn, MTEpochFn, c_void_p]),
+    "tfm_mt_save_run": (c_int, [c_char_p, P(MTModel), P(AdamW), P(MTProgress), P(MTTrainOptions), P(RunConfig)]),
+    "tfm_mt_resume": (c_int, [c_char_p, P(MTModel), P(AdamW), P(MTProgress), P(MTTrainOptions)]),
+}
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    missing = []
+    for name, (restype, argtypes) in _FUNCTIONS.items():
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        f.restype, f.argtypes = restype, argtypes
+    if missing:
+        raise ImportError(f"tfm: {path} does not export {', '.join(missing)} (a libtfm.so of another version?)")
+
+
+lib, path = _load()
+_declare(lib)
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+_libc.free.argtypes, _libc.free.restype = [c_void_p], None
+_libc.calloc.argtypes, _libc.calloc.restype = [c_size_t, c_size_t], c_void_p
+
+
+def calloc_bpe():
+    """A zeroed tfm_bpe in malloc'd memory, for a call that takes ownership of it (tfm_mt_model_build_bpe)."""
+    p = _libc.calloc(1, ctypes.sizeof(Bpe))
+    if not p:
+        raise MemoryError("out of memory")
+    return ctypes.cast(p, POINTER(Bpe))
+
+
+def free(p: int | None) -> None:
+    """free() memory the library malloc'd and handed over (tfm_bpe_encode and the like)."""
+    if p:
+        _libc.free(p)
+
+
+def take_string(p: int | None) -> str:
+    """A malloc'd NUL-terminated UTF-8 string returned by the library, as str; the memory is freed."""
+    if not p:
+        _raise_last(lib)
+    try:
+        return ctypes.string_at(p).decode("utf-8", "replace")
+    finally:
+        free(p)
+
+
+def check(rc: int) -> int:
+    """Raise the library's error when a call returned -1 (or another negative value)."""
+    if rc < 0:
+        _raise_last(lib)
+    return rc
+
+
+def check_ptr(p):
+    """Raise the library's error when a call returned NULL."""
+    if not p:
+        _raise_last(lib)
+    return p
+
+
+def enc(s: str | os.PathLike | None, what: str = "argument") -> bytes | None:
+    """str (or path) -> UTF-8 bytes for a const char * argument; a NUL inside is refused."""
+    if s is None:
+        return None
+    if isinstance(s, os.PathLike):
+        s = os.fspath(s)
+    if isinstance(s, bytes):
+        b = s
+    elif isinstance(s, str):
+        b = s.encode("utf-8", "surrogateescape")
+    else:
+        raise TypeError(f"{what} must be str, got {type(s).__name__}")
+    if b"\0" in b:
+        raise ValueError(f"{what} contains a NUL character")
+    return b
+
+
+def strings(items, what: str = "argument"):
+    """A list of str -> a C array of char * (kept alive by the returned object)."""
+    arr = (c_char_p * len(items))()
+    for i, s in enumerate(items):
+        arr[i] = enc(s, f"{what}[{i}]")
+    return arr
+
+
+def dec(b: bytes | None) -> str:
+    return b.decode("utf-8", "replace") if b is not None else ""
