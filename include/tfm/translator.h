@@ -84,6 +84,10 @@ typedef struct {
     int source_truncated;    /* source tokens dropped by max_input_length (0 = none) */
 } tfm_translation;
 TFM_API void tfm_translation_free(tfm_translation *r);   /* NULL-safe; zeroes r */
+/* The hard alignment of r's attention (Marian's --alignment): for each target token i but <eos>, the source
+ * token (not <eos>) with the largest weight, into src[i]. Returns the count (n_target_tokens - 1), or -1 when
+ * r has no attention. */
+TFM_API int tfm_translation_alignment(const tfm_translation *r, int *src);
 
 /* Translate n lines of raw text (UTF-8, no newline): results[i] for source[i]. An empty line gives an empty
  * translation. 0, or -1 with a tfm error (invalid UTF-8 naming the input index, bad options naming the field,

@@ -67,6 +67,12 @@ int cli_check_not_input(const char *cmd, const char *flag, const char *out, cons
 int cli_check_threads(const char *cmd, int threads);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
+/* Is more of stdin readable right now (buffered by stdio, or poll says so)? Lets a filter batch piped input
+ * and answer an interactive line at once. */
+int cli_stdin_ready(void);
+/* One line of f without its line end into *buf (malloc'd): 0; 1 at end of file; or an exit status after a
+ * one-line error naming name:line_no (a NUL byte, invalid UTF-8). */
+int cli_read_line(const char *cmd, FILE *f, const char *name, long line_no, char **buf);
 
 /* "1h02m" / "3m07s" (progress.c). */
 void cli_format_eta(double seconds, char *buf, size_t n);

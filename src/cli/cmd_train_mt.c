@@ -103,8 +103,7 @@ int cmd_train_mt(int argc, char **argv) {
         (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train")) ||
         (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid"))))
         goto done;
-    mt_model_settings(&o, &tr);
-    if (o.dump && ((rc = mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr)) || o.dump_only)) {
+    if (mt_model_settings(&o, &tr), o.dump && ((rc = mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr)) || o.dump_only)) {
         if (!rc) fprintf(stderr, "wrote %s.*\n", o.dump);
         goto done;
     }

@@ -327,6 +327,19 @@ void tfm_translation_free(tfm_translation *r) {
     memset(r, 0, sizeof *r);
 }
 
+int tfm_translation_alignment(const tfm_translation *r, int *src) {
+    if (!r->attention || r->n_target_tokens < 1) return -1;
+    int Ts = r->n_source_tokens;
+    for (int i = 0; i + 1 < r->n_target_tokens; i++) {
+        const float *row = r->attention + (size_t)i * Ts;
+        int best = 0;
+        for (int j = 1; j + 1 < Ts; j++)
+            if (row[j] > row[best]) best = j;
+        src[i] = best;
+    }
+    return r->n_target_tokens - 1;
+}
+
 /* results[i] from the hypotheses of the k-th sentence decoded */
 static int fill_result(tfm_translator *t, workspace *w, const tfm_translate_options *o, const id_lists *src,
                        int k, int max_src, const tfm_hyps *h, tfm_translation *r) {
