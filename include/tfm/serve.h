@@ -63,6 +63,7 @@ typedef struct {
     int kind;                /* tfm_serve_kind */
     char name[64];           /* the id clients use (OpenAI "model"); unique */
     char src_lang[16], tgt_lang[16];   /* translators: the language pair */
+    int beam;                /* translators: the beam every request is decoded with (most hypotheses) */
 } tfm_serve_model;
 
 /* The language pair of an old checkpoint without meta.src_lang / meta.tgt_lang. */
@@ -70,12 +71,17 @@ typedef struct {
 #define TFM_SERVE_DEFAULT_TGT "tgt"
 
 /* Load a checkpoint of either kind (meta.kind "seq2seq": a translator; "gpt": a language model) with
- * params.threads. name NULL or "": the file name without its directory and ".tfm". A translator serves
- * src_lang -> tgt_lang (NULL: the checkpoint's codes, else TFM_SERVE_DEFAULT_SRC/TGT). The model's index,
- * or -1 with a tfm error (the file, a bad language code, a name or language pair already served). */
+ * params.threads. A translator serves src_lang -> tgt_lang (NULL: the checkpoint's codes, else
+ * TFM_SERVE_DEFAULT_SRC/TGT). name NULL or "": a translator is named "SRC-TGT", a language model after its
+ * file (without directory and ".tfm"). The model's index, or -1 with a tfm error (the file, a bad language
+ * code, a name or language pair already served). */
 TFM_API int tfm_serve_load(tfm_serve *s, const char *path, const char *name, const char *src_lang,
                            const char *tgt_lang);
-/* Add objects already built (taken over, freed with the engine, also on failure). o: the decoding options
+/* tfm serve's argument "PATH[:SPEC]": for a translator SPEC is its language pair "SRC-TGT" (or "SRC,TGT" for
+ * codes with a '-'), for a language model its name. */
+TFM_API int tfm_serve_load_spec(tfm_serve *s, const char *arg);
+/* Add objects already built (taken over, freed with the engine, also on failure); names as tfm_serve_load's.
+ * o: the decoding options
  * of every request to this translator (beam, length penalty, lengths; NULL = defaults, the model's stored
  * decoding settings, as tfm translate); its per-request fields (num_hypotheses, return_*, target_prefix,
  * max_batch_size) are ignored. */
@@ -135,8 +141,8 @@ TFM_API double tfm_serve_job_queue_seconds(const tfm_serve_job *j);
 TFM_API void tfm_serve_job_free(tfm_serve_job *j);
 
 /* ---- counters (for /metrics) ---- */
-#define TFM_SERVE_HIST 10    /* batch sizes by powers of two: bucket k counts sizes in (2^(k-1), 2^k], k = 0..9
-                                (1, 2, 3-4, ..., 257-512); the last also holds the larger ones */
+#define TFM_SERVE_HIST 13    /* batch sizes by powers of two: bucket k counts sizes in (2^(k-1), 2^k], k = 0..12
+                                (1, 2, 3-4, ..., 2049-4096: every size the params allow) */
 typedef struct {
     long queued;             /* jobs waiting to start now */
     long translating;        /* translation jobs being decoded now */
@@ -148,7 +154,10 @@ typedef struct {
     long cancelled, failed, busy;                            /* jobs cancelled, failed; submits refused */
     long batch_lines[TFM_SERVE_HIST];                        /* translation calls by lines decoded */
     long step_streams[TFM_SERVE_HIST];                       /* generation steps by streams stepped */
+    long batch_lines_sum, step_streams_sum;                  /* the sums of those sizes */
 } tfm_serve_stats;
 TFM_API void tfm_serve_get_stats(tfm_serve *s, tfm_serve_stats *out);
+/* The params the engine runs with (0 fields resolved: threads). */
+TFM_API tfm_serve_params tfm_serve_get_params(const tfm_serve *s);
 
 #endif

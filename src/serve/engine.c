@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tfm/io.h"
 #include "tfm/serve.h"
@@ -221,7 +222,7 @@ int tfm_serve_set_translate_options(tfm_serve *s, int model, const tfm_translate
     /* the checks of a translate call, once, on an empty batch */
     if (tfm_translator_translate_batch(e->tr, NULL, 0, &t, NULL)) return tfm_prefix_error("serve: %s: ", e->info.name);
     e->topts = t;
-    e->beam = resolved_beam(tfm_translator_model(e->tr), &t);
+    e->beam = e->info.beam = resolved_beam(tfm_translator_model(e->tr), &t);
     return 0;
 }
 
@@ -230,6 +231,9 @@ int tfm_serve_add_translator(tfm_serve *s, tfm_translator *t, const char *name, 
     const tfm_mt_model *mt = tfm_translator_model(t);
     if (!src) src = mt->src_lang[0] ? mt->src_lang : TFM_SERVE_DEFAULT_SRC;
     if (!tgt) tgt = mt->tgt_lang[0] ? mt->tgt_lang : TFM_SERVE_DEFAULT_TGT;
+    char pair[40];
+    snprintf(pair, sizeof pair, "%.15s-%.15s", src, tgt);
+    if (!name || !name[0]) name = pair;
     model_entry *e = NULL;
     if (!tfm_lang_code_valid(src) || !tfm_lang_code_valid(tgt))
         tfm_set_error("serve: %s: language codes '%s' -> '%s': 1..15 letters, digits, '-' or '_'", name, src, tgt);
@@ -290,9 +294,9 @@ int tfm_serve_load(tfm_serve *s, const char *path, const char *name, const char 
     if (k) snprintf(kind, sizeof kind, "%s", k);
     tfm_container_free(&c);
     if (!k) return -1;
-    if (!name || !name[0]) default_name(path, def, sizeof def), name = def;
     if (!strcmp(kind, "gpt")) {
         if (src || tgt) return tfm_set_error("serve: %s: a language model has no language pair", path), -1;
+        if (!name || !name[0]) default_name(path, def, sizeof def), name = def;
         tfm_generator_params gp;
         tfm_generator_params_default(&gp);
         gp.threads = s->p.threads;
@@ -306,6 +310,30 @@ int tfm_serve_load(tfm_serve *s, const char *path, const char *name, const char 
     tp.threads = s->p.threads;
     tfm_translator *t = tfm_translator_load(path, &tp);
     return t ? tfm_serve_add_translator(s, t, name, src, tgt, NULL) : -1;
+}
+
+int tfm_serve_load_spec(tfm_serve *s, const char *arg) {
+    char path[4096], spec[64] = "", src[32] = "", tgt[32] = "";
+    if (strlen(arg) >= sizeof path) return tfm_set_error("serve: path too long: %.80s...", arg), -1;
+    snprintf(path, sizeof path, "%s", arg);
+    char *colon = strrchr(path, ':');
+    if (colon && access(path, F_OK) != 0) {   /* PATH:SPEC (a file named with a ':' is taken as it is) */
+        *colon = 0;
+        if (strlen(colon + 1) >= sizeof spec) return tfm_set_error("serve: %s: ':%s' is too long", path, colon + 1), -1;
+        snprintf(spec, sizeof spec, "%s", colon + 1);
+    }
+    tfm_container c;
+    int rc = spec[0] ? tfm_container_load_except(&c, path, "param.") : 0;
+    const char *k = rc || !spec[0] ? NULL : tfm_container_str(&c, "meta.kind");
+    int lm = k && !strcmp(k, "gpt");
+    if (spec[0]) tfm_container_free(&c);
+    if (rc) return -1;
+    if (!spec[0] || lm) return tfm_serve_load(s, path, spec, NULL, NULL);
+    char *cut = strchr(spec, ',') ? strchr(spec, ',') : strchr(spec, '-');   /* SRC-TGT, or SRC,TGT */
+    if (!cut) return tfm_set_error("serve: %s: ':%s' must name a language pair (SRC-TGT, e.g. de-en)", path, spec), -1;
+    snprintf(src, sizeof src, "%.*s", (int)(cut - spec), spec);
+    snprintf(tgt, sizeof tgt, "%s", cut + 1);
+    return tfm_serve_load(s, path, NULL, src, tgt);
 }
 
 /* ---------------------------------------------------------------- jobs */
@@ -595,6 +623,7 @@ static void *translate_worker(void *arg) {
         pthread_mutex_lock(&s->mu);
         s->st.translate_calls += calls;
         s->st.batch_lines[hist_bucket(lines)]++;
+        s->st.batch_lines_sum += lines;
         for (int k = 0; k < n; k++) {
             tfm_serve_job *j = batch[k];
             s->st.translating--;
@@ -674,6 +703,7 @@ static void *scheduler(void *arg) {
             pthread_mutex_lock(&s->mu);
             s->st.generate_steps++;
             s->st.step_streams[hist_bucket(n)]++;
+            s->st.step_streams_sum += n;
         } else if (e->n_active && !streams) {
             err = "out of memory";
         }
@@ -766,4 +796,10 @@ void tfm_serve_get_stats(tfm_serve *s, tfm_serve_stats *out) {
     pthread_mutex_lock(&s->mu);
     *out = s->st;
     pthread_mutex_unlock(&s->mu);
+}
+
+tfm_serve_params tfm_serve_get_params(const tfm_serve *s) {
+    tfm_serve_params p = s->p;
+    p.threads = s->threads;
+    return p;
 }
