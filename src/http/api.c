@@ -168,8 +168,9 @@ static int pick_translator(const http_ctx *ctx, const http_translate_req *r, int
             if (m->kind == TFM_SERVE_TRANSLATOR && !strcmp(m->tgt_lang, r->target)) found = i, n++;
         }
         if (n == 1) return *model = found, 0;
-        snprintf(msg, sizeof msg, "source 'auto' needs exactly one model translating into '%.20s' (%d are loaded; "
-                 "tfm serve does not detect languages)", r->target, n);
+        char t[24];
+        snprintf(msg, sizeof msg, "source 'auto' needs exactly one model translating into '%s' (%d are loaded; "
+                 "tfm serve does not detect languages)", http_quote(r->target, t, sizeof t), n);
         return reply_error(out, 400, msg), -1;
     }
     if ((*model = tfm_serve_find_pair(s, r->source, r->target)) >= 0) return 0;
@@ -178,8 +179,10 @@ static int pick_translator(const http_ctx *ctx, const http_translate_req *r, int
         const tfm_serve_model *m = tfm_serve_model_info(s, i);
         src_known |= m->kind == TFM_SERVE_TRANSLATOR && !strcmp(m->src_lang, r->source);
     }
-    if (!src_known) snprintf(msg, sizeof msg, "source language '%.20s' is not supported (GET /languages)", r->source);
-    else snprintf(msg, sizeof msg, "%.20s -> %.20s is not supported (GET /languages)", r->source, r->target);
+    char a[24], b[24];
+    http_quote(r->source, a, sizeof a), http_quote(r->target, b, sizeof b);
+    if (!src_known) snprintf(msg, sizeof msg, "source language '%s' is not supported (GET /languages)", a);
+    else snprintf(msg, sizeof msg, "%s -> %s is not supported (GET /languages)", a, b);
     return reply_error(out, 400, msg), -1;
 }
 
@@ -441,8 +444,10 @@ static int pick_generator(const http_ctx *ctx, const char *name, int *model, htt
         *model = tfm_serve_find(s, name);
         const tfm_serve_model *m = tfm_serve_model_info(s, *model);
         if (m && m->kind == TFM_SERVE_GENERATOR) return 0;
-        if (m) snprintf(msg, sizeof msg, "model '%s' is a translator: use POST /translate", name);
-        else snprintf(msg, sizeof msg, "The model '%.64s' does not exist (GET /v1/models)", name);
+        char q[72];
+        http_quote(name, q, sizeof q);
+        if (m) snprintf(msg, sizeof msg, "model '%s' is a translator: use POST /translate", q);
+        else snprintf(msg, sizeof msg, "The model '%s' does not exist (GET /v1/models)", q);
         return reply_oai_error(out, m ? 400 : 404, "model", m ? NULL : "model_not_found", msg), -1;
     }
     int n = 0;
@@ -505,13 +510,16 @@ void api_handle(const http_ctx *ctx, const http_req *rq, http_resp *out) {
     const char *want = post ? "POST" : "GET";
     char msg[400];
     if (ep == EP_OTHER) {
-        snprintf(msg, sizeof msg, "not found: %.200s (endpoints: / /health /metrics /languages /translate /attention "
-                 "/v1/completions /v1/models)", rq->path);
+        char q[200];
+        snprintf(msg, sizeof msg, "not found: %s (endpoints: / /health /metrics /languages /translate /attention "
+                 "/v1/completions /v1/models)", http_quote(rq->path, q, sizeof q));
         return is_openai(rq->path) ? reply_oai_error(out, 404, NULL, NULL, msg) : reply_error(out, 404, msg);
     }
     if (strcmp(rq->method, want) && !(!post && !strcmp(rq->method, "HEAD"))) {
         out->allow = post ? "POST" : "GET, HEAD";
-        snprintf(msg, sizeof msg, "method %.16s not allowed for %s (use %s)", rq->method, rq->path, want);
+        char q[24];
+        snprintf(msg, sizeof msg, "method %s not allowed for %s (use %s)", http_quote(rq->method, q, sizeof q),
+                 http_endpoint_name[ep], want);
         return is_openai(rq->path) ? reply_oai_error(out, 405, NULL, NULL, msg) : reply_error(out, 405, msg);
     }
     if (ep == EP_PAGE) return reply_text(out, 200, "text/html; charset=utf-8", strndup(http_page, http_page_len), http_page_len);

@@ -22,6 +22,20 @@ int http_fail(http_error *e, int status, const char *param, const char *fmt, ...
     return -1;
 }
 
+const char *http_quote(const char *s, char *out, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; s[i];) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;   /* from the lead byte */
+        if (strnlen(s + i, len) < len || tfm_utf8_first_invalid(s + i, len) >= 0) len = 1, c = 0;   /* not a character */
+        if (k + len >= n) break;
+        if (c < 0x20 || c == 0x7F) out[k++] = '?', i += len;
+        else memcpy(out + k, s + i, len), k += len, i += len;
+    }
+    out[k] = 0;
+    return out;
+}
+
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 http_body_kind http_body_kind_of(const char *ct, const char *body, size_t n) {
@@ -145,8 +159,9 @@ static int translate_json(const char *body, size_t n, const http_limits *lim, ht
              json_str(o, "target", 64, "", &r->target, e) || json_str(o, "format", 64, "", &format, e) ||
              json_num(o, "alternatives", 0, 64, 1, 0, &alt, e) || json_str(o, "api_key", 1024, "", &r->api_key, e) ? -1 : 0;
     if (!rc) r->alternatives = (int)alt;
+    char q[48];
     if (!rc && format && strcmp(format, "text"))
-        rc = http_fail(e, 400, "format", "format '%s' is not supported (only 'text')", format);
+        rc = http_fail(e, 400, "format", "format '%s' is not supported (only 'text')", http_quote(format, q, sizeof q));
     free(format);
     cJSON_Delete(o);
     return rc;
@@ -206,7 +221,11 @@ static int translate_form(const char *body, size_t n, const http_limits *lim, ht
             if (!val[0] || *endp || a < 0 || a > 64) rc = http_fail(e, 400, "alternatives", "alternatives must be an integer in 0..64");
             else r->alternatives = (int)a;
         } else if (!strcmp(key, "format") && strcmp(val, "text")) {
-            rc = http_fail(e, 400, "format", "format '%.40s' is not supported (only 'text')", val);
+            char q[48];
+            if (tfm_utf8_first_invalid(val, (size_t)vl) >= 0 || memchr(val, 0, (size_t)vl))
+                rc = http_fail(e, 400, "format", "format is not valid UTF-8 text");
+            else
+                rc = http_fail(e, 400, "format", "format '%s' is not supported (only 'text')", http_quote(val, q, sizeof q));
         }
         i = end + 1;
     }

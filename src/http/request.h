@@ -53,6 +53,10 @@ int http_parse_completion(const char *body, size_t n, http_body_kind kind, const
 void http_translate_req_free(http_translate_req *r);
 void http_completion_req_free(http_completion_req *r);
 
+/* A value of a request for a message: at most n - 1 bytes of whole UTF-8 characters; control characters and
+ * bytes that are not UTF-8 as '?'. Returns out. */
+const char *http_quote(const char *s, char *out, size_t n);
+
 /* Set *e (returns -1). */
 int http_fail(http_error *e, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

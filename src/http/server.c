@@ -247,11 +247,12 @@ static enum MHD_Result send_reply(http_server *h, struct MHD_Connection *conn, r
     return ok;
 }
 
-/* An error answer of the server itself (before api.c): LibreTranslate's shape, OpenAI's under /v1/. */
+/* An error answer of the server itself (before api.c): LibreTranslate's shape, OpenAI's under /v1/. msg is
+ * the server's own text (no quotes or backslashes to escape). */
 static enum MHD_Result send_error(http_server *h, struct MHD_Connection *conn, request *rq, int status, const char *msg) {
     http_resp out;
     memset(&out, 0, sizeof out);
-    size_t cap = strlen(msg) * 2 + 128;
+    size_t cap = strlen(msg) + 128;
     out.body = malloc(cap);
     if (!out.body) return MHD_NO;
     int oai = !strncmp(rq->path, "/v1/", 4);
@@ -286,9 +287,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         if (draining) return send_error(h, conn, rq, 503, "the server is shutting down");
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > h->c.lim.max_body) {
+        unsigned long long body = cl ? strtoull(cl, NULL, 10) : 0;
+        if (body > h->c.lim.max_body) {
             char msg[128];
-            snprintf(msg, sizeof msg, "the body (%.20s bytes) is over the limit of %zu bytes (--max-body)", cl,
+            snprintf(msg, sizeof msg, "the body (%llu bytes) is over the limit of %zu bytes (--max-body)", body,
                      h->c.lim.max_body);
             return send_error(h, conn, rq, 413, msg);
         }
