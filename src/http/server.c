@@ -285,7 +285,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         h->m.c.in_flight++;
         pthread_mutex_unlock(&h->m.mu);
         *con_cls = rq;
-        if (draining) return send_error(h, conn, rq, 503, "the server is shutting down");
+        if (draining && rq->ep != EP_HEALTH) return send_error(h, conn, rq, 503, "the server is shutting down");
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long body = cl ? strtoull(cl, NULL, 10) : 0;
         if (body > h->c.lim.max_body) {
