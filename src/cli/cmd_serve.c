@@ -115,8 +115,9 @@ int cmd_serve(int argc, char **argv) {
         tfm_serve_free(s);
         return cli_fail("serve", "%s", tfm_last_error());
     }
-    fprintf(stderr, "tfm serve: listening on http://%s:%d/ (loading %d model%s)\n", hc.host, http_port(h), n_pos,
-            n_pos > 1 ? "s" : "");
+    int v6 = strchr(hc.host, ':') != NULL;   /* an IPv6 address goes in brackets */
+    fprintf(stderr, "tfm serve: listening on http://%s%s%s:%d/ (loading %d model%s)\n", v6 ? "[" : "", hc.host,
+            v6 ? "]" : "", http_port(h), n_pos, n_pos > 1 ? "s" : "");
     if (!(rc = load_models(s, pos, n_pos, &o))) {
         http_set_engine(h, s);
         fprintf(stderr, "tfm serve: ready (SIGINT or SIGTERM stops)\n");

@@ -320,6 +320,22 @@ def disconnect_mid_stream():
           busy == 1 and metric("tfm_generate_slots_busy") == 0, "busy %s then %s" % (busy, metric("tfm_generate_slots_busy")))
     check("... and its job is cancelled (tfm_jobs_cancelled_total + 1)",
           metric("tfm_jobs_cancelled_total") == cancelled + 1, metric("tfm_jobs_cancelled_total"))
+    # the same without streaming: the handler waiting on the job notices the closed socket
+    s = socket.create_connection(("127.0.0.1", PORT))
+    body = json.dumps({"prompt": PROMPT, "max_tokens": 100000}).encode()
+    s.send(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+           % (len(body), body))
+    t0 = time.time()
+    while time.time() - t0 < 20 and metric("tfm_generate_slots_busy") != 1:
+        time.sleep(0.02)
+    busy = metric("tfm_generate_slots_busy")
+    s.close()
+    t0 = time.time()
+    while time.time() - t0 < 20 and metric("tfm_generate_slots_busy") != 0:
+        time.sleep(0.1)
+    check("a client that leaves while its (non-streamed) completion runs: cancelled, slot freed",
+          busy == 1 and metric("tfm_generate_slots_busy") == 0 and metric("tfm_jobs_cancelled_total") == cancelled + 2,
+          "busy %s then %s, cancelled %s" % (busy, metric("tfm_generate_slots_busy"), metric("tfm_jobs_cancelled_total")))
 
 
 # ---------------------------------------------------------------- key, sigterm
