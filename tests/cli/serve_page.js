@@ -25,7 +25,9 @@ const browser = spawn("/usr/bin/chromium", [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
   "--disable-component-update", "--disable-sync", "--no-proxy-server", "--window-size=1200,1000",
   "--user-data-dir=" + profile, "--remote-debugging-pipe", "about:blank"],
-  { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
+  { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"], detached: true });   // its own process group: its helpers too
+const exited = new Promise((r) => browser.on("exit", r));
+const killAll = () => { try { process.kill(-browser.pid, "SIGKILL"); } catch (e) { /* already gone */ } };
 let stderr = "";
 browser.stderr.on("data", (d) => { stderr += d; });
 
@@ -112,12 +114,14 @@ async function main() {
   check("screenshot written (" + shot + ", " + size + " bytes)", size > 1000, size);
 }
 
-const guard = setTimeout(() => { console.log("FAIL serve page: timed out"); browser.kill("SIGKILL"); process.exit(1); }, 100000);
+const guard = setTimeout(() => { console.log("FAIL serve page: timed out"); killAll(); process.exit(1); }, 100000);
 main().catch((e) => { failures++; console.log("FAIL serve page: " + e.message + " | chromium: " + stderr.slice(-300)); })
   .finally(async () => {
     clearTimeout(guard);
     try { await Promise.race([send("Browser.close"), sleep(3000)]); } catch (e) { /* closing anyway */ }
-    browser.kill("SIGKILL");
-    fs.rmSync(profile, { recursive: true, force: true });
+    await Promise.race([exited, sleep(3000)]);
+    killAll();
+    await sleep(200);
+    try { fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }); } catch (e) { /* serve.sh's temp dir goes anyway */ }
     process.exit(failures ? 1 : 0);
   });
