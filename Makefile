@@ -51,7 +51,18 @@ $(BUILD)/mpi/%: tests/mpi/%.c tests/unit/check.h $(MPI_CHECK_OBJ)
 endif
 # ---- end MPI ----
 
-LIB_SRC  := $(filter-out src/cli/% $(EXCLUDE),$(wildcard src/*/*.c))
+# ---- tfm serve (issue 30): the HTTP layer (src/http/: GNU libmicrohttpd + cJSON) links into the tfm binary
+# only, and only when pkg-config finds both (Debian: libmicrohttpd-dev libcjson-dev); without them everything
+# else builds and `tfm serve` says how to get them. libtfm (with the serving engine, src/serve/) never needs them.
+HTTP_PKGS := libmicrohttpd libcjson
+HAVE_HTTP ?= $(shell pkg-config --exists $(HTTP_PKGS) 2>/dev/null && echo 1)
+ifeq ($(HAVE_HTTP),1)
+  HTTP_CFLAGS := -DTFM_HAVE_HTTP $(shell pkg-config --cflags $(HTTP_PKGS))
+  HTTP_LIBS   := $(shell pkg-config --libs $(HTTP_PKGS))
+  HTTP_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(EXCLUDE),$(wildcard src/http/*.c))) $(BUILD)/src/http/page_html.o
+endif
+
+LIB_SRC  := $(filter-out src/cli/% src/http/% $(EXCLUDE),$(wildcard src/*/*.c))
 CLI_SRC  := $(filter-out $(EXCLUDE),$(wildcard src/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -79,9 +90,20 @@ $(BUILD)/libtfm.a: $(LIB_OBJ)
 	@rm -f $@
 	@ar rcs $@ $^
 
-$(BUILD)/tfm: $(CLI_OBJ) $(BUILD)/libtfm.a
+$(BUILD)/tfm: $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libtfm.a
 	@echo "  LD $@"
-	@$(CC) $(CFLAGS) $(CLI_OBJ) $(BUILD)/libtfm.a -o $@ $(LDLIBS)
+	@$(CC) $(CFLAGS) $(CLI_OBJ) $(HTTP_OBJ) $(BUILD)/libtfm.a -o $@ $(LDLIBS) $(HTTP_LIBS)
+
+$(HTTP_OBJ) $(BUILD)/src/cli/cmd_serve.o: CFLAGS += $(HTTP_CFLAGS)
+# the web page of tfm serve, embedded as a byte array (od: no tool beyond coreutils)
+$(BUILD)/src/http/page_html.c: src/http/page.html
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from src/http/page.html by the Makefile */'; echo 'const char http_page[] = {'; \
+	   od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; \
+	   echo 'const unsigned long http_page_len = sizeof http_page - 1;'; } > $@
+$(BUILD)/src/http/page_html.o: $(BUILD)/src/http/page_html.c
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)
@@ -97,7 +119,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 # (fuzz/run.sh). New target: its name here and a case in fuzz/targets.c.
 FUZZ_TARGETS ?= container gpt transformer rnn bahdanau vocab text tsv parallel lmdata \
                 $(if $(wildcard src/text/bpe.c),bpe) $(if $(wildcard src/core/safetensors.c),safetensors) \
-                unigram gpt2bpe
+                unigram gpt2bpe $(if $(HAVE_HTTP),http)
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
@@ -112,6 +134,12 @@ $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_main.c fuzz/targets.c $(BUILD)/libtfm.a
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"$*"' fuzz/fuzz_main.c fuzz/targets.c $(BUILD)/libtfm.a \
 	  -o $@ $(LDLIBS) -fsanitize=fuzzer $(FUZZ_SAN)
+# tfm serve's request parsing (src/http/request.c) with cJSON: its own harness (fuzz/http_target.c)
+$(BUILD)/fuzz/fuzz_http: fuzz/fuzz_main.c fuzz/http_target.c src/http/request.c src/http/request.h $(BUILD)/libtfm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(HTTP_CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"http"' fuzz/fuzz_main.c fuzz/http_target.c \
+	  src/http/request.c $(BUILD)/libtfm.a -o $@ $(LDLIBS) $(HTTP_LIBS) -fsanitize=fuzzer $(FUZZ_SAN)
 $(BUILD)/fuzz/make_seeds: fuzz/make_seeds.c $(BUILD)/libtfm.a
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) fuzz/make_seeds.c $(BUILD)/libtfm.a -o $@ $(LDLIBS) $(FUZZ_SAN)

@@ -212,5 +212,15 @@ int main(int argc, char **argv) {
     PUTS("lmdata", "shakespeare", "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n");
     PUTS("tsv", "fra-eng", "Go.\tVa !\nHi.\tSalut !\nRun!\tCours\xe2\x80\xaf!\nWho?\tQui ?\n\nI'm OK.\tJe vais bien.\textra\n");
     PUTS("parallel", "de-en", "Ein Mann schl\xc3\xa4" "ft.\nZwei Hunde.\n\0A man sleeps.\nTwo dogs.\n");
+    /* tfm serve's request bodies (fuzz/http_target.c): the first byte picks the parser and Content-Type */
+    PUTS("http", "translate", "\x00{\"q\": \"Ein Hund l\xc3\xa4uft.\", \"source\": \"de\", \"target\": \"en\", \"format\": \"text\"}");
+    PUTS("http", "batch", "\x00{\"q\": [\"a\", \"b\\nc\", \"\\u00e9\"], \"source\": \"auto\", \"target\": \"en\", "
+                          "\"alternatives\": 2, \"api_key\": null}");
+    PUTS("http", "form", "\x01q=Ein+Hund%21&q=zwei&source=de&target=en&alternatives=1&format=text&api_key=k");
+    PUTS("http", "completion", "\x05{\"prompt\": \"ROMEO:\", \"max_tokens\": 20, \"temperature\": 0.8, \"top_k\": 5, "
+                               "\"top_p\": 0.9, \"seed\": 7, \"stop\": [\"\\n\", \"x\"], \"stream\": true, \"model\": \"lm\"}");
+    /* found by the fuzzer: a rejected value echoed with its line breaks made a two-line message */
+    PUTS("http", "repro-format-newlines", "\x01q=a&format=textl\n\n\nogp&source=\x01\x02");
+    PUTS("http", "completion-array", "\x06{\"prompt\": [\"A\"], \"stop\": \".\", \"n\": 1, \"echo\": false, \"logprobs\": null}");
     return 0;
 }

@@ -66,6 +66,8 @@ typedef struct {
     int return_attention;    /* fill tfm_translation.attention and the token lists (Transformer, Bahdanau) */
     const char *const *target_prefix; /* NULL, or one entry per input (NULL or "" = none): the translation
                                 starts with this text (tokenized as the target side), decoding continues it */
+    int max_batch_size;      /* sentences one worker decodes together in this call (0 = params.max_batch_size);
+                                a server cuts a small call into one batch per thread with it */
 } tfm_translate_options;
 TFM_API void tfm_translate_options_default(tfm_translate_options *o);
 
@@ -82,6 +84,8 @@ typedef struct {
     int n_source_tokens, n_target_tokens;   /* incl. <eos> on both sides */
     char **source_tokens, **target_tokens;  /* the tokens (words or subword pieces) on the two axes */
     int source_truncated;    /* source tokens dropped by max_input_length (0 = none) */
+    int n_input_tokens;      /* source tokens decoded (after max_input_length, without <eos>) */
+    int n_output_tokens;     /* tokens of the best hypothesis (without <eos>) */
 } tfm_translation;
 TFM_API void tfm_translation_free(tfm_translation *r);   /* NULL-safe; zeroes r */
 /* The hard alignment of r's attention (Marian's --alignment): for each target token i but <eos>, the source

@@ -89,4 +89,5 @@ int cmd_bleu(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_bpe(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 #endif

@@ -25,6 +25,7 @@ static const command commands[] = {
     {"train-mt", cmd_train_mt, "train a translator (transformer | rnn | bahdanau) on a parallel corpus"},
     {"translate", cmd_translate, "translate stdin line by line with a train-mt checkpoint (greedy or beam)"},
     {"attention", cmd_attention, "SVG heatmaps of a translator's attention weights for one sentence"},
+    {"serve", cmd_serve, "serve translators and language models over HTTP (LibreTranslate and OpenAI APIs, a web page)"},
     {"export", cmd_export, "write a checkpoint's weights, config and tokenizer as safetensors (PyTorch names)"},
     {"import", cmd_import, "read a safetensors file (from tfm export or the PyTorch twins) into a checkpoint"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},

@@ -250,6 +250,8 @@ static int resolve_options(const tfm_translator *t, const tfm_translate_options 
           "translate: max_decoding_length must be in 1..4096, got %d", o->max_decoding_length)
     CHECK(o->max_input_length >= 2 && o->max_input_length <= 100000,
           "translate: max_input_length must be in 2..100000, got %d", o->max_input_length)
+    CHECK(o->max_batch_size >= 0 && o->max_batch_size <= 4096, "translate: max_batch_size must be in 0..4096, got %d",
+          o->max_batch_size)
     CHECK(o->num_hypotheses >= 1 && o->num_hypotheses <= o->beam_size,
           "translate: num_hypotheses must be in 1..beam_size (%d), got %d", o->beam_size, o->num_hypotheses)
 #undef CHECK
@@ -345,6 +347,8 @@ static int fill_result(tfm_translator *t, workspace *w, const tfm_translate_opti
                        int k, int max_src, const tfm_hyps *h, tfm_translation *r) {
     int n_src = src->off[k + 1] - src->off[k];
     r->source_truncated = n_src + 1 > max_src ? n_src + 1 - max_src : 0;
+    r->n_input_tokens = n_src - r->source_truncated;
+    r->n_output_tokens = h->n > 0 ? h->off[1] - h->off[0] : 0;
     r->hypotheses = calloc((size_t)(h->n > 0 ? h->n : 1), sizeof(char *));
     if (o->return_scores) r->scores = malloc(sizeof(float) * (size_t)(h->n > 0 ? h->n : 1));
     if (!r->hypotheses || (o->return_scores && !r->scores))
@@ -431,7 +435,7 @@ int tfm_translator_translate_batch(tfm_translator *t, const char *const *source,
     tfm_search_opts so = {o.beam_size, o.length_penalty, o.max_decoding_length, o.num_hypotheses,
                           o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL};
     if (m && tfm_search_nbest(t->mt->model, &w->g, w->wp, w->n_workers, src.ids, src.off, m, max_src,
-                              t->p.max_batch_size, &so, hyps))
+                              o.max_batch_size ? o.max_batch_size : t->p.max_batch_size, &so, hyps))
         goto end;
     rc = 0;
     for (int k = 0, i = 0; i < n && !rc; i++) {

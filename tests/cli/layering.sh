@@ -1,6 +1,6 @@
 # The floors of docs/ARCHITECTURE.md, checked on the sources: a file may include headers of its own floor
 # and the floors below it, never above. And every src/cli file stays short (flag parsing + library calls).
-#   core  <  ops  <  nn  <  models  <  train, decode (workflows)  <  cli
+#   core  <  ops  <  nn  <  models  <  train, decode, serve (workflows)  <  http, cli
 #   core  <  text <  models;   core, text  <  eval  <  cli
 source "$(dirname "$0")/lib.bash"
 cd "$(dirname "$0")/../.."
@@ -13,18 +13,21 @@ declare -A FLOOR_OF=(
     [text.h]=text [bpe.h]=text [tokenizers.h]=text
     [gpt.h]=models [seq2seq.h]=models [interchange.h]=models
     [eval.h]=eval
-    [train.h]=workflow [decode.h]=workflow [lm.h]=workflow [translator.h]=workflow [generator.h]=workflow
+    [train.h]=workflow [decode.h]=workflow [lm.h]=workflow
+    [translator.h]=workflow [generator.h]=workflow [serve.h]=workflow [export.h]=core
     [tfm.h]=umbrella
 )
 declare -A ALLOWED=(
     [core]="core" [ops]="core ops" [nn]="core ops nn" [text]="core text"
     [models]="core ops nn text models" [eval]="core text eval"
     [train]="core ops nn text models workflow" [decode]="core ops nn text models workflow"
+    [serve]="core ops nn text models workflow"
+    [http]="core text workflow http"   # the HTTP layer of tfm serve: the engine's API, never the models below it
 )
 floor_of_include() {   # "tfm/x.h" or "dir/x.h" -> floor
     case "$1" in
         tfm/*) echo "${FLOOR_OF[${1#tfm/}]:-unknown}" ;;
-        train/*|decode/*) echo workflow ;;
+        train/*|decode/*|serve/*) echo workflow ;;
         */*) echo "${1%%/*}" ;;
         *) echo local ;;
     esac
