@@ -283,12 +283,22 @@ def make_optimizer(model, lr, weight_decay=0.0, betas=(0.9, 0.999), eps=1e-8):
                               {'params': no_decay, 'weight_decay': 0.0}], lr=lr, betas=betas, eps=eps)
 
 
+def insert(fin, ns, toks, n):
+    """Offer a finished hypothesis to a list of at most n (score, toks), best first (ties: earlier first)."""
+    if len(fin) < n or ns > fin[-1][0]:
+        pos = len(fin)
+        while pos > 0 and fin[pos - 1][0] < ns:
+            pos -= 1
+        fin.insert(pos, (ns, list(toks)))
+        del fin[n:]
+
+
 @torch.no_grad()
 def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50, n_best=0, prefix=None):
     """Greedy or beam search with cached keys/values, the algorithm of src/decode/search.c.
     Returns a list of id lists (without <bos>/<eos>); with n_best > 0, per sentence a list of up to n_best
-    (score, ids) pairs, best first, score = sum of the tokens' log-probabilities (<eos> included when the
-    hypothesis ended with it) / ((5 + len + 1) / 6) ** alpha. prefix: per sentence a list of ids the output
+    (score, ids) pairs, best first, score = sum of the tokens' log-probabilities and of <eos> after them (a
+    hypothesis cut at max_len tokens is scored as if it ended there) / ((5 + len + 1) / 6) ** alpha. prefix: per sentence a list of ids the output
     is forced to start with (at most max_len of them)."""
     model.eval()
     B = src.shape[0]
@@ -309,9 +319,10 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50, n_best
             keep = []
             for r, s in enumerate(rows):
                 tok = pre[s][step] if step < len(pre[s]) else best[r]
-                if tok == EOS or step < max_len:
-                    logp[s] += ls[r, tok].item()
-                if tok == EOS or step == max_len:
+                if step == max_len:   # cut here: scored as if it ended
+                    tok = EOS
+                logp[s] += ls[r, tok].item()
+                if tok == EOS:
                     out[s] = [(logp[s] / lp(len(hist[s]) + 1), hist[s])] if n_best else hist[s]
                 else:
                     hist[s].append(tok)
@@ -337,6 +348,14 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50, n_best
         logp = F.log_softmax(model.decoder(prev, st, incremental=True)[:, 0].double(), -1).float()
         V = logp.shape[1]
         idx, new_score, new_hist, new_sents = [], [], [], []
+        if step == max_len:   # the live beams end here, scored as if <eos> came next
+            for g, s in enumerate(sents):
+                for r in range(g * K, (g + 1) * K):
+                    if score[r] == -math.inf:
+                        continue
+                    sc = (score[r] + logp[r, EOS]).item()
+                    insert(fin[s], sc / lp(len(hist[r]) + 1), hist[r], N)
+            break
         for g, s in enumerate(sents):
             if step < len(pre[s]):   # forced prefix token: one candidate per live row
                 tok = pre[s][step]
@@ -352,21 +371,14 @@ def translate_batch(model, src, src_valid, beam=1, alpha=0.0, max_len=50, n_best
                 if len(live) == K or sc == -math.inf:
                     break
                 r, tok = g * K + ci // V, ci % V
-                if tok == EOS or step == max_len:
-                    if tok == EOS and j >= K:
+                if tok == EOS:
+                    if j >= K:
                         continue
-                    toks = hist[r] + ([] if tok == EOS else [tok])
-                    ns = sc / lp(len(toks) + 1)
-                    if len(fin[s]) < N or ns > fin[s][-1][0]:
-                        pos = len(fin[s])
-                        while pos > 0 and fin[s][pos - 1][0] < ns:
-                            pos -= 1
-                        fin[s].insert(pos, (ns, toks))
-                        del fin[s][N:]
+                    insert(fin[s], sc / lp(len(hist[r]) + 1), hist[r], N)
                     n_fin[s] += 1
                     continue
                 live.append((r, sc, hist[r] + [tok]))
-            if n_fin[s] >= K or step == max_len or not live:
+            if n_fin[s] >= K or not live:
                 continue
             while len(live) < K:
                 live.append((live[0][0], -math.inf, live[0][2]))

@@ -90,14 +90,14 @@ class TranslatorParams(Structure):   # tfm_translator_params (translator.h)
 class TranslateOptions(Structure):   # tfm_translate_options (translator.h)
     _fields_ = [("beam_size", c_int), ("length_penalty", c_float), ("max_decoding_length", c_int),
                 ("max_input_length", c_int), ("num_hypotheses", c_int), ("return_scores", c_int),
-                ("return_attention", c_int), ("target_prefix", POINTER(c_char_p))]
+                ("return_attention", c_int), ("target_prefix", POINTER(c_char_p)), ("max_batch_size", c_int)]
 
 
 class Translation(Structure):        # tfm_translation (translator.h)
     _fields_ = [("n_hypotheses", c_int), ("hypotheses", POINTER(c_char_p)), ("scores", POINTER(c_float)),
                 ("attention", POINTER(c_float)), ("n_source_tokens", c_int), ("n_target_tokens", c_int),
                 ("source_tokens", POINTER(c_char_p)), ("target_tokens", POINTER(c_char_p)),
-                ("source_truncated", c_int)]
+                ("source_truncated", c_int), ("n_input_tokens", c_int), ("n_output_tokens", c_int)]
 
 
 class MTModel(Structure):            # tfm_mt_model (seq2seq.h)
@@ -247,7 +247,10 @@ class Bpe(Structure):                # tfm_bpe (bpe.h)
                 ("remove_extra_whitespaces", c_int), ("escape_whitespaces", c_int), ("literal_ws_bytes", c_int),
                 ("unk_surface", c_char_p), ("slots", POINTER(c_int)), ("rslots", POINTER(c_int)),
                 ("n_slots", c_int), ("user_ids", POINTER(c_int)), ("n_user", c_int), ("proto", c_void_p),
-                ("proto_len", c_size_t)]
+                ("proto_len", c_size_t), ("model_type", c_int), ("norm_trie", POINTER(c_uint32)),
+                ("norm_trie_n", c_size_t), ("norm_strings", c_char_p), ("norm_strings_len", c_size_t),
+                ("min_score", c_float), ("max_score", c_float), ("trie_value", POINTER(c_int)),
+                ("trie_keys", POINTER(c_uint64)), ("trie_child", POINTER(c_int)), ("trie_mask", c_size_t)]
 
 
 class BpeLearnOptions(Structure):    # tfm_bpe_learn_opts (bpe.h)

@@ -519,7 +519,9 @@ _MT_FLAGS = [
     _Flag("share-embeddings", bool, False), _Flag("pad-to-max-len", bool, False), _Flag("init", str, "d2l"),
     _Flag("max-tokens", int, 0), _Flag("eval-every", int, 0, changeable=True),
     _Flag("keep-best", bool, False, changeable=True), _Flag("patience", int, 0, changeable=True),
-    _Flag("precision", str, None),
+    _Flag("precision", str, None), _Flag("decode-beam", int, 0, changeable=True),
+    _Flag("decode-alpha", float, 0.0, changeable=True), _Flag("src-lang", str, None, changeable=True),
+    _Flag("tgt-lang", str, None, changeable=True),
 ]
 _SCHEDULES = {"noam": 0, "cosine": 1, "constant": 2}   # tfm_sched_kind
 _TOK_BPE = 4                                             # TFM_TOK_BPE

@@ -20,8 +20,8 @@ static void print_result(const tfm_translation *r, long index, int n_best, int s
         if (n_best) printf("%ld ||| ", index);   /* Moses / Marian n-best lines: index ||| text ||| score */
         fputs(r->hypotheses[k], stdout);
         if (n_best || scores) printf(" ||| %.6f", r->scores[k]);
-        if (k == 0 && n_al >= 0) fputs(" |||", stdout);
-        for (int i = 0; k == 0 && i < n_al && r->n_source_tokens > 1; i++) printf("%s%d-%d", i ? " " : " ", src[i], i);
+        if (k == 0 && n_al >= 0) fputs(" ||| ", stdout);
+        for (int i = 0; k == 0 && i < n_al && r->n_source_tokens > 1; i++) printf("%s%d-%d", i ? " " : "", src[i], i);
         fputc('\n', stdout);
     }
     free(src);

@@ -10,7 +10,9 @@
  * and the best 2K (row, token) candidates per sentence are kept; a candidate ending in <eos> becomes a
  * finished hypothesis scored logprob / lp(len), lp = ((5 + len) / 6)^alpha (GNMT, len counts the
  * tokens including <eos>); the best K others continue. A sentence stops when it has K finished
- * hypotheses or reaches max_len (its live beams are then finished as they are).
+ * hypotheses or reaches max_len tokens: its live beams are then finished as they are, each scored as if
+ * <eos> came next (its log-probability there is added), so every hypothesis has at most max_len tokens and
+ * every score includes one <eos>. Greedy search is the same with one beam.
  */
 #include <math.h>
 #include <omp.h>
@@ -154,8 +156,9 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
                 for (int v = 1; v < V; v++)
                     if (x[v] > x[best]) best = v;
             }
-            if (best == TFM_EOS || step < max_len) logp[s] += x[best] - row_lse(x, V, scratch);
-            if (best == TFM_EOS || step == max_len) {
+            if (step == max_len) best = TFM_EOS;   /* cut here: scored as if it ended */
+            logp[s] += x[best] - row_lse(x, V, scratch);
+            if (best == TFM_EOS) {
                 len[s] = step;
             } else {
                 hist[(size_t)s * H + step] = best;
@@ -281,6 +284,16 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         /* rows come in groups of K per live sentence; groups split over threads (each group's scan is
          * sequential: the same bits for any thread count) */
         int n_groups = rows / K;
+        if (step == max_len) {   /* the live beams end here, scored as if <eos> came next */
+            for (int r = 0; r < rows; r++) {
+                if (score[r] == -INFINITY) continue;
+                const float *x = logits->data + (size_t)r * V;
+                float sc = score[r] + (x[TFM_EOS] - row_lse(x, V, lse_tmp));
+                offer(&fin, row_sent[r], sc / length_penalty(max_len + 1, o->alpha), hist + (size_t)r * H, max_len);
+            }
+            tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+            break;
+        }
         for (int gi = 0; gi < n_groups; gi++) {
             int s = row_sent[gi * K];
             forced[gi] = step < prefix_len(j, s) ? prefix_tok(j, s, step) : -1;
@@ -297,13 +310,9 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
             for (int c = 0; c < n_top && n_live < K; c++) {
                 const cand *cd = &top[c];
                 const int *h = hist + (size_t)cd->row * H;
-                if (cd->tok == TFM_EOS || step == max_len) {
-                    if (cd->tok == TFM_EOS && c >= K) continue;   /* only top-K candidates may finish */
-                    int len = cd->tok == TFM_EOS ? step : step + 1;
-                    int *ids = new_hist + (size_t)(n_new + n_live) * H;   /* a free row as scratch */
-                    memcpy(ids, h, sizeof(int) * (size_t)step);
-                    if (len > step) ids[step] = cd->tok;
-                    offer(&fin, s, cd->score / length_penalty(len + 1, o->alpha), ids, len);
+                if (cd->tok == TFM_EOS) {
+                    if (c >= K) continue;   /* only top-K candidates may finish */
+                    offer(&fin, s, cd->score / length_penalty(step + 1, o->alpha), h, step);
                     n_fin[s]++;
                     continue;
                 }
@@ -315,7 +324,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
                 new_hist[(size_t)nr * H + step] = cd->tok;
                 n_live++;
             }
-            if (n_fin[s] >= K || step == max_len || n_live == 0) {
+            if (n_fin[s] >= K || n_live == 0) {
                 done[s] = 1;
                 continue;   /* drop this sentence's rows */
             }

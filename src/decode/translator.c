@@ -5,6 +5,7 @@
  * teacher-forced pass per sentence over its best hypothesis reads the encoder-decoder attention. */
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,8 @@ struct tfm_translator {
     tfm_weight_packs packs;
     int packed;
     omp_lock_t lock;         /* the free list */
-    omp_lock_t attn_lock;    /* the teacher-forced attention pass sets the model's keep_attention */
+    pthread_rwlock_t model_lock;   /* decoding reads the model (shared); the teacher-forced attention pass sets
+                                      its keep_attention and its modules keep their weights (exclusive) */
     workspace *idle;
 };
 
@@ -76,7 +78,7 @@ static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_param
     t->threads = p->threads > 0 ? p->threads : tfm_default_threads();
     t->packed = p->pack_weights && tfm_weight_packs_init(&t->packs, &t->mt->model->params) == 0;   /* else unpacked */
     omp_init_lock(&t->lock);
-    omp_init_lock(&t->attn_lock);
+    pthread_rwlock_init(&t->model_lock, NULL);
     return t;
 }
 
@@ -108,7 +110,7 @@ void tfm_translator_free(tfm_translator *t) {
     }
     if (t->packed) tfm_weight_packs_free(&t->packs);
     omp_destroy_lock(&t->lock);
-    omp_destroy_lock(&t->attn_lock);
+    pthread_rwlock_destroy(&t->model_lock);
     tfm_mt_model_free(&t->own);
     free(t);
 }
@@ -278,14 +280,14 @@ static int attention_of(tfm_translator *t, tfm_graph *g, const int *src, int n_s
     s[n_src] = TFM_EOS;
     tin[0] = TFM_BOS;
     memcpy(tin + 1, hyp, sizeof(int) * (size_t)n_hyp);
-    omp_set_lock(&t->attn_lock);
+    pthread_rwlock_wrlock(&t->model_lock);
     tfm_graph_reset(g);
     g->grad_enabled = 0, g->training = 0;
     m->keep_attention = 1;
     tfm_encdec_forward(m, g, s, &Ts, 1, Ts, tin, Tt);
     m->keep_attention = 0;
     int nm = m->vt->attention(m, 0, maps, MAX_MAPS), best = -1;
-    omp_unset_lock(&t->attn_lock);
+    pthread_rwlock_unlock(&t->model_lock);
     for (int k = 0; k < nm && k < MAX_MAPS; k++)
         if (maps[k].kind == TFM_MAP_ENC_DEC && (best < 0 || maps[k].layer >= maps[best].layer)) best = k;
     if (best < 0 || maps[best].Tq != Tt || maps[best].Tk != Ts) {
@@ -434,9 +436,11 @@ int tfm_translator_translate_batch(tfm_translator *t, const char *const *source,
     tfm_set_threads(t->threads);
     tfm_search_opts so = {o.beam_size, o.length_penalty, o.max_decoding_length, o.num_hypotheses,
                           o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL};
-    if (m && tfm_search_nbest(t->mt->model, &w->g, w->wp, w->n_workers, src.ids, src.off, m, max_src,
-                              o.max_batch_size ? o.max_batch_size : t->p.max_batch_size, &so, hyps))
-        goto end;
+    pthread_rwlock_rdlock(&t->model_lock);
+    int failed = m && tfm_search_nbest(t->mt->model, &w->g, w->wp, w->n_workers, src.ids, src.off, m, max_src,
+                                       o.max_batch_size ? o.max_batch_size : t->p.max_batch_size, &so, hyps);
+    pthread_rwlock_unlock(&t->model_lock);
+    if (failed) goto end;
     rc = 0;
     for (int k = 0, i = 0; i < n && !rc; i++) {
         if (k < m && todo[k] == i) rc = fill_result(t, w, &o, &src, k, max_src, &hyps[k], &results[i]), k++;

@@ -2,8 +2,8 @@
  * written by scripts/make_search_fixture.py from transformer_twin.translate_batch): every hypothesis of the n-best
  * lists, their order and scores, with and without forced target prefixes, for every batching (one batch, batches
  * of 2, batches decoded in parallel on worker graphs). Then what the scores mean, checked independently: a
- * hypothesis' score equals the log-probability a teacher-forced forward gives its tokens (and <eos>), over the
- * length penalty; n-best lists are sorted; the best of n equals the 1-best search. */
+ * hypothesis' score equals the log-probability a teacher-forced forward gives its tokens and <eos> after them,
+ * over the length penalty (also for hypotheses cut at max_len); n-best lists are sorted; the best of n equals the 1-best search. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +114,7 @@ static void test_twin(tfm_encdec *m) {
     tfm_graph_free(&g);
 }
 
-/* log p(ids, <eos> if ended) under a teacher-forced forward, over the length penalty */
+/* log p(ids, then <eos> if with_eos) under a teacher-forced forward, over the length penalty */
 static double forced_score(tfm_encdec *m, tfm_graph *g, const int *src, int ns, const int *ids, int len, int with_eos,
                            float alpha) {
     int Ts = ns + 1, Tt = len + 1, V = m->cfg.tgt_vocab;
@@ -153,7 +153,7 @@ static void test_scores_mean_what_they_say(tfm_encdec *m) {
         for (int i = 0; i < h[s].n; i++) {
             int len = h[s].off[i + 1] - h[s].off[i];
             double want = forced_score(m, &g, src + off[s], off[s + 1] - off[s], h[s].ids + h[s].off[i], len,
-                                       len <= max_len, o.alpha);
+                                       1, o.alpha);
             double d = fabs(want - h[s].score[i]);
             worst = d > worst ? d : worst;
             ok &= d < 1e-4 * (1 + fabs(want));
@@ -177,11 +177,11 @@ static void test_scores_mean_what_they_say(tfm_encdec *m) {
     worst = 0;
     for (int s = 0; !rc && s < n; s++) {
         int len = h[s].off[1];
-        double want = forced_score(m, &g, src + off[s], off[s + 1] - off[s], h[s].ids, len, len < max_len, 0);
+        double want = forced_score(m, &g, src + off[s], off[s + 1] - off[s], h[s].ids, len, 1, 0);
         worst = fabs(want - h[s].score[0]) > worst ? fabs(want - h[s].score[0]) : worst;
         ok &= fabs(want - h[s].score[0]) < 1e-4 * (1 + fabs(want)) && h[s].n == 1;
     }
-    CHECK("greedy scores = teacher-forced log-probability", ok, "worst |diff| %.3g", worst);
+    CHECK("greedy scores = teacher-forced log-probability (<eos> included)", ok, "worst |diff| %.3g", worst);
     if (!rc) free_all(h, n);
     tfm_graph_free(&g);
 }

@@ -266,6 +266,40 @@ static void test_two_threads(tfm_translator *tr) {
         }
 }
 
+/* attention passes while another thread decodes with the same translator: every map equals the serial one
+ * (the attention pass takes the model for itself; it sets the model's keep_attention) */
+static void test_attention_while_decoding(tfm_translator *tr) {
+    const char *src[2] = {"s5 s9 s4 s7 s7 s10 s6", "s8 s4"};
+    tfm_translate_options o;
+    tfm_translate_options_default(&o);
+    o.beam_size = 2, o.return_attention = 1;
+    tfm_translation want;
+    int rc = tfm_translator_translate_batch(tr, src, 1, &o, &want), bad = 0, failed = 0;
+    size_t cells = rc ? 0 : (size_t)want.n_source_tokens * want.n_target_tokens;
+#pragma omp parallel num_threads(2)
+    {
+        tfm_translate_options oo = o;
+        oo.return_attention = omp_get_thread_num() == 1;
+        for (int rep = 0; rep < 200 && !rc; rep++) {
+            tfm_translation r[2];
+            int n = oo.return_attention ? 1 : 2;
+            if (tfm_translator_translate_batch(tr, src, n, &oo, r)) {
+#pragma omp atomic
+                failed++;
+                continue;
+            }
+            if (oo.return_attention && (r[0].n_source_tokens * r[0].n_target_tokens != (int)cells ||
+                                        memcmp(r[0].attention, want.attention, cells * sizeof(float))))
+#pragma omp atomic
+                bad++;
+            for (int i = 0; i < n; i++) tfm_translation_free(&r[i]);
+        }
+    }
+    CHECK("200 attention passes while another thread decodes: every map is the serial one", !rc && !bad && !failed,
+          "rc %d, %d maps differ, %d calls failed", rc, bad, failed);
+    if (!rc) tfm_translation_free(&want);
+}
+
 static void test_checkpoint_settings(tfm_mt_model *mt) {
     char path[] = "/tmp/tfm_translator_XXXXXX";
     int fd = mkstemp(path);
@@ -321,6 +355,7 @@ int main(void) {
         test_prefix_attention_truncation(tr, &mt);
         test_blank_and_errors(tr);
         test_two_threads(tr);
+        test_attention_while_decoding(tr);
         tfm_translator_free(tr);
     }
     test_checkpoint_settings(&mt);
