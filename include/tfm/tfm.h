@@ -84,5 +84,6 @@
 #include "tfm/eval.h"
 #include "tfm/train.h"
 #include "tfm/decode.h"
+#include "tfm/quantize.h"
 
 #endif
