@@ -63,15 +63,39 @@ static void reference_dot(int M, int N, int K, const int8_t *qa, const int8_t *q
 
 static const tfm_q8_path PATHS[] = {TFM_Q8_GENERIC, TFM_Q8_AVX2, TFM_Q8_VNNI};
 
+#if TFM_X86
+#include <immintrin.h>
+/* The pitfall on this CPU's own vpmaddubsw (before SIMDe is included below: these are the real intrinsics): the shifted form against the sign form, 32 bytes of the extremes */
+TFM_TARGET_AVX2 static void hw_pitfall(void) {
+    int8_t a[32], w[32];
+    for (int k = 0; k < 32; k++) a[k] = 127, w[k] = 127;
+    __m256i av = _mm256_loadu_si256((const __m256i *)a), wv = _mm256_loadu_si256((const __m256i *)w);
+    __m256i ones = _mm256_set1_epi16(1);
+    __m256i shifted = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_xor_si256(av, _mm256_set1_epi8((char)0x80)), wv), ones);
+    __m256i signed_ = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(wv, av)), ones);
+    int32_t s[8], t[8];
+    _mm256_storeu_si256((__m256i *)s, shifted);
+    _mm256_storeu_si256((__m256i *)t, signed_);
+    /* each lane: 4 products of 127 * 127 = 64516; shifted: 2 pairs of 255 * 127 = 64770 -> saturated 32767 */
+    CHECK("q8_hw_vpmaddubsw_shifted_saturates", s[0] == 2 * 32767, "lane 0 = %d", s[0]);
+    CHECK("q8_hw_vpmaddubsw_sign_form_exact", t[0] == 4 * 127 * 127 && t[7] == 4 * 127 * 127, "lane 0 = %d", t[0]);
+}
+#endif
+
 /* ---------------------------------------------------------------- VNNI kernel under SIMDe */
 /* The kernel source of kernels_q8_avx512.c, compiled here against SIMDe's portable AVX-512 intrinsics
  * (Debian libsimde-dev), so its logic runs on any CPU. Included last: its aliases rename the intrinsics. */
 #if __has_include(<simde/x86/avx512.h>)
 #define HAVE_SIMDE 1
 #define SIMDE_ENABLE_NATIVE_ALIASES
+/* SIMDe's 512-bit types are plain vector types here; clang warns that passing them without AVX-512 enabled
+ * has another ABI than with it (-Wpsabi): true, and irrelevant inside this one file */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <simde/x86/avx512.h>
 #define Q8V_NAME emu_tile_vnni
 #include "ops/q8_vnni_body.h"
+#pragma GCC diagnostic pop
 #else
 #define HAVE_SIMDE 0
 #endif
@@ -197,23 +221,6 @@ static void extremes_suite(void) {
     free(la), free(lw);
 }
 
-#if TFM_X86
-/* The pitfall on this CPU's own vpmaddubsw: the shifted form against the sign form, 32 bytes of the extremes */
-TFM_TARGET_AVX2 static void hw_pitfall(void) {
-    int8_t a[32], w[32];
-    for (int k = 0; k < 32; k++) a[k] = 127, w[k] = 127;
-    __m256i av = _mm256_loadu_si256((const __m256i *)a), wv = _mm256_loadu_si256((const __m256i *)w);
-    __m256i ones = _mm256_set1_epi16(1);
-    __m256i shifted = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_xor_si256(av, _mm256_set1_epi8((char)0x80)), wv), ones);
-    __m256i signed_ = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(wv, av)), ones);
-    int32_t s[8], t[8];
-    _mm256_storeu_si256((__m256i *)s, shifted);
-    _mm256_storeu_si256((__m256i *)t, signed_);
-    /* each lane: 4 products of 127 * 127 = 64516; shifted: 2 pairs of 255 * 127 = 64770 -> saturated 32767 */
-    CHECK("q8_hw_vpmaddubsw_shifted_saturates", s[0] == 2 * 32767, "lane 0 = %d", s[0]);
-    CHECK("q8_hw_vpmaddubsw_sign_form_exact", t[0] == 4 * 127 * 127 && t[7] == 4 * 127 * 127, "lane 0 = %d", t[0]);
-}
-#endif
 
 /* ---------------------------------------------------------------- quantization */
 static void quantize_suite(void) {
