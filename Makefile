@@ -84,6 +84,7 @@ $(BUILD)/%.o: %.c $(HEADERS)
 ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
 $(BUILD)/src/ops/kernels_avx512.o: CFLAGS += -mavx512f -mavx2 -mfma
 $(BUILD)/src/ops/kernels_avx512bf16.o: CFLAGS += -mavx512f -mavx512bw -mavx512bf16 -mavx2 -mfma
+$(BUILD)/src/ops/kernels_q8_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni -mavx2 -mfma
 endif
 
 $(BUILD)/libtfm.a: $(LIB_OBJ)

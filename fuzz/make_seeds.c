@@ -6,6 +6,7 @@
 #include "tfm/core.h"
 #include "tfm/io.h"
 #include "tfm/lm.h"
+#include "tfm/quantize.h"
 #include "tfm/seq2seq.h"
 #include "tfm/text.h"
 
@@ -74,6 +75,14 @@ static void put_ckpt(const char *path, const char *name, const char *const *targ
     free(v1);
 }
 
+/* hold every 2-D parameter in int8 (tfm quantize's default selection, the synthesizer's w2 aside) */
+static void quantize_all(tfm_params *p, const char *kind) {
+    for (int i = 0; i < p->n; i++)
+        if (p->t[i]->ndim == 2 && tfm_q8_role_of(kind, p->t[i]->name) != TFM_Q8_ROLE_KEPT && tfm_params_quantize(p, i))
+            tfm_fatal("%s", tfm_last_error());
+}
+
+/* with_opt: 0 weights only, 1 with the optimizer state, 2 an int8 model (weights only) */
 static void gpt_seed(int synth, int with_opt) {
     tfm_gpt_config cfg = {6, 4, 1, 2, 4, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL};
     tfm_gpt m;
@@ -85,8 +94,9 @@ static void gpt_seed(int synth, int with_opt) {
     tfm_lm_train_state st = {10, 2, 1, 2, 5, 2, 1, 1e-3f, 1e-4f, 0.1f, 0.9f, 0.99f, 1.0f, 3, 12345, 678, NAN};
     char p[1024], name[64];
     snprintf(p, sizeof p, "%s/tmp.tfm", out_dir);
-    if (tfm_gpt_save(p, &m, &v, with_opt ? &opt : NULL, with_opt ? &st : NULL)) tfm_fatal("%s", tfm_last_error());
-    snprintf(name, sizeof name, "gpt-%s%s", synth ? "synth" : "causal", with_opt ? "-opt" : "");
+    if (with_opt == 2) quantize_all(&m.params, "gpt");
+    if (tfm_gpt_save(p, &m, &v, with_opt == 1 ? &opt : NULL, with_opt == 1 ? &st : NULL)) tfm_fatal("%s", tfm_last_error());
+    snprintf(name, sizeof name, "gpt-%s%s", synth ? "synth" : "causal", with_opt == 2 ? "-int8" : with_opt ? "-opt" : "");
     const char *targets[] = {"gpt", "container"};
     put_ckpt(p, name, targets, 2);
     tfm_adamw_free(&opt);
@@ -94,7 +104,7 @@ static void gpt_seed(int synth, int with_opt) {
     tfm_gpt_free(&m);
 }
 
-static void mt_seed(const char *arch, int pre_ln) {
+static void mt_seed(const char *arch, int pre_ln, int int8) {
     tfm_mt_model t = {0};
     if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi") ||
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!"))
@@ -116,6 +126,7 @@ static void mt_seed(const char *arch, int pre_ln) {
     if (!t.model) tfm_fatal("%s", tfm_last_error());
     t.model->vt->init_weights(t.model, 1);
     t.tok_kind = TFM_TOK_D2L;
+    if (int8) quantize_all(&t.model->params, "seq2seq");
     tfm_container k;
     tfm_container_init(&k);
     tfm_mt_model_put(&k, &t);
@@ -125,7 +136,7 @@ static void mt_seed(const char *arch, int pre_ln) {
     char p[1024], name[64];
     snprintf(p, sizeof p, "%s/tmp.tfm", out_dir);
     if (tfm_container_save(&k, p)) tfm_fatal("%s", tfm_last_error());
-    snprintf(name, sizeof name, "%s%s", arch, pre_ln ? "-preln" : "");
+    snprintf(name, sizeof name, "%s%s%s", arch, pre_ln ? "-preln" : "", int8 ? "-int8" : "");
     const char *targets[] = {arch, "container"};
     put_ckpt(p, name, targets, 2);
     tfm_container_free(&k);
@@ -198,11 +209,14 @@ int main(int argc, char **argv) {
     out_dir = argv[1];
     mkdir(out_dir, 0755);
     for (int s = 0; s < 2; s++)
-        for (int o = 0; o < 2; o++) gpt_seed(s, o);
-    mt_seed("transformer", 0);
-    mt_seed("transformer", 1);
-    mt_seed("rnn", 0);
-    mt_seed("bahdanau", 0);
+        for (int o = 0; o < 3; o++) gpt_seed(s, o);
+    mt_seed("transformer", 0, 0);
+    mt_seed("transformer", 1, 0);
+    mt_seed("transformer", 0, 1);
+    mt_seed("rnn", 0, 0);
+    mt_seed("rnn", 0, 1);
+    mt_seed("bahdanau", 0, 0);
+    mt_seed("bahdanau", 0, 1);
     other_seeds();
     PUTS("vocab", "words", "<pad>\n<bos>\n<eos>\n<unk>\nthe\ncat\n.\nl'homme\n\xc3\xa9t\xc3\xa9");
     PUTS("vocab", "chars", "\n !',.?ABCabc\xc3\xa9\xe2\x80\x99");

@@ -85,6 +85,11 @@ static int fuzz_gpt(const tfm_container *c) {
     tfm_graph_init(&g, 1);
     tfm_tensor *logits = tfm_gpt_forward(&g, &m, idx, 1, T);
     (void)logits;
+    if (tfm_params_n_q8(&m.params)) {   /* an int8 model: inference runs the int8 GEMM */
+        g.grad_enabled = 0;
+        tfm_graph_reset(&g);
+        (void)tfm_gpt_forward(&g, &m, idx, 1, T);
+    }
     tfm_graph_free(&g);
     tfm_char_vocab_free(&v);
     tfm_gpt_free(&m);
@@ -103,6 +108,11 @@ static int fuzz_translator(const tfm_container *c) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
     (void)tfm_encdec_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
+    if (tfm_params_n_q8(&t.model->params)) {   /* an int8 model: inference runs the int8 GEMM */
+        g.grad_enabled = 0;
+        tfm_graph_reset(&g);
+        (void)tfm_encdec_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
+    }
     tfm_graph_free(&g);
     tfm_mt_model_free(&t);
     return ok;

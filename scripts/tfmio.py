@@ -7,13 +7,14 @@
 
 Value mapping on save (entry order = dict order):
     float ndarray (any float dtype)  -> f32, same shape (float64 is rounded to float32)
-    int/bool ndarray                 -> i32, same shape (values must fit in int32)
+    int8 ndarray                     -> i8, same shape (tfm quantize's int8 weights)
+    other int/bool ndarray           -> i32, same shape (values must fit in int32)
     Python float / np.floating       -> f32 scalar of shape (1)   (like tfm_container_add_float)
     Python int / np.integer          -> i32 scalar of shape (1)   (like tfm_container_add_int)
     str                              -> raw bytes (UTF-8), shape (len)
     bytes / bytearray                -> raw bytes, shape (len)
     torch tensors are accepted too (detached, moved to CPU, converted via numpy).
-A 0-d ndarray is written with ndim 0. Loading returns ndarrays for f32/i32 and bytes for raw entries.
+A 0-d ndarray is written with ndim 0. Loading returns ndarrays for f32/i32/i8 and bytes for raw entries.
 
 Command line:  tfmio.py FILE...   prints each entry's name, dtype, shape and a short summary.
                tfmio.py --rewrap FILE...   rewrites each file in the current format, same entries.
@@ -27,8 +28,9 @@ import numpy as np
 
 MAGIC = b'TFMC'
 VERSION = 2          # written; version 1 (no per-entry CRC-32) is still read
-DT_F32, DT_I32, DT_BYTES = 0, 1, 2
-DTYPE_NAMES = {DT_F32: 'f32', DT_I32: 'i32', DT_BYTES: 'bytes'}
+DT_F32, DT_I32, DT_BYTES, DT_I8 = 0, 1, 2, 3
+DTYPE_NAMES = {DT_F32: 'f32', DT_I32: 'i32', DT_BYTES: 'bytes', DT_I8: 'i8'}
+NP_DTYPES = {DT_F32: '<f4', DT_I32: '<i4', DT_I8: 'i1'}
 MIN_ENTRY_BYTES = {1: 4 + 1 + 4 + 4 + 8, 2: 4 + 1 + 4 + 4 + 8 + 4}
 
 
@@ -56,6 +58,8 @@ def _to_entry(name, v):
     if np.issubdtype(v.dtype, np.floating):
         a = np.ascontiguousarray(v, dtype='<f4')
         return DT_F32, v.shape, a.tobytes()
+    if v.dtype == np.int8:
+        return DT_I8, v.shape, np.ascontiguousarray(v).tobytes()
     if np.issubdtype(v.dtype, np.integer) or v.dtype == np.bool_:
         if v.size and (v.min() < -2**31 or v.max() >= 2**31):
             raise ValueError(f'entry {name!r}: value does not fit in int32')
@@ -156,7 +160,7 @@ def loads(data, path='<bytes>'):
         for d, v in enumerate(shape):
             if v > 2**31 - 1:
                 raise TfmFormatError(f"{path}: entry '{name}': dim {d} is {v} (must be 0..2147483647)")
-        want = (1 if dtype == DT_BYTES else 4) * int(np.prod(shape, dtype=object) if shape else 1)
+        want = (1 if dtype in (DT_BYTES, DT_I8) else 4) * int(np.prod(shape, dtype=object) if shape else 1)
         need(8, f"entry '{name}' payload size")
         size = struct.unpack_from('<Q', data, pos)[0]
         pos += 8
@@ -176,7 +180,7 @@ def loads(data, path='<bytes>'):
         if dtype == DT_BYTES:
             out[name] = bytes(payload)
         else:
-            out[name] = np.frombuffer(payload, dtype='<f4' if dtype == DT_F32 else '<i4').reshape(shape).copy()
+            out[name] = np.frombuffer(payload, dtype=NP_DTYPES[dtype]).reshape(shape).copy()
     if pos != n:
         raise TfmFormatError(f'{path}: {n - pos} trailing bytes after the last entry')
     return out
@@ -207,7 +211,7 @@ def _summary(v):
     if isinstance(v, bytes):
         s = v[:40].decode('utf-8', errors='replace')
         return f'bytes ({len(v)}) {s!r}{"..." if len(v) > 40 else ""}'
-    dt = 'f32' if v.dtype == np.float32 else 'i32'
+    dt = {np.dtype(np.float32): 'f32', np.dtype(np.int8): 'i8'}.get(v.dtype, 'i32')
     shp = '(' + ','.join(map(str, v.shape)) + ')'
     if v.size == 0:
         return f'{dt} {shp}'

@@ -69,7 +69,8 @@ int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
 #define TFM_MAX_PARAMS ((int64_t)1 << 31)
 
 typedef enum {
-    TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_BF16_A, TFM_SCRATCH_BF16_B, TFM_SCRATCH_COUNT
+    TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_BF16_A, TFM_SCRATCH_BF16_B, TFM_SCRATCH_Q8,
+    TFM_SCRATCH_COUNT
 } tfm_scratch_slot;
 float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
 
@@ -142,6 +143,10 @@ typedef struct tfm_tensor {
                                  the first op that uses it, when its lines are about to be written anyway */
     struct tfm_tensor *view_of; /* a reshape: the tensor whose data and grad it shares (that one's
                                    grad_unzeroed counts), else NULL */
+    /* A parameter of an int8 model (tfm quantize): its int8 form, else NULL. `data` then holds the
+     * dequantized values (scale[r] * q[r][c]); tfm_linear and tfm_matmul multiply by the int8 form where no
+     * grad is tracked (include/tfm/kernels.h, tfm_gemm_q8). */
+    const struct tfm_q8_weight *q8;
 } tfm_tensor;
 
 size_t tfm_shape_size(int ndim, const int *shape);
@@ -153,11 +158,33 @@ static inline int tfm_last_dim(const tfm_tensor *t) { return t->shape[t->ndim - 
 static inline size_t tfm_rows(const tfm_tensor *t) { return t->size / (size_t)t->shape[t->ndim - 1]; }
 
 /* ---------------------------------------------------------------- parameters */
+/* ---------------------------------------------------------------- int8 weights (tfm quantize) */
+/* A (rows, cols) weight held as int8 with one fp32 scale per row, W[r][c] ~ scale[r] * q[r][c] (a row is an
+ * output channel of a linear layer, a token of an embedding). Symmetric: q in [-127, 127], never -128. Each
+ * row is zero-padded to ld bytes (a multiple of TFM_Q8_ALIGN; the buffer 64-byte aligned), the layout the
+ * int8 GEMM reads (tfm_gemm_q8); sum[r] = sum of row r's q (the VNNI kernel's compensation term). */
+#define TFM_Q8_ALIGN 64
+#define TFM_Q8_MAX_COLS 65536   /* keeps every int32 sum of the kernels exact: 65536 * 255 * 127 < 2^31 */
+typedef struct tfm_q8_weight {
+    int rows, cols, ld;
+    int8_t *q;               /* rows * ld */
+    float *scale;            /* rows */
+    int32_t *sum;            /* rows */
+} tfm_q8_weight;
+/* Quantize n values: amax = max |x|; scale = amax / 127 and q[i] = x[i] * (127 / amax) rounded to nearest
+ * even (in [-127, 127]). A row with amax < TFM_Q8_TINY becomes zeros with scale 0; one holding a NaN or an
+ * infinity becomes zeros with scale NaN (so products with it are NaN, as in fp32). Returns the scale.
+ * Dequantized, |x[i] - scale * q[i]| <= scale / 2 (to float rounding). The int8 GEMM quantizes its
+ * activation rows with the same arithmetic. */
+#define TFM_Q8_TINY 1e-30f
+TFM_API float tfm_q8_quantize_row(const float *x, int n, int8_t *q);
+
 typedef struct {
     tfm_tensor **t;           /* n tensors, in registration order */
     int n, cap;
     float *data, *grad;       /* contiguous blocks backing all tensors (after tfm_params_alloc) */
     size_t total;             /* total number of floats */
+    tfm_q8_weight *q8;        /* NULL, or n entries: q8[i].q is set where t[i] is held in int8 (t[i]->q8) */
 } tfm_params;
 
 void tfm_params_init(tfm_params *p);
@@ -184,6 +211,15 @@ void tfm_params_settle_grad(tfm_params *p);
 int tfm_params_share_data(tfm_params *replica, const tfm_params *src);
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
 void tfm_params_free(tfm_params *p);
+/* int8 parameters (tfm quantize; see tfm_q8_weight). tfm_params_quantize holds the 2-D parameter i in int8
+ * from its current values (one scale per row) and replaces those with the dequantized ones.
+ * tfm_params_set_q8 does the same from stored rows * cols bytes q (each in [-127, 127]) and rows scales
+ * (finite, >= 0; a loader checks them first). Both: 0, or -1 with a tfm error (not 2-D, more than
+ * TFM_Q8_MAX_COLS columns, out of memory). tfm_params_n_q8: how many parameters are held in int8. An int8
+ * model is for inference: its weights must not change (tfm_adamw_init refuses it). */
+TFM_API int tfm_params_quantize(tfm_params *p, int i);
+TFM_API int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale);
+TFM_API int tfm_params_n_q8(const tfm_params *p);
 
 /* ---------------------------------------------------------------- graph */
 typedef enum {

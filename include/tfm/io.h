@@ -6,7 +6,7 @@
  *   u32          number of entries
  *   per entry:
  *     u32        name length L (1..255), then L bytes of name (no NUL)
- *     u32        dtype: 0 = float32, 1 = int32, 2 = raw bytes (UTF-8 text etc.)
+ *     u32        dtype: 0 = float32, 1 = int32, 2 = raw bytes (UTF-8 text etc.), 3 = int8 (quantized weights)
  *     u32        ndim (0..4), then ndim u32 dims (each >= 0)
  *     u64        payload size in bytes (must equal product(dims) * elem size; raw bytes: dims = {len})
  *     payload
@@ -27,6 +27,7 @@
 #define TFM_DT_F32 0
 #define TFM_DT_I32 1
 #define TFM_DT_BYTES 2
+#define TFM_DT_I8 3      /* signed bytes, any ndim (tfm quantize: param.<name> of an int8 model) */
 
 typedef struct {
     char name[256];

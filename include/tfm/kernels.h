@@ -4,6 +4,7 @@
 #ifndef TFM_KERNELS_H
 #define TFM_KERNELS_H
 
+#include "tfm/core.h"
 #include "tfm/export.h"
 
 #include <stddef.h>
@@ -70,6 +71,18 @@ void tfm_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, c
 float tfm_bf16_round(float x);
 /* 1 if tfm_gemm_bf16 runs on AVX512_BF16 hardware here, 0 if it runs the emulation */
 int tfm_bf16_hw(void);
+
+/* The GEMM of int8 models (tfm quantize; W a tfm_q8_weight of N = W->rows rows of K = W->cols, core.h):
+ * C (M,N) = A (M,K) W^T, A's rows (stride lda) quantized on the fly, one scale each (tfm_q8_quantize_row:
+ * qa_i, sa_i), the products summed exactly in int32, then scaled as
+ *     C[i][j] = (float)acc_ij * (sa_i * sw_j)  (+ bias[j] if bias)      acc_ij = sum_k qa_ik qw_jk
+ * in that order on every path (portable, AVX2 with vpmaddubsw, AVX-512 VNNI with vpdpbusd, chosen from
+ * cpuid and TFM_ISA like the fp32 kernels): the same bits on each of them and for any thread count. A row
+ * of A holding a NaN or an infinity gives a row of NaN. Threaded with OpenMP over blocks of C. */
+TFM_API void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc);
+/* The int8 GEMM path in use: "avx512-vnni", "avx2" or "portable" (TFM_ISA=avx512 on an AVX-512 CPU without
+ * VNNI: "avx2"). */
+TFM_API const char *tfm_gemm_q8_backend(void);
 
 /* Name of the GEMM path in use ("avx512", "avx2-fma", "portable", "openblas"). */
 const char *tfm_gemm_backend(void);

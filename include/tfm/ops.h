@@ -12,7 +12,9 @@
 /* C = op(A) @ op(B). a: (...,M,K) (or (...,K,M) if trans_a); b: (...,K,N) (or (...,N,K) if trans_b).
  * Leading (batch) dims of a and b must match, or b may be 2-D and is then shared by every batch. */
 tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int trans_a, int trans_b);
-/* y = x W^T + b, PyTorch layout: x (...,in), W (out,in), bias (out) or NULL -> (...,out) */
+/* y = x W^T + b, PyTorch layout: x (...,in), W (out,in), bias (out) or NULL -> (...,out). A W held in int8
+ * (W->q8, an int8 model) is multiplied by tfm_gemm_q8 when y tracks no grad (inference), else by its
+ * dequantized floats; the same for linear_gelu/relu below and for tfm_matmul(a, W, 0, 1) with a 2-D W. */
 tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
 /* Weights packed once for decoding. tfm_linear and its fused variants multiply by W through tfm_gemm,
  * which packs W into 16-wide panels on every call; during decoding (few rows per call, the same weights
@@ -20,7 +22,8 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
  * 2-D parameter once (as much memory again as those weights); a graph whose `packs` points at the set
  * then multiplies by the packed copy (tfm_gemm_pb: the same bits). The copies do not follow the weights:
  * tfm_weight_packs_refresh re-packs them in place after the weights changed (train-mt's validation),
- * and a graph must not use a stale set. An OpenBLAS build packs nothing (the set is empty). */
+ * and a graph must not use a stale set. An OpenBLAS build packs nothing (the set is empty), nor is a weight
+ * held in int8 (tensor q8, tfm quantize) packed: tfm_linear multiplies by its int8 form. */
 typedef struct tfm_weight_packs {
     int n;
     const tfm_tensor **t;     /* the weights (tfm_linear finds W by its data pointer) */

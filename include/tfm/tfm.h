@@ -1,17 +1,24 @@
 /* tfm: Transformers on CPUs, as a C11 library. This header includes every public header.
  *
- * ---- Translate a line with a trained model (tfm train-mt writes the checkpoint) ----
+ * ---- Translate lines with a trained model (tfm train-mt writes the checkpoint): one object, one call ----
  *
- *     tfm_mt_model tr;
- *     if (tfm_mt_model_load(&tr, "model.tfm")) { fprintf(stderr, "%s\n", tfm_last_error()); return 1; }
- *     tfm_graph g;
- *     tfm_graph_init(&g, 0);
- *     tfm_search_opts o = {.beam = 4, .alpha = 0.6f, .max_len = 50};
+ *     tfm_translator *t = tfm_translator_load("model.tfm", NULL);        // NULL: default params
+ *     if (!t) { fprintf(stderr, "%s\n", tfm_last_error()); return 1; }
  *     const char *src[1] = {"go ."};
- *     char *hyp[1];
- *     if (tfm_translate_lines(&tr, &g, src, 1, 200, 1, &o, hyp) == 0) { puts(hyp[0]); free(hyp[0]); }
- *     tfm_graph_free(&g);
- *     tfm_mt_model_free(&tr);
+ *     tfm_translation out[1];
+ *     if (tfm_translator_translate_batch(t, src, 1, NULL, out) == 0)    // NULL: the model's decoding settings
+ *         puts(out[0].hypotheses[0]), tfm_translation_free(&out[0]);
+ *     tfm_translator_free(t);
+ *
+ * ---- Generate text with a trained language model ----
+ *
+ *     tfm_generator *g = tfm_generator_load("lm.tfm", NULL);
+ *     tfm_generate_options o;
+ *     tfm_generate_options_default(&o);
+ *     o.max_tokens = 200;
+ *     tfm_generation r;
+ *     if (g && tfm_generator_generate(g, "ROMEO:", &o, NULL, NULL, &r) == 0) puts(r.text), tfm_generation_free(&r);
+ *     tfm_generator_free(g);
  *
  * ---- Train a small character language model, then sample from it ----
  *
@@ -86,5 +93,6 @@
 #include "tfm/decode.h"
 #include "tfm/translator.h"
 #include "tfm/generator.h"
+#include "tfm/quantize.h"
 
 #endif

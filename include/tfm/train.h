@@ -30,7 +30,7 @@ typedef struct {
     int t;                   /* steps taken */
 } tfm_adamw;
 
-/* 0, or -1 with a tfm error (out of memory). */
+/* 0, or -1 with a tfm error (out of memory; an int8 model, which cannot be trained). */
 TFM_API int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
 void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
 /* The training loops' step: AdamW on grad * grad_scale (the same float products as scaling the grads

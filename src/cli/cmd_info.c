@@ -1,5 +1,6 @@
 /* tfm info: what a checkpoint holds (any model kind): meta, config, parameters, training state. */
 #include "cli/cli.h"
+#include "tfm/checkpoint.h"
 #include "tfm/core.h"
 #include "tfm/io.h"
 #include "tfm/kernels.h"
@@ -51,14 +52,23 @@ int cmd_info(int argc, char **argv) {
     print_group(&c, "meta.", "model");
     print_group(&c, "config.", "config");
     print_group(&c, "decode.", "decoding settings (translate, the library and serve use them by default)");
-    size_t n_params = 0;
-    int n_tensors = 0;
-    for (int i = 0; i < c.n; i++)
-        if (!strncmp(c.e[i].name, "param.", 6)) {
-            n_params += c.e[i].nbytes / 4;
-            n_tensors++;
-        }
+    size_t n_params = 0, n_q8 = 0, bytes = 0;
+    int n_tensors = 0, t_q8 = 0;
+    for (int i = 0; i < c.n; i++) {
+        const tfm_entry *e = &c.e[i];
+        if (!strncmp(e->name, TFM_Q8_SCALE_PREFIX, strlen(TFM_Q8_SCALE_PREFIX))) bytes += e->nbytes;
+        if (strncmp(e->name, "param.", 6)) continue;
+        size_t n = e->dtype == TFM_DT_I8 ? e->nbytes : e->nbytes / 4;
+        n_params += n, bytes += e->nbytes, n_tensors++;
+        if (e->dtype == TFM_DT_I8) n_q8 += n, t_q8++;
+    }
     printf("parameters: %zu in %d tensors\n", n_params, n_tensors);
+    if (t_q8)
+        printf("precision: int8 (tfm quantize): %d of %d tensors, %.1f%% of the parameters, one fp32 scale per row; "
+               "%.2f MiB of weights (fp32: %.2f MiB)\n", t_q8, n_tensors, 100.0 * (double)n_q8 / (double)n_params,
+               bytes / 1048576.0, n_params * 4 / 1048576.0);
+    else
+        printf("precision: fp32\n");
     for (int i = 0; i < c.n; i++)
         if (!strncmp(c.e[i].name, "tokenizer.", 10)) {
             const tfm_entry *e = &c.e[i];
@@ -74,7 +84,8 @@ int cmd_info(int argc, char **argv) {
     print_group(&c, "run.", "run configuration (what --resume takes and checks)");
     if (tfm_container_get(&c, "adam.t")) print_group(&c, "train.", "training state (resumable)");
     else printf("training state: none (weights only)\n");
-    printf("kernels here: %s (gemm %s; TFM_ISA=avx512|avx2|generic forces one)\n", tfm_isa_name(), tfm_gemm_backend());
+    printf("kernels here: %s (gemm %s, int8 %s; TFM_ISA=avx512|avx2|generic forces one)\n", tfm_isa_name(),
+           tfm_gemm_backend(), tfm_gemm_q8_backend());
     tfm_container_free(&c);
     return 0;
 }

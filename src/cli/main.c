@@ -17,6 +17,7 @@ typedef struct {
 
 int cmd_average(int argc, char **argv);  /* cmd_average.c, cmd_plot.c (declared here: cli.h is shared) */
 int cmd_plot(int argc, char **argv);
+int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
 
 static const command commands[] = {
     /* one line per command; keep in the order shown by `tfm --help` */
@@ -28,6 +29,7 @@ static const command commands[] = {
     {"serve", cmd_serve, "serve translators and language models over HTTP (LibreTranslate and OpenAI APIs, a web page)"},
     {"export", cmd_export, "write a checkpoint's weights, config and tokenizer as safetensors (PyTorch names)"},
     {"import", cmd_import, "read a safetensors file (from tfm export or the PyTorch twins) into a checkpoint"},
+    {"quantize", cmd_quantize, "write an int8 model for inference (int8 weights, per-channel scales)"},
     {"info", cmd_info, "show a checkpoint's config, parameter count and training state"},
     {"bpe", cmd_bpe, "BPE subword tokenizer: learn | encode | decode (SentencePiece-compatible .model files)"},
     {"bleu", cmd_bleu, "corpus BLEU of a hypothesis file against a reference (sacreBLEU-compatible)"},

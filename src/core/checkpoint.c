@@ -54,13 +54,88 @@ int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_par
     return 0;
 }
 
-void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p) { tfm_ckpt_put_block(c, "param.", p, p->data); }
+/* A parameter held in int8 (t->q8): param.<name> i8 (rows, cols) without the kernels' row padding, and
+ * qscale.<name> f32 (rows). */
+static void put_q8(tfm_container *c, const tfm_tensor *t) {
+    const tfm_q8_weight *w = t->q8;
+    char name[300];
+    snprintf(name, sizeof name, "param.%s", t->name);
+    tfm_entry *e = tfm_container_add(c, name, TFM_DT_I8, 2, t->shape, NULL, (size_t)w->rows * w->cols);
+    if (!e) tfm_fatal("checkpoint: cannot add %s: %s", name, tfm_last_error());
+    for (int r = 0; r < w->rows; r++)
+        memcpy((int8_t *)e->data + (size_t)r * w->cols, w->q + (size_t)r * w->ld, (size_t)w->cols);
+    snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", t->name);
+    if (!tfm_container_add_f32(c, name, 1, &w->rows, w->scale))
+        tfm_fatal("checkpoint: cannot add %s: %s", name, tfm_last_error());
+}
+
+void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p) {
+    char name[300];
+    for (int i = 0; i < p->n; i++) {
+        const tfm_tensor *t = p->t[i];
+        if (t->q8) {
+            put_q8(c, t);
+            continue;
+        }
+        snprintf(name, sizeof name, "param.%s", t->name);
+        if (!tfm_container_add_f32(c, name, t->ndim, t->shape, t->data))
+            tfm_fatal("checkpoint: cannot add %s: %s", name, tfm_last_error());
+    }
+}
 
 int64_t tfm_ckpt_stored_params(const tfm_container *c) {
     int64_t n = 0;
-    for (int i = 0; i < c->n; i++)
-        if (!strncmp(c->e[i].name, "param.", 6) && c->e[i].dtype == TFM_DT_F32) n += (int64_t)(c->e[i].nbytes / 4);
+    for (int i = 0; i < c->n; i++) {
+        const tfm_entry *e = &c->e[i];
+        if (strncmp(e->name, "param.", 6)) continue;
+        if (e->dtype == TFM_DT_F32) n += (int64_t)(e->nbytes / 4);
+        else if (e->dtype == TFM_DT_I8) n += (int64_t)e->nbytes;
+    }
     return n;
+}
+
+int tfm_ckpt_n_q8(const tfm_container *c) {
+    int n = 0;
+    for (int i = 0; i < c->n; i++) n += !strncmp(c->e[i].name, "param.", 6) && c->e[i].dtype == TFM_DT_I8;
+    return n;
+}
+
+/* An int8 parameter's entries, checked before anything is copied: param.<name> i8 with the parameter's 2-D
+ * shape, values in [-127, 127] (the AVX2 kernel's sign trick has no +128), at most TFM_Q8_MAX_COLS columns;
+ * qscale.<name> f32 (rows), every scale finite and >= 0. */
+static int check_q8(const tfm_container *c, const tfm_tensor *t, const tfm_entry *e, const char *path) {
+    int ok = t->ndim == 2 && e->ndim == 2 && e->shape[0] == t->shape[0] && e->shape[1] == t->shape[1];
+    if (!ok) return tfm_set_error("%s: entry '%s' has the wrong type or shape (int8 is for 2-D weights)", path, e->name), -1;
+    if (t->shape[1] > TFM_Q8_MAX_COLS)
+        return tfm_set_error("%s: entry '%s' has %d columns, int8 weights at most %d", path, e->name, t->shape[1],
+                             TFM_Q8_MAX_COLS), -1;
+    const int8_t *q = e->data;
+    for (size_t i = 0; i < e->nbytes; i++)
+        if (q[i] == -128)
+            return tfm_set_error("%s: entry '%s' holds -128 at index %zu (int8 weights are in [-127, 127])", path,
+                                 e->name, i), -1;
+    char name[300];
+    snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", t->name);
+    const tfm_entry *s = tfm_container_get(c, name);
+    if (!s) return tfm_set_error("%s: entry '%s' missing (the scales of int8 '%s')", path, name, e->name), -1;
+    if (s->dtype != TFM_DT_F32 || s->ndim != 1 || s->shape[0] != t->shape[0])
+        return tfm_set_error("%s: entry '%s' has the wrong type or shape (want f32 (%d): one scale per row)", path,
+                             name, t->shape[0]), -1;
+    return check_values(s, 1, path);
+}
+
+/* the int8 parameters of p from the file, after every check passed */
+static int get_q8(const tfm_container *c, tfm_params *p, const char *path) {
+    char name[300];
+    for (int i = 0; i < p->n; i++) {
+        snprintf(name, sizeof name, "param.%s", p->t[i]->name);
+        const tfm_entry *e = tfm_container_get(c, name);
+        if (!e || e->dtype != TFM_DT_I8) continue;
+        snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", p->t[i]->name);
+        const tfm_entry *s = tfm_container_get(c, name);
+        if (tfm_params_set_q8(p, i, e->data, s->data)) return tfm_prefix_error("%s: ", path);
+    }
+    return 0;
 }
 
 int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path) {
@@ -74,13 +149,45 @@ int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char
 
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path) {
     /* every param.* entry must belong to the model: an extra one means the file is not what the
-     * config and meta.arch say (e.g. meta.arch edited from bahdanau to rnn) */
+     * config and meta.arch say (e.g. meta.arch edited from bahdanau to rnn); every qscale.* entry must be
+     * the scales of an int8 param.* entry */
+    const size_t ls = strlen(TFM_Q8_SCALE_PREFIX);
     for (int i = 0; i < c->n; i++) {
-        const char *n = c->e[i].name;
-        if (!strncmp(n, "param.", 6) && !tfm_params_find(p, n + 6))
+        const tfm_entry *e = &c->e[i];
+        const char *n = e->name;
+        const tfm_tensor *t = !strncmp(n, "param.", 6) ? tfm_params_find(p, n + 6) : NULL;
+        if (!strncmp(n, "param.", 6) && !t)
             return tfm_set_error("%s: entry '%s' is not a parameter of this model (meta.arch or config edited?)",
                                  path, n),
                    -1;
+        if (t && e->dtype == TFM_DT_I8 && check_q8(c, t, e, path)) return -1;
+        if (!strncmp(n, TFM_Q8_SCALE_PREFIX, ls)) {
+            char pn[300];
+            snprintf(pn, sizeof pn, "param.%s", n + ls);
+            const tfm_entry *q = tfm_container_get(c, pn);
+            if (!q || q->dtype != TFM_DT_I8)
+                return tfm_set_error("%s: entry '%s' scales no int8 parameter ('%s' %s)", path, n, pn,
+                                     q ? "is not int8" : "missing"), -1;
+        }
     }
-    return tfm_ckpt_get_block(c, "param.", p, p->data, path, 0);
+    /* the float32 parameters (an int8 entry is skipped there: checked above) */
+    char name[300];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < p->n; i++) {
+            const tfm_tensor *t = p->t[i];
+            snprintf(name, sizeof name, "param.%s", t->name);
+            const tfm_entry *e = tfm_container_get(c, name);
+            if (e && e->dtype == TFM_DT_I8) continue;
+            if (pass == 0) {
+                if (!e) return tfm_set_error("%s: entry '%s' missing", path, name), -1;
+                int ok = e->dtype == TFM_DT_F32 && e->ndim == t->ndim;
+                for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
+                if (!ok || e->nbytes != t->size * sizeof(float))
+                    return tfm_set_error("%s: entry '%s' has the wrong type or shape", path, name), -1;
+                if (check_values(e, 0, path)) return -1;
+            } else {
+                memcpy(t->data, e->data, t->size * sizeof(float));
+            }
+        }
+    return get_q8(c, p, path);
 }

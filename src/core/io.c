@@ -29,11 +29,13 @@ static const char *dtype_name(int dt) {
     case TFM_DT_F32: return "f32";
     case TFM_DT_I32: return "i32";
     case TFM_DT_BYTES: return "bytes";
+    case TFM_DT_I8: return "i8";
     default: return "?";
     }
 }
 
-static size_t elem_size(int dt) { return dt == TFM_DT_BYTES ? 1 : 4; }
+/* bytes per element; raw bytes and int8 are not byte-swapped on a big-endian host */
+static size_t elem_size(int dt) { return dt == TFM_DT_BYTES || dt == TFM_DT_I8 ? 1 : 4; }
 
 static const char *cname(const tfm_container *c) { return c->path ? c->path : "container"; }
 
@@ -63,7 +65,7 @@ static int entry_valid(const char *name, int dtype, int ndim, const int *shape, 
         snprintf(msg, msgn, "entry name length %zu (must be 1..%d)", len, NAME_MAX_LEN);
         return 0;
     }
-    if (dtype != TFM_DT_F32 && dtype != TFM_DT_I32 && dtype != TFM_DT_BYTES) {
+    if (dtype != TFM_DT_F32 && dtype != TFM_DT_I32 && dtype != TFM_DT_BYTES && dtype != TFM_DT_I8) {
         snprintf(msg, msgn, "entry '%s': unknown dtype %d", name, dtype);
         return 0;
     }
@@ -353,7 +355,7 @@ static int write_crc(FILE *f, const crc_table *tb, uint32_t *crc, const void *p,
 
 static int write_payload(FILE *f, const crc_table *tb, uint32_t *crc, const tfm_entry *e) {
 #if TFM_HOST_BE
-    if (e->dtype != TFM_DT_BYTES) {
+    if (elem_size(e->dtype) == 4) {
         unsigned char tmp[4096];
         const unsigned char *src = e->data;
         for (size_t off = 0; off < e->nbytes; off += sizeof tmp) {
@@ -569,7 +571,7 @@ static int load_entries(tfm_container *c, reader *r) {
         }
         if (!need(r, 8, "entry '%s' dtype/ndim", name) || !rd(r, b, 8)) return -1;
         uint32_t dtype = get_u32(b), ndim = get_u32(b + 4);
-        if (dtype > TFM_DT_BYTES) {
+        if (dtype > TFM_DT_I8) {
             tfm_set_error("%s: entry '%s': unknown dtype %u", r->path, name, dtype);
             return -1;
         }
@@ -622,7 +624,7 @@ static int load_entries(tfm_container *c, reader *r) {
             return -1;
         }
 #if TFM_HOST_BE
-        if (dtype != TFM_DT_BYTES) swap32_buf(buf, (size_t)nbytes);
+        if (elem_size((int)dtype) == 4) swap32_buf(buf, (size_t)nbytes);
 #endif
         append_entry(c, name, (int)dtype, (int)ndim, shape, buf, (size_t)nbytes);
     }

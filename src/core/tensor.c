@@ -105,7 +105,7 @@ int tfm_params_share_data(tfm_params *replica, const tfm_params *src) {
             return tfm_set_error("replica: tensor %d is %s, the model's %s", i, replica->t[i]->name, src->t[i]->name), -1;
     free(replica->data);
     replica->data = NULL;   /* not ours: tfm_params_free leaves it alone */
-    for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data;
+    for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data, replica->t[i]->q8 = src->t[i]->q8;
     return 0;
 }
 
@@ -115,7 +115,10 @@ tfm_tensor *tfm_params_find(const tfm_params *p, const char *name) {
     return NULL;
 }
 
+void tfm_params_free_q8_(tfm_params *p);   /* q8.c */
+
 void tfm_params_free(tfm_params *p) {
+    tfm_params_free_q8_(p);
     for (int i = 0; i < p->n; i++) {
         free((char *)p->t[i]->name);
         free(p->t[i]);

@@ -170,7 +170,8 @@ int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_pat
         const tfm_entry *a = &base.e[i];
         if (!is_param(a->name)) continue;
         if (a->dtype != TFM_DT_F32) {
-            tfm_set_error("%s: entry '%s' is not float32", inputs[0], a->name);
+            tfm_set_error("%s: entry '%s' is not float32%s", inputs[0], a->name,
+                          a->dtype == TFM_DT_I8 ? " (an int8 model: average the fp32 checkpoints, then quantize)" : "");
             goto done;
         }
         sums[i] = calloc(n_elems(a) + 1, sizeof **sums);

@@ -23,7 +23,9 @@ tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int ta, int t
     shape[a->ndim - 1] = N;
     tfm_tensor *in[2] = {a, b};
     tfm_tensor *out = tfm_tensor_new(g, a->ndim, shape, tfm_any_grad(g, in, 2));
-    if (shared && !ta) /* one big GEMM: stack the batches along M */
+    if (shared && !ta && tb && b->q8 && !out->grad) /* an int8 weight (a tied output layer), inference */
+        tfm_gemm_q8(batch * M, a->data, ac, b->q8, NULL, out->data, N);
+    else if (shared && !ta) /* one big GEMM: stack the batches along M */
         tfm_gemm(0, tb, batch * M, N, K, 1.0f, a->data, ac, b->data, bc, 0.0f, out->data, N);
     else
         tfm_gemm_batched(batch, ta, tb, M, N, K, 1.0f, a->data, ac, (size_t)ar * ac, b->data, bc,
@@ -102,14 +104,14 @@ int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params) {
     memset(p, 0, sizeof *p);
     if (!tfm_gemm_packed_b_floats(1, 1)) return 0; /* the OpenBLAS build: nothing to pack */
     int n = 0;
-    for (int i = 0; i < params->n; i++) n += params->t[i]->ndim == 2;
+    for (int i = 0; i < params->n; i++) n += params->t[i]->ndim == 2 && !params->t[i]->q8;   /* int8: tfm_gemm_q8 */
     if (!n) return 0;
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
     if (!p->t || !p->packed) goto fail;
     for (int i = 0; i < params->n; i++) {
         const tfm_tensor *W = params->t[i];
-        if (W->ndim != 2) continue;
+        if (W->ndim != 2 || W->q8) continue;
         p->t[p->n] = W;
         size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
         p->packed[p->n] = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the kernels load B panels aligned */
@@ -146,10 +148,15 @@ static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
     return NULL;
 }
 
-/* y = x W^T (+ bias, or + beta y): with W's packed copy where g has one */
+/* y = x W^T (+ bias, or + beta y): with W's packed copy where g has one; by W's int8 form (an int8 model)
+ * where the output tracks no grad (inference; beta is 0 there) */
 static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tensor *W, const float *bias, float beta,
-                        float *y) {
+                        float *y, int tracks_grad) {
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
+    if (W->q8 && !tracks_grad && beta == 0.0f) {
+        tfm_gemm_q8(rows, x->data, in_f, W->q8, bias, y, out_f);
+        return;
+    }
     if (g->gemm_bf16) {
         tfm_gemm_bf16(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias, beta, y, out_f);
         return;
@@ -165,7 +172,7 @@ tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *b
     OP_BEGIN(g);
     tfm_tensor *in[3];
     tfm_tensor *y = linear_output(g, "linear", x, W, bias, in);
-    linear_gemm(g, x, W, bias ? bias->data : NULL, 0.0f, y->data);
+    linear_gemm(g, x, W, bias ? bias->data : NULL, 0.0f, y->data, y->grad != NULL);
     tfm_node *n = tfm_graph_push(g, TFM_OP_LINEAR, y, bias ? 3 : 2, in);
     if (n) n->ip[6] = g->gemm_bf16;
     OP_END(g, TFM_OP_LINEAR);
@@ -202,7 +209,7 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
     tfm_tensor *y = linear_output(g, tfm_op_name(op), x, W, bias, in);
     int out_f = W->shape[0], rows = (int)tfm_rows(x);
     float *pre = op == TFM_OP_LINEAR_GELU ? tfm_arena_alloc(&g->arena, sizeof(float) * (size_t)rows * out_f) : y->data;
-    linear_gemm(g, x, W, NULL, 0.0f, pre);
+    linear_gemm(g, x, W, NULL, 0.0f, pre, y->grad != NULL);
     const float *b = bias ? bias->data : NULL;
     const int chunk = tfm_dyn_chunk((size_t)rows);
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)

@@ -174,6 +174,11 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
         goto done;
     }
     if (tfm_ckpt_get_params(cp, &m->params, path)) goto fail_model;
+    if (opt && st && tfm_params_n_q8(&m->params)) {
+        tfm_set_error("%s: an int8 model (tfm quantize) is for inference only: it cannot be trained or resumed "
+                      "(resume the fp32 checkpoint)", path);
+        goto fail_model;
+    }
     if (opt && st) {
         tfm_lm_train_state s = {0};
         if (load_state(cp, path, &cfg, &s)) goto fail_model;

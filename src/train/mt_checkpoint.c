@@ -66,6 +66,11 @@ int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_prog
     memset(opt, 0, sizeof *opt);
     int rc = tfm_container_load(&c, path);
     if (!rc) rc = tfm_mt_model_get(t, &c, path);
+    if (!rc && tfm_params_n_q8(&t->model->params)) {
+        tfm_set_error("%s: an int8 model (tfm quantize) is for inference only: it cannot be trained or resumed "
+                      "(resume the fp32 checkpoint)", path);
+        rc = -1;
+    }
     /* sentences of num_steps tokens plus <bos> must fit the stored positional-encoding table */
     int max_pos = rc ? 0 : tfm_encdec_max_positions(t->model);
     if (!rc && max_pos > 0 && max_pos < o->num_steps + 1) {

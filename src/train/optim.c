@@ -12,6 +12,10 @@
 #endif
 
 int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay) {
+    memset(o, 0, sizeof *o);
+    if (tfm_params_n_q8(p))   /* the weights the kernels read would not follow the updates */
+        return tfm_set_error("an int8 model (tfm quantize) is for inference only: it cannot be trained or resumed "
+                             "(train or resume the fp32 checkpoint)"), -1;
     o->beta1 = beta1;
     o->beta2 = beta2;
     o->eps = eps;

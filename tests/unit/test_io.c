@@ -123,9 +123,12 @@ static void test_round_trip(void) {
     memset(longname, 'n', 255);
     longname[255] = 0;
     tfm_container_add_int(&c, longname, -42);
+    int8_t q[2 * 5] = {-128, -127, -1, 0, 1, 2, 63, 64, 126, 127};   /* int8 (tfm quantize): one byte each */
+    int s2[2] = {2, 5};
+    CHECK("add i8 2d", tfm_container_add(&c, "param.q", TFM_DT_I8, 2, s2, q, sizeof q) != NULL, "%s", tfm_last_error());
     /* replace keeps one entry */
     tfm_container_add_int(&c, "config.n_layer", 2);
-    CHECK("add replaces same name", c.n == 9, "n=%d", c.n);
+    CHECK("add replaces same name", c.n == 10, "n=%d", c.n);
     /* invalid adds are refused */
     int bad_shape[1] = {3};
     CHECK("add refuses nbytes mismatch", tfm_container_add(&c, "bad", TFM_DT_F32, 1, bad_shape, a, 8) == NULL &&
@@ -137,7 +140,9 @@ static void test_round_trip(void) {
     CHECK("add refuses 299-char name", tfm_container_add_int(&c, toolong, 1) == NULL, "accepted");
     CHECK("add refuses ndim 5", tfm_container_add(&c, "x5", TFM_DT_F32, 5, s4, a, 4) == NULL, "accepted");
     CHECK("add refuses bad dtype", tfm_container_add(&c, "xd", 9, 1, bad_shape, a, 12) == NULL, "accepted");
-    CHECK("container unchanged by refused adds", c.n == 9, "n=%d", c.n);
+    CHECK("add refuses i8 nbytes mismatch (4 bytes a value)", tfm_container_add(&c, "xq", TFM_DT_I8, 2, s2, q, 40) == NULL &&
+          strstr(tfm_last_error(), "shape needs 10"), "err=%s", tfm_last_error());
+    CHECK("container unchanged by refused adds", c.n == 10, "n=%d", c.n);
 
     const char *p = tpath("rt.tfm");
     int rc = tfm_container_save(&c, p);
@@ -145,9 +150,9 @@ static void test_round_trip(void) {
     CHECK("save leaves no temp file", count_tmp(dir) == 0, "%d temp files", count_tmp(dir));
     size_t n;
     unsigned char *raw = check_read_file(p, &n);
-    CHECK("file starts with magic TFMC, version 2 LE, count 9",
+    CHECK("file starts with magic TFMC, version 2 LE, count 10",
           raw && n > 12 && memcmp(raw, "TFMC", 4) == 0 && raw[4] == 2 && raw[5] == 0 && raw[6] == 0 &&
-          raw[7] == 0 && raw[8] == 9 && raw[9] == 0, "bad header");
+          raw[7] == 0 && raw[8] == 10 && raw[9] == 0, "bad header");
     free(raw);
 
     tfm_container d;
@@ -187,6 +192,11 @@ static void test_round_trip(void) {
     CHECK("str getter refuses f32", tfm_container_str(&d, "opt.lr") == NULL, "accepted");
     tfm_entry *e = tfm_container_get(&d, "blocks.0.attn.W_q.weight");
     CHECK("get 4d entry", e && e->ndim == 4 && e->shape[3] == 5 && ((float *)e->data)[119] == a[119], "bad");
+    e = tfm_container_get(&d, "param.q");
+    CHECK("i8 entry round trip (dtype 3, 10 bytes, -128..127 kept)",
+          e && e->dtype == TFM_DT_I8 && e->nbytes == 10 && e->shape[0] == 2 && !memcmp(e->data, q, 10), "bad");
+    CHECK("int getter refuses an i8 entry", tfm_container_int(&d, "param.q", &v) == -1 &&
+          strstr(tfm_last_error(), "got i8"), "err=%s", tfm_last_error());
 
     /* overwrite an existing file */
     tfm_container_add_int(&d, "config.n_layer", 3);
@@ -285,8 +295,10 @@ static void test_corruptions(void) {
     expect_fail("name length huge", p, "bad name length");
     MUTATE(b[OFF_E0_NAME] = 0); write_file(p, b, n);
     expect_fail("name with NUL byte", p, "NUL");
-    MUTATE(put_u32(b + OFF_E0_DTYPE, 3)); write_file(p, b, n);
-    expect_fail("bad dtype 3", p, "entry 'w': unknown dtype 3");
+    MUTATE(put_u32(b + OFF_E0_DTYPE, 4)); write_file(p, b, n);
+    expect_fail("bad dtype 4", p, "entry 'w': unknown dtype 4");
+    MUTATE(put_u32(b + OFF_E0_DTYPE, TFM_DT_I8)); write_file(p, b, n);   /* an f32 payload read as int8 */
+    expect_fail("dtype i8 on an f32 payload", p, "entry 'w': size mismatch: header says 24 bytes, i8 shape needs 6");
     MUTATE(put_u32(b + OFF_E0_DTYPE, 0x80000000u)); write_file(p, b, n);
     expect_fail("bad dtype 2^31", p, "unknown dtype");
     MUTATE(put_u32(b + OFF_E0_NDIM, 5)); write_file(p, b, n);

@@ -1,0 +1,67 @@
+/* The AVX-512 VNNI tile of the int8 GEMM (src/ops/gemm_q8.c), written once and compiled twice: natively by
+ * src/ops/kernels_q8_avx512.c (-mavx512f -mavx512bw -mavx512vnni; run only where cpuid reports them) and
+ * by tests/unit/test_gemm_q8.c against SIMDe's portable versions of the same intrinsics, so the kernel's
+ * logic (indexing, tile shapes, the compensation term, the sums) is checked on CPUs without AVX-512 too.
+ * The includer provides the intrinsics and defines Q8V_NAME (the entry point's name).
+ *
+ * vpdpbusd multiplies unsigned bytes by signed bytes and adds each group of four products to an int32 lane
+ * (no intermediate saturation, unlike vpmaddubsw). The activations are signed, so they enter shifted:
+ * u = a + 128 (a XOR 0x80), and sum_k u_k w_k = sum_k a_k w_k + 128 sum_k w_k; the row sum of w (stored with
+ * the weight) takes the excess off. Every partial sum is below 2^31 (K <= TFM_Q8_MAX_COLS: 65536 * 255 * 127
+ * < 2^31), so the result is the exact integer dot product. */
+#include <stddef.h>
+#include <stdint.h>
+
+/* lanes of four __m512i summed: {sum v0, sum v1, sum v2, sum v3} */
+static inline __attribute__((always_inline)) __m128i q8v_sum4(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
+    __m256i h0 = _mm256_add_epi32(_mm512_castsi512_si256(v0), _mm512_extracti64x4_epi64(v0, 1));
+    __m256i h1 = _mm256_add_epi32(_mm512_castsi512_si256(v1), _mm512_extracti64x4_epi64(v1, 1));
+    __m256i h2 = _mm256_add_epi32(_mm512_castsi512_si256(v2), _mm512_extracti64x4_epi64(v2, 1));
+    __m256i h3 = _mm256_add_epi32(_mm512_castsi512_si256(v3), _mm512_extracti64x4_epi64(v3, 1));
+    __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(h0, h1), _mm256_hadd_epi32(h2, h3));
+    return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+/* out[i*4 + j] = sum_{k < kb} a[i*lda + k] * w[j*ldw + k] for i < MR, j < NR (kb a multiple of 64; the rows
+ * of a and w 64-byte aligned). MR, NR are constants after inlining: the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void q8v_tile(const int MR, const int NR, int kb, const int8_t *a,
+                                                           size_t lda, const int8_t *w, size_t ldw,
+                                                           const int32_t *wsum, int32_t *out) {
+    __m512i acc[4][4];
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_si512();
+    for (int k = 0; k < kb; k += 64) {
+        __m512i wv[4];
+        for (int j = 0; j < NR; j++) wv[j] = _mm512_load_si512((const void *)(w + (size_t)j * ldw + k));
+        for (int i = 0; i < MR; i++) {
+            __m512i u = _mm512_xor_si512(_mm512_load_si512((const void *)(a + (size_t)i * lda + k)), flip);
+            for (int j = 0; j < NR; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], u, wv[j]);
+        }
+    }
+    const __m512i z = _mm512_setzero_si512();
+    __m128i comp = _mm_set_epi32(NR > 3 ? wsum[3] : 0, NR > 2 ? wsum[2] : 0, NR > 1 ? wsum[1] : 0, wsum[0]);
+    comp = _mm_slli_epi32(comp, 7);   /* 128 * sum_k w_jk */
+    for (int i = 0; i < MR; i++) {
+        __m128i s = q8v_sum4(acc[i][0], NR > 1 ? acc[i][1] : z, NR > 2 ? acc[i][2] : z, NR > 3 ? acc[i][3] : z);
+        _mm_storeu_si128((__m128i *)(out + 4 * i), _mm_sub_epi32(s, comp));
+    }
+}
+
+#define Q8V_VARIANT(MR, NR)                                                                                  \
+    static void q8v_tile_##MR##x##NR(int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,      \
+                                     const int32_t *wsum, int32_t *out) {                                   \
+        q8v_tile(MR, NR, kb, a, lda, w, ldw, wsum, out);                                                    \
+    }
+Q8V_VARIANT(4, 4) Q8V_VARIANT(4, 3) Q8V_VARIANT(4, 2) Q8V_VARIANT(4, 1)
+Q8V_VARIANT(1, 4) Q8V_VARIANT(1, 3) Q8V_VARIANT(1, 2) Q8V_VARIANT(1, 1)
+#undef Q8V_VARIANT
+
+/* The tile entry point: mr 1 or 4 rows, nr 1..4 columns; out is mr x 4 int32 (columns >= nr unspecified). */
+void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, const int32_t *wsum,
+              int32_t *out) {
+    typedef void (*tile_fn)(int, const int8_t *, size_t, const int8_t *, size_t, const int32_t *, int32_t *);
+    static const tile_fn tiles[2][4] = {{q8v_tile_1x1, q8v_tile_1x2, q8v_tile_1x3, q8v_tile_1x4},
+                                        {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4}};
+    tiles[mr == 4][nr - 1](kb, a, lda, w, ldw, wsum, out);
+}

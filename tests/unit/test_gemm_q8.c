@@ -1,0 +1,425 @@
+/* The int8 GEMM (src/ops/gemm_q8.c): row quantization on every path against tfm_q8_quantize_row, bit for bit,
+ * and its error bound; the integer products of every path (portable, AVX2, AVX-512 VNNI natively where the
+ * CPU has it and, on any CPU, the same kernel source compiled against SIMDe's portable intrinsics) against
+ * exact integer sums on ragged shapes and at the saturation extremes, where the shifted vpmaddubsw form
+ * saturates; the scaled float result against its formula, the same bits on every path and thread count;
+ * NaN, zero and tiny rows; int8 parameters (tfm_params_quantize / set_q8) and tfm_linear on them. */
+#include "check.h"
+#include "tfm/kernels.h"
+#include "tfm/ops.h"
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/isa.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t next_u32(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static float frand(void) { return (float)(next_u32() >> 8) / (float)(1 << 23) - 1.0f; } /* [-1, 1) */
+static int8_t qrand(void) { return (int8_t)((int)(next_u32() % 255) - 127); }          /* [-127, 127] */
+static uint32_t bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+static int ld_of(int cols) { return (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * TFM_Q8_ALIGN; }
+
+/* a weight from rows x cols bytes (64-byte aligned, zero-padded rows) */
+static tfm_q8_weight make_weight(int rows, int cols, const int8_t *q, const float *scale) {
+    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL};
+    w.q = aligned_alloc(64, (size_t)rows * w.ld);
+    w.scale = malloc(sizeof(float) * rows);
+    w.sum = malloc(sizeof(int32_t) * rows);
+    memset(w.q, 0, (size_t)rows * w.ld);
+    for (int r = 0; r < rows; r++) {
+        int32_t s = 0;
+        for (int c = 0; c < cols; c++) s += w.q[(size_t)r * w.ld + c] = q[(size_t)r * cols + c];
+        w.sum[r] = s;
+        w.scale[r] = scale ? scale[r] : 1.0f;
+    }
+    return w;
+}
+static void free_weight(tfm_q8_weight *w) { free(w->q), free(w->scale), free(w->sum); }
+
+/* activations as the kernels read them: M rows of ld bytes, 64-byte aligned, zero beyond cols */
+static int8_t *make_acts(int M, int cols, const int8_t *q) {
+    int ld = ld_of(cols);
+    int8_t *a = aligned_alloc(64, (size_t)M * ld);
+    memset(a, 0, (size_t)M * ld);
+    for (int i = 0; i < M; i++) memcpy(a + (size_t)i * ld, q + (size_t)i * cols, (size_t)cols);
+    return a;
+}
+
+static void reference_dot(int M, int N, int K, const int8_t *qa, const int8_t *qw, int64_t *ref) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            int64_t s = 0;
+            for (int k = 0; k < K; k++) s += (int64_t)qa[(size_t)i * K + k] * qw[(size_t)j * K + k];
+            ref[(size_t)i * N + j] = s;
+        }
+}
+
+static const tfm_q8_path PATHS[] = {TFM_Q8_GENERIC, TFM_Q8_AVX2, TFM_Q8_VNNI};
+
+#if TFM_X86
+#include <immintrin.h>
+/* The pitfall on this CPU's own vpmaddubsw (before SIMDe is included below: these are the real intrinsics): the shifted form against the sign form, 32 bytes of the extremes */
+TFM_TARGET_AVX2 static void hw_pitfall(void) {
+    int8_t a[32], w[32];
+    for (int k = 0; k < 32; k++) a[k] = 127, w[k] = 127;
+    __m256i av = _mm256_loadu_si256((const __m256i *)a), wv = _mm256_loadu_si256((const __m256i *)w);
+    __m256i ones = _mm256_set1_epi16(1);
+    __m256i shifted = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_xor_si256(av, _mm256_set1_epi8((char)0x80)), wv), ones);
+    __m256i signed_ = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(wv, av)), ones);
+    int32_t s[8], t[8];
+    _mm256_storeu_si256((__m256i *)s, shifted);
+    _mm256_storeu_si256((__m256i *)t, signed_);
+    /* each lane: 4 products of 127 * 127 = 64516; shifted: 2 pairs of 255 * 127 = 64770 -> saturated 32767 */
+    CHECK("q8_hw_vpmaddubsw_shifted_saturates", s[0] == 2 * 32767, "lane 0 = %d", s[0]);
+    CHECK("q8_hw_vpmaddubsw_sign_form_exact", t[0] == 4 * 127 * 127 && t[7] == 4 * 127 * 127, "lane 0 = %d", t[0]);
+}
+#endif
+
+/* ---------------------------------------------------------------- VNNI kernel under SIMDe */
+/* The kernel source of kernels_q8_avx512.c, compiled here against SIMDe's portable AVX-512 intrinsics
+ * (Debian libsimde-dev), so its logic runs on any CPU. Included last: its aliases rename the intrinsics. */
+#if __has_include(<simde/x86/avx512.h>)
+#define HAVE_SIMDE 1
+#define SIMDE_ENABLE_NATIVE_ALIASES
+/* SIMDe's 512-bit types are plain vector types here; clang warns that passing them without AVX-512 enabled
+ * has another ABI than with it (-Wpsabi): true, and irrelevant inside this one file */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#include <simde/x86/avx512.h>
+#define Q8V_NAME emu_tile_vnni
+#include "ops/q8_vnni_body.h"
+#pragma GCC diagnostic pop
+#else
+#define HAVE_SIMDE 0
+#endif
+
+/* acc (M x N) from a tile function, with the tile shapes the driver uses for the VNNI path */
+typedef void (*tile_fn)(int, int, int, const int8_t *, size_t, const int8_t *, size_t, const int32_t *, int32_t *);
+static void dot_with_tile(tile_fn tile, int M, const int8_t *qa, const tfm_q8_weight *w, int32_t *acc) {
+    int32_t out[16];
+    for (int i = 0; i < M;) {
+        int mr = M - i >= 4 ? 4 : 1;
+        for (int j = 0; j < w->rows; j += 4) {
+            int nr = w->rows - j < 4 ? w->rows - j : 4;
+            tile(mr, nr, w->ld, qa + (size_t)i * w->ld, (size_t)w->ld, w->q + (size_t)j * w->ld, (size_t)w->ld,
+                 w->sum + j, out);
+            for (int r = 0; r < mr; r++)
+                for (int c = 0; c < nr; c++) acc[(size_t)(i + r) * w->rows + j + c] = out[4 * r + c];
+        }
+        i += mr;
+    }
+}
+
+/* every path's integer products equal the exact sums; name says which data. With quiet, no CHECK line: the
+ * bit p + 1 of the result is set if path p (3: VNNI under SIMDe) differed (a "#" line says where). */
+static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, const int8_t *qw, int quiet) {
+    int failed = 0;
+    tfm_q8_weight w = make_weight(N, K, qw, NULL);
+    int8_t *a = make_acts(M, K, qa);
+    int64_t *ref = malloc(sizeof(int64_t) * M * N);
+    int32_t *acc = malloc(sizeof(int32_t) * M * N);
+    reference_dot(M, N, K, qa, qw, ref);
+    char label[160];
+    for (int p = 0; p < 3 + HAVE_SIMDE; p++) {
+        const char *pn = p < 3 ? tfm_q8_path_name(PATHS[p]) : "avx512-vnni-simde";
+        snprintf(label, sizeof label, "q8_dot_%s_%s", pn, name);
+        if (p < 3 && !tfm_q8_path_supported(PATHS[p])) continue;   /* reported once in main */
+        memset(acc, 0x55, sizeof(int32_t) * M * N);
+#if HAVE_SIMDE
+        if (p == 3) dot_with_tile(emu_tile_vnni, M, a, &w, acc);
+        else
+#endif
+            tfm_q8_dot_path_(PATHS[p], M, a, w.ld, &w, acc);
+        int bad = -1;
+        for (int i = 0; i < M * N && bad < 0; i++)
+            if (acc[i] != ref[i]) bad = i;
+        if (bad >= 0) failed |= 2 << p;
+        if (quiet && bad >= 0)
+            printf("# %s: M=%d N=%d K=%d: element %d is %d, exact %lld\n", label, M, N, K, bad, acc[bad], (long long)ref[bad]);
+        else if (!quiet)
+            CHECK(label, bad < 0, "M=%d N=%d K=%d: element %d is %d, exact %lld", M, N, K, bad, bad < 0 ? 0 : acc[bad],
+                  bad < 0 ? 0LL : (long long)ref[bad]);
+    }
+    free(ref), free(acc), free(a);
+    free_weight(&w);
+    return failed;
+}
+
+static void dot_suite(void) {
+    /* ragged shapes: K across the 32- and 64-byte chunks, rows across the 4-row and 4/2-column tiles */
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 9}, Ns[] = {1, 2, 3, 5, 8, 17}, Ks[] = {1, 31, 32, 33, 64, 65, 130, 300};
+    int total = 0, failed = 0;
+    for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
+        for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
+            for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++) {
+                int M = Ms[a], N = Ns[b], K = Ks[c];
+                int8_t *qa = malloc((size_t)M * K), *qw = malloc((size_t)N * K);
+                for (int i = 0; i < M * K; i++) qa[i] = qrand();
+                for (int i = 0; i < N * K; i++) qw[i] = qrand();
+                failed |= check_dot("ragged", M, N, K, qa, qw, 1);
+                total++;
+                free(qa), free(qw);
+            }
+    char label[80];
+    for (int p = 0; p < 3 + HAVE_SIMDE; p++) {
+        if (p < 3 && !tfm_q8_path_supported(PATHS[p])) continue;
+        snprintf(label, sizeof label, "q8_dot_%s_ragged_%d_shapes_exact", p < 3 ? tfm_q8_path_name(PATHS[p]) : "avx512-vnni-simde", total);
+        CHECK(label, !(failed & (2 << p)), "see the lines above");
+    }
+}
+
+/* Emulation of vpmaddubsw on one pair: u8 * s8 + u8 * s8, saturated to int16 (the instruction's definition) */
+static int32_t maddubs_pair(uint8_t u0, int8_t s0, uint8_t u1, int8_t s1) {
+    int32_t v = (int32_t)u0 * s0 + (int32_t)u1 * s1;
+    return v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+}
+
+/* The extremes: every pair of products at +-2 * 127 * 127, and K at TFM_Q8_MAX_COLS where the VNNI form's
+ * shifted sums come closest to 2^31. The shifted form (u8 = a + 128 against signed w) saturates on them. */
+static void extremes_suite(void) {
+    const int K = 256, M = 4, N = 4;
+    int8_t *qa = malloc(M * K), *qw = malloc(N * K);
+    /* rows: all +127, all -127, alternating, +127/-127 in pairs; weights: the same patterns */
+    for (int k = 0; k < K; k++) {
+        int8_t v[4] = {127, -127, (int8_t)(k % 2 ? -127 : 127), (int8_t)((k / 2) % 2 ? -127 : 127)};
+        for (int r = 0; r < 4; r++) qa[r * K + k] = v[r], qw[r * K + k] = v[(r + 1) % 4];
+    }
+    check_dot("extremes", M, N, K, qa, qw, 0);
+    /* the pitfall, shown: the shifted form saturates here (so this data does reach it) */
+    int64_t exact = 0, shifted = 0;
+    for (int k = 0; k < K; k += 2) {
+        exact += (int64_t)qa[k] * qw[k] + (int64_t)qa[k + 1] * qw[k + 1];
+        shifted += maddubs_pair((uint8_t)(qa[k] + 128), qw[k], (uint8_t)(qa[k + 1] + 128), qw[k + 1]);
+    }
+    int64_t wsum = 0;
+    for (int k = 0; k < K; k++) wsum += qw[k];
+    shifted -= 128 * wsum;
+    CHECK("q8_shifted_maddubs_saturates_on_extremes", shifted != exact,
+          "the shifted form gave the exact %lld: the extremes do not reach the saturation", (long long)exact);
+    printf("#   exact %lld, shifted vpmaddubsw form %lld (saturated pairs)\n", (long long)exact, (long long)shifted);
+    /* |a| * sign(a) w: never saturates, for every pair of values */
+    int worst = 0;
+    for (int a0 = -127; a0 <= 127; a0++)
+        for (int w0 = -127; w0 <= 127; w0++) {
+            int p = 2 * abs(a0) * (a0 < 0 ? -w0 : w0);
+            if (abs(p) > worst) worst = abs(p);
+        }
+    CHECK("q8_sign_form_pairs_fit_int16", worst == 2 * 127 * 127 && worst <= 32767, "worst pair %d", worst);
+    free(qa), free(qw);
+    /* the longest rows allowed, at the extremes: a * w = 127 * 127 over 65536 columns, and -127 * 127 */
+    const int KM = TFM_Q8_MAX_COLS;
+    int8_t *la = malloc(2 * (size_t)KM), *lw = malloc(2 * (size_t)KM);
+    for (int k = 0; k < KM; k++) la[k] = 127, la[KM + k] = -127, lw[k] = 127, lw[KM + k] = -127;
+    check_dot("max_cols_extremes", 2, 2, KM, la, lw, 0);
+    free(la), free(lw);
+}
+
+
+/* ---------------------------------------------------------------- quantization */
+static void quantize_suite(void) {
+    static const int ns[] = {1, 7, 8, 9, 31, 32, 33, 64, 100, 257};
+    int same = 1, bound = 1, pad_zero = 1, no128 = 1;
+    int8_t q0[320], q1[320];
+    for (size_t t = 0; t < sizeof ns / sizeof *ns; t++)
+        for (int rep = 0; rep < 20; rep++) {
+            int n = ns[t], pad = ld_of(n);
+            float x[257];
+            float mag = rep % 4 == 0 ? 1e-3f : rep % 4 == 1 ? 1.0f : rep % 4 == 2 ? 300.0f : 1e20f;
+            for (int i = 0; i < n; i++) x[i] = frand() * mag;
+            if (rep == 5) for (int i = 0; i < n; i++) x[i] = (float)((i % 9) - 4) + 0.5f;   /* ties (amax 4.5..) */
+            if (rep == 6) x[0] = 127.0f, x[n - 1] = n > 1 ? 0.5f : 127.0f;                  /* inv = 1: exact ties */
+            float s0 = tfm_q8_quantize_row(x, n, q0);
+            for (int i = 0; i < n; i++) {
+                no128 &= q0[i] != -128;
+                float err = fabsf(x[i] - s0 * (float)q0[i]);
+                if (!(err <= s0 * 0.5f * (1 + 1e-5f) + 1e-30f)) bound = 0;
+            }
+            for (size_t p = 0; p < 2; p++) {
+                if (!tfm_q8_path_supported(PATHS[p])) continue;
+                memset(q1, 0x7f, sizeof q1);
+                float s1 = tfm_q8_quantize_row_path_(PATHS[p], x, n, pad, q1);
+                same &= bits(s0) == bits(s1) && !memcmp(q0, q1, (size_t)n);
+                for (int i = n; i < pad; i++) pad_zero &= q1[i] == 0;
+            }
+        }
+    CHECK("q8_quantize_row_paths_bit_equal", same, "a path quantized a row differently from tfm_q8_quantize_row");
+    CHECK("q8_quantize_dequantize_error_le_half_scale", bound, "|x - s q| > s / 2");
+    CHECK("q8_quantize_padding_zero", pad_zero, "bytes past n not zero");
+    CHECK("q8_quantize_never_minus_128", no128, "a -128");
+    /* ties go to even: with amax 127 the scale is 1 and 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2 */
+    float t[6] = {127.0f, 0.5f, 1.5f, 2.5f, -2.5f, -127.0f};
+    int8_t qt[6];
+    float st = tfm_q8_quantize_row(t, 6, qt);
+    CHECK("q8_quantize_ties_to_even", st == 1.0f && qt[1] == 0 && qt[2] == 2 && qt[3] == 2 && qt[4] == -2 && qt[5] == -127,
+          "scale %g q %d %d %d %d", st, qt[1], qt[2], qt[3], qt[4]);
+    /* special rows, on every path: zero, tiny (below TFM_Q8_TINY), NaN, infinity */
+    float z[40] = {0}, tiny[40], nanr[40], infr[40];
+    for (int i = 0; i < 40; i++) tiny[i] = 1e-31f * (float)(i % 3), nanr[i] = infr[i] = (float)i;
+    nanr[37] = NAN, infr[3] = -INFINITY;
+    int special = 1;
+    for (size_t p = 0; p < 2; p++) {
+        if (!tfm_q8_path_supported(PATHS[p])) continue;
+        int8_t q[64];
+        special &= tfm_q8_quantize_row_path_(PATHS[p], z, 40, 64, q) == 0.0f && q[0] == 0;
+        special &= tfm_q8_quantize_row_path_(PATHS[p], tiny, 40, 64, q) == 0.0f && q[2] == 0;
+        special &= isnan(tfm_q8_quantize_row_path_(PATHS[p], nanr, 40, 64, q)) && q[5] == 0;
+        special &= isnan(tfm_q8_quantize_row_path_(PATHS[p], infr, 40, 64, q)) && q[5] == 0;
+    }
+    CHECK("q8_quantize_zero_tiny_nan_inf_rows", special, "a special row was not zeros with scale 0 / NaN");
+}
+
+/* ---------------------------------------------------------------- the whole GEMM */
+/* C[i][j] = (float)acc * (sa * sw) + bias, from exact sums of the rows quantized by tfm_q8_quantize_row */
+static void reference_gemm(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
+    int K = W->cols;
+    int8_t *q = malloc((size_t)K);
+    for (int i = 0; i < M; i++) {
+        float sa = tfm_q8_quantize_row(A + (size_t)i * lda, K, q);
+        for (int j = 0; j < W->rows; j++) {
+            int64_t s = 0;
+            for (int k = 0; k < K; k++) s += (int64_t)q[k] * W->q[(size_t)j * W->ld + k];
+            float scale = sa * W->scale[j];
+            float y = (float)(int32_t)s * scale;
+            if (bias) y += bias[j];
+            C[(size_t)i * ldc + j] = y;
+        }
+    }
+    free(q);
+}
+
+static void gemm_suite(void) {
+    static const int shapes[][3] = {{1, 1, 1}, {1, 37, 130}, {3, 5, 64}, {4, 9, 33}, {7, 70, 200}, {33, 129, 257}, {64, 96, 512}};
+    int all_same = 1, threads_same = 1, close = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], lda = K + 3, ldc = N + 2;
+        float *Wf = malloc(sizeof(float) * N * K), *A = malloc(sizeof(float) * M * lda), *bias = malloc(sizeof(float) * N);
+        int8_t *qw = malloc((size_t)N * K);
+        float *sw = malloc(sizeof(float) * N);
+        for (int i = 0; i < N * K; i++) Wf[i] = frand() * (i % 11 == 0 ? 4.0f : 0.5f);
+        for (int j = 0; j < N; j++) sw[j] = tfm_q8_quantize_row(Wf + (size_t)j * K, K, qw + (size_t)j * K), bias[j] = frand();
+        for (int i = 0; i < M * lda; i++) A[i] = frand() * (i % 13 == 0 ? 8.0f : 1.0f);
+        tfm_q8_weight w = make_weight(N, K, qw, sw);
+        float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc), *F = malloc(sizeof(float) * M * N);
+        for (int b = 0; b < 2; b++) {
+            reference_gemm(M, A, lda, &w, b ? bias : NULL, ref, ldc);
+            for (size_t p = 0; p < 3; p++) {
+                if (!tfm_q8_path_supported(PATHS[p])) continue;
+                for (int nt = 1; nt <= 2; nt++) {
+                    for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
+                    tfm_gemm_q8_path_(PATHS[p], nt, M, A, lda, &w, b ? bias : NULL, C, ldc);
+                    int ok = 1;
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < ldc; j++) {
+                            float want = j < N ? ref[(size_t)i * ldc + j] : -7.0f;   /* the gap left alone */
+                            ok &= bits(C[(size_t)i * ldc + j]) == bits(want);
+                        }
+                    if (!ok) printf("# M=%d N=%d K=%d bias=%d path %s threads %d differs\n", M, N, K, b,
+                                    tfm_q8_path_name(PATHS[p]), nt);
+                    *(nt == 1 ? &all_same : &threads_same) &= ok;
+                }
+            }
+        }
+        /* against fp32: |C - A W^T| within the two quantization errors (a loose, shape-aware bound) */
+        tfm_gemm(0, 1, M, N, K, 1.0f, A, lda, Wf, K, 0.0f, F, N);
+        for (int i = 0; i < M; i++) {
+            float amax = 0;
+            for (int k = 0; k < K; k++) amax = fmaxf(amax, fabsf(A[(size_t)i * lda + k]));
+            for (int j = 0; j < N; j++) {
+                float wmax = sw[j] * 127.0f;
+                double bound = 0.5 * (amax / 127.0 * wmax + wmax / 127.0 * amax) * K * 1.01 + 1e-5;
+                tfm_gemm_q8_path_(TFM_Q8_GENERIC, 1, 1, A + (size_t)i * lda, lda, &w, NULL, C, N);
+                close &= fabs((double)C[j] - F[(size_t)i * N + j]) <= bound;
+            }
+        }
+        free(Wf), free(A), free(bias), free(qw), free(sw), free(ref), free(C), free(F);
+        free_weight(&w);
+    }
+    CHECK("q8_gemm_every_path_equals_formula_bits", all_same, "see the lines above");
+    CHECK("q8_gemm_two_threads_same_bits", threads_same, "see the lines above");
+    CHECK("q8_gemm_near_fp32_within_quantization_bound", close, "an element outside the bound");
+    /* a NaN in a row makes that row NaN, the other rows stay finite; a zero row gives the bias */
+    const int K = 40, N = 3;
+    int8_t qw[3 * 40];
+    for (int i = 0; i < N * K; i++) qw[i] = qrand();
+    float sw[3] = {0.5f, 0.25f, 1.0f}, bias[3] = {1, 2, 3}, A[3 * 40], C[9];
+    tfm_q8_weight w = make_weight(N, K, qw, sw);
+    for (int i = 0; i < 3 * K; i++) A[i] = i < K ? frand() : i < 2 * K ? 0.0f : frand();
+    A[2 * K + 7] = NAN;
+    int ok = 1;
+    for (size_t p = 0; p < 3; p++) {
+        if (!tfm_q8_path_supported(PATHS[p])) continue;
+        tfm_gemm_q8_path_(PATHS[p], 1, 3, A, K, &w, bias, C, N);
+        ok &= isfinite(C[0]) && C[3] == 1 && C[4] == 2 && C[5] == 3 && isnan(C[6]) && isnan(C[8]);
+    }
+    CHECK("q8_gemm_nan_row_and_zero_row", ok, "C = %g .. %g %g %g .. %g", C[0], C[3], C[4], C[5], C[6]);
+    free_weight(&w);
+}
+
+/* ---------------------------------------------------------------- int8 parameters and tfm_linear */
+static void params_suite(void) {
+    tfm_params p;
+    tfm_params_init(&p);
+    tfm_tensor *W = tfm_param2(&p, "lin.weight", 6, 70), *b = tfm_param1(&p, "lin.bias", 6);
+    tfm_tensor *v = tfm_param1(&p, "norm.weight", 70);
+    tfm_params_alloc(&p);
+    for (size_t i = 0; i < W->size; i++) W->data[i] = frand();
+    for (int i = 0; i < 6; i++) b->data[i] = frand();
+    float orig[6 * 70];
+    memcpy(orig, W->data, sizeof orig);
+    CHECK("q8_params_refuse_1d", tfm_params_quantize(&p, 2) == -1 && strstr(tfm_last_error(), "norm.weight") && v->q8 == NULL,
+          "err=%s", tfm_last_error());
+    CHECK("q8_params_quantize", tfm_params_quantize(&p, 0) == 0 && W->q8 && tfm_params_n_q8(&p) == 1, "%s", tfm_last_error());
+    int deq = 1;
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 70; c++) {
+            float x = W->data[r * 70 + c];
+            deq &= x == W->q8->scale[r] * (float)W->q8->q[r * W->q8->ld + c];
+            deq &= fabsf(x - orig[r * 70 + c]) <= W->q8->scale[r] * 0.5f * (1 + 1e-5f);
+        }
+    CHECK("q8_params_data_is_dequantized_within_half_scale", deq, "data is not scale * q");
+    /* tfm_linear without grad multiplies by the int8 weight (= tfm_gemm_q8 bits), with grad by the floats */
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    g.grad_enabled = 0;
+    float xs[2 * 70], want[2 * 6];
+    for (int i = 0; i < 140; i++) xs[i] = frand();
+    tfm_tensor *x = tfm_constant(&g, xs, 2, (int[]){2, 70});
+    tfm_tensor *y = tfm_linear(&g, x, W, b);
+    tfm_gemm_q8(2, xs, 70, W->q8, b->data, want, 6);
+    CHECK("q8_linear_uses_int8_gemm", !memcmp(y->data, want, sizeof want), "y differs from tfm_gemm_q8");
+    g.grad_enabled = 1;
+    tfm_graph_reset(&g);
+    x = tfm_constant(&g, xs, 2, (int[]){2, 70});
+    tfm_tensor *y2 = tfm_linear(&g, x, W, b);
+    tfm_gemm(0, 1, 2, 6, 70, 1.0f, xs, 70, W->data, 70, 0.0f, want, 6);
+    for (int i = 0; i < 12; i++) want[i] += b->data[i % 6];
+    CHECK("q8_linear_with_grad_uses_dequantized_floats", y2->grad && max_abs_diff(y2->data, want, 12) < 1e-5, "differs");
+    tfm_graph_free(&g);
+    tfm_params_free(&p);
+}
+
+int main(void) {
+    for (size_t p = 0; p < 3; p++)
+        if (!tfm_q8_path_supported(PATHS[p]))
+            printf("NOTRUN q8_path_%s: this CPU (or build) lacks it (not tested here natively)\n", tfm_q8_path_name(PATHS[p]));
+#if !HAVE_SIMDE
+    printf("SKIP q8_vnni_simde: SIMDe headers missing (apt-get install libsimde-dev)\n");
+#endif
+    quantize_suite();
+    dot_suite();
+    extremes_suite();
+#if TFM_X86
+    if (tfm_q8_path_supported(TFM_Q8_AVX2)) hw_pitfall();
+#endif
+    gemm_suite();
+    params_suite();
+    printf("# int8 GEMM path in use: %s\n", tfm_gemm_q8_backend());
+    return check_failures ? 1 : 0;
+}
