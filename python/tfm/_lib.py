@@ -76,7 +76,7 @@ class Vocab(Structure):              # tfm_vocab (text.h)
 
 class Params(Structure):             # tfm_params (core.h)
     _fields_ = [("t", c_void_p), ("n", c_int), ("cap", c_int), ("data", POINTER(c_float)),
-                ("grad", POINTER(c_float)), ("total", c_size_t)]
+                ("grad", POINTER(c_float)), ("total", c_size_t), ("q8", c_void_p)]
 
 
 class Rng(Structure):                # tfm_rng (core.h)
