@@ -39,7 +39,8 @@ int cmd_attention(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (!src) return cli_error(C, "--text \"TEXT\" is required");
     if (!out) return cli_error(C, "--out FILE.svg is required");
-    if ((rc = cli_check_out_not_input(C, out, pos, 1))) return rc;
+    tfm_file_use files[] = {{"MODEL.tfm", pos[0], TFM_FILE_IN}, {"--out", out, TFM_FILE_OUT}};
+    if ((rc = cli_check_files(C, files, 2))) return rc;
     if (max_output < 1 || max_output > 1000) return cli_error(C, "--max-output must be in 1..1000, got %d", max_output);
     if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--text: invalid UTF-8");

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/core.h"
 #include "tfm/eval.h"
 
@@ -31,7 +32,11 @@ int cmd_average(int argc, char **argv) {
     free(args);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("average", "-o OUT.tfm is required");
-    if ((rc = cli_check_writable("average", out))) return rc;
+    tfm_file_use files[MAX_INPUTS + 1];
+    for (int i = 0; i < n_pos; i++) files[i] = (tfm_file_use){"IN.tfm", pos[i], TFM_FILE_IN};
+    files[n_pos] = (tfm_file_use){"-o", out, TFM_FILE_OUT};
+    if ((rc = cli_check_files("average", files, n_pos + 1))) return rc;
+    cli_clean_stale("average", out);
     if (tfm_checkpoint_average(pos, n_pos, out)) return cli_fail("average", "%s", tfm_last_error());
     printf("wrote %s: mean of %d checkpoints\n", out, n_pos);
     return 0;

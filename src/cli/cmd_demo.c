@@ -38,6 +38,11 @@ static int demo_kernel_regression(int argc, char **argv) {
     tfm_set_threads(threads);
     struct stat st;
     if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);
+    char fit[4200], att[4200];
+    snprintf(fit, sizeof fit, "%s/kernel_regression_fit.svg", out_dir);
+    snprintf(att, sizeof att, "%s/kernel_regression_attention.svg", out_dir);
+    tfm_file_use files[] = {{"--out-dir", fit, TFM_FILE_OUT}, {"--out-dir", att, TFM_FILE_OUT}};
+    if ((rc = cli_check_files("demo", files, 2))) return rc;
 
     tfm_kr_data d;
     tfm_kr_data_make(&d, 50, 50, (uint64_t)seed);

@@ -74,12 +74,12 @@ int cmd_train_lm(int argc, char **argv) {
     if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");
     if (!out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
-    const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
+    tfm_file_use files[] = {{"--data", data, TFM_FILE_IN}, {"--resume", resume, TFM_FILE_IN_PLACE},
+                            {"--out", out, TFM_FILE_OUT}, {"--log-file", log_file, TFM_FILE_OUT_STREAM}};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
         (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
         (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
-        (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)) ||
-        (rc = cli_check_not_input(C, "--log-file", log_file, inputs, 3)))
+        (rc = cli_check_files(C, files, 4)))
         return rc;
     tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
     int q = cli_dist_open(C, threads, &dist);

@@ -63,7 +63,12 @@ int mt_check_valid(const mt_opts *o);
 /* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation). */
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs);
 int mt_arrays(const tfm_parallel_text *p, const tfm_translator *t, int num_steps, tfm_nmt_arrays *a, const char *what);
-/* --dump-data PREFIX: tokens and vocabularies (valid may be NULL). */
+/* Every file the run reads and writes (--out, --keep-best's MODEL.best.tfm, --log-file, the --dump-data
+ * files) checked before any work (cli_check_files): returns 0 or the exit status (printed). */
+int mt_check_files(const mt_opts *o);
+/* --keep-best's file: OUT without .tfm, then .best.tfm */
+void mt_best_path(const char *out, char *buf, size_t n);
+/* --dump-data PREFIX: tokens and vocabularies (valid may be NULL), each file written atomically. */
 int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_translator *t);
 /* --d2l-examples: translate d2l's four English sentences and print BLEU. */
 void mt_d2l_examples(tfm_translator *t);

@@ -14,12 +14,8 @@ int mt_check(const mt_opts *o) {
     if (!o->tsv && (!o->src || !o->tgt)) return cli_error(C, "--src and --tgt go together");
     if (!o->valid_src != !o->valid_tgt) return cli_error(C, "--valid-src and --valid-tgt go together");
     if (!o->out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
-    const char *inputs[] = {o->tsv, o->src, o->tgt, o->valid_src, o->valid_tgt,
-                            o->resume && strcmp(o->resume, o->out) ? o->resume : NULL, o->out};
-    int rc;
-    if ((rc = cli_check_writable(C, o->out)) || (rc = cli_check_out_not_input(C, o->out, inputs, 6)) ||
-        (rc = cli_check_not_input(C, "--log-file", o->log_file, inputs, 7)))
-        return rc;
+    int rc = mt_check_files(o);
+    if (rc) return rc;
     if (tfm_tok_kind_parse(o->preprocess) < 0)
         return cli_error(C, "--preprocess: unknown '%s' (d2l, moses, moses-lower, space)", o->preprocess);
     if (strcmp(o->schedule, "noam") && strcmp(o->schedule, "cosine") && strcmp(o->schedule, "constant"))

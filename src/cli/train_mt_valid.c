@@ -40,9 +40,7 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_translator *tr, const tfm_n
     v->keep_best = o->keep_best;
     v->batch_size = o->batch_size;
     v->max_len = o->max_len;
-    size_t k = strlen(o->out);
-    k = k > 4 && !strcmp(o->out + k - 4, ".tfm") ? k - 4 : k;
-    snprintf(v->best_path, sizeof v->best_path, "%.*s.best.tfm", (int)k, o->out);
+    mt_best_path(o->out, v->best_path, sizeof v->best_path);
     if (o->log_file && !(v->log = fopen(o->log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", o->log_file), CLI_EXIT_IO;
     if (!valid) return 0;
