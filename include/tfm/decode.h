@@ -17,6 +17,7 @@ typedef struct {
     int beam;                /* 1 = greedy */
     float alpha;             /* GNMT length penalty lp = ((5+len)/6)^alpha; score = logprob / lp */
     int max_len;             /* max generated tokens (excluding <eos>) */
+    int *n_truncated;        /* not NULL: += the sources cut to max_src tokens (or the model's positions) */
 } tfm_decode_opts;
 
 /* Translate n source sentences given as token ids (src_ids[src_off[i]..src_off[i+1]) without <eos>;

@@ -55,7 +55,9 @@ int cmd_attention(int argc, char **argv) {
     }
     int Ts = tl.n + 1;
     int max_pos = tfm_encdec_max_positions(m);
-    if (max_pos > 0 && Ts > max_pos) Ts = max_pos;
+    if (max_pos > 0 && Ts > max_pos)   /* said once: the maps show the first max_pos tokens only */
+        fprintf(stderr, "tfm %s: warning: --text has %d tokens incl. <eos>, cut to the model's %d positions (config.max_len)\n",
+                C, Ts, max_pos), Ts = max_pos;
     int *sids = malloc(sizeof(int) * (size_t)Ts), off[2] = {0, Ts - 1};
     const char **slab = malloc(sizeof(char *) * (size_t)Ts);
     for (int i = 0; i < Ts - 1; i++) {
@@ -66,7 +68,7 @@ int cmd_attention(int argc, char **argv) {
     slab[Ts - 1] = "<eos>";
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, max_output};
+    tfm_decode_opts o = {1, 0.0f, max_output, NULL};
     int *y = NULL, ny = 0;
     if (tfm_translate_ids(m, &g, sids, off, 1, Ts, 1, &o, &y, &ny)) {
         rc = cli_fail(C, "%s", tfm_last_error());

@@ -77,7 +77,7 @@ int cmd_train_lm(int argc, char **argv) {
     tfm_file_use files[] = {{"--data", data, TFM_FILE_IN}, {"--resume", resume, TFM_FILE_IN_PLACE},
                             {"--out", out, TFM_FILE_OUT}, {"--log-file", log_file, TFM_FILE_OUT_STREAM}};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
-        (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
+        (rc = lm_validate(&st, &cfg, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
         (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
         (rc = cli_check_files(C, files, 4)))
         return rc;
@@ -115,7 +115,7 @@ int cmd_train_lm(int argc, char **argv) {
     if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %s; gemm %s\n", data, d.n_train, d.n - d.n_train,
             cli_threads_str(par, sizeof par, ctl.parallel, st.batch_size / (dist ? tfm_dist_size(dist) : 1)),
             cli_gemm_str(gemm, sizeof gemm, ctl.bf16));
-    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0};
+    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0, -1};
     if (log_file && !q && !(x.log = fopen(log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
@@ -125,7 +125,7 @@ int cmd_train_lm(int argc, char **argv) {
     int sig = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
     if (sig) {
     } else if (steps == -1) {
-        cli_dist_error(C, dist, x.tty ? "\n" : "");
+        cli_train_error(C, dist, x.tty ? "\n" : "", out, x.saved_step, resume, start);
         sig = cli_exit_status();   /* 74: a checkpoint could not be written; 1: a diverged run */
     } else if (q || steps < 0) {
     } else if (!steps) {

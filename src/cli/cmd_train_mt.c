@@ -108,14 +108,11 @@ int cmd_train_mt(int argc, char **argv) {
         goto done;
     }
     if ((rc = cli_dist_sync(C, dist, &run, prog.step, 0, &tr.model->params, &opt))) goto done;
-    if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %s, gemm %s\n",
-            o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
-            tr.model->cfg.arch, cli_threads_str(o.threads_line, 96, to.ctl.parallel, atrain.n), cli_gemm_str(o.gemm_line, 96, to.ctl.bf16));
-    if (o.resume && !q) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
+    if (!q) mt_print_start(&o, &ptrain, &atrain, &tr, &to, &prog);
     mt_valid val;
     if (q) o.log_file = NULL;
     if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;
-    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val};
+    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val, -1, prog.step};
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, o.out);
     to.ctl.stop = cli_stop_install();
     to.ctl.dist = dist;
@@ -125,7 +122,7 @@ int cmd_train_mt(int argc, char **argv) {
                 o.resume ? o.resume : o.out, prog.epoch, prog.step, o.epochs, o.max_steps);
     if (idle) {
     } else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
-        cli_dist_error(C, dist, "");   /* 74: a checkpoint could not be written; 1: a diverged run */
+        cli_train_error(C, dist, "", o.out, x.saved_step, o.resume, x.start_step);   /* 74: a save failed; 1: diverged */
         rc = cli_exit_status();
         goto done_valid;
     } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")) || q)

@@ -54,7 +54,12 @@ int cmd_translate(int argc, char **argv) {
     tfm_set_threads(threads);
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
-    tfm_decode_opts o = {beam, alpha, max_output};
+    int n_cut = 0, max_pos = tfm_encdec_max_positions(tr.model);   /* sources cut; the model's positions */
+    int lim = max_pos > 0 && max_pos < max_src ? max_pos : max_src;   /* source tokens kept, incl. <eos> */
+    tfm_decode_opts o = {beam, alpha, max_output, &n_cut};
+    if (max_pos > 0 && max_output >= max_pos)
+        fprintf(stderr, "tfm %s: warning: the model has %d positions (config.max_len): outputs stop at %d tokens, "
+                "not --max-output %d\n", C, max_pos, max_pos - 1, max_output);
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.profile = profile;
@@ -131,11 +136,13 @@ int cmd_translate(int argc, char **argv) {
     }
     if (!rc && n_total == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)"), rc = CLI_EXIT_DATA;
     if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout"), rc = CLI_EXIT_IO;
+    if (!rc && n_cut)   /* once per run: how many, and the flag (or the model's positions) that cut them */
+        fprintf(stderr, "tfm %s: warning: %d of %d source sentences were cut to %d tokens incl. <eos> (%s)\n", C, n_cut,
+                n_total, lim, lim < max_src ? "the model's positions, config.max_len" : "--max-src");
     if (!rc && profile) tfm_profile_print(&g, n_translated, "sentence", tfm_now() - t_start, tfm_isa_name(), stderr);
     if (!rc) cli_report_rss("translate");
-    free(lines), free(todo), free(hyps), free(slot);
     for (int i = 0; i < nw; i++) tfm_graph_free(&workers[i]);
-    free(workers), free(wp);
+    free(workers), free(wp), free(lines), free(todo), free(hyps), free(slot);
     tfm_graph_free(&g);
     tfm_weight_packs_free(&packs);
     tfm_translator_free(&tr);

@@ -13,11 +13,12 @@ typedef struct {   /* what the report and save callbacks need */
     FILE *log;                   /* --log-file (NULL: none) */
     double log_loss;             /* sum of the step losses since the last log-file line */
     int log_n;
+    int saved_step;              /* the step of the last checkpoint this run saved; -1: none yet */
 } lm_run;
 
 void lm_report(const tfm_lm_report *r, void *user);
 int lm_save(const tfm_lm_train_state *st, void *user);
 /* Range checks of every numeric flag, naming it (printed; returns 2). */
-int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention, int log_every, int max_steps,
-                const tfm_train_ctl *ctl, int keep_last);
+int lm_validate(const tfm_lm_train_state *s, const tfm_gpt_config *cfg, int threads, float val_frac,
+                const char *attention, int log_every, int max_steps, const tfm_train_ctl *ctl, int keep_last);
 #endif

@@ -70,6 +70,9 @@ int mt_check_files(const mt_opts *o);
 void mt_best_path(const char *out, char *buf, size_t n);
 /* --dump-data PREFIX: tokens and vocabularies (valid may be NULL), each file written atomically. */
 int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_translator *t);
+/* The start-up lines: data, vocabularies, parameters, threads, GEMM path (and where a --resume starts). */
+void mt_print_start(mt_opts *o, const tfm_parallel_text *p, const tfm_nmt_arrays *a, const tfm_translator *tr,
+                    const tfm_mt_train_opts *to, const tfm_mt_progress *prog);
 /* --d2l-examples: translate d2l's four English sentences and print BLEU. */
 void mt_d2l_examples(tfm_translator *t);
 typedef struct {   /* what the report and save callbacks need */
@@ -81,6 +84,8 @@ typedef struct {   /* what the report and save callbacks need */
     int keep_last;
     const tfm_run_config *run;   /* stored as run.* in every checkpoint */
     mt_valid *val;               /* validation and the --log-file */
+    int saved_step;              /* the step of the last checkpoint this run saved; -1: none yet */
+    int start_step;              /* the step the run started from (a --resume's) */
 } mt_run;
 /* flags not stored in the run configuration; stored flags a --resume may change (the rest must match); data */
 #define MT_SAFE " out resume threads parallel log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "

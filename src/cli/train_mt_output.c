@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_mt.h"
+#include "cli/train_run.h"
 #include "tfm/decode.h"
 #include "tfm/eval.h"
 
@@ -70,13 +71,22 @@ int mt_check_files(const mt_opts *o) {
     return cli_check_files(C, f, n);
 }
 
+void mt_print_start(mt_opts *o, const tfm_parallel_text *p, const tfm_nmt_arrays *a, const tfm_translator *tr,
+                    const tfm_mt_train_opts *to, const tfm_mt_progress *prog) {
+    fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %s, gemm %s\n",
+            o->tsv ? o->tsv : o->src, a->n, p->n_lines, tr->src_vocab.n, tr->tgt_vocab.n, tr->model->params.total,
+            tr->model->cfg.arch, cli_threads_str(o->threads_line, 96, to->ctl.parallel, a->n),
+            cli_gemm_str(o->gemm_line, 96, to->ctl.bf16));
+    if (o->resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o->resume, prog->epoch, prog->step);
+}
+
 void mt_d2l_examples(tfm_translator *t) {
     static const char *eng[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
     static const char *fra[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
     char *hyp[4] = {0};
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, 10};
+    tfm_decode_opts o = {1, 0.0f, 10, NULL};
     if (tfm_translate_lines(t, &g, eng, 4, 10, 4, &o, hyp) == 0)
         for (int i = 0; i < 4; i++) {
             printf("%s => %s, bleu %.3f\n", eng[i], hyp[i], tfm_bleu_d2l(hyp[i], fra[i], 2));
@@ -105,5 +115,6 @@ void mt_report(const tfm_mt_report *r, void *user) {
 int mt_save(const tfm_mt_progress *p, void *user) {   /* after every epoch, every --save-every steps, at a stop */
     const mt_run *x = user;
     if (tfm_mt_save_run(x->out, x->tr, x->opt, p, x->to, x->run)) return -1;
+    ((mt_run *)user)->saved_step = p->step;
     return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, p->step, x->keep_last) : 0;
 }

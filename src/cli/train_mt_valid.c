@@ -75,7 +75,7 @@ int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
     if (valid_workers(v)) return tfm_prefix_error("validation: ");
     float loss = tfm_mt_eval_loss(v->tr->model, &v->g, v->valid, v->batch_size), bleu = 0;
     char **hyp = calloc((size_t)v->n + 1, sizeof *hyp);
-    tfm_decode_opts d = {1, 0.0f, 2 * v->max_len};
+    tfm_decode_opts d = {1, 0.0f, 2 * v->max_len, NULL};
     tfm_bleu_result r;
     tfm_chrf_result cr;
     int rc = !hyp ? -1 : tfm_translate_lines_par(v->tr, &v->g, v->wp, v->n_workers, (const char *const *)v->src, v->n,

@@ -40,6 +40,11 @@ int cli_dist_sync(const char *cmd, tfm_dist *d, const tfm_run_config *run, long 
                   tfm_adamw *opt);
 /* "NLtfm CMD: <tfm_last_error()>" on rank 0, or on any rank when the communication failed there. */
 void cli_dist_error(const char *cmd, const tfm_dist *d, const char *nl);
+/* A training loop's error (cli_dist_error), told with the last good checkpoint: "...; the last good checkpoint:
+ * OUT (step N)" when this run saved one (saved_step >= 0), else the checkpoint it resumed from (resume, at
+ * resume_step), else that it saved none. */
+void cli_train_error(const char *cmd, const tfm_dist *d, const char *nl, const char *out, int saved_step,
+                     const char *resume, int resume_step);
 /* The end of a command: finalize, or stop every rank when this one lost its peers. Returns rc. */
 int cli_dist_close(tfm_dist *d, int rc);
 /* --parallel auto|batch|ops -> *parallel (tfm_parallel); 0, or the usage exit code after a one-line error. */

@@ -117,6 +117,12 @@ int tfm_mul_size_overflow(size_t a, size_t b, size_t *out) {
     return 0;
 }
 
+int tfm_all_finite(const float *x, size_t n) {
+    float acc = 0;   /* x * 0 is 0 for a finite x, NaN for NaN and infinities: one add a value, no branch */
+    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f;
+    return acc == 0;
+}
+
 int64_t tfm_mul_i64_sat(int64_t a, int64_t b) {
     if (a <= 0 || b <= 0) return 0;
     return a > INT64_MAX / b ? INT64_MAX : a * b;

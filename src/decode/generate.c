@@ -55,6 +55,12 @@ int tfm_gpt_generate(tfm_gpt *m, tfm_graph *g, const int *prompt, int n_prompt, 
     for (int n = n_prompt; n < (int)total; n++) {
         tfm_graph_reset(g);
         const float *last = next_logits(m, g, use_cache ? &cache : NULL, ctx, n, &cstart);
+        if (!tfm_all_finite(last, (size_t)V)) {   /* a diverged model: its samples would be noise (all token 0) */
+            tfm_set_error("generate: the model's output is not finite (NaN or infinite logits at token %d): the "
+                          "checkpoint's weights diverged", n - n_prompt + 1);
+            made = -1;
+            break;
+        }
         double tp = tfm_profile_begin(g);
         ctx[n] = tfm_sample_logits_p(last, V, o->temperature, o->top_k, o->top_p, &r, scratch);
         tfm_profile_end(g, TFM_PHASE_SEARCH, tp);

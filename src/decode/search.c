@@ -50,6 +50,11 @@ typedef struct {
     const int *sent;           /* their indices in the caller's arrays */
 } batch_ref;
 
+static int nonfinite_output(int step) {
+    return tfm_set_error("the model's output is not finite (NaN or infinite logits at output token %d): the "
+                         "checkpoint's weights diverged", step + 1), -1;
+}
+
 static int *dup_ids(const int *ids, int n) {
     int *p = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (p && n > 0) memcpy(p, ids, sizeof(int) * (size_t)n);
@@ -114,6 +119,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
             const float *x = logits->data + (size_t)r * V;
+            if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
             int best = 0;
             for (int v = 1; v < V; v++)
                 if (x[v] > x[best]) best = v;
@@ -129,6 +135,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
             }
         }
         tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+        if (rc) break;
         tp = tfm_profile_begin(g);
         if (n_keep < rows && n_keep > 0) m->vt->reorder(m, st, keep, n_keep);
         tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
@@ -191,7 +198,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         tp = tfm_profile_begin(g);
         /* rows come in groups of K per live sentence: the best 2K (row, token) candidates of each group,
          * groups split over threads (each group's scan is sequential: the same bits for any thread count) */
-        int n_groups = rows / K;
+        int n_groups = rows / K, bad = 0;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
         for (int gi = 0; gi < n_groups; gi++) {
             cand *top = tops + (size_t)gi * 2 * K;
@@ -201,6 +208,10 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
                 if (score[r] == -INFINITY) continue;
                 const float *x = logits->data + (size_t)r * V;
                 float lse = row_lse(x, V, scratch);
+                if (!isfinite(lse)) {   /* NaN or infinite logits: a diverged model */
+#pragma omp atomic write
+                    bad = 1;
+                }
                 for (int v = 0; v < V; v++) {
                     if (n_top == 2 * K) {   /* skip ahead to the next token that may beat the worst kept */
                         v += (int)tfm_vfind_gt(x + v, (size_t)(V - v), skip_bound(top[n_top - 1].score, score[r], lse));
@@ -215,6 +226,10 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
                 }
             }
             n_tops[gi] = n_top;
+        }
+        if (bad) {
+            rc = nonfinite_output(step);
+            break;
         }
         int n_new = 0;
         for (int r0 = 0; r0 < rows; r0 += K) {
@@ -346,6 +361,7 @@ int tfm_translate_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers
         if (max_src > max_pos) max_src = max_pos;
         if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
     }
+    for (int i = 0; o->n_truncated && i < n; i++) *o->n_truncated += src_off[i + 1] - src_off[i] > max_src - 1;
     int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     int *lens = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (!order || !lens) {

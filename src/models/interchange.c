@@ -137,7 +137,7 @@ static int load_params(const tfm_st_file *f, tfm_params *p) {
         }
     }
     for (int i = 0; i < p->n; i++) tfm_st_read_f32(tfm_st_find(f, p->t[i]->name), p->t[i]->data);
-    return 0;
+    return tfm_ckpt_check_block(p, p->data, "tensor", 0) ? tfm_prefix_error("%s: ", f->path) : 0;   /* NaN, inf */
 }
 
 /* An edited config cannot make the import allocate far more than the file holds: the parameter count it

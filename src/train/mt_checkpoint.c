@@ -76,6 +76,11 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     if (!rc) {
         rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
         if (!rc) rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
+        if (!rc && opt->t > p->step) {
+            tfm_set_error("%s: adam.t %d exceeds train.step %d (the optimizer cannot have taken more steps than the "
+                          "run)", path, opt->t, p->step);
+            rc = -1;
+        }
     }
     if (rc) {
         if (opt->m) tfm_adamw_free(opt);

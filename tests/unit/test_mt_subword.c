@@ -137,7 +137,7 @@ static void test_bpe_translator(void) {
     tfm_graph_init(&g, 0);
     const char *in[] = {"ein Hund fährt.", "Zebra \xc3\xa9!"};
     char *h[2] = {0};
-    tfm_decode_opts o = {1, 0.0f, 12};
+    tfm_decode_opts o = {1, 0.0f, 12, NULL};
     int rc = tfm_translate_lines(&r, &g, in, 2, 16, 2, &o, h);
     CHECK("bpe translator: translate raw lines", rc == 0 && h[0] && h[1] && tfm_utf8_valid(h[0], strlen(h[0])) &&
           !strstr(h[0], "\xe2\x96\x81") && !strstr(h[1], "<unk>"), "rc %d", rc);

@@ -92,7 +92,7 @@ static void recipe(const char *arch, const tfm_parallel_text *p) {
 
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts d = {1, 0.0f, 10};
+    tfm_decode_opts d = {1, 0.0f, 10, NULL};
     static const char *eng[] = {"go .", "i lost .", "he's calm .", "i'm home ."};
     static const char *fra[] = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
     char *hyp[TRAIN_PAIRS] = {0}, *src[TRAIN_PAIRS], *ref[TRAIN_PAIRS];

@@ -40,7 +40,7 @@ static void translate(tfm_encdec *m, int which, int batched, int *out, int *len)
     int off[3] = {0, 2, 8}, sent_off[2], one[8];
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_decode_opts o = {1, 0.0f, 6};
+    tfm_decode_opts o = {1, 0.0f, 6, NULL};
     int *o_ids[2] = {0}, o_len[2] = {0};
     int rc;
     if (batched) {

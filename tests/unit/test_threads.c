@@ -84,7 +84,7 @@ static void mt_run(void *p) {
     }
     tfm_adamw_free(&opt);
     int ids[] = {5, 6, 7, 9, 10}, off[] = {0, 3, 5}, *out[2], out_len[2];
-    tfm_decode_opts o = {2, 0.6f, 6};
+    tfm_decode_opts o = {2, 0.6f, 6, NULL};
     int rc = tfm_translate_ids(j->m, &g, ids, off, 2, 10, 2, &o, out, out_len);
     size_t np = j->m->params.total;
     j->h.n = 1 + np + 2 + (size_t)(rc ? 0 : out_len[0] + out_len[1]);
@@ -334,7 +334,7 @@ static void test_decode_workers(void) {
         for (int k = off[i]; k < off[i + 1]; k++) ids[k] = 4 + (int)(tfm_rng_u32(&r) % 19);
     }
     for (int beam = 1; beam <= 3; beam += 2) {
-        tfm_decode_opts o = {beam, 0.6f, 8};
+        tfm_decode_opts o = {beam, 0.6f, 8, NULL};
         tfm_graph g, w[2], *wp[2] = {&w[0], &w[1]};
         tfm_graph_init(&g, 0);
         g.profile = 1;

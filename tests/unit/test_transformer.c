@@ -432,7 +432,7 @@ static void check_search(tfm_encdec *m, const batch *b) {
         off[i + 1] = off[i] + b->valid[i] - 1;
     }
     int *gout[8], glen[8], *bout[8], blen[8], *bout2[8], blen2[8];
-    tfm_decode_opts og = {1, 0.0f, 8}, ob = {4, 0.0f, 8};
+    tfm_decode_opts og = {1, 0.0f, 8, NULL}, ob = {4, 0.0f, 8, NULL};
     int rc1 = tfm_translate_ids(m, &g, ids, off, n, 50, 2, &og, gout, glen);
     int rc2 = tfm_translate_ids(m, &g, ids, off, n, 50, 2, &ob, bout, blen);
     int rc3 = tfm_translate_ids(m, &g, ids, off, n, 50, 3, &ob, bout2, blen2);
