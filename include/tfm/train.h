@@ -352,13 +352,15 @@ typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
 
 /* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train"
  * with step, epoch, loss, lr, tokens_per_s; "valid" with valid_loss, valid_bleu, valid_chrf, best_bleu
- * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. */
-void tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
-void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
-                      float best_bleu, const char *checkpoint);
+ * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. Each
+ * returns 0, or -1 when the line could not be written (errno: why; a full disk), so a caller can stop the run
+ * instead of losing the log silently. */
+int tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
+int tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                     float best_bleu, const char *checkpoint);
 /* train-lm's lines in the same schema: a progress report as "train" (step, loss = the mean given since the
  * previous line, lr, tokens_per_s); an evaluation (r->eval) as "valid" (loss = train loss, valid_loss). */
-void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
+int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry

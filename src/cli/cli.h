@@ -32,6 +32,9 @@ typedef struct {
  * printed as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
 int cli_parse(cli_spec *spec, int argc, char **argv, const char **pos, int *n_pos);
 void cli_usage(const cli_spec *spec, FILE *f);
+/* The value parsers of cli_parse: a whole decimal int / a finite float within +-3.4e38; 0, or -1. */
+int cli_parse_int(const char *s, int *out);
+int cli_parse_float(const char *s, float *out);
 /* Was --name given on the command line? */
 int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Exit statuses (man tfm, EXIT STATUS; 65 and 74 are sysexits.h's EX_DATAERR and EX_IOERR). A stop by

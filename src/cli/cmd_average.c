@@ -6,8 +6,30 @@
 #include "cli/train_run.h"
 #include "tfm/core.h"
 #include "tfm/eval.h"
+#include "tfm/train.h"
 
 #define MAX_INPUTS 256
+
+/* Every input is first loaded as the model it says it is, with every check of the loaders (config ranges and
+ * cross-checks, parameters, finite weights, tokenizer): a crafted file that translate or generate would refuse is
+ * refused here too, not averaged into a new file. */
+static int check_model(const char *path) {
+    tfm_container c;
+    int rc = tfm_container_load_except(&c, path, "adam.");
+    const char *kind = rc ? NULL : tfm_container_str(&c, "meta.kind");
+    if (kind && !strcmp(kind, "gpt")) {
+        tfm_gpt m;
+        tfm_char_vocab v;
+        if (!(rc = tfm_gpt_get(&c, path, &m, &v, NULL, NULL))) tfm_gpt_free(&m), tfm_char_vocab_free(&v);
+    } else if (kind) {
+        tfm_translator t;
+        if (!(rc = tfm_translator_get(&t, &c, path))) tfm_translator_free(&t);
+    } else {
+        rc = -1;
+    }
+    tfm_container_free(&c);
+    return rc ? tfm_error_in_data() : 0;
+}
 
 int cmd_average(int argc, char **argv) {
     const char *out = NULL;
@@ -37,6 +59,8 @@ int cmd_average(int argc, char **argv) {
     files[n_pos] = (tfm_file_use){"-o", out, TFM_FILE_OUT};
     if ((rc = cli_check_files("average", files, n_pos + 1))) return rc;
     cli_clean_stale("average", out);
+    for (int i = 0; i < n_pos; i++)
+        if (check_model(pos[i])) return cli_fail("average", "%s", tfm_last_error());
     if (tfm_checkpoint_average(pos, n_pos, out)) return cli_fail("average", "%s", tfm_last_error());
     printf("wrote %s: mean of %d checkpoints\n", out, n_pos);
     return 0;

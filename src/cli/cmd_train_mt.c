@@ -76,24 +76,21 @@ int cmd_train_mt(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
-    if ((o.resume && (rc = mt_resume_config(&spec, &o, &stored))) || (rc = mt_check(&o)) || (rc = mt_check_model(&o)) ||
-        (rc = cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run)))
-        return rc;
-    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
-    int q = cli_dist_open(C, o.threads, &dist);
-    if (q < 0) return CLI_EXIT_USAGE;
-    int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
-    if (tty) o.log_every = 1;   /* a live line */
-    tfm_mt_train_opts to;
-    mt_train_opts(&o, &to);
+    tfm_dist *dist = NULL;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
     tfm_translator tr = {0};
     tfm_adamw opt = {0};
+    tfm_mt_train_opts to;
     tfm_mt_progress prog;
+    int q = 0, tty = cli_stderr_is_tty(), kind;
+    if ((o.resume && (rc = mt_resume_config(&spec, &o, &stored))) || (rc = mt_check(&o)) || (rc = mt_check_model(&o)) ||
+        (rc = cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run)) ||
+        ((q = cli_dist_open(C, o.threads, &dist)) < 0 && (rc = CLI_EXIT_USAGE)))
+        goto free_model;
+    if (tty) o.log_every = 1;   /* a live line */
+    mt_train_opts(&o, &to);
     tfm_mt_progress_init(&prog, to.seed);
-    if (o.resume) {
-        if (tfm_mt_resume(o.resume, &tr, &opt, &prog, &to)) return cli_fail(C, "--resume: %s", tfm_last_error());
-        kind = tr.tok_kind;
-    }
+    if (o.resume && (rc = mt_resume(&spec, &o, &stored, &to, &tr, &opt, &prog))) goto free_model;
+    kind = o.resume ? tr.tok_kind : mt_corpus_kind(&o);
     tfm_parallel_text ptrain = {0}, pvalid = {0};
     tfm_nmt_arrays atrain = {0}, avalid = {0};
     int have_valid = o.valid_src != NULL;
@@ -131,6 +128,8 @@ int cmd_train_mt(int argc, char **argv) {
     if (o.d2l_examples) mt_d2l_examples(&tr);
     rc = 0;
 done_valid:
+    rc = cli_log_close(C, val.log, o.log_file, rc);
+    val.log = NULL;
     mt_valid_close(&val);
 done:
     tfm_nmt_arrays_free(&atrain);

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_lm.h"
+#include "cli/train_run.h"
 
 #define C "train-lm"
 
@@ -13,7 +14,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
     char eta[32];
     x->train_s = r->train_s;
     if (r->eval) {
-        tfm_lm_log_report(x->log, r, r->train_loss);
+        if (tfm_lm_log_report(x->log, r, r->train_loss)) cli_stop_log_failed(x->log_path);
         fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;
     }
@@ -21,7 +22,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
     x->log_loss += r->loss, x->log_n++;
     int line = (x->log_every > 0 && r->step % x->log_every == 0) || r->step == 1;
     if (line && x->log) {
-        tfm_lm_log_report(x->log, r, (float)(x->log_loss / x->log_n));
+        if (tfm_lm_log_report(x->log, r, (float)(x->log_loss / x->log_n))) cli_stop_log_failed(x->log_path);
         x->log_loss = 0, x->log_n = 0;
     }
     cli_format_eta(r->eta_s, eta, sizeof eta);

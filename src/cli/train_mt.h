@@ -29,6 +29,11 @@ int mt_check(const mt_opts *o);
  * exit status). */
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored);
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to);
+/* --resume: the checkpoint's translator, optimizer and progress (tfm_mt_resume); the flags then take the values
+ * the model was built with (architecture, sizes, dropout, tokenizer, padding), and every stored run.* value must
+ * equal them (cli_run_config_match). 0, or the exit status (printed; tr / opt may hold the model: free them). */
+int mt_resume(const cli_spec *spec, mt_opts *o, const tfm_run_config *stored, const tfm_mt_train_opts *to,
+              tfm_translator *tr, tfm_adamw *opt, tfm_mt_progress *prog);
 void mt_model_config(const mt_opts *o, tfm_s2s_config *cf);
 /* issue 10's flags (train_mt_model.c): all = base flags + them (all has room for n_base + 16); returns the
  * count. mt_check_model checks them (2 on error); mt_corpus_kind: the tokenizer kind corpora load with. */
@@ -47,6 +52,7 @@ typedef struct {
     int n, batch_size, max_len, keep_best, stopped;
     char best_path[4096];
     FILE *log;
+    const char *log_path;            /* --log-file, for messages */
     tfm_early_stop es;
     tfm_weight_packs packs;          /* the weights packed for decoding, re-packed at each validation */
     tfm_graph g;

@@ -73,6 +73,17 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
         rc = -1;
     }
     if (!rc) rc = tfm_mt_progress_get(&c, p);
+    /* the run's padded length and seed, stored at every save, are the ones this resume continues with */
+    int max_len = o->num_steps, seed = (int)o->seed;
+    if (!rc && tfm_container_get(&c, "train.max_len") &&
+        (tfm_container_int(&c, "train.max_len", &max_len) || tfm_container_int(&c, "train.seed", &seed)))
+        rc = -1;
+    if (!rc && (max_len != o->num_steps || seed != (int)o->seed)) {
+        tfm_set_error("%s: train.%s %d is not the run's %d (--%s): edited or corrupt", path,
+                      max_len != o->num_steps ? "max_len" : "seed", max_len != o->num_steps ? max_len : seed,
+                      max_len != o->num_steps ? o->num_steps : (int)o->seed, max_len != o->num_steps ? "max-len" : "seed");
+        rc = -1;
+    }
     if (!rc) {
         rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
         if (!rc) rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
