@@ -44,6 +44,8 @@ int cmd_plot(int argc, char **argv) {
         if (best >= 0)
             printf(", best valid BLEU %.2f at step %g", (double)log.v[TFM_LOG_VALID_BLEU][best],
                    (double)log.v[TFM_LOG_STEP][best]);
+        if (log.n_undrawn)   /* a diverged run logs null losses: say they are missing from the curves */
+            printf("; %d value%s null, NaN or Infinity, not drawn", log.n_undrawn, log.n_undrawn == 1 ? "" : "s");
         printf("\n");
     }
     tfm_train_log_free(&log);
