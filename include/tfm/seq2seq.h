@@ -192,6 +192,10 @@ typedef struct {
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
 void tfm_translator_put(tfm_container *c, const tfm_translator *t);
+/* A translator's BPE model: every score finite, and the scores of its merged (normal) pieces non-increasing in id
+ * order, as tfm bpe learn and spm_train write them: the merge order is the learned order (an edited score that
+ * passes the checksum and the vocabulary check would otherwise change every tokenization). name: for the error. */
+TFM_API int tfm_translator_check_bpe(const tfm_bpe *b, const char *name);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (meta.kind 'gpt'), not a translation model"), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */

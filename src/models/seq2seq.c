@@ -1,5 +1,6 @@
 /* The generic EncoderDecoder pieces: config, dispatch on the architecture name, teacher-forced forward,
  * and translator checkpoints (include/tfm/seq2seq.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,22 @@ static int check_lowercase(const tfm_translator *t, const char *path) {
     return 0;
 }
 
+int tfm_translator_check_bpe(const tfm_bpe *b, const char *name) {
+    float prev = INFINITY;
+    for (int i = 0; i < b->n; i++) {
+        if (!isfinite(b->score[i]))
+            return tfm_set_error("%s: piece %d ('%.40s') has the score %g (edited or corrupt)", name, i, b->piece[i],
+                                 (double)b->score[i]), -1;
+        if (b->type[i] != TFM_PIECE_NORMAL) continue;
+        if (b->score[i] > prev)
+            return tfm_set_error("%s: piece %d ('%.40s') scores %g, above the piece before it (%g): the merge order is "
+                                 "not the order the pieces were learned in (edited?)", name, i, b->piece[i],
+                                 (double)b->score[i], (double)prev), -1;
+        prev = b->score[i];
+    }
+    return 0;
+}
+
 /* tokenizer.bpe of a "bpe" translator: both vocabularies must be its pieces */
 static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) {
     t->bpe = calloc(1, sizeof *t->bpe);
@@ -244,6 +261,9 @@ static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) 
         t->bpe = NULL;
         return -1;
     }
+    char name[600];
+    snprintf(name, sizeof name, "%s: %s", path, TFM_BPE_ENTRY);
+    if (tfm_translator_check_bpe(t->bpe, name)) return -1;
     tfm_vocab v;
     if (tfm_bpe_vocab(t->bpe, &v)) return tfm_prefix_error("%s: ", path);
     int same = v.n == t->src_vocab.n && v.n == t->tgt_vocab.n;
