@@ -56,8 +56,8 @@ int cmd_attention(int argc, char **argv) {
     int Ts = tl.n + 1;
     int max_pos = tfm_encdec_max_positions(m);
     if (max_pos > 0 && Ts > max_pos)   /* said once: the maps show the first max_pos tokens only */
-        fprintf(stderr, "tfm %s: warning: --text has %d tokens incl. <eos>, cut to the model's %d positions (config.max_len)\n",
-                C, Ts, max_pos), Ts = max_pos;
+        fprintf(stderr, "tfm %s: warning: --text has %d tokens incl. <eos>, cut to the model's %d positions "
+                "(config.max_len)\n", C, Ts, max_pos), Ts = max_pos;
     int *sids = malloc(sizeof(int) * (size_t)Ts), off[2] = {0, Ts - 1};
     const char **slab = malloc(sizeof(char *) * (size_t)Ts);
     for (int i = 0; i < Ts - 1; i++) {

@@ -62,8 +62,10 @@ static int demo_kernel_regression(int argc, char **argv) {
     float w = tfm_kr_train(&d, epochs, lr, (uint64_t)seed, losses);
     for (int e = 0; e < epochs; e++) printf("epoch %d, loss %.6f\n", e + 1, losses[e]);
     int diverged = !isfinite(w) || !tfm_all_finite(losses, (size_t)epochs);   /* plots of NaN would be empty */
-    if (diverged) rc = cli_error("demo", "--lr %g: the SGD diverged (learned w = %g): lower --lr", lr, w), rc = CLI_EXIT_ERROR;
-    if (diverged) goto done;
+    if (diverged) {
+        rc = cli_error("demo", "--lr %g: the SGD diverged (learned w = %g): lower --lr", lr, w), rc = CLI_EXIT_ERROR;
+        goto done;
+    }
     tfm_kr_predict(d.x_test, n, d.x_train, d.y_train, k, w, pred_p, w_p);
     double err_p = tfm_kr_mse(pred_p, d.y_truth, n);
     printf("parametric (learned w = %.4f): test MSE vs truth %.6f\n", w, err_p);

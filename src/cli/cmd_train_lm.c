@@ -72,7 +72,8 @@ int cmd_train_lm(int argc, char **argv) {
         goto done;
     }
     if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
-    if (resume && (rc = cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data, resume)))
+    if (resume &&
+        (rc = cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data, resume)))
         goto done;
     if (!out && resume) out = resume;
     if (!data || !out) {
@@ -94,7 +95,8 @@ int cmd_train_lm(int argc, char **argv) {
     start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &mo.m.params, &mo.opt) ? -2 : 0;
     q = q || steps;   /* -2: the ranks disagree (printed): nothing more to say */
     if (!q) lm_print_start(&mo, data, &ctl, st.batch_size / (dist ? tfm_dist_size(dist) : 1));
-    x = (lm_run){out, &mo.m, &mo.vocab, &mo.opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0, -1, log_file};
+    x = (lm_run){out, &mo.m, &mo.vocab, &mo.opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0,
+                 -1, log_file};
     if (log_file && !q && !(x.log = fopen(log_file, "w"))) {
         rc = cli_error(C, "--log-file: cannot write %s", log_file), rc = CLI_EXIT_IO, steps = -3;
         goto done;

@@ -119,7 +119,7 @@ int cmd_train_mt(int argc, char **argv) {
                 o.resume ? o.resume : o.out, prog.epoch, prog.step, o.epochs, o.max_steps);
     if (idle) {
     } else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
-        cli_train_error(C, dist, "", o.out, x.saved_step, o.resume, x.start_step);   /* 74: a save failed; 1: diverged */
+        cli_train_error(C, dist, "", o.out, x.saved_step, o.resume, x.start_step);   /* 74: a save failed, 1: else */
         rc = cli_exit_status();
         goto done_valid;
     } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")) || q)

@@ -63,8 +63,8 @@ int cli_run_config_resume(const char *cmd, cli_spec *spec, const char *safe, con
         if (listed(safe, f->name) || !v) continue;
         format_flag(f, buf, sizeof buf);
         if (!f->seen && apply(f, v))
-            return cli_error(cmd, "--resume: %s: run.%s '%.40s' is not a value of --%s (the checkpoint is edited or corrupt)",
-                             path, f->name, v, f->name);
+            return cli_error(cmd, "--resume: %s: run.%s '%.40s' is not a value of --%s (the checkpoint is edited or "
+                             "corrupt)", path, f->name, v, f->name);
         if (!f->seen) {
         } else if (strcmp(buf, v) && !listed(data, f->name) && !listed(changeable, f->name))
             return cli_error(cmd, "--resume: --%s %s differs from the checkpoint's --%s %s (a resume continues the "

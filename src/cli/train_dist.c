@@ -46,8 +46,9 @@ void cli_train_error(const char *cmd, const tfm_dist *d, const char *nl, const c
     snprintf(err, sizeof err, "%s", tfm_last_error());
     tfm_error_kind kind = tfm_last_error_kind();
     if (saved_step >= 0) tfm_set_error_kind(kind, "%s; the last good checkpoint: %s (step %d)", err, out, saved_step);
-    else if (resume) tfm_set_error_kind(kind, "%s; this run saved nothing: the last good checkpoint is %s (step %d)", err,
-                                        resume, resume_step);
+    else if (resume)
+        tfm_set_error_kind(kind, "%s; this run saved nothing: the last good checkpoint is %s (step %d)", err, resume,
+                           resume_step);
     else tfm_set_error_kind(kind, "%s; this run saved no checkpoint", err);
     cli_dist_error(cmd, d, nl);
 }

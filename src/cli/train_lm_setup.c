@@ -37,7 +37,8 @@ int lm_setup(const cli_spec *spec, const tfm_run_config *stored, const char *res
         if (!quiet) fprintf(stderr, "resuming %s at step %d of %d\n", resume, st->iter, st->iters);
         return 0;
     }
-    if (tfm_lm_data_load(&mo->d, data, NULL, 1.0f - val_frac, cfg->block_size)) return cli_fail(C, "%s", tfm_last_error());
+    if (tfm_lm_data_load(&mo->d, data, NULL, 1.0f - val_frac, cfg->block_size))
+        return cli_fail(C, "%s", tfm_last_error());
     cfg->vocab_size = mo->d.vocab.n;
     cfg->attention = strcmp(*attention, "synthesizer") ? TFM_ATTN_CAUSAL : TFM_ATTN_SYNTHESIZER;
     if (tfm_gpt_init(&mo->m, cfg)) return cli_error(C, "%s", tfm_last_error());   /* a bad config: the flags' */

@@ -48,7 +48,8 @@ int mt_check(const mt_opts *o) {
     if (o->epochs < 1) return cli_error(C, "--epochs must be >= 1, got %d", o->epochs);
     if (o->warmup < 0 || o->warmup > 100000000) return cli_error(C, "--warmup must be in 0..1e8, got %d", o->warmup);
     if (!(o->lr > 0) || o->lr > 100) return cli_error(C, "--lr must be in (0, 100], got %g", o->lr);
-    if (!(o->min_lr >= 0 && o->min_lr <= o->lr)) return cli_error(C, "--min-lr must be in [0, --lr %g], got %g", o->lr, o->min_lr);
+    if (!(o->min_lr >= 0 && o->min_lr <= o->lr))
+        return cli_error(C, "--min-lr must be in [0, --lr %g], got %g", o->lr, o->min_lr);
     if (!(o->dropout >= 0 && o->dropout < 1)) return cli_error(C, "--dropout must be in [0, 1), got %g", o->dropout);
     if (!(o->label_smoothing >= 0 && o->label_smoothing < 1))
         return cli_error(C, "--label-smoothing must be in [0, 1), got %g", o->label_smoothing);

@@ -124,7 +124,7 @@ int mt_resume(const cli_spec *spec, mt_opts *o, const tfm_run_config *stored, co
     o->tokenizer = tr->bpe ? "bpe" : "word";
     if (!tr->bpe) o->preprocess = tfm_tok_kind_name((tfm_tok_kind)tr->tok_kind);
     if (c->pad_len && c->pad_len != o->max_len)
-        return cli_error(C, "--resume: %s: config.pad_len %d is not the run's --max-len %d (edited or corrupt)", o->resume,
-                         c->pad_len, o->max_len);
+        return cli_error(C, "--resume: %s: config.pad_len %d is not the run's --max-len %d (edited or corrupt)",
+                         o->resume, c->pad_len, o->max_len);
     return cli_run_config_match(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->resume);
 }

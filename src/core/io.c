@@ -758,8 +758,10 @@ static int check_output(const tfm_file_use *f) {
     }
     char dir[PATH_BUF];
     dir_of(p, dir);
-    if (stat(dir, &st)) return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: directory %s: %s", p, dir, strerror(errno)), -1;
-    if (!S_ISDIR(st.st_mode)) return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: %s is not a directory", p, dir), -1;
+    if (stat(dir, &st))
+        return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: directory %s: %s", p, dir, strerror(errno)), -1;
+    if (!S_ISDIR(st.st_mode))
+        return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: %s is not a directory", p, dir), -1;
     if (access(dir, W_OK | X_OK))
         return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: directory %s: %s", p, dir, strerror(errno)), -1;
     if (exists && access(p, W_OK)) return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: %s", p, strerror(errno)), -1;

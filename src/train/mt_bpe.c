@@ -9,7 +9,8 @@ int tfm_translator_build_bpe(tfm_translator *t, tfm_bpe *bpe, const tfm_s2s_conf
     memset(t, 0, sizeof *t);
     t->tok_kind = TFM_TOK_BPE;
     t->bpe = bpe;
-    if (tfm_translator_check_bpe(bpe, "the BPE model") || tfm_bpe_vocab(bpe, &t->src_vocab) || tfm_bpe_vocab(bpe, &t->tgt_vocab)) {
+    if (tfm_translator_check_bpe(bpe, "the BPE model") || tfm_bpe_vocab(bpe, &t->src_vocab) ||
+        tfm_bpe_vocab(bpe, &t->tgt_vocab)) {
         tfm_translator_free(t);
         return -1;
     }

@@ -78,10 +78,11 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     if (!rc && tfm_container_get(&c, "train.max_len") &&
         (tfm_container_int(&c, "train.max_len", &max_len) || tfm_container_int(&c, "train.seed", &seed)))
         rc = -1;
-    if (!rc && (max_len != o->num_steps || seed != (int)o->seed)) {
+    int len_differs = max_len != o->num_steps;
+    if (!rc && (len_differs || seed != (int)o->seed)) {
         tfm_set_error("%s: train.%s %d is not the run's %d (--%s): edited or corrupt", path,
-                      max_len != o->num_steps ? "max_len" : "seed", max_len != o->num_steps ? max_len : seed,
-                      max_len != o->num_steps ? o->num_steps : (int)o->seed, max_len != o->num_steps ? "max-len" : "seed");
+                      len_differs ? "max_len" : "seed", len_differs ? max_len : seed, len_differs ? o->num_steps : (int)o->seed,
+                      len_differs ? "max-len" : "seed");
         rc = -1;
     }
     if (!rc) {

@@ -210,7 +210,9 @@ static int check_before_save(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, con
     int bad = tfm_train_check_before_save(st->iter, &m->params, opt, what, loss), agreed = bad;
     if (!dist) return bad;
     if (tfm_train_dist_agree(dist, &agreed)) return -1;
-    if (agreed && !bad) tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)", st->iter);
+    if (agreed && !bad)
+        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)",
+                      st->iter);
     return agreed ? -1 : 0;
 }
 

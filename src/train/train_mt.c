@@ -314,7 +314,8 @@ static int check_before_save(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *
     if (!dist) return bad;
     if (tfm_train_dist_agree(dist, &agreed)) return -1;
     if (agreed && !bad)
-        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)", step);
+        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)",
+                      step);
     return agreed ? -1 : 0;
 }
 
@@ -338,8 +339,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     /* the steps still to take must fit the 32-bit step counters (train.step, adam.t <= train.step) */
     int64_t left = prog->epoch >= o->epochs ? 0 : (int64_t)(o->epochs - prog->epoch) * steps_per_epoch - prog->batch;
     if ((int64_t)prog->step + left > INT_MAX)
-        return tfm_set_error("train.step %d + the %lld steps left overflow the step counter (at most %d): the checkpoint's "
-                             "train.step is corrupt or edited", prog->step, (long long)left, INT_MAX), -1;
+        return tfm_set_error("train.step %d + the %lld steps left overflow the step counter (at most %d): the "
+                             "checkpoint's train.step is corrupt or edited", prog->step, (long long)left, INT_MAX), -1;
     tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
     int writer = !dist || tfm_dist_is_writer(dist);
     int ranks = dist ? tfm_dist_size(dist) : 1, rank = dist ? tfm_dist_rank(dist) : 0;
@@ -456,7 +457,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 r.valid_loss = -1;
                 if (last) {
                     r.end_of_epoch = 1;
-                    if (valid && valid->n > 0) epoch_valid = r.valid_loss = tfm_mt_eval_loss(m, &g, valid, o->batch_size), valid_set = 1;
+                    if (valid && valid->n > 0)
+                        epoch_valid = r.valid_loss = tfm_mt_eval_loss(m, &g, valid, o->batch_size), valid_set = 1;
                 }
                 report(&r, user);
                 loss_sum = 0;
