@@ -81,8 +81,8 @@ int tfm_mt_resume(const char *path, tfm_translator *t, tfm_adamw *opt, tfm_mt_pr
     int len_differs = max_len != o->num_steps;
     if (!rc && (len_differs || seed != (int)o->seed)) {
         tfm_set_error("%s: train.%s %d is not the run's %d (--%s): edited or corrupt", path,
-                      len_differs ? "max_len" : "seed", len_differs ? max_len : seed, len_differs ? o->num_steps : (int)o->seed,
-                      len_differs ? "max-len" : "seed");
+                      len_differs ? "max_len" : "seed", len_differs ? max_len : seed,
+                      len_differs ? o->num_steps : (int)o->seed, len_differs ? "max-len" : "seed");
         rc = -1;
     }
     if (!rc) {
