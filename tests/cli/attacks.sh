@@ -207,3 +207,24 @@ mkdir -p "$TMP/demo"
 expect_exit "demo kernel-regression --lr 3e38: an error, no SVG (printed loss -nan and exited 0 before)" 1 "the SGD diverged" \
     $TFM demo kernel-regression --lr 3e38 --out-dir "$TMP/demo"
 [ -z "$(ls "$TMP/demo")" ] && pass "demo wrote no SVG of NaN curves" || fail "demo NaN" "wrote $(ls "$TMP/demo")"
+
+# ---- crafted inputs to average (not covered by the campaign): each input is loaded as the model it says it is
+# first, so what translate / generate would refuse is refused here, and no output is written
+cp "$TMP/rnn.tfm" "$TMP/rnn2.tfm"
+for e in "config.d_model=-1" "config.hidden_size=9" "run.n-layer=str:3"; do
+    edit "$TMP/rnn.tfm" "$TMP/c1.tfm" "$e"; edit "$TMP/rnn2.tfm" "$TMP/c2.tfm" "$e"
+    rm -f "$TMP/avg.tfm"
+    expect_exit "average of two rnn checkpoints both edited ($e): refused" 65 "c1.tfm: " \
+        $TFM average -o "$TMP/avg.tfm" "$TMP/c1.tfm" "$TMP/c2.tfm"
+    [ ! -e "$TMP/avg.tfm" ] || fail "average ($e)" "wrote an output"
+done
+edit "$TMP/lm.tfm" "$TMP/c1.tfm" config.vocab_size=7
+expect_exit "average with a GPT input whose vocabulary does not match its config: refused" 65 \
+    "c1.tfm: tokenizer has [0-9]+ characters but config.vocab_size is 7" $TFM average -o "$TMP/avg.tfm" "$TMP/lm.tfm" "$TMP/c1.tfm"
+expect_exit "average with a safetensors file as input: refused" 65 "mt.st: not a tfm file" \
+    $TFM average -o "$TMP/avg.tfm" "$TMP/mt.tfm" "$TMP/mt.st"
+edit "$TMP/mt.tfm" "$TMP/c1.tfm" all=x:1e30
+expect_ok "average of finite huge weights still averages (the loaders check values, not magnitudes)" \
+    $TFM average -o "$TMP/avg.tfm" "$TMP/c1.tfm" "$TMP/c1.tfm"
+args=(); for i in $(seq 257); do args+=("$TMP/mt.tfm"); done
+expect_exit "average of 257 inputs: refused (at most 256)" 2 "unexpected argument" $TFM average -o "$TMP/avg2.tfm" "${args[@]}"
