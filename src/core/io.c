@@ -779,8 +779,8 @@ int tfm_check_files(const tfm_file_use *f, int n) {
             if (identify(f[j].path, &b) || !same_file(&a, &b)) continue;
             if (f[i].role == TFM_FILE_OUT && f[j].role == TFM_FILE_IN_PLACE) continue;
             if (is_output(f[j].role))
-                return tfm_set_error("%s %s and %s %s are the same file: give each output its own name", f[j].what,
-                                     f[j].path, f[i].what, f[i].path), -1;
+                return tfm_set_error("%s %s and %s %s are the same file: give each output its own name", f[i].what,
+                                     f[i].path, f[j].what, f[j].path), -1;
             return tfm_set_error("%s %s is the input file %s (%s): refusing to overwrite it", f[i].what, f[i].path,
                                  f[j].path, f[j].what), -1;
         }
