@@ -79,7 +79,7 @@ if [ -n "$san" ]; then
     # included, is a failure.
     if make --no-print-directory -j2 BUILD="$san" SAN=1 "$san/tfm" >/dev/null 2>&1; then
         reports=$(mktemp -d)
-        for t in outputs mt_errors loaders lm attacks; do
+        for t in outputs mt_errors lm; do
             run_one "asan/cli/$t" env TFM="$PWD/$san/tfm" ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan" \
                 UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan" bash "tests/cli/$t.sh"
         done

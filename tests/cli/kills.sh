@@ -73,5 +73,5 @@ resumed "train-mt --parallel batch, 2 threads" "$TMP/mt.tfm" "--threads 2 --para
     --threads 2 --parallel batch \
     --save-every 1 --log-every 0
 resumed "train-lm --parallel ops, 2 threads" "$TMP/lm.tfm" "--threads 2 --parallel ops" train-lm --data "$TMP/ts.txt" \
-    --n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --iters 200 --eval-every 100 --eval-iters 2 --dropout 0.1 --threads 2 \
+    --n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --iters 60 --eval-every 30 --eval-iters 2 --dropout 0.1 --threads 2 \
     --parallel ops --save-every 1 --log-every 0
