@@ -118,9 +118,13 @@ int tfm_mul_size_overflow(size_t a, size_t b, size_t *out) {
 }
 
 int tfm_all_finite(const float *x, size_t n) {
-    float acc = 0;   /* x * 0 is 0 for a finite x, NaN for NaN and infinities: one add a value, no branch */
-    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f;
-    return acc == 0;
+    uint32_t bad = 0;   /* integer ops, no branch: vectorised (a float sum would be one dependent add a value) */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        bad |= (b & 0x7f800000u) == 0x7f800000u;   /* exponent all ones: an infinity or a NaN */
+    }
+    return !bad;
 }
 
 int64_t tfm_mul_i64_sat(int64_t a, int64_t b) {
