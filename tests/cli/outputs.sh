@@ -52,6 +52,8 @@ for cmd in $cmds; do
             refused "train-mt --out = --valid-$side" \
                 $TFM train-mt --tsv pairs.tsv --valid-src src.txt --valid-tgt tgt.txt --out $side.txt $MT
         done
+        refused "train-mt --out = --bpe-model" \
+            $TFM train-mt --tsv pairs.tsv --tokenizer bpe --bpe-model bpe.model --out bpe.model $MT
         as_link bpe.model b-hard.model hard
         refused "train-mt --out = --bpe-model (hard link)" \
             $TFM train-mt --tsv pairs.tsv --tokenizer bpe --bpe-model bpe.model --out b-hard.model $MT
