@@ -47,7 +47,9 @@ static int flag_error(void) {
     size_t k = strcspn(e + 6, " ");
     snprintf(name, sizeof name, "%.*s", (int)(k < sizeof name ? k : sizeof name - 1), e + 6);
     for (char *p = name; *p; p++) *p = *p == '_' ? '-' : *p;
-    return cli_error(C, "--%s%s", name, e + 6 + k);
+    const char *rest = e + 6 + k, *cfg = strstr(rest, "config.block_size");   /* its flag: --block-size */
+    if (cfg) return cli_error(C, "--%s%.*s--block-size%s", name, (int)(cfg - rest), rest, cfg + 17);
+    return cli_error(C, "--%s%s", name, rest);
 }
 
 int lm_validate(const tfm_lm_train_state *s, const tfm_gpt_config *cfg, int threads, float val_frac,
