@@ -74,6 +74,22 @@ if [ -n "$san" ]; then
         case "$(basename "$t")" in test_parity_*|test_recipe_*) continue;; esac  # slow under ASan; covered above
         run_one "asan/$(basename "$t")" "$t"
     done
+    # The CLI's error paths under ASan+UBSan (issue 33): the refusal-heavy CLI tests with the sanitizer build of tfm.
+    # Every report goes to a file (log_path), also of commands whose stderr a test discards; any report, a leak
+    # included, is a failure.
+    if make --no-print-directory -j2 BUILD="$san" SAN=1 "$san/tfm" >/dev/null 2>&1; then
+        reports=$(mktemp -d)
+        for t in outputs mt_errors lm; do
+            run_one "asan/cli/$t" env TFM="$PWD/$san/tfm" ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan" \
+                UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan" bash "tests/cli/$t.sh"
+        done
+        run_one "asan/cli: no sanitizer report" bash -c "if ls $reports/* >/dev/null 2>&1; then
+            echo \"FAIL sanitizer reports of the CLI: \$(ls $reports | wc -l) files, the first:\"; head -n 25 \$(ls $reports/* | head -n 1);
+            else echo 'PASS no ASan/UBSan/LeakSanitizer report from the sanitizer build of tfm'; fi"
+        rm -rf "$reports"
+    else
+        run_one "asan/cli" echo "FAIL build of $san/tfm (SAN=1)"
+    fi
 fi
 # Kernel paths this CPU cannot run (AVX-512 on an AVX2 machine) are not skips of a missing tool: they
 # run wherever the CPU has them. Said here, apart from the count.

@@ -30,6 +30,9 @@ TFM_API int tfm_ckpt_n_q8(const tfm_container *c);
 void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block);
 int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
                        const char *path, int nonneg);
+/* Before a save: 0 if every value of the block (parallel to p->data: the weights, an optimizer moment) is
+ * finite, and >= 0 with nonneg; else -1 with "<what> '<name>' holds <value> at index <i>" (the first). */
+TFM_API int tfm_ckpt_check_block(const tfm_params *p, const float *block, const char *what, int nonneg);
 /* Total elements of the file's f32 and i8 param.* entries (bounded by the file size). */
 int64_t tfm_ckpt_stored_params(const tfm_container *c);
 /* Before building a model from a loaded config: -1 with "PATH: the config implies N parameters but

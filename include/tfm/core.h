@@ -67,6 +67,8 @@ int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
 /* The most parameters a model may have (8 GiB of f32 weights); tfm_gpt_init and tfm_s2s_create check it
  * before allocating. */
 #define TFM_MAX_PARAMS ((int64_t)1 << 31)
+/* 1 if every x[i] is finite (no NaN, no infinity), else 0: a model's outputs or weights before they are used. */
+TFM_API int tfm_all_finite(const float *x, size_t n);
 
 typedef enum {
     TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_BF16_A, TFM_SCRATCH_BF16_B, TFM_SCRATCH_Q8,

@@ -78,6 +78,7 @@ typedef int (*tfm_token_fn)(int id, void *user);
 typedef struct {
     int *ctx;                /* prompt + generated ids */
     int n, end;              /* ids in ctx; its capacity (prompt + max_new) */
+    int n_prompt;
     tfm_gpt_cache cache;
     int use_cache, cstart;   /* cstart: the context position the cache starts at */
     tfm_sample_opts opts;
@@ -87,7 +88,8 @@ typedef struct {
 /* 0, or -1 with a tfm error (an empty prompt, an id outside the vocabulary, out of memory). */
 TFM_API int tfm_gpt_stream_init(tfm_gpt_stream *s, const tfm_gpt *m, const int *prompt, int n_prompt, int max_new,
                                 const tfm_sample_opts *o);
-/* Samples the next token (appended to s->ctx) and returns it; -1 with an error once max_new were made.
+/* Samples the next token (appended to s->ctx) and returns it; -1 with an error once max_new were made, or when
+ * the model's output is not finite (diverged weights).
  * Any graph may be used for any step (it is reset before and after). No allocation after the first step. */
 TFM_API int tfm_gpt_stream_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g);
 TFM_API void tfm_gpt_stream_free(tfm_gpt_stream *s);

@@ -176,7 +176,8 @@ int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_pa
  * where their value is a number (Python's NaN / Infinity accepted); strings, booleans, null, nested
  * objects/arrays and unknown keys are parsed and ignored, so a line may carry other information.
  * Lines without a numeric "step" (e.g. a configuration line) are read but not plotted. A line that
- * is not valid JSON or not an object is an error "FILE:LINE: column C: what". */
+ * is not valid JSON or not an object is an error "FILE:LINE: column C: what"; so is a number of a field
+ * above beyond float range (|x| > 3.4e38), which no curve can draw. */
 enum {
     TFM_LOG_STEP = 0, TFM_LOG_EPOCH, TFM_LOG_LOSS, TFM_LOG_LR, TFM_LOG_TOKENS_PER_S,
     TFM_LOG_VALID_LOSS, TFM_LOG_VALID_BLEU, TFM_LOG_VALID_CHRF, TFM_LOG_N_FIELDS
@@ -185,6 +186,8 @@ typedef struct {
     int n;                              /* records with a step */
     int n_lines;                        /* JSON lines read */
     float *v[TFM_LOG_N_FIELDS];         /* v[field][record]; NAN where the line lacks the field */
+    int n_undrawn;                      /* values of records with a step given as null, NaN, Infinity, a string
+                                           or a boolean: present, but not drawn (tfm plot says how many) */
 } tfm_train_log;
 
 /* JSON key of a field: "step", "epoch", "loss", "lr", "tokens_per_s", "valid_loss", "valid_bleu",

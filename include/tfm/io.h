@@ -74,6 +74,26 @@ int tfm_container_save(const tfm_container *c, const char *path);
  * effort). A reader sees the old file or the new one, never a part. Returns 0, or -1 with an I/O error
  * "PATH: save failed (write PATH.tmp.PID): reason" (the temp file removed). */
 int tfm_save_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx);
+/* The files of one command, for tfm_check_files: what each is to the command. */
+typedef enum {
+    TFM_FILE_IN = 0,      /* read */
+    TFM_FILE_IN_PLACE,    /* read, and a TFM_FILE_OUT may replace it (the checkpoint a --resume continues) */
+    TFM_FILE_OUT,         /* written atomically (tfm_save_atomic): a new name or a regular file */
+    TFM_FILE_OUT_STREAM,  /* written as the command runs (a log): a new name, a regular file, a device or FIFO */
+} tfm_file_role;
+typedef struct {
+    const char *what;     /* how the user named it, for messages: "--out", "--data", "MODEL.tfm" */
+    const char *path;     /* NULL: not given (skipped) */
+    tfm_file_role role;
+} tfm_file_use;
+/* The one check of a command's files, made before any work (every tfm command calls it): every output has
+ * a non-empty path that is not a directory, its directory exists and is writable (an atomic output: not an
+ * existing device or FIFO either), and no output is the same file as an input or as another output. Files
+ * are compared after following links: by device and inode where they exist, else by the directory's device
+ * and inode and the name. Inputs that do not exist are left to the reader. Returns 0, or -1 with a one-line
+ * error naming both files: TFM_ERR_IO when the system refuses (a missing or read-only directory), else
+ * TFM_ERR_OTHER (an output over an input, an empty path, a directory). */
+TFM_API int tfm_check_files(const tfm_file_use *files, int n);
 /* Load and validate. c is treated as uninitialised output (previous contents are NOT freed).
  * Returns 0, or -1 with tfm error set (names the file); either way tfm_container_free(c) is safe after. */
 int tfm_container_load(tfm_container *c, const char *path);

@@ -99,6 +99,11 @@ TFM_API void tfm_s2s_config_default(tfm_s2s_config *c);
 /* Range and cross checks for c->arch (n_head divides d_model, max_len * d_model bounded, ...);
  * returns 0 or -1 with a one-line error naming the field. */
 int tfm_s2s_config_check(const tfm_s2s_config *c);
+/* Sets the fields c->arch does not use to the defaults above (rnn/bahdanau: d_model, n_head, ffn, pre_ln,
+ * max_len, share_embeddings, init; transformer: embed_size, hidden_size). tfm_s2s_create builds from such a
+ * copy, so a model's cfg, its checkpoints and exports hold the defaults there; a checkpoint holding anything
+ * else in them is refused on load (tfm_mt_model_get). */
+TFM_API void tfm_s2s_config_clear_unused(tfm_s2s_config *c);
 /* Parameters the constructor of c->arch allocates for a checked config (-1: unknown arch), computed
  * without building anything (tests/unit/test_loaders.c checks it equals params.total). */
 int64_t tfm_s2s_n_params(const tfm_s2s_config *c);
@@ -195,6 +200,10 @@ TFM_API int tfm_lang_code_valid(const char *s);
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
 void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
+/* A translator's BPE model: every score finite, and the scores of its merged (normal) pieces non-increasing in id
+ * order, as tfm bpe learn and spm_train write them: the merge order is the learned order (an edited score that
+ * passes the checksum and the vocabulary check would otherwise change every tokenization). name: for the error. */
+TFM_API int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (meta.kind 'gpt'), not a translation model"), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */

@@ -93,6 +93,18 @@ int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float 
  * tfm_grad_norm gives), or NULL: computed here. */
 int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip, const float *known);
 
+/* Before any checkpoint save: the weights, and the AdamW moments when opt is not NULL, all finite (and the
+ * second moments >= 0). 0, or -1 with an error naming the tensor, the value and its index (a diverged run: the
+ * loops then stop without saving). */
+TFM_API int tfm_train_check_saveable(const tfm_params *p, const tfm_adamw *opt);
+/* The check both loops make before any save (periodic, evaluation, --keep-best, stop, end of run): the weights
+ * and moments (tfm_train_check_saveable), then `loss`, the loss the weights to be saved give (an evaluation's,
+ * or one sample's), finite: weights can be finite and still give NaN (huge values overflow a layer norm).
+ * loss_what names that loss in the message. 0, or -1 with "step N: <what is not finite>: the weights diverged
+ * (not saved); try a lower --lr". */
+TFM_API int tfm_train_check_before_save(int step, const tfm_params *p, const tfm_adamw *opt, const char *loss_what,
+                                        float loss);
+
 /* What the caller of a training loop controls while it runs (both loops; all fields 0/NULL = off). */
 typedef struct {
     const volatile sig_atomic_t *stop;   /* when *stop becomes non-zero (e.g. set by a SIGINT handler the
@@ -196,10 +208,18 @@ typedef struct {
     float last_val_loss;
 } tfm_lm_train_state;
 
+/* The bounds of train-lm's hyperparameters, the same on the command line and in a checkpoint's train.*:
+ * iters and warmup, batch size, micro-batches a step, and the batches an evaluation averages (each evaluation
+ * runs 2 x eval_iters forward passes of a batch: the bound keeps one evaluation within a few thousand steps). */
+#define TFM_LM_MAX_ITERS 100000000
+#define TFM_LM_MAX_BATCH 65536
+#define TFM_LM_MAX_GRAD_ACCUM 65536
+#define TFM_LM_MAX_EVAL_ITERS 10000
 /* Range and cross checks of a training state for a model config (B*T bounded, eval_every >= 1,
  * grad_accum and eval_iters small enough not to hang, finite lr > 0, betas in [0,1), RNG states
  * non-zero, iter <= iters, ...): 0, or -1 with a one-line tfm error naming the field
- * ("train.grad_accum must be in 1..65536, got 2147483647"). Used on load and usable for flags. */
+ * ("train.grad_accum must be in 1..65536, got 2147483647"). Used on load and for train-lm's flags (one set of
+ * bounds: a run the flags accept is a checkpoint the loader accepts). */
 TFM_API int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg);
 
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
@@ -333,13 +353,15 @@ typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
 
 /* --log-file (src/train/mt_log.c): one JSON object per line as docs/LOGS.md describes ("event" "train"
  * with step, epoch, loss, lr, tokens_per_s; "valid" with valid_loss, valid_bleu, valid_chrf, best_bleu
- * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. */
-void tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
-void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
-                      float best_bleu, const char *checkpoint);
+ * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. Each
+ * returns 0, or -1 when the line could not be written (errno: why; a full disk), so a caller can stop the run
+ * instead of losing the log silently. */
+int tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
+int tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                     float best_bleu, const char *checkpoint);
 /* train-lm's lines in the same schema: a progress report as "train" (step, loss = the mean given since the
  * previous line, lr, tokens_per_s); an evaluation (r->eval) as "valid" (loss = train loss, valid_loss). */
-void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
+int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry

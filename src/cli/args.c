@@ -66,7 +66,7 @@ void cli_usage(const cli_spec *s, FILE *f) {
     fprintf(f, "  %-24s %s\n", "--help", "show this help");
 }
 
-static int parse_int(const char *s, int *out) {
+int cli_parse_int(const char *s, int *out) {
     errno = 0;
     char *end;
     long v = strtol(s, &end, 10);
@@ -75,7 +75,7 @@ static int parse_int(const char *s, int *out) {
     return 0;
 }
 
-static int parse_float(const char *s, float *out) {
+int cli_parse_float(const char *s, float *out) {
     errno = 0;
     char *end;
     double v = strtod(s, &end);
@@ -117,11 +117,11 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos) 
                 cli_error(s->cmd, "flag --%s needs a value", fl->name);
                 return CLI_EXIT_USAGE;
             }
-            if (fl->type == FLAG_INT && parse_int(val, (int *)fl->dst)) {
+            if (fl->type == FLAG_INT && cli_parse_int(val, (int *)fl->dst)) {
                 cli_error(s->cmd, "flag --%s: '%s' is not an integer", fl->name, val);
                 return CLI_EXIT_USAGE;
             }
-            if (fl->type == FLAG_FLOAT && parse_float(val, (float *)fl->dst)) {
+            if (fl->type == FLAG_FLOAT && cli_parse_float(val, (float *)fl->dst)) {
                 cli_error(s->cmd, "flag --%s: '%s' is not a number", fl->name, val);
                 return CLI_EXIT_USAGE;
             }

@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "tfm/io.h"
+
 typedef enum { FLAG_INT, FLAG_FLOAT, FLAG_STR, FLAG_BOOL } cli_flag_type;
 
 typedef struct {
@@ -30,6 +32,9 @@ typedef struct {
  * printed as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
 int cli_parse(cli_spec *spec, int argc, char **argv, const char **pos, int *n_pos);
 void cli_usage(const cli_spec *spec, FILE *f);
+/* The value parsers of cli_parse: a whole decimal int / a finite float within +-3.4e38; 0, or -1. */
+int cli_parse_int(const char *s, int *out);
+int cli_parse_float(const char *s, float *out);
 /* Was --name given on the command line? */
 int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Exit statuses (man tfm, EXIT STATUS; 65 and 74 are sysexits.h's EX_DATAERR and EX_IOERR). A stop by
@@ -50,17 +55,14 @@ void cli_vprint_error(const char *cmd, const char *fmt, va_list ap);
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The exit status for the library's current error kind. */
 int cli_exit_status(void);
-/* 0 if a file can be created at path (its directory exists and is writable), else prints
- * "tfm <cmd>: cannot write <path>: <reason>" and returns CLI_EXIT_IO. */
-int cli_check_writable(const char *cmd, const char *path);
 /* After a command: flushes stdout; if any write to it failed (a full disk, /dev/full, a closed pipe),
  * prints "tfm <cmd>: cannot write standard output: <reason>" and returns CLI_EXIT_IO (or rc if already non-zero). */
 int cli_finish_stdout(const char *cmd, int rc);
-/* --out must not be one of the inputs (same device and inode): prints the error and returns CLI_EXIT_USAGE. inputs may
- * hold NULLs (flags not given). */
-int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n);
-/* The same for the output file of another flag (e.g. "--log-file"). */
-int cli_check_not_input(const char *cmd, const char *flag, const char *out, const char *const *inputs, int n);
+/* The files of the command, checked before any work (tfm_check_files: every output has a name, is no
+ * directory, can be created, and is no input and no other output; TFM_FILE_IN_PLACE: the checkpoint a resume
+ * continues, which --out may replace). Prints "tfm <cmd>: <what is wrong>" and returns CLI_EXIT_IO when the
+ * system refused (a missing or read-only directory), else CLI_EXIT_USAGE. Entries with a NULL path are skipped. */
+int cli_check_files(const char *cmd, const tfm_file_use *files, int n);
 /* --threads, in every command that has it: the help text, and the check (0..TFM_MAX_THREADS; 0 is
  * tfm_default_threads: OMP_NUM_THREADS, else the CPUs tfm may use) that prints the one-line error. */
 #define CLI_THREADS_HELP "threads (0 = OMP_NUM_THREADS, else the CPUs tfm may use: affinity, cgroup CPU quota)"

@@ -39,7 +39,8 @@ int cmd_attention(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     if (!src) return cli_error(C, "--text \"TEXT\" is required");
     if (!out) return cli_error(C, "--out FILE.svg is required");
-    if ((rc = cli_check_out_not_input(C, out, pos, 1))) return rc;
+    tfm_file_use files[] = {{"MODEL.tfm", pos[0], TFM_FILE_IN}, {"--out", out, TFM_FILE_OUT}};
+    if ((rc = cli_check_files(C, files, 2))) return rc;
     if (max_output < 1 || max_output > 1000) return cli_error(C, "--max-output must be in 1..1000, got %d", max_output);
     if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     if (!tfm_utf8_valid(src, strlen(src))) return cli_error(C, "--text: invalid UTF-8");
@@ -54,7 +55,9 @@ int cmd_attention(int argc, char **argv) {
     }
     int Ts = tl.n + 1;
     int max_pos = tfm_encdec_max_positions(m);
-    if (max_pos > 0 && Ts > max_pos) Ts = max_pos;
+    if (max_pos > 0 && Ts > max_pos)   /* said once: the maps show the first max_pos tokens only */
+        fprintf(stderr, "tfm %s: warning: --text has %d tokens incl. <eos>, cut to the model's %d positions "
+                "(config.max_len)\n", C, Ts, max_pos), Ts = max_pos;
     int *sids = malloc(sizeof(int) * (size_t)Ts), off[2] = {0, Ts - 1};
     const char **slab = malloc(sizeof(char *) * (size_t)Ts);
     for (int i = 0; i < Ts - 1; i++) {

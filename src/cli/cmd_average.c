@@ -3,10 +3,33 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/core.h"
 #include "tfm/eval.h"
+#include "tfm/train.h"
 
 #define MAX_INPUTS 256
+
+/* Every input is first loaded as the model it says it is, with every check of the loaders (config ranges and
+ * cross-checks, parameters, finite weights, tokenizer): a crafted file that translate or generate would refuse is
+ * refused here too, not averaged into a new file. */
+static int check_model(const char *path) {
+    tfm_container c;
+    int rc = tfm_container_load_except(&c, path, "adam.");
+    const char *kind = rc ? NULL : tfm_container_str(&c, "meta.kind");
+    if (kind && !strcmp(kind, "gpt")) {
+        tfm_gpt m;
+        tfm_char_vocab v;
+        if (!(rc = tfm_gpt_get(&c, path, &m, &v, NULL, NULL))) tfm_gpt_free(&m), tfm_char_vocab_free(&v);
+    } else if (kind) {
+        tfm_mt_model t;
+        if (!(rc = tfm_mt_model_get(&t, &c, path))) tfm_mt_model_free(&t);
+    } else {
+        rc = -1;
+    }
+    tfm_container_free(&c);
+    return rc ? tfm_error_in_data() : 0;
+}
 
 int cmd_average(int argc, char **argv) {
     const char *out = NULL;
@@ -31,7 +54,13 @@ int cmd_average(int argc, char **argv) {
     free(args);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("average", "-o OUT.tfm is required");
-    if ((rc = cli_check_writable("average", out))) return rc;
+    tfm_file_use files[MAX_INPUTS + 1];
+    for (int i = 0; i < n_pos; i++) files[i] = (tfm_file_use){"IN.tfm", pos[i], TFM_FILE_IN};
+    files[n_pos] = (tfm_file_use){"-o", out, TFM_FILE_OUT};
+    if ((rc = cli_check_files("average", files, n_pos + 1))) return rc;
+    cli_clean_stale("average", out);
+    for (int i = 0; i < n_pos; i++)
+        if (check_model(pos[i])) return cli_fail("average", "%s", tfm_last_error());
     if (tfm_checkpoint_average(pos, n_pos, out)) return cli_fail("average", "%s", tfm_last_error());
     printf("wrote %s: mean of %d checkpoints\n", out, n_pos);
     return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/bpe.h"
 #include "tfm/core.h"
 #include "tfm/text.h"
@@ -49,7 +50,11 @@ static int bpe_learn(int argc, char **argv) {
     if (!out) return cli_error("bpe learn", "-o FILE.model is required");
     if (o.vocab_size > 1000000 || o.vocab_size < 1)
         return cli_error("bpe learn", "--vocab-size %d is out of range (1..1000000)", o.vocab_size);
-    if ((rc = cli_check_writable("bpe learn", out))) return rc;
+    tfm_file_use files[MAX_FILES + 1];
+    for (int i = 0; i < n_pos; i++) files[i] = (tfm_file_use){"TEXT", pos[i], TFM_FILE_IN};
+    files[n_pos] = (tfm_file_use){"-o", out, TFM_FILE_OUT};
+    if ((rc = cli_check_files("bpe learn", files, n_pos + 1))) return rc;
+    cli_clean_stale("bpe learn", out);
     tfm_bpe m;
     if (tfm_bpe_learn_files(&m, pos, n_pos, &o)) {
         const char *e = tfm_last_error();

@@ -1,5 +1,6 @@
 /* tfm demo NAME: one command per experiment of the road to the Transformer.
  *   kernel-regression   d2l's Nadaraya-Watson attention pooling (non-parametric and learned width) */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,11 @@ static int demo_kernel_regression(int argc, char **argv) {
     tfm_set_threads(threads);
     struct stat st;
     if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);
+    char fit[4200], att[4200];
+    snprintf(fit, sizeof fit, "%s/kernel_regression_fit.svg", out_dir);
+    snprintf(att, sizeof att, "%s/kernel_regression_attention.svg", out_dir);
+    tfm_file_use files[] = {{"--out-dir", fit, TFM_FILE_OUT}, {"--out-dir", att, TFM_FILE_OUT}};
+    if ((rc = cli_check_files("demo", files, 2))) return rc;
 
     tfm_kr_data d;
     tfm_kr_data_make(&d, 50, 50, (uint64_t)seed);
@@ -45,13 +51,21 @@ static int demo_kernel_regression(int argc, char **argv) {
     float *pred_np = malloc(sizeof(float) * n), *pred_p = malloc(sizeof(float) * n);
     float *w_np = malloc(sizeof(float) * n * k), *w_p = malloc(sizeof(float) * n * k);
     float *losses = malloc(sizeof(float) * (epochs + 1));
-    if (!pred_np || !pred_p || !w_np || !w_p || !losses) return cli_error("demo", "out of memory"), CLI_EXIT_ERROR;
+    if (!pred_np || !pred_p || !w_np || !w_p || !losses) {
+        rc = cli_error("demo", "out of memory"), rc = CLI_EXIT_ERROR;
+        goto done;
+    }
 
     tfm_kr_predict(d.x_test, n, d.x_train, d.y_train, k, 1.0f, pred_np, w_np);
     double err_np = tfm_kr_mse(pred_np, d.y_truth, n);
     printf("non-parametric (w = 1): test MSE vs truth %.6f\n", err_np);
     float w = tfm_kr_train(&d, epochs, lr, (uint64_t)seed, losses);
     for (int e = 0; e < epochs; e++) printf("epoch %d, loss %.6f\n", e + 1, losses[e]);
+    int diverged = !isfinite(w) || !tfm_all_finite(losses, (size_t)epochs);   /* plots of NaN would be empty */
+    if (diverged) {
+        rc = cli_error("demo", "--lr %g: the SGD diverged (learned w = %g): lower --lr", lr, w), rc = CLI_EXIT_ERROR;
+        goto done;
+    }
     tfm_kr_predict(d.x_test, n, d.x_train, d.y_train, k, w, pred_p, w_p);
     double err_p = tfm_kr_mse(pred_p, d.y_truth, n);
     printf("parametric (learned w = %.4f): test MSE vs truth %.6f\n", w, err_p);
@@ -65,20 +79,24 @@ static int demo_kernel_regression(int argc, char **argv) {
     };
     tfm_plot_opts po = {"Nadaraya-Watson kernel regression", "x", "y", 0, 0};
     snprintf(path, sizeof path, "%s/kernel_regression_fit.svg", out_dir);
-    if (tfm_svg_lines(path, s, 4, &po)) return cli_fail("demo", "%s", tfm_last_error());
+    if (tfm_svg_lines(path, s, 4, &po)) {
+        rc = cli_fail("demo", "%s", tfm_last_error());
+        goto done;
+    }
     printf("wrote %s\n", path);
     tfm_heatmap maps[2] = {{"non-parametric", n, k, w_np, NULL, NULL}, {"parametric", n, k, w_p, NULL, NULL}};
     tfm_heatmap_opts ho = {"attention weights", "Sorted training inputs", "Sorted testing inputs", 2, 0, 0, 0};
     snprintf(path, sizeof path, "%s/kernel_regression_attention.svg", out_dir);
-    if (tfm_svg_heatmaps(path, maps, 2, &ho)) return cli_fail("demo", "%s", tfm_last_error());
-    printf("wrote %s\n", path);
+    if (tfm_svg_heatmaps(path, maps, 2, &ho)) rc = cli_fail("demo", "%s", tfm_last_error());
+    else printf("wrote %s\n", path);
+done:
     free(pred_np);
     free(pred_p);
     free(w_np);
     free(w_p);
     free(losses);
     tfm_kr_data_free(&d);
-    return 0;
+    return rc;
 }
 
 int cmd_demo(int argc, char **argv) {

@@ -1,6 +1,7 @@
 /* tfm export MODEL.tfm --out MODEL.safetensors: a checkpoint's weights, config and tokenizer in the
  * safetensors format under the PyTorch twins' parameter names (include/tfm/interchange.h). */
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/core.h"
 #include "tfm/interchange.h"
 
@@ -16,7 +17,9 @@ int cmd_export(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("export", "--out is required (the safetensors file to write)");
-    if ((rc = cli_check_writable("export", out))) return rc;
+    tfm_file_use files[] = {{"MODEL.tfm", pos[0], TFM_FILE_IN}, {"--out", out, TFM_FILE_OUT}};
+    if ((rc = cli_check_files("export", files, 2))) return rc;
+    cli_clean_stale("export", out);
     if (tfm_export_safetensors(pos[0], out)) return cli_fail("export", "%s", tfm_last_error());
     return 0;
 }

@@ -1,6 +1,7 @@
 /* tfm import MODEL.safetensors --out MODEL.tfm: a safetensors file written by tfm export (or by the
  * PyTorch twins, scripts/safetensors_check.py) back into a weights-only tfm checkpoint. */
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/core.h"
 #include "tfm/interchange.h"
 
@@ -17,7 +18,9 @@ int cmd_import(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("import", "--out is required (the tfm checkpoint to write)");
-    if ((rc = cli_check_writable("import", out))) return rc;
+    tfm_file_use files[] = {{"MODEL.safetensors", pos[0], TFM_FILE_IN}, {"--out", out, TFM_FILE_OUT}};
+    if ((rc = cli_check_files("import", files, 2))) return rc;
+    cli_clean_stale("import", out);
     if (tfm_import_safetensors(pos[0], out)) return cli_fail("import", "%s", tfm_last_error());
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/core.h"
 #include "tfm/eval.h"
 
@@ -25,7 +26,9 @@ int cmd_plot(int argc, char **argv) {
     int rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("plot", "--out FILE.svg is required");
-    if ((rc = cli_check_writable("plot", out))) return rc;
+    tfm_file_use files[] = {{"LOG.jsonl", pos[0], TFM_FILE_IN}, {"--out", out, TFM_FILE_OUT}};
+    if ((rc = cli_check_files("plot", files, 2))) return rc;
+    cli_clean_stale("plot", out);
     tfm_train_log log;
     if (tfm_train_log_load(pos[0], &log)) return cli_fail("plot", "%s", tfm_last_error());
     const char *slash = strrchr(pos[0], '/');
@@ -41,6 +44,8 @@ int cmd_plot(int argc, char **argv) {
         if (best >= 0)
             printf(", best valid BLEU %.2f at step %g", (double)log.v[TFM_LOG_VALID_BLEU][best],
                    (double)log.v[TFM_LOG_STEP][best]);
+        if (log.n_undrawn)   /* a diverged run logs null losses: say they are missing from the curves */
+            printf("; %d value%s null, NaN or Infinity, not drawn", log.n_undrawn, log.n_undrawn == 1 ? "" : "s");
         printf("\n");
     }
     tfm_train_log_free(&log);

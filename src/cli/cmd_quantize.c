@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/train_run.h"
 #include "tfm/kernels.h"
 #include "tfm/quantize.h"
 
@@ -33,7 +34,9 @@ int cmd_quantize(int argc, char **argv) {
     if (!out) return cli_error(C, "--out MODEL.int8.tfm is required");
     if ((o.embeddings = precision_flag(emb)) < 0) return cli_error(C, "--embeddings must be int8 or fp32, got '%s'", emb);
     if ((o.output = precision_flag(outl)) < 0) return cli_error(C, "--output-layer must be int8 or fp32, got '%s'", outl);
-    if ((rc = cli_check_out_not_input(C, out, pos, 1)) || (rc = cli_check_writable(C, out))) return rc;
+    tfm_file_use files[] = {{"MODEL.tfm", pos[0], TFM_FILE_IN}, {"--out", out, TFM_FILE_OUT}};
+    if ((rc = cli_check_files(C, files, 2))) return rc;
+    cli_clean_stale(C, out);
     tfm_quantize_report r;
     if (tfm_quantize_file(pos[0], out, &o, &r)) return cli_fail(C, "%s", tfm_last_error());
     if (r.dropped)

@@ -9,9 +9,6 @@
 #include "tfm/lm.h"
 
 #define C "train-lm"
-/* flags not stored in the run configuration, and stored flags a --resume may change (the rest must match) */
-#define LM_SAFE " out resume threads parallel max-steps log-every log-file profile allow-new-data "
-#define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
 
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto",
@@ -67,82 +64,68 @@ int cmd_train_lm(int argc, char **argv) {
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
-    if (resume && tfm_run_config_load(resume, &stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
-    if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
-    if (resume && (rc = cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data)))
-        return rc;
-    if (!out && resume) out = resume;
-    if (!data) return cli_error(C, "--data FILE is required");
-    if (!out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
-    const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
-    if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
-        (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
-        (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
-        (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)) ||
-        (rc = cli_check_not_input(C, "--log-file", log_file, inputs, 3)))
-        return rc;
-    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
-    int q = cli_dist_open(C, threads, &dist);
-    if (q < 0) return CLI_EXIT_USAGE;
-    tfm_gpt m;
-    tfm_char_vocab vocab;
-    tfm_adamw opt;
-    tfm_lm_data d;
-    int iters = st.iters;
-    if (resume) {
-        if (tfm_gpt_load(resume, &m, &vocab, &opt, &st)) return cli_fail(C, "--resume: %s", tfm_last_error());
-        if (cli_flag_seen(&spec, "iters")) st.iters = iters;
-        if (tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
-            return cli_fail(C, "%s", tfm_last_error());
-        if (!q) fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
-    } else {
-        if (tfm_lm_data_load(&d, data, NULL, 1.0f - val_frac, cfg.block_size)) return cli_fail(C, "%s", tfm_last_error());
-        cfg.vocab_size = d.vocab.n;
-        cfg.attention = strcmp(attention, "synthesizer") ? TFM_ATTN_CAUSAL : TFM_ATTN_SYNTHESIZER;
-        if (tfm_gpt_init(&m, &cfg)) return cli_error(C, "%s", tfm_last_error());   /* a bad config: the flags' */
-        tfm_gpt_init_weights(&m, (uint64_t)st.seed);
-        if (tfm_char_vocab_from_string(&vocab, d.vocab.chars) ||
-            tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay))
-            return cli_fail(C, "%s", tfm_last_error());
-        tfm_lm_train_state_init(&st);
+    lm_model mo = {0};
+    tfm_dist *dist = NULL;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
+    int q = 0, steps = -3, start = 0;   /* -3: stopped before training (rc says why) */
+    if (resume && tfm_run_config_load(resume, &stored)) {
+        rc = cli_fail(C, "--resume: %s", tfm_last_error());
+        goto done;
     }
-    int start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &m.params, &opt) ? -2 : 0;
+    if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
+    if (resume &&
+        (rc = cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data, resume)))
+        goto done;
+    if (!out && resume) out = resume;
+    if (!data || !out) {
+        rc = cli_error(C, "%s is required", data ? "--out MODEL.tfm (or --resume MODEL.tfm)" : "--data FILE");
+        goto done;
+    }
+    tfm_file_use files[] = {{"--data", data, TFM_FILE_IN}, {"--resume", resume, TFM_FILE_IN_PLACE},
+                            {"--out", out, TFM_FILE_OUT}, {"--log-file", log_file, TFM_FILE_OUT_STREAM}};
+    if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
+        (rc = lm_validate(&st, &cfg, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
+        (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
+        (rc = cli_check_files(C, files, 4)))
+        goto done;
+    if ((q = cli_dist_open(C, threads, &dist)) < 0) {
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((rc = lm_setup(&spec, &stored, resume, data, val_frac, &cfg, &attention, &st, q, &mo))) goto done;
+    start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &mo.m.params, &mo.opt) ? -2 : 0;
     q = q || steps;   /* -2: the ranks disagree (printed): nothing more to say */
-    if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
-            m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
-            m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
-    char par[80], gemm[96];
-    if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %s; gemm %s\n", data, d.n_train, d.n - d.n_train,
-            cli_threads_str(par, sizeof par, ctl.parallel, st.batch_size / (dist ? tfm_dist_size(dist) : 1)),
-            cli_gemm_str(gemm, sizeof gemm, ctl.bf16));
-    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0};
-    if (log_file && !q && !(x.log = fopen(log_file, "w")))
-        return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;
+    if (!q) lm_print_start(&mo, data, &ctl, st.batch_size / (dist ? tfm_dist_size(dist) : 1));
+    x = (lm_run){out, &mo.m, &mo.vocab, &mo.opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0,
+                 -1, log_file};
+    if (log_file && !q && !(x.log = fopen(log_file, "w"))) {
+        rc = cli_error(C, "--log-file: cannot write %s", log_file), rc = CLI_EXIT_IO, steps = -3;
+        goto done;
+    }
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
     ctl.stop = cli_stop_install();
     ctl.dist = dist;
-    if (!steps) steps = tfm_lm_train(&m, &d, &opt, &st, max_steps, profile, &ctl, lm_report, lm_save, &x);
-    int sig = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
-    if (sig) {
+    if (!steps) steps = tfm_lm_train(&mo.m, &mo.d, &mo.opt, &st, max_steps, profile, &ctl, lm_report, lm_save, &x);
+    rc = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;
+    if (rc) {
     } else if (steps == -1) {
-        cli_dist_error(C, dist, x.tty ? "\n" : "");
-        sig = cli_exit_status();   /* 74: a checkpoint could not be written; 1: a diverged run */
-    } else if (q || steps < 0) {
+        cli_train_error(C, dist, x.tty ? "\n" : "", out, x.saved_step, resume, start);
+        rc = cli_exit_status();   /* 74: a checkpoint could not be written; 1: a diverged run */
+    } else if (steps == -2) {
+        rc = CLI_EXIT_USAGE;
+    } else if (q) {
     } else if (!steps) {
         fprintf(stderr, "%s is at step %d (--iters %d, --max-steps %d): nothing to do\n", resume ? resume : out, st.iter,
                 st.iters, max_steps);
     } else {
-        long tok = (long)steps * st.batch_size * m.cfg.block_size * st.grad_accum;
+        long tok = (long)steps * st.batch_size * mo.m.cfg.block_size * st.grad_accum;
         fprintf(stderr, "done: %d steps in %.1f s (%.1f ms/step, %.0f tok/s); saved %s\n", st.iter - start, x.train_s,
                 1e3 * x.train_s / (steps ? steps : 1), x.train_s > 0 ? tok / x.train_s : 0.0, out);
         cli_report_rss(C);
     }
-    if (x.log) fclose(x.log);
-    tfm_adamw_free(&opt);
-    tfm_gpt_free(&m);
-    tfm_char_vocab_free(&vocab);
-    tfm_lm_data_free(&d);
+done:
+    rc = cli_log_close(C, x.log, log_file, rc);
+    lm_model_free(&mo);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
-    return cli_dist_close(dist, sig ? sig : steps < 0 ? (steps == -2 ? CLI_EXIT_USAGE : 1) : 0);
+    return cli_dist_close(dist, rc);
 }

@@ -76,24 +76,21 @@ int cmd_train_mt(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
-    if ((o.resume && (rc = mt_resume_config(&spec, &o, &stored))) || (rc = mt_check(&o)) || (rc = mt_check_model(&o)) ||
-        (rc = cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run)))
-        return rc;
-    tfm_dist *dist;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
-    int q = cli_dist_open(C, o.threads, &dist);
-    if (q < 0) return CLI_EXIT_USAGE;
-    int tty = cli_stderr_is_tty(), kind = mt_corpus_kind(&o);
-    if (tty) o.log_every = 1;   /* a live line */
-    tfm_mt_train_opts to;
-    mt_train_opts(&o, &to);
+    tfm_dist *dist = NULL;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
     tfm_mt_model tr = {0};
     tfm_adamw opt = {0};
+    tfm_mt_train_opts to;
     tfm_mt_progress prog;
+    int q = 0, tty = cli_stderr_is_tty(), kind;
+    if ((o.resume && (rc = mt_resume_config(&spec, &o, &stored))) || (rc = mt_check(&o)) || (rc = mt_check_model(&o)) ||
+        (rc = cli_run_config_build(C, &spec, MT_SAFE, MT_DATA, &run)) ||
+        ((q = cli_dist_open(C, o.threads, &dist)) < 0 && (rc = CLI_EXIT_USAGE)))
+        goto free_model;
+    if (tty) o.log_every = 1;   /* a live line */
+    mt_train_opts(&o, &to);
     tfm_mt_progress_init(&prog, to.seed);
-    if (o.resume) {
-        if (tfm_mt_resume(o.resume, &tr, &opt, &prog, &to)) return cli_fail(C, "--resume: %s", tfm_last_error());
-        kind = tr.tok_kind;
-    }
+    if (o.resume && (rc = mt_resume(&spec, &o, &stored, &to, &tr, &opt, &prog))) goto free_model;
+    kind = o.resume ? tr.tok_kind : mt_corpus_kind(&o);
     tfm_parallel_text ptrain = {0}, pvalid = {0};
     tfm_nmt_arrays atrain = {0}, avalid = {0};
     int have_valid = o.valid_src != NULL;
@@ -108,14 +105,11 @@ int cmd_train_mt(int argc, char **argv) {
         goto done;
     }
     if ((rc = cli_dist_sync(C, dist, &run, prog.step, 0, &tr.model->params, &opt))) goto done;
-    if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %s, gemm %s\n",
-            o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
-            tr.model->cfg.arch, cli_threads_str(o.threads_line, 96, to.ctl.parallel, atrain.n), cli_gemm_str(o.gemm_line, 96, to.ctl.bf16));
-    if (o.resume && !q) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
+    if (!q) mt_print_start(&o, &ptrain, &atrain, &tr, &to, &prog);
     mt_valid val;
     if (q) o.log_file = NULL;
     if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;
-    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val};
+    mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val, -1, prog.step};
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, o.out);
     to.ctl.stop = cli_stop_install();
     to.ctl.dist = dist;
@@ -125,7 +119,7 @@ int cmd_train_mt(int argc, char **argv) {
                 o.resume ? o.resume : o.out, prog.epoch, prog.step, o.epochs, o.max_steps);
     if (idle) {
     } else if (tfm_mt_train(tr.model, &atrain, have_valid ? &avalid : NULL, &to, &opt, &prog, mt_report_run, mt_save, &x)) {
-        cli_dist_error(C, dist, "");   /* 74: a checkpoint could not be written; 1: a diverged run */
+        cli_train_error(C, dist, "", o.out, x.saved_step, o.resume, x.start_step);   /* 74: a save failed, 1: else */
         rc = cli_exit_status();
         goto done_valid;
     } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")) || q)
@@ -134,6 +128,8 @@ int cmd_train_mt(int argc, char **argv) {
     if (o.d2l_examples) mt_d2l_examples(&tr);
     rc = 0;
 done_valid:
+    rc = cli_log_close(C, val.log, o.log_file, rc);
+    val.log = NULL;
     mt_valid_close(&val);
 done:
     tfm_nmt_arrays_free(&atrain);

@@ -124,6 +124,10 @@ int cmd_translate(int argc, char **argv) {
         return cli_error(C, "--prefix-file: cannot read %s", prefix_file), CLI_EXIT_IO;
     if (!(r.tr = tfm_translator_load(pos[0], &tp))) rc = cli_fail(C, "%s", tfm_last_error());
     const tfm_mt_model *mt = r.tr ? tfm_translator_model(r.tr) : NULL;
+    int max_pos = mt ? tfm_encdec_max_positions(mt->model) : 0;   /* the model's positions bound both sides */
+    if (max_pos > 0 && o->max_decoding_length >= max_pos)
+        fprintf(stderr, "tfm %s: warning: the model has %d positions (config.max_len): outputs stop at %d tokens, "
+                "not --max-output %d\n", C, max_pos, max_pos - 1, o->max_decoding_length);
     int beam = !mt ? 1 : o->beam_size ? o->beam_size : mt->decode_beam > 0 ? mt->decode_beam : 1;
     if (!rc && r.n_best > beam) rc = cli_error(C, "--n-best %d needs a beam of at least %d (--beam %d)", r.n_best, r.n_best, beam);
     o->num_hypotheses = r.n_best ? r.n_best : 1;
@@ -139,8 +143,10 @@ int cmd_translate(int argc, char **argv) {
     if (!rc && r.n_lines == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)"), rc = CLI_EXIT_DATA;
     if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout"), rc = CLI_EXIT_IO;
     if (!rc && r.n_cut)
-        fprintf(stderr, "tfm translate: warning: %ld of %ld source lines were longer than --max-src %d tokens and were "
-                "cut (the longest by %d tokens)\n", r.n_cut, r.n_lines, o->max_input_length, r.most_cut);
+        fprintf(stderr, "tfm translate: warning: %ld of %ld source lines were cut to %d tokens incl. <eos> (%s; the "
+                "longest by %d tokens)\n", r.n_cut, r.n_lines, max_pos > 0 && max_pos < o->max_input_length ? max_pos :
+                o->max_input_length, max_pos > 0 && max_pos < o->max_input_length ? "the model's positions, config.max_len"
+                : "--max-src", r.most_cut);
     if (!rc && profile) tfm_translator_print_profile(r.tr, r.n_lines, "sentence", tfm_now() - t_start, stderr);
     if (!rc) cli_report_rss(C);
     free(r.lines), free(r.prefixes), free(r.res);

@@ -1,10 +1,8 @@
 /* Exit statuses and output checks shared by the commands: library errors -> exit status, a writable --out,
- * stdout write errors, --out that is one of the inputs (cli.h). */
+ * stdout write errors, the files of a command (cli.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "tfm/core.h"
@@ -31,18 +29,10 @@ int cli_check_threads(const char *cmd, int threads) {
                      TFM_MAX_THREADS, threads);
 }
 
-int cli_check_writable(const char *cmd, const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
-    if (access(dir, W_OK)) {
-        cli_error(cmd, "cannot write %s: directory %s: %s", path, dir, strerror(errno));
-        return CLI_EXIT_IO;
-    }
-    return 0;
+int cli_check_files(const char *cmd, const tfm_file_use *files, int n) {
+    if (!tfm_check_files(files, n)) return 0;
+    cli_error(cmd, "%s", tfm_last_error());
+    return tfm_last_error_kind() == TFM_ERR_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
 }
 
 int cli_finish_stdout(const char *cmd, int rc) {
@@ -52,18 +42,4 @@ int cli_finish_stdout(const char *cmd, int rc) {
     if (!bad && !ferror(stdout)) return rc;
     fprintf(stderr, "tfm %s: cannot write standard output: %s\n", cmd, err ? strerror(err) : "write error");
     return rc ? rc : CLI_EXIT_IO;
-}
-
-int cli_check_not_input(const char *cmd, const char *flag, const char *out, const char *const *inputs, int n) {
-    struct stat so, si;
-    if (!out || stat(out, &so)) return 0;   /* does not exist yet: cannot be an input */
-    for (int i = 0; i < n; i++)
-        if (inputs[i] && !stat(inputs[i], &si) && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            return cli_error(cmd, "%s %s is the %s file %s: refusing to overwrite it", flag, out,
-                             strcmp(flag, "--out") ? "input or output" : "input", inputs[i]);
-    return 0;
-}
-
-int cli_check_out_not_input(const char *cmd, const char *out, const char *const *inputs, int n) {
-    return cli_check_not_input(cmd, "--out", out, inputs, n);
 }

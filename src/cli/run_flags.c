@@ -43,25 +43,30 @@ int cli_run_config_build(const char *cmd, const cli_spec *spec, const char *safe
     return 0;
 }
 
-static void apply(cli_flag *f, const char *v) {
+/* A stored value into the flag, parsed as strictly as the command line's (a stored "1e38" or "abc" for an int
+ * is refused, not read as 1 or 0). 0, or -1. */
+static int apply(cli_flag *f, const char *v) {
     switch (f->type) {
-    case FLAG_INT:
-    case FLAG_BOOL: *(int *)f->dst = atoi(v); break;
-    case FLAG_FLOAT: *(float *)f->dst = strtof(v, NULL); break;
-    default: *(const char **)f->dst = *v ? v : NULL; break;
+    case FLAG_INT: return cli_parse_int(v, (int *)f->dst);
+    case FLAG_BOOL: return strcmp(v, "0") && strcmp(v, "1") ? -1 : (*(int *)f->dst = v[0] == '1', 0);
+    case FLAG_FLOAT: return cli_parse_float(v, (float *)f->dst);
+    default: *(const char **)f->dst = *v ? v : NULL; return 0;
     }
 }
 
 int cli_run_config_resume(const char *cmd, cli_spec *spec, const char *safe, const char *changeable,
-                          const char *data, const tfm_run_config *stored, int allow_new_data) {
+                          const char *data, const tfm_run_config *stored, int allow_new_data, const char *path) {
     char buf[4200], key[120];
     for (int i = 0; i < spec->n_flags; i++) {
         cli_flag *f = &spec->flags[i];
         const char *v = tfm_run_config_find(stored, f->name);
         if (listed(safe, f->name) || !v) continue;
         format_flag(f, buf, sizeof buf);
-        if (!f->seen) apply(f, v);
-        else if (strcmp(buf, v) && !listed(data, f->name) && !listed(changeable, f->name))
+        if (!f->seen && apply(f, v))
+            return cli_error(cmd, "--resume: %s: run.%s '%.40s' is not a value of --%s (the checkpoint is edited or "
+                             "corrupt)", path, f->name, v, f->name);
+        if (!f->seen) {
+        } else if (strcmp(buf, v) && !listed(data, f->name) && !listed(changeable, f->name))
             return cli_error(cmd, "--resume: --%s %s differs from the checkpoint's --%s %s (a resume continues the "
                              "stored run; only --threads, --log-every, the length and checkpoint flags may change)",
                              f->name, buf, f->name, v);
@@ -75,6 +80,21 @@ int cli_run_config_resume(const char *cmd, cli_spec *spec, const char *safe, con
                              "--allow-new-data to train on it anyway", f->name, *(const char **)f->dst, buf, fp);
         fprintf(stderr, "tfm %s: --allow-new-data: --%s %s (%s) replaces the run's data (%s)\n", cmd, f->name,
                 *(const char **)f->dst, buf, fp);
+    }
+    return 0;
+}
+
+int cli_run_config_match(const char *cmd, const cli_spec *spec, const char *safe, const char *changeable,
+                         const char *data, const tfm_run_config *stored, const char *path) {
+    char buf[4200];
+    for (int i = 0; i < spec->n_flags; i++) {
+        const cli_flag *f = &spec->flags[i];
+        const char *v = tfm_run_config_find(stored, f->name);
+        if (!v || listed(safe, f->name) || listed(data, f->name) || (f->seen && listed(changeable, f->name))) continue;
+        format_flag(f, buf, sizeof buf);
+        if (strcmp(buf, v))
+            return cli_error(cmd, "--resume: %s: run.%s is %.40s but the model and training state it holds say %.40s "
+                             "(config.* / train.* / run.* edited or corrupt)", path, f->name, v, buf);
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 /* tfm train-lm's callbacks and flag checks (src/cli/train_lm_flags.c); the command: cmd_train_lm.c. */
 #ifndef TFM_CLI_TRAIN_LM_H
 #define TFM_CLI_TRAIN_LM_H
+#include "cli/cli.h"
 #include "tfm/train.h"
 
 typedef struct {   /* what the report and save callbacks need */
@@ -13,11 +14,33 @@ typedef struct {   /* what the report and save callbacks need */
     FILE *log;                   /* --log-file (NULL: none) */
     double log_loss;             /* sum of the step losses since the last log-file line */
     int log_n;
+    int saved_step;              /* the step of the last checkpoint this run saved; -1: none yet */
+    const char *log_path;        /* --log-file, for messages */
 } lm_run;
+
+/* flags not stored in the run configuration, and stored flags a --resume may change (the rest must match) */
+#define LM_SAFE " out resume threads parallel max-steps log-every log-file profile allow-new-data "
+#define LM_CHANGEABLE " iters save-every keep-last skip-nonfinite "
+
+typedef struct {   /* what the run trains (all zero: nothing allocated) */
+    tfm_gpt m;
+    tfm_char_vocab vocab;
+    tfm_adamw opt;
+    tfm_lm_data d;
+} lm_model;
+/* The model, vocabulary, optimizer and data (train_lm_setup.c): loaded from --resume, after which the flags
+ * (cfg, attention, st) hold the values the checkpoint trains with and every stored run.* value must equal them
+ * (cli_run_config_match); or built from the flags. 0, or the exit status (printed); mo is freed by lm_model_free
+ * either way. */
+int lm_setup(const cli_spec *spec, const tfm_run_config *stored, const char *resume, const char *data, float val_frac,
+             tfm_gpt_config *cfg, const char **attention, tfm_lm_train_state *st, int quiet, lm_model *mo);
+void lm_model_free(lm_model *mo);
+/* The start-up lines: model shape, data, threads, GEMM path. */
+void lm_print_start(const lm_model *mo, const char *data, const tfm_train_ctl *ctl, int slice);
 
 void lm_report(const tfm_lm_report *r, void *user);
 int lm_save(const tfm_lm_train_state *st, void *user);
 /* Range checks of every numeric flag, naming it (printed; returns 2). */
-int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention, int log_every, int max_steps,
-                const tfm_train_ctl *ctl, int keep_last);
+int lm_validate(const tfm_lm_train_state *s, const tfm_gpt_config *cfg, int threads, float val_frac,
+                const char *attention, int log_every, int max_steps, const tfm_train_ctl *ctl, int keep_last);
 #endif

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/train_lm.h"
+#include "cli/train_run.h"
 
 #define C "train-lm"
 
@@ -13,7 +14,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
     char eta[32];
     x->train_s = r->train_s;
     if (r->eval) {
-        tfm_lm_log_report(x->log, r, r->train_loss);
+        if (tfm_lm_log_report(x->log, r, r->train_loss)) cli_stop_log_failed(x->log_path);
         fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;
     }
@@ -21,7 +22,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
     x->log_loss += r->loss, x->log_n++;
     int line = (x->log_every > 0 && r->step % x->log_every == 0) || r->step == 1;
     if (line && x->log) {
-        tfm_lm_log_report(x->log, r, (float)(x->log_loss / x->log_n));
+        if (tfm_lm_log_report(x->log, r, (float)(x->log_loss / x->log_n))) cli_stop_log_failed(x->log_path);
         x->log_loss = 0, x->log_n = 0;
     }
     cli_format_eta(r->eta_s, eta, sizeof eta);
@@ -33,31 +34,34 @@ void lm_report(const tfm_lm_report *r, void *user) {
 int lm_save(const tfm_lm_train_state *st, void *user) {
     lm_run *x = user;
     if (tfm_gpt_save_run(x->out, x->m, x->vocab, x->opt, st, x->run)) return -1;
+    x->saved_step = st->iter;
     return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, st->iter, x->keep_last) : 0;
 }
 
-int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const char *attention, int log_every, int max_steps,
-                const tfm_train_ctl *ctl, int keep_last) {
-    if (s->lr <= 0) return cli_error(C, "--lr must be > 0, got %g", s->lr);
-    if (s->min_lr < 0 || s->min_lr > s->lr) return cli_error(C, "--min-lr must be in [0, lr], got %g", s->min_lr);
-    if (s->batch_size < 1 || s->batch_size > 65536)
-        return cli_error(C, "--batch-size must be in 1..65536, got %d", s->batch_size);
-    if (s->iters < 1 || s->iters > 100000000) return cli_error(C, "--iters must be in 1..1e8, got %d", s->iters);
-    if (s->warmup < 0 || s->warmup > 100000000) return cli_error(C, "--warmup must be in 0..1e8, got %d", s->warmup);
-    if (s->eval_every < 1 || s->eval_iters < 1 || s->eval_iters > 1000000 || s->grad_accum < 1 || s->grad_accum > 65536)
-        return cli_error(C, "--eval-every >= 1, --eval-iters in 1..1e6 and --grad-accum in 1..65536 required");
+/* tfm_lm_train_state_check's message names the checkpoint field ("train.batch_size must be ..."): on the command
+ * line, name the flag ("--batch-size must be ..."). */
+static int flag_error(void) {
+    const char *e = tfm_last_error();
+    if (strncmp(e, "train.", 6)) return cli_error(C, "%s", e);
+    char name[64];
+    size_t k = strcspn(e + 6, " ");
+    snprintf(name, sizeof name, "%.*s", (int)(k < sizeof name ? k : sizeof name - 1), e + 6);
+    for (char *p = name; *p; p++) *p = *p == '_' ? '-' : *p;
+    const char *rest = e + 6 + k, *cfg = strstr(rest, "config.block_size");   /* its flag: --block-size */
+    if (cfg) return cli_error(C, "--%s%.*s--block-size%s", name, (int)(cfg - rest), rest, cfg + 17);
+    return cli_error(C, "--%s%s", name, rest);
+}
+
+int lm_validate(const tfm_lm_train_state *s, const tfm_gpt_config *cfg, int threads, float val_frac,
+                const char *attention, int log_every, int max_steps, const tfm_train_ctl *ctl, int keep_last) {
+    if (tfm_lm_train_state_check(s, cfg)) return flag_error();   /* the loader's bounds: one set for both */
     if (log_every < 0) return cli_error(C, "--log-every must be >= 0, got %d", log_every);
     if (max_steps < 0) return cli_error(C, "--max-steps must be >= 0 (0 = no limit), got %d", max_steps);
     if (ctl->save_every < 0 || keep_last < 0 || ctl->skip_nonfinite < 0)
         return cli_error(C, "--save-every, --keep-last and --skip-nonfinite must be >= 0");
-    if (s->weight_decay < 0) return cli_error(C, "--weight-decay must be >= 0, got %g", s->weight_decay);
-    if (s->grad_clip < 0) return cli_error(C, "--grad-clip must be >= 0 (0 = off), got %g", s->grad_clip);
     if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
-    if (!(s->beta1 >= 0 && s->beta1 < 1) || !(s->beta2 >= 0 && s->beta2 < 1))
-        return cli_error(C, "--beta1/--beta2 must be in [0,1)");
     if (!(val_frac > 0 && val_frac < 1)) return cli_error(C, "--val-frac must be in (0,1), got %g", val_frac);
     if (strcmp(attention, "causal") && strcmp(attention, "synthesizer"))
         return cli_error(C, "--attention must be causal or synthesizer, got '%s'", attention);
     return 0;
 }
-

@@ -34,6 +34,11 @@ int mt_check(const mt_opts *o);
  * exit status). */
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored);
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to);
+/* --resume: the checkpoint's translator, optimizer and progress (tfm_mt_resume); the flags then take the values
+ * the model was built with (architecture, sizes, dropout, tokenizer, padding), and every stored run.* value must
+ * equal them (cli_run_config_match). 0, or the exit status (printed; tr / opt may hold the model: free them). */
+int mt_resume(const cli_spec *spec, mt_opts *o, const tfm_run_config *stored, const tfm_mt_train_opts *to,
+              tfm_mt_model *tr, tfm_adamw *opt, tfm_mt_progress *prog);
 void mt_model_config(const mt_opts *o, tfm_s2s_config *cf);
 /* issue 10's flags (train_mt_model.c): all = base flags + them (all has room for n_base + 24); returns the
  * count. mt_check_model checks them (2 on error); mt_corpus_kind: the tokenizer kind corpora load with. */
@@ -54,6 +59,7 @@ typedef struct {
     int n, batch_size, max_len, keep_best, stopped;
     char best_path[4096];
     FILE *log;
+    const char *log_path;            /* --log-file, for messages */
     tfm_early_stop es;
     tfm_graph g;                     /* the validation loss */
     tfm_translator *dec;             /* a view of tr that decodes the validation sources (made at the first
@@ -69,8 +75,16 @@ int mt_check_valid(const mt_opts *o);
 /* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation). */
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs);
 int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what);
-/* --dump-data PREFIX: tokens and vocabularies (valid may be NULL). */
+/* Every file the run reads and writes (--out, --keep-best's MODEL.best.tfm, --log-file, the --dump-data
+ * files) checked before any work (cli_check_files): returns 0 or the exit status (printed). */
+int mt_check_files(const mt_opts *o);
+/* --keep-best's file: OUT without .tfm, then .best.tfm */
+void mt_best_path(const char *out, char *buf, size_t n);
+/* --dump-data PREFIX: tokens and vocabularies (valid may be NULL), each file written atomically. */
 int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_mt_model *t);
+/* The start-up lines: data, vocabularies, parameters, threads, GEMM path (and where a --resume starts). */
+void mt_print_start(mt_opts *o, const tfm_parallel_text *p, const tfm_nmt_arrays *a, const tfm_mt_model *tr,
+                    const tfm_mt_train_opts *to, const tfm_mt_progress *prog);
 /* --d2l-examples: translate d2l's four English sentences and print BLEU. */
 void mt_d2l_examples(tfm_mt_model *t);
 typedef struct {   /* what the report and save callbacks need */
@@ -82,6 +96,8 @@ typedef struct {   /* what the report and save callbacks need */
     int keep_last;
     const tfm_run_config *run;   /* stored as run.* in every checkpoint */
     mt_valid *val;               /* validation and the --log-file */
+    int saved_step;              /* the step of the last checkpoint this run saved; -1: none yet */
+    int start_step;              /* the step the run started from (a --resume's) */
 } mt_run;
 /* flags not stored in the run configuration; stored flags a --resume may change (the rest must match); data */
 #define MT_SAFE " out resume threads parallel log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "

@@ -9,23 +9,36 @@
 
 #define C "train-mt"
 
+/* A flag of another architecture must keep its default: the model would carry the value without using it. */
+static int check_arch_flags(const mt_opts *o) {
+    tfm_s2s_config d;
+    tfm_s2s_config_default(&d);
+    int tr = !strcmp(o->arch, "transformer");
+    const struct { const char *flag; int v, def, transformer; } f[] = {
+        {"d-model", o->d_model, d.d_model, 1}, {"n-head", o->n_head, d.n_head, 1}, {"ffn", o->ffn, d.ffn, 1},
+        {"pre-ln", o->pre_ln, 0, 1}, {"embed-size", o->embed_size, d.embed_size, 0},
+        {"hidden-size", o->hidden_size, d.hidden_size, 0}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].transformer != tr && f[i].v != f[i].def)
+            return cli_error(C, "--%s %d is for --arch %s: --arch %s does not use it (leave it out)", f[i].flag, f[i].v,
+                             tr ? "rnn / bahdanau" : "transformer", o->arch);
+    return 0;
+}
+
 int mt_check(const mt_opts *o) {
     if (!o->tsv == !(o->src || o->tgt)) return cli_error(C, "give either --tsv FILE or --src FILE --tgt FILE");
     if (!o->tsv && (!o->src || !o->tgt)) return cli_error(C, "--src and --tgt go together");
     if (!o->valid_src != !o->valid_tgt) return cli_error(C, "--valid-src and --valid-tgt go together");
     if (!o->out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
-    const char *inputs[] = {o->tsv, o->src, o->tgt, o->valid_src, o->valid_tgt,
-                            o->resume && strcmp(o->resume, o->out) ? o->resume : NULL, o->out};
-    int rc;
-    if ((rc = cli_check_writable(C, o->out)) || (rc = cli_check_out_not_input(C, o->out, inputs, 6)) ||
-        (rc = cli_check_not_input(C, "--log-file", o->log_file, inputs, 7)))
-        return rc;
+    int rc = mt_check_files(o);
+    if (rc) return rc;
     if (tfm_tok_kind_parse(o->preprocess) < 0)
         return cli_error(C, "--preprocess: unknown '%s' (d2l, moses, moses-lower, space)", o->preprocess);
     if (strcmp(o->schedule, "noam") && strcmp(o->schedule, "cosine") && strcmp(o->schedule, "constant"))
         return cli_error(C, "--schedule: unknown '%s' (noam, cosine, constant)", o->schedule);
     if (strcmp(o->arch, "transformer") && strcmp(o->arch, "rnn") && strcmp(o->arch, "bahdanau"))
         return cli_error(C, "--arch: unknown '%s' (transformer, rnn, bahdanau)", o->arch);
+    if (check_arch_flags(o)) return CLI_EXIT_USAGE;
     if (strcmp(o->loss_norm, "tokens") && strcmp(o->loss_norm, "d2l"))
         return cli_error(C, "--loss-norm: unknown '%s' (tokens, d2l)", o->loss_norm);
     if (o->num_examples < 0) return cli_error(C, "--num-examples must be >= 0, got %d", o->num_examples);
@@ -35,7 +48,8 @@ int mt_check(const mt_opts *o) {
     if (o->epochs < 1) return cli_error(C, "--epochs must be >= 1, got %d", o->epochs);
     if (o->warmup < 0 || o->warmup > 100000000) return cli_error(C, "--warmup must be in 0..1e8, got %d", o->warmup);
     if (!(o->lr > 0) || o->lr > 100) return cli_error(C, "--lr must be in (0, 100], got %g", o->lr);
-    if (!(o->min_lr >= 0)) return cli_error(C, "--min-lr must be >= 0, got %g", o->min_lr);
+    if (!(o->min_lr >= 0 && o->min_lr <= o->lr))
+        return cli_error(C, "--min-lr must be in [0, --lr %g], got %g", o->lr, o->min_lr);
     if (!(o->dropout >= 0 && o->dropout < 1)) return cli_error(C, "--dropout must be in [0, 1), got %g", o->dropout);
     if (!(o->label_smoothing >= 0 && o->label_smoothing < 1))
         return cli_error(C, "--label-smoothing must be in [0, 1), got %g", o->label_smoothing);
@@ -62,7 +76,7 @@ int mt_check(const mt_opts *o) {
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored) {
     if (tfm_run_config_load(o->resume, stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
     if (!o->out) o->out = o->resume;
-    return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data);
+    return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data, o->resume);
 }
 
 void mt_train_opts(const mt_opts *o, tfm_mt_train_opts *to) {
@@ -105,6 +119,7 @@ void mt_model_config(const mt_opts *o, tfm_s2s_config *cf) {
     cf->hidden_size = o->hidden_size;
     cf->dropout = o->dropout;
     cf->pad_len = o->pad_to_max_len ? o->max_len : 0;
+    tfm_s2s_config_clear_unused(cf);   /* the flags of another architecture (refused by mt_check if not defaults) */
 }
 
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs) {

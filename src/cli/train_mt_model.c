@@ -134,3 +134,19 @@ int mt_build(const mt_opts *o, const tfm_parallel_text *p, const tfm_mt_train_op
         return cli_fail(C, "%s", tfm_last_error());
     return 0;
 }
+
+int mt_resume(const cli_spec *spec, mt_opts *o, const tfm_run_config *stored, const tfm_mt_train_opts *to,
+              tfm_mt_model *tr, tfm_adamw *opt, tfm_mt_progress *prog) {
+    if (tfm_mt_resume(o->resume, tr, opt, prog, to)) return cli_fail(C, "--resume: %s", tfm_last_error());
+    const tfm_s2s_config *c = &tr->model->cfg;   /* the flags take what the model was built with */
+    o->arch = c->arch;
+    o->d_model = c->d_model, o->n_head = c->n_head, o->ffn = c->ffn, o->pre_ln = c->pre_ln, o->n_layer = c->n_layer;
+    o->embed_size = c->embed_size, o->hidden_size = c->hidden_size, o->dropout = c->dropout;
+    o->share_embeddings = c->share_embeddings, o->pad_to_max_len = c->pad_len > 0;
+    o->tokenizer = tr->bpe ? "bpe" : "word";
+    if (!tr->bpe) o->preprocess = tfm_tok_kind_name((tfm_tok_kind)tr->tok_kind);
+    if (c->pad_len && c->pad_len != o->max_len)
+        return cli_error(C, "--resume: %s: config.pad_len %d is not the run's --max-len %d (edited or corrupt)",
+                         o->resume, c->pad_len, o->max_len);
+    return cli_run_config_match(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->resume);
+}

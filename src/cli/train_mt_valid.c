@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/train_mt.h"
+#include "cli/train_run.h"
 #include "tfm/decode.h"
 #include "tfm/eval.h"
 
@@ -40,9 +41,8 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_mt_model *tr, const tfm_nmt
     v->keep_best = o->keep_best;
     v->batch_size = o->batch_size;
     v->max_len = o->max_len;
-    size_t k = strlen(o->out);
-    k = k > 4 && !strcmp(o->out + k - 4, ".tfm") ? k - 4 : k;
-    snprintf(v->best_path, sizeof v->best_path, "%.*s.best.tfm", (int)k, o->out);
+    mt_best_path(o->out, v->best_path, sizeof v->best_path);
+    v->log_path = o->log_file;
     if (o->log_file && !(v->log = fopen(o->log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", o->log_file), CLI_EXIT_IO;
     if (!valid) return 0;
@@ -112,7 +112,8 @@ int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
     }
     fprintf(stderr, "valid at step %d: loss %.4f  BLEU %.2f  chrF2 %.2f  (best BLEU %.2f at step %d)%s%s\n", p->step,
             loss, bleu, cr.score, v->es.best, v->es.best_step, wrote ? "  wrote " : "", wrote ? wrote : "");
-    tfm_mt_log_valid(v->log, p->step, epoch, loss, bleu, (float)cr.score, v->es.best, wrote);
+    if (tfm_mt_log_valid(v->log, p->step, epoch, loss, bleu, (float)cr.score, v->es.best, wrote))
+        cli_stop_log_failed(v->log_path);
     if (flags & TFM_VALID_STOP) {
         fprintf(stderr, "stopping: %d validations without a better BLEU (--patience %d)\n", v->es.n_bad, v->es.patience);
         v->stopped = 1;
@@ -135,7 +136,7 @@ void mt_valid_close(mt_valid *v) {
 void mt_report_run(const tfm_mt_report *r, void *user) {
     const mt_run *x = user;
     mt_report(r, user);
-    tfm_mt_log_report(x->val->log, r);
+    if (tfm_mt_log_report(x->val->log, r)) cli_stop_log_failed(x->val->log_path);
 }
 
 int mt_validate_run(const struct tfm_mt_progress *p, int epoch, void *user) {

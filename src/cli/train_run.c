@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli/train_run.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include "tfm/train.h"
 
 static volatile sig_atomic_t stop_signal;   /* the CLI's flag; the library only reads it through a pointer */
+#define STOP_LOG 100                        /* not a signal: a --log-file write failed (cli_stop_log_failed) */
+static char stop_reason[700];
 
 /* A second SIGINT (Ctrl-C pressed again) leaves at once; the last complete checkpoint stays. A repeated
  * SIGTERM does not: batch systems and mpirun may each deliver one (Slurm signals every process of the job,
@@ -35,9 +38,29 @@ void cli_clean_stale(const char *cmd, const char *out) {
     if (n > 0) fprintf(stderr, "tfm %s: removed %d stale %s.tmp.* file%s of an interrupted save\n", cmd, n, out, n == 1 ? "" : "s");
 }
 
+void cli_stop_log_failed(const char *path) {
+    if (stop_signal) return;
+    snprintf(stop_reason, sizeof stop_reason, "--log-file %s: write failed (%s)", path, strerror(errno ? errno : EIO));
+    stop_signal = STOP_LOG;
+}
+
+int cli_log_close(const char *cmd, FILE *f, const char *path, int rc) {
+    errno = 0;
+    if (!f || (!fclose(f) && stop_signal != STOP_LOG) || rc) return rc;
+    if (stop_signal != STOP_LOG) cli_stop_log_failed(path);
+    fprintf(stderr, "tfm %s: %s: the checkpoint is complete, the log is not\n", cmd, stop_reason);
+    return CLI_EXIT_IO;
+}
+
 int cli_stop_report(const char *cmd, const char *out, int step, int epoch, const char *hint) {
     int sig = stop_signal;
     if (!sig) return 0;
+    if (sig == STOP_LOG) {   /* the run stopped as on SIGTERM: its checkpoint is saved */
+        fprintf(stderr, "\ntfm %s: %s: stopped, saved %s at step %d", cmd, stop_reason, out, step);
+        if (epoch >= 0) fprintf(stderr, " (epoch %d)", epoch);
+        fprintf(stderr, "; resume with: %s %s --log-file FILE (on a disk with room)\n", hint, out);
+        return CLI_EXIT_IO;
+    }
     fprintf(stderr, "\ntfm %s: stopped by %s: saved %s at step %d", cmd, sig == SIGINT ? "SIGINT" : "SIGTERM", out, step);
     if (epoch >= 0) fprintf(stderr, " (epoch %d)", epoch);
     fprintf(stderr, "; resume with: %s %s\n", hint, out);

@@ -30,6 +30,18 @@ static int check_values(const tfm_entry *e, int nonneg, const char *path) {
     return 0;
 }
 
+int tfm_ckpt_check_block(const tfm_params *p, const float *block, const char *what, int nonneg) {
+    for (int k = 0; k < p->n; k++) {
+        const tfm_tensor *t = p->t[k];
+        const float *x = block + (t->data - p->data);
+        if (tfm_all_finite(x, t->size) && !nonneg) continue;
+        for (size_t i = 0; i < t->size; i++)
+            if (!isfinite(x[i]) || (nonneg && x[i] < 0))
+                return tfm_set_error("%s '%s' holds %g at index %zu", what, t->name, (double)x[i], i), -1;
+    }
+    return 0;
+}
+
 /* Check every tensor first (presence, shape, finite values), then copy: a bad file leaves the
  * destination untouched. nonneg: values must also be >= 0 (Adam's second moments). */
 int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,

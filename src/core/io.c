@@ -696,3 +696,96 @@ int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const c
     fclose(f);
     return rc;
 }
+
+/* ------------------------------------------------------------------ the files of a command */
+
+/* A file's identity after following links: its own device and inode when it exists, else its directory's
+ * and its name (two outputs that do not exist yet are the same file when both match). */
+typedef struct {
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    const char *name;
+} file_id;
+
+#define PATH_BUF 4096
+
+/* the directory part of path: "." without a slash, "/" for "/x" */
+static void dir_of(const char *path, char *dir) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, PATH_BUF, ".");
+    else snprintf(dir, PATH_BUF, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+static int identify(const char *path, file_id *id) {
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    if (strlen(path) >= PATH_BUF) return -1;
+    if (!stat(path, &st)) {
+        *id = (file_id){1, st.st_dev, st.st_ino, NULL};
+        return 0;
+    }
+    char dir[PATH_BUF];
+    dir_of(path, dir);
+    if (stat(dir, &st)) return -1;   /* no directory: it cannot be any other file */
+    const char *slash = strrchr(path, '/');
+    *id = (file_id){0, st.st_dev, st.st_ino, slash ? slash + 1 : path};
+    return 0;
+}
+
+static int same_file(const file_id *a, const file_id *b) {
+    if (a->exists != b->exists || a->dev != b->dev || a->ino != b->ino) return 0;
+    return a->exists || !strcmp(a->name, b->name);
+}
+
+static int is_output(tfm_file_role r) { return r == TFM_FILE_OUT || r == TFM_FILE_OUT_STREAM; }
+
+/* an output's own checks: a name, not a directory, a directory that takes the file */
+static int check_output(const tfm_file_use *f) {
+    const char *p = f->path;
+    size_t len = strlen(p);
+    if (!len) return tfm_set_error("%s: empty path (give a file name)", f->what), -1;
+    if (len >= PATH_BUF) return tfm_set_error("%s: path longer than %d bytes", f->what, PATH_BUF - 1), -1;
+    if (p[len - 1] == '/') return tfm_set_error("%s %s names a directory (give a file name)", f->what, p), -1;
+    struct stat st;
+    int exists = !stat(p, &st);
+    if (exists && S_ISDIR(st.st_mode)) return tfm_set_error("%s %s is a directory (give a file name)", f->what, p), -1;
+    if (exists && !S_ISREG(st.st_mode)) {
+        if (f->role == TFM_FILE_OUT)
+            return tfm_set_error("%s %s is not a regular file (an output is written to a temporary file, then "
+                                 "renamed over it)", f->what, p), -1;
+        if (access(p, W_OK))   /* a log into a device or FIFO */
+            return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: %s", p, strerror(errno)), -1;
+        return 0;
+    }
+    char dir[PATH_BUF];
+    dir_of(p, dir);
+    if (stat(dir, &st))
+        return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: directory %s: %s", p, dir, strerror(errno)), -1;
+    if (!S_ISDIR(st.st_mode))
+        return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: %s is not a directory", p, dir), -1;
+    if (access(dir, W_OK | X_OK))
+        return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: directory %s: %s", p, dir, strerror(errno)), -1;
+    if (exists && access(p, W_OK)) return tfm_set_error_kind(TFM_ERR_IO, "cannot write %s: %s", p, strerror(errno)), -1;
+    return 0;
+}
+
+int tfm_check_files(const tfm_file_use *f, int n) {
+    for (int i = 0; i < n; i++)
+        if (f[i].path && is_output(f[i].role) && check_output(&f[i])) return -1;
+    for (int i = 0; i < n; i++) {
+        file_id a, b;
+        if (!f[i].path || !is_output(f[i].role) || identify(f[i].path, &a)) continue;
+        for (int j = 0; j < n; j++) {
+            if (j == i || !f[j].path || (is_output(f[j].role) && j < i)) continue;   /* each pair of outputs once */
+            if (identify(f[j].path, &b) || !same_file(&a, &b)) continue;
+            if (f[i].role == TFM_FILE_OUT && f[j].role == TFM_FILE_IN_PLACE) continue;
+            if (is_output(f[j].role))
+                return tfm_set_error("%s %s and %s %s are the same file: give each output its own name", f[i].what,
+                                     f[i].path, f[j].what, f[j].path), -1;
+            return tfm_set_error("%s %s is the input file %s (%s): refusing to overwrite it", f[i].what, f[i].path,
+                                 f[j].path, f[j].what), -1;
+        }
+    }
+    return 0;
+}

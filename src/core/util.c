@@ -117,6 +117,16 @@ int tfm_mul_size_overflow(size_t a, size_t b, size_t *out) {
     return 0;
 }
 
+int tfm_all_finite(const float *x, size_t n) {
+    uint32_t bad = 0;   /* integer ops, no branch: vectorised (a float sum would be one dependent add a value) */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        bad |= (b & 0x7f800000u) == 0x7f800000u;   /* exponent all ones: an infinity or a NaN */
+    }
+    return !bad;
+}
+
 int64_t tfm_mul_i64_sat(int64_t a, int64_t b) {
     if (a <= 0 || b <= 0) return 0;
     return a > INT64_MAX / b ? INT64_MAX : a * b;

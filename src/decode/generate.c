@@ -47,7 +47,7 @@ int tfm_gpt_stream_init(tfm_gpt_stream *s, const tfm_gpt *m, const int *prompt, 
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (generate %zu tokens)", total), -1;
     }
     memcpy(s->ctx, prompt, sizeof(int) * (size_t)n_prompt);
-    s->n = n_prompt;
+    s->n = s->n_prompt = n_prompt;
     s->end = (int)total;
     s->opts = *o;
     tfm_rng_seed(&s->rng, o->seed);
@@ -61,6 +61,12 @@ int tfm_gpt_stream_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g) {
     g->grad_enabled = 0;
     tfm_graph_reset(g);
     const float *last = next_logits(m, g, s->use_cache ? &s->cache : NULL, s->ctx, s->n, &s->cstart);
+    if (!tfm_all_finite(last, (size_t)m->cfg.vocab_size)) {   /* a diverged model: its samples would be noise */
+        tfm_graph_reset(g);
+        g->grad_enabled = saved_grad;
+        return tfm_set_error("generate: the model's output is not finite (NaN or infinite logits at token %d): the "
+                             "checkpoint's weights diverged", s->n - s->n_prompt + 1), -1;
+    }
     double tp = tfm_profile_begin(g);
     int id = tfm_sample_logits_p(last, m->cfg.vocab_size, s->opts.temperature, s->opts.top_k, s->opts.top_p, &s->rng,
                                  s->scratch);
@@ -85,6 +91,10 @@ int tfm_gpt_generate(tfm_gpt *m, tfm_graph *g, const int *prompt, int n_prompt, 
     int made = 0;
     while (made < n_new) {
         int id = tfm_gpt_stream_next(&s, m, g);
+        if (id < 0) {
+            made = -1;
+            break;
+        }
         if (out) out[made] = id;
         made++;
         if (on_token && on_token(id, user)) break;

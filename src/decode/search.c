@@ -52,6 +52,11 @@ typedef struct {
     const int *sent;           /* their indices in the caller's arrays */
 } batch_ref;
 
+static int nonfinite_output(int step) {
+    return tfm_set_error("the model's output is not finite (NaN or infinite logits at output token %d): the "
+                         "checkpoint's weights diverged", step + 1), -1;
+}
+
 /* Encode one batch and create an incremental state with cap rows. Sources are padded to the batch's
  * longest, or to the model's pad_len (at most max_src) when it has one, as in training. */
 static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
@@ -149,6 +154,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
             const float *x = logits->data + (size_t)r * V;
+            if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
             int s = row_sent[r], best = 0;
             if (step < prefix_len(j, s)) {
                 best = prefix_tok(j, s, step);
@@ -169,6 +175,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
             }
         }
         tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+        if (rc) break;
         tp = tfm_profile_begin(g);
         if (n_keep < rows && n_keep > 0) m->vt->reorder(m, st, keep, n_keep);
         tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
@@ -209,8 +216,9 @@ static void offer(finished *f, int s, float ns, const int *h, int len) {
     memcpy(hy + (size_t)pos * f->H, h, sizeof(int) * (size_t)len);
 }
 
-/* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first. With a forced
- * prefix token, that token is the only candidate of each live row. */
+/* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first; their count, or
+ * -1 when a row's logits are not finite. With a forced prefix token, that token is the only candidate of each
+ * live row. */
 static int group_candidates(const float *logits, int V, const float *score, int r0, int K, int forced, float *scratch,
                             cand *top) {
     int n_top = 0;
@@ -218,6 +226,7 @@ static int group_candidates(const float *logits, int V, const float *score, int 
         if (score[r] == -INFINITY) continue;
         const float *x = logits + (size_t)r * V;
         float lse = row_lse(x, V, scratch);
+        if (!isfinite(lse)) return -1;   /* NaN or infinite logits */
         if (forced >= 0) {
             float sc = score[r] + (x[forced] - lse);
             int j = n_top++;
@@ -283,12 +292,13 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         tp = tfm_profile_begin(g);
         /* rows come in groups of K per live sentence; groups split over threads (each group's scan is
          * sequential: the same bits for any thread count) */
-        int n_groups = rows / K;
+        int n_groups = rows / K, bad = 0;
         if (step == max_len) {   /* the live beams end here, scored as if <eos> came next */
             for (int r = 0; r < rows; r++) {
                 if (score[r] == -INFINITY) continue;
                 const float *x = logits->data + (size_t)r * V;
                 float sc = score[r] + (x[TFM_EOS] - row_lse(x, V, lse_tmp));
+                if (!isfinite(sc)) rc = nonfinite_output(step);
                 offer(&fin, row_sent[r], sc / length_penalty(max_len + 1, o->alpha), hist + (size_t)r * H, max_len);
             }
             tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
@@ -302,6 +312,11 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         for (int gi = 0; gi < n_groups; gi++)
             n_tops[gi] = group_candidates(logits->data, V, score, gi * K, K, forced[gi],
                                           lse_tmp + (size_t)omp_get_thread_num() * V, tops + (size_t)gi * 2 * K);
+        for (int gi = 0; gi < n_groups && !bad; gi++) bad = n_tops[gi] < 0;
+        if (bad) {   /* NaN or infinite logits: a diverged model */
+            rc = nonfinite_output(step);
+            break;
+        }
         int n_new = 0;
         for (int r0 = 0; r0 < rows; r0 += K) {
             int s = row_sent[r0], n_top = n_tops[r0 / K];

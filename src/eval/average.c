@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tfm/core.h"
 #include "tfm/io.h"
@@ -102,20 +101,15 @@ static int add_checkpoint(const tfm_container *base, double **sums, const tfm_co
     return 0;
 }
 
-/* Is out the same file as one of the inputs (same path, or same device and inode)? */
-static int refuse_output_is_input(const char *out, const char *const *inputs, int n) {
-    struct stat so;
-    int have_out = stat(out, &so) == 0;
-    for (int k = 0; k < n; k++) {
-        struct stat si;
-        if (!strcmp(out, inputs[k]) ||
-            (have_out && stat(inputs[k], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)) {
-            tfm_set_error("%s: the output is also input #%d (%s); write the average to a new file", out, k + 1,
-                          inputs[k]);
-            return -1;
-        }
-    }
-    return 0;
+/* The output is a new file, not one of the inputs (the one check of every tfm command: tfm_check_files). */
+static int check_files(const char *out, const char *const *inputs, int n) {
+    tfm_file_use *f = malloc(sizeof *f * ((size_t)n + 1));
+    if (!f) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    for (int k = 0; k < n; k++) f[k] = (tfm_file_use){"input checkpoint", inputs[k], TFM_FILE_IN};
+    f[n] = (tfm_file_use){"the average", out, TFM_FILE_OUT};
+    int rc = tfm_check_files(f, n + 1);
+    free(f);
+    return rc;
 }
 
 /* The output: base's kept entries in order, parameters replaced by sum / n, plus meta.averaged. */
@@ -155,7 +149,7 @@ int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_pat
         tfm_set_error("averaging needs at least two checkpoints (got %d)", n);
         return -1;
     }
-    if (refuse_output_is_input(out_path, inputs, n)) return -1;
+    if (check_files(out_path, inputs, n)) return -1;
     tfm_container base, c, out;
     tfm_container_init(&c);
     tfm_container_init(&out);

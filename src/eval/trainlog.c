@@ -2,6 +2,7 @@
  * learning-rate curves drawn from them (tfm plot). */
 #include "tfm/eval.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,9 +173,10 @@ static int field_index(const char *key) {
     return -1;
 }
 
-/* One line into rec (TFM_LOG_N_FIELDS values, NAN where absent). Returns 0 or -1 with c->err set. */
-static int parse_record(json_cursor *c, double *rec) {
-    for (int f = 0; f < TFM_LOG_N_FIELDS; f++) rec[f] = NAN;
+/* One line into rec (TFM_LOG_N_FIELDS values, NAN where absent or not a number) and given (1 where the key is
+ * present, whatever its value). Returns 0 or -1 with c->err set. */
+static int parse_record(json_cursor *c, double *rec, int *given) {
+    for (int f = 0; f < TFM_LOG_N_FIELDS; f++) rec[f] = NAN, given[f] = 0;
     skip_ws(c);
     if (c->s[c->i] != '{') return fail(c, "expected a JSON object ('{')");
     c->i++;
@@ -194,7 +196,8 @@ static int parse_record(json_cursor *c, double *rec) {
             skip_ws(c);
             if (parse_value(c, 1, &v, &is_num)) return -1;
             int f = trunc ? -1 : field_index(key);
-            if (f >= 0 && is_num) rec[f] = v;  /* strings, booleans, null: treated as absent */
+            if (f >= 0) given[f] = 1;
+            if (f >= 0 && is_num) rec[f] = v;  /* strings, booleans, null: no value */
             skip_ws(c);
             char ch = c->s[c->i];
             if (ch == '}') {
@@ -238,12 +241,20 @@ int tfm_train_log_load(const char *path, tfm_train_log *log) {
         if (!lines[i][c.i]) continue;  /* blank line */
         c.i = 0;
         double rec[TFM_LOG_N_FIELDS];
-        if (parse_record(&c, rec)) {
+        int given[TFM_LOG_N_FIELDS];
+        if (parse_record(&c, rec, given)) {
             tfm_set_error("%s:%d: column %zu: %s", path, i + 1, c.i + 1, c.err);
             goto done;
         }
         log->n_lines++;
+        for (int f = 0; f < TFM_LOG_N_FIELDS; f++)   /* the curves are floats: a larger value cannot be drawn */
+            if (isfinite(rec[f]) && fabs(rec[f]) > FLT_MAX) {
+                tfm_set_error("%s:%d: \"%s\" %g is beyond what a plot can draw (|x| <= %g)", path, i + 1,
+                              field_names[f], rec[f], (double)FLT_MAX);
+                goto done;
+            }
         if (!isfinite(rec[TFM_LOG_STEP])) continue;  /* no step: not a point of any curve */
+        for (int f = 0; f < TFM_LOG_N_FIELDS; f++) log->n_undrawn += given[f] && !isfinite(rec[f]);
         for (int f = 0; f < TFM_LOG_N_FIELDS; f++) log->v[f][log->n] = (float)rec[f];
         log->n++;
     }

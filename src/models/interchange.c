@@ -137,7 +137,7 @@ static int load_params(const tfm_st_file *f, tfm_params *p) {
         }
     }
     for (int i = 0; i < p->n; i++) tfm_st_read_f32(tfm_st_find(f, p->t[i]->name), p->t[i]->data);
-    return 0;
+    return tfm_ckpt_check_block(p, p->data, "tensor", 0) ? tfm_prefix_error("%s: ", f->path) : 0;   /* NaN, inf */
 }
 
 /* An edited config cannot make the import allocate far more than the file holds: the parameter count it
@@ -297,6 +297,7 @@ static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char
 #undef GET
     if (tfm_json_get(j, "share_embeddings") && cfg_int(f, j, "share_embeddings", &c.share_embeddings)) return -1;
     if (tfm_json_get(j, "pad_len") && cfg_int(f, j, "pad_len", &c.pad_len)) return -1;
+    tfm_s2s_config_clear_unused(&c);   /* the twins write every field; those of other architectures mean nothing */
     if (tfm_s2s_config_check(&c)) return wrap_error(f->path, "tfm.config");
     if (check_tied(f, c.share_embeddings)) return -1;
     const char *kind = need_meta(f, "tfm.tokenizer.kind");

@@ -1,5 +1,6 @@
 /* The generic EncoderDecoder pieces: config, dispatch on the architecture name, teacher-forced forward,
  * and translator checkpoints (include/tfm/seq2seq.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,35 @@ void tfm_s2s_config_default(tfm_s2s_config *c) {
     c->dropout = 0.2f;
 }
 
+/* The fields an architecture does not use: the Transformer's (width, heads, FFN, pre-LN, positions, tied
+ * embeddings, init) for the GRU models, and the GRU's (embedding and hidden size) for the Transformer. */
+#define TRANSFORMER_ONLY(X) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(share_embeddings) X(init)
+#define GRU_ONLY(X) X(embed_size) X(hidden_size)
+
+void tfm_s2s_config_clear_unused(tfm_s2s_config *c) {
+    tfm_s2s_config d;
+    tfm_s2s_config_default(&d);
+#define CLEAR(f) c->f = d.f;
+    if (!strcmp(c->arch, "transformer")) { GRU_ONLY(CLEAR) }
+    else if (!strcmp(c->arch, "rnn") || !strcmp(c->arch, "bahdanau")) { TRANSFORMER_ONLY(CLEAR) }
+#undef CLEAR
+}
+
+/* An unused field must hold its default: anything else would be carried into every checkpoint, resume and
+ * export of the model while meaning nothing (an edited or mistyped value goes unnoticed). */
+static int check_unused(const tfm_s2s_config *c) {
+    tfm_s2s_config d;
+    tfm_s2s_config_default(&d);
+#define UNUSED(f)                                                                                                \
+    if (c->f != d.f)                                                                                             \
+        return tfm_set_error("config %s must be %d, the default: arch %s does not use it, got %d", #f, d.f, c->arch, \
+                             c->f), -1;
+    if (!strcmp(c->arch, "transformer")) { GRU_ONLY(UNUSED) }
+    else { TRANSFORMER_ONLY(UNUSED) }
+#undef UNUSED
+    return 0;
+}
+
 int tfm_s2s_config_check(const tfm_s2s_config *c) {
 #define RANGE(f, lo, hi)                                                                                  \
     if (c->f < (lo) || c->f > (hi))                                                                       \
@@ -31,7 +61,7 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         RANGE(d_model, 2, 65536);
         RANGE(n_head, 1, 1024);
         RANGE(ffn, 1, 1 << 20);
-        RANGE(max_len, 1, 1 << 20);
+        RANGE(max_len, 2, 1 << 20);   /* a <bos> and one output token */
         RANGE(pre_ln, 0, 1);
         if (c->d_model % c->n_head)
             return tfm_set_error("config d_model (%d) must be divisible by n_head (%d)", c->d_model, c->n_head), -1;
@@ -118,7 +148,9 @@ tfm_encdec *tfm_encdec_replica(const tfm_encdec *m) {
     return r;
 }
 
-tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c) {
+tfm_encdec *tfm_s2s_create(const tfm_s2s_config *cfg) {
+    tfm_s2s_config cc = *cfg, *c = &cc;
+    tfm_s2s_config_clear_unused(c);   /* the model's config (and so its checkpoints) holds defaults there */
     tfm_encdec *(*fn)(const tfm_s2s_config *) = NULL;
     if (!strcmp(c->arch, "transformer")) fn = tfm_transformer_create;
     else if (!strcmp(c->arch, "rnn")) fn = tfm_rnn_s2s_create;
@@ -243,6 +275,22 @@ static int check_lowercase(const tfm_mt_model *t, const char *path) {
     return 0;
 }
 
+int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name) {
+    float prev = INFINITY;
+    for (int i = 0; i < b->n; i++) {
+        if (!isfinite(b->score[i]))
+            return tfm_set_error("%s: piece %d ('%.40s') has the score %g (edited or corrupt)", name, i, b->piece[i],
+                                 (double)b->score[i]), -1;
+        if (b->type[i] != TFM_PIECE_NORMAL) continue;
+        if (b->score[i] > prev)
+            return tfm_set_error("%s: piece %d ('%.40s') scores %g, above the piece before it (%g): the merge order is "
+                                 "not the order the pieces were learned in (edited?)", name, i, b->piece[i],
+                                 (double)b->score[i], (double)prev), -1;
+        prev = b->score[i];
+    }
+    return 0;
+}
+
 /* tokenizer.bpe of a "bpe" translator: both vocabularies must be its pieces */
 static int get_bpe(tfm_mt_model *t, const tfm_container *c, const char *path) {
     t->bpe = calloc(1, sizeof *t->bpe);
@@ -252,6 +300,9 @@ static int get_bpe(tfm_mt_model *t, const tfm_container *c, const char *path) {
         t->bpe = NULL;
         return -1;
     }
+    char name[600];
+    snprintf(name, sizeof name, "%s: %s", path, TFM_BPE_ENTRY);
+    if (tfm_mt_model_check_bpe(t->bpe, name)) return -1;
     tfm_vocab v;
     if (tfm_bpe_vocab(t->bpe, &v)) return tfm_prefix_error("%s: ", path);
     int same = v.n == t->src_vocab.n && v.n == t->tgt_vocab.n;
@@ -259,6 +310,39 @@ static int get_bpe(tfm_mt_model *t, const tfm_container *c, const char *path) {
         same = !strcmp(v.tok[i], t->src_vocab.tok[i]) && !strcmp(v.tok[i], t->tgt_vocab.tok[i]);
     tfm_vocab_free(&v);
     if (!same) return tfm_set_error("%s: %s does not match tokenizer.src_vocab / tgt_vocab", path, TFM_BPE_ENTRY), -1;
+    return 0;
+}
+
+/* train-mt stores its flags in every checkpoint (run.<flag> text entries, include/tfm/train.h). Where a flag set a
+ * config field the architecture uses, both must agree: config.n_head edited to another divisor of d_model changes
+ * every translation and no shape, and config.max_len below the run's --max-len + 1 cuts every output; only this
+ * cross-check can see such an edit. Files without run.* (imported, averaged, older) have nothing to compare. */
+static int check_run_entries(const tfm_container *c, const tfm_s2s_config *cf, const char *path) {
+    const struct { const char *flag, *field; int value, transformer; } f[] = {   /* transformer -1: both */
+        {"d-model", "d_model", cf->d_model, 1}, {"n-head", "n_head", cf->n_head, 1}, {"ffn", "ffn", cf->ffn, 1},
+        {"pre-ln", "pre_ln", cf->pre_ln, 1}, {"embed-size", "embed_size", cf->embed_size, 0},
+        {"hidden-size", "hidden_size", cf->hidden_size, 0}, {"n-layer", "n_layer", cf->n_layer, -1}};
+    int tr = !strcmp(cf->arch, "transformer");
+    const tfm_entry *a = tfm_container_get(c, "run.arch");
+    if (a && a->dtype == TFM_DT_BYTES && strcmp(a->data, cf->arch))
+        return tfm_set_error("%s: meta.arch '%s' is not run.arch '%.20s', the run that trained it (edited?)", path,
+                             cf->arch, (const char *)a->data), -1;
+    char name[64];
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        if (f[i].transformer >= 0 && f[i].transformer != tr) continue;
+        snprintf(name, sizeof name, "run.%s", f[i].flag);
+        const tfm_entry *e = tfm_container_get(c, name);
+        char *end;
+        long v = e && e->dtype == TFM_DT_BYTES ? strtol(e->data, &end, 10) : 0;
+        if (e && e->dtype == TFM_DT_BYTES && (*end || v != f[i].value))
+            return tfm_set_error("%s: config.%s %d is not run.%s %.20s, the run that trained it (edited?)", path,
+                                 f[i].field, f[i].value, f[i].flag, (const char *)e->data), -1;
+    }
+    const tfm_entry *e = tfm_container_get(c, "run.max-len");
+    long max_len = e && e->dtype == TFM_DT_BYTES ? strtol(e->data, NULL, 10) : 0;
+    if (tr && max_len > 0 && cf->max_len < max_len + 1)
+        return tfm_set_error("%s: config.max_len %d is shorter than run.max-len %ld + 1, the run that trained it "
+                             "(edited?)", path, cf->max_len, max_len), -1;
     return 0;
 }
 
@@ -310,9 +394,13 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
         tfm_mt_model_free(t);
         return -1;
     }
-    if (tfm_s2s_config_check(&cf)) {
+    if (tfm_s2s_config_check(&cf) || check_unused(&cf)) {
         tfm_mt_model_free(t);
         return tfm_prefix_error("%s: ", path);
+    }
+    if (check_run_entries(c, &cf, path)) {
+        tfm_mt_model_free(t);
+        return -1;
     }
     if (tfm_ckpt_check_param_budget(c, tfm_s2s_n_params(&cf), path)) {
         tfm_mt_model_free(t);

@@ -60,19 +60,19 @@ int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config 
 #define FRANGE(f, lo, hi, what)                                                                            \
     if (!(st->f >= (lo) && st->f hi))                                                                      \
         return tfm_set_error("train." #f " must be " what ", got %g", (double)st->f), -1;
-    IRANGE(iters, 1, 1 << 30);
+    IRANGE(iters, 1, TFM_LM_MAX_ITERS);
     IRANGE(iter, 0, st->iters);
-    IRANGE(batch_size, 1, 1 << 20);
+    IRANGE(batch_size, 1, TFM_LM_MAX_BATCH);
     if ((int64_t)st->batch_size * cfg->block_size > 1 << 28)
         return tfm_set_error("train.batch_size * config.block_size must be <= 2^28, got %d * %d", st->batch_size,
                              cfg->block_size), -1;
-    IRANGE(grad_accum, 1, 1 << 16);
-    IRANGE(warmup, 0, 1 << 30);
+    IRANGE(grad_accum, 1, TFM_LM_MAX_GRAD_ACCUM);
+    IRANGE(warmup, 0, TFM_LM_MAX_ITERS);
     IRANGE(eval_every, 1, INT_MAX);
-    IRANGE(eval_iters, 1, 1 << 20);
-    FRANGE(lr, 0, > 0 && st->lr <= 10, "finite, in (0, 10]");
+    IRANGE(eval_iters, 1, TFM_LM_MAX_EVAL_ITERS);
+    FRANGE(lr, 0, > 0 && st->lr < INFINITY, "> 0 and finite");
     FRANGE(min_lr, 0, <= st->lr, "in [0, train.lr]");
-    FRANGE(weight_decay, 0, <= 10, "in [0, 10]");
+    FRANGE(weight_decay, 0, < INFINITY, "finite and >= 0");
     FRANGE(beta1, 0, < 1, "in [0, 1)");
     FRANGE(beta2, 0, < 1, "in [0, 1)");
     FRANGE(grad_clip, 0, < INFINITY, "finite and >= 0");
@@ -183,7 +183,9 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
         tfm_lm_train_state s = {0};
         if (load_state(cp, path, &cfg, &s)) goto fail_model;
         if (tfm_adamw_init(opt, &m->params, s.beta1, s.beta2, 1e-8f, s.weight_decay)) goto fail_model;
-        if (tfm_ckpt_get_adamw(cp, opt, &m->params, path)) {
+        if (tfm_ckpt_get_adamw(cp, opt, &m->params, path) ||
+            (opt->t > s.iter && (tfm_set_error("%s: adam.t %d exceeds train.iter %d (the optimizer cannot have taken "
+                                               "more steps than the run)", path, opt->t, s.iter), 1))) {
             tfm_adamw_free(opt);
             goto fail_model;
         }

@@ -9,7 +9,8 @@ int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *
     memset(t, 0, sizeof *t);
     t->tok_kind = TFM_TOK_BPE;
     t->bpe = bpe;
-    if (tfm_bpe_vocab(bpe, &t->src_vocab) || tfm_bpe_vocab(bpe, &t->tgt_vocab)) {
+    if (tfm_mt_model_check_bpe(bpe, "the BPE model") || tfm_bpe_vocab(bpe, &t->src_vocab) ||
+        tfm_bpe_vocab(bpe, &t->tgt_vocab)) {
         tfm_mt_model_free(t);
         return -1;
     }

@@ -78,9 +78,26 @@ int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_prog
         rc = -1;
     }
     if (!rc) rc = tfm_mt_progress_get(&c, p);
+    /* the run's padded length and seed, stored at every save, are the ones this resume continues with */
+    int max_len = o->num_steps, seed = (int)o->seed;
+    if (!rc && tfm_container_get(&c, "train.max_len") &&
+        (tfm_container_int(&c, "train.max_len", &max_len) || tfm_container_int(&c, "train.seed", &seed)))
+        rc = -1;
+    int len_differs = max_len != o->num_steps;
+    if (!rc && (len_differs || seed != (int)o->seed)) {
+        tfm_set_error("%s: train.%s %d is not the run's %d (--%s): edited or corrupt", path,
+                      len_differs ? "max_len" : "seed", len_differs ? max_len : seed,
+                      len_differs ? o->num_steps : (int)o->seed, len_differs ? "max-len" : "seed");
+        rc = -1;
+    }
     if (!rc) {
         rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
         if (!rc) rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
+        if (!rc && opt->t > p->step) {
+            tfm_set_error("%s: adam.t %d exceeds train.step %d (the optimizer cannot have taken more steps than the "
+                          "run)", path, opt->t, p->step);
+            rc = -1;
+        }
     }
     if (rc) {
         if (opt->m) tfm_adamw_free(opt);

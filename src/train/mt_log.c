@@ -1,5 +1,6 @@
 /* train-mt / train-lm --log-file F.jsonl: one JSON object per line, the schema of docs/LOGS.md (read by tfm plot).
- * Non-finite numbers are written as null so every line stays strict JSON; each line is flushed. */
+ * Non-finite numbers are written as null so every line stays strict JSON; each line is flushed and its write
+ * checked. */
 #include <math.h>
 #include <stdio.h>
 
@@ -10,18 +11,23 @@ static void num(FILE *f, const char *key, double v) {
     else fprintf(f, ", \"%s\": null", key);
 }
 
-void tfm_mt_log_report(FILE *f, const tfm_mt_report *r) {
-    if (!f) return;
+/* every line ends flushed; a write the system refused (a full disk) shows in ferror */
+static int end_line(FILE *f) {
+    fputs("}\n", f);
+    return fflush(f) || ferror(f) ? -1 : 0;
+}
+
+int tfm_mt_log_report(FILE *f, const tfm_mt_report *r) {
+    if (!f) return 0;
     fprintf(f, "{\"event\": \"train\", \"step\": %d, \"epoch\": %d", r->step, r->epoch);
     num(f, "loss", r->loss);
     num(f, "lr", r->lr);
     num(f, "tokens_per_s", r->tokens_per_s);
-    fputs("}\n", f);
-    fflush(f);
+    return end_line(f);
 }
 
-void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss) {
-    if (!f) return;
+int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss) {
+    if (!f) return 0;
     fprintf(f, "{\"event\": \"%s\", \"step\": %d", r->eval ? "valid" : "train", r->step);
     if (r->eval) {
         num(f, "loss", r->train_loss);
@@ -31,13 +37,12 @@ void tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss) {
         num(f, "lr", r->lr);
         num(f, "tokens_per_s", r->tokens_per_s);
     }
-    fputs("}\n", f);
-    fflush(f);
+    return end_line(f);
 }
 
-void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
-                      float best_bleu, const char *checkpoint) {
-    if (!f) return;
+int tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+                     float best_bleu, const char *checkpoint) {
+    if (!f) return 0;
     fprintf(f, "{\"event\": \"valid\", \"step\": %d, \"epoch\": %d", step, epoch);
     num(f, "valid_loss", valid_loss);
     num(f, "valid_bleu", valid_bleu);
@@ -52,6 +57,5 @@ void tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float vali
         }
         fputc('"', f);
     }
-    fputs("}\n", f);
-    fflush(f);
+    return end_line(f);
 }

@@ -36,6 +36,23 @@ int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, f
     return 0;
 }
 
+int tfm_train_check_saveable(const tfm_params *p, const tfm_adamw *opt) {
+    if (tfm_ckpt_check_block(p, p->data, "parameter", 0)) return -1;
+    if (opt && (tfm_ckpt_check_block(p, opt->m, "AdamW first moment of", 0) ||
+                tfm_ckpt_check_block(p, opt->v, "AdamW second moment of", 1)))
+        return -1;
+    return 0;
+}
+
+int tfm_train_check_before_save(int step, const tfm_params *p, const tfm_adamw *opt, const char *loss_what,
+                                float loss) {
+    char why[700];
+    if (tfm_train_check_saveable(p, opt)) snprintf(why, sizeof why, "%s", tfm_last_error());
+    else if (!isfinite(loss)) snprintf(why, sizeof why, "%s is %g", loss_what, (double)loss);
+    else return 0;
+    return tfm_set_error("step %d: %s: the weights diverged (not saved); try a lower --lr", step, why), -1;
+}
+
 float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k) {
     tfm_profile_end(g, TFM_PHASE_CHUNKS, t0);
     double tp = tfm_profile_begin(g);

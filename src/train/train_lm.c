@@ -193,6 +193,29 @@ static int evaluate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, tfm_lm_train
     return 0;
 }
 
+/* Before any save (periodic, evaluation, stop, end of run): tfm_train_check_before_save with the loss the weights
+ * give: the evaluation's when this step evaluated, else that of one validation sequence (a forward pass of
+ * block_size tokens). On several ranks rank 0's verdict holds for all. 0, or -1 with the error: nothing is saved. */
+static int check_before_save(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
+                             const tfm_adamw *opt, const tfm_lm_report *r, tfm_dist *dist) {
+    char what[96] = "the evaluation's loss (train + validation)";
+    float loss = r->train_loss + r->val_loss;
+    if (!r->eval) {
+        int bf16 = g->gemm_bf16;
+        g->gemm_bf16 = 0;
+        loss = tfm_lm_estimate_loss(m, g, d, 1, 1, 1, m->cfg.block_size, (uint64_t)st->seed * 1000003u + 11);
+        g->gemm_bf16 = bf16;
+        snprintf(what, sizeof what, "the loss of a validation sequence under the new weights");
+    }
+    int bad = tfm_train_check_before_save(st->iter, &m->params, opt, what, loss), agreed = bad;
+    if (!dist) return bad;
+    if (tfm_train_dist_agree(dist, &agreed)) return -1;
+    if (agreed && !bad)
+        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)",
+                      st->iter);
+    return agreed ? -1 : 0;
+}
+
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
     int B = st->batch_size, T = m->cfg.block_size;
@@ -240,8 +263,8 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
         if (bad) tfm_train_zero_grad(&g, &m->params);
         else bad = tfm_train_step_norm(&g, &m->params, opt, lr, st->grad_clip, ch.k && !dist ? &ch.norm : NULL) != 0;
         if (bad && ++skipped > ctl->skip_nonfinite) {
-            tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr; "
-                          "the last checkpoint is from before it", st->iter + 1, isfinite(loss) ? "gradient norm" : "loss",
+            tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr",
+                          st->iter + 1, isfinite(loss) ? "gradient norm" : "loss",
                           skipped, ctl->skip_nonfinite);
             rc = -1;
             break;
@@ -265,6 +288,10 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
         if (eval || stop || (ctl->save_every > 0 && st->iter % ctl->save_every == 0)) {
             st->batch_rng = batch_rng.s;
             st->dropout_rng = g.rng.s;
+            if (save && check_before_save(m, &g, d, st, opt, &r, dist)) {
+                rc = -1;
+                break;
+            }
             int failed = save && writer && save(st, user);   /* rank 0 alone writes */
             if (dist && tfm_train_dist_agree(dist, &failed) == 0 && failed && !writer)
                 tfm_set_error("rank 0 could not save the checkpoint (its message is on rank 0's stderr)");

@@ -292,6 +292,33 @@ static int on_writer(tfm_dist *d, int v) {
     return v;
 }
 
+/* Before a checkpoint or a validation (which may write --keep-best): tfm_train_check_before_save with the
+ * epoch's validation loss when it was just measured (valid_loss not NULL), else the loss of the first pair of
+ * `probe` (a forward pass of one pair). On several ranks rank 0's verdict holds for all. 0, or -1 with the error. */
+static int check_before_save(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *probe, const tfm_adamw *opt,
+                             const float *valid_loss, int step, tfm_dist *dist) {
+    float loss;
+    const char *what = "the validation loss";
+    if (valid_loss) {
+        loss = *valid_loss;
+    } else {
+        tfm_nmt_arrays one = *probe;
+        one.n = 1;
+        int bf16 = g->gemm_bf16;
+        g->gemm_bf16 = 0;
+        loss = tfm_mt_eval_loss(m, g, &one, 1);
+        g->gemm_bf16 = bf16;
+        what = "the loss of one sentence pair under the new weights";
+    }
+    int bad = tfm_train_check_before_save(step, &m->params, opt, what, loss), agreed = bad;
+    if (!dist) return bad;
+    if (tfm_train_dist_agree(dist, &agreed)) return -1;
+    if (agreed && !bad)
+        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)",
+                      step);
+    return agreed ? -1 : 0;
+}
+
 int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user) {
@@ -309,6 +336,11 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                              steps_per_epoch, INT_MAX), -1;
     if (tfm_mt_step_check(&m->cfg, train, o)) return -1;
     int total = o->epochs * steps_per_epoch;
+    /* the steps still to take must fit the 32-bit step counters (train.step, adam.t <= train.step) */
+    int64_t left = prog->epoch >= o->epochs ? 0 : (int64_t)(o->epochs - prog->epoch) * steps_per_epoch - prog->batch;
+    if ((int64_t)prog->step + left > INT_MAX)
+        return tfm_set_error("train.step %d + the %lld steps left overflow the step counter (at most %d): the "
+                             "checkpoint's train.step is corrupt or edited", prog->step, (long long)left, INT_MAX), -1;
     tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
     int writer = !dist || tfm_dist_is_writer(dist);
     int ranks = dist ? tfm_dist_size(dist) : 1, rank = dist ? tfm_dist_rank(dist) : 0;
@@ -340,11 +372,15 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     const tfm_train_ctl *ctl = &o->ctl;
     int done = limit && prog->step >= o->max_steps;
     int stop_seen = 0;   /* a rank's stop request, agreed by all (several ranks) */
+    float epoch_valid = NAN;   /* the validation loss measured at the end of the epoch (rank 0), if valid_set */
+    int valid_set = 0;
+    const tfm_nmt_arrays *probe = valid && valid->n > 0 ? valid : train;   /* its first pair: check_before_save */
     for (int epoch = prog->epoch; epoch < o->epochs && !rc && !done; epoch++) {
         /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
         if (prog->batch > 0) prog->rng = prog->epoch_rng;
         else prog->epoch_rng = prog->rng;
         tfm_batches bt;
+        valid_set = 0;
         if (o->max_tokens > 0 ? tfm_batches_by_tokens(&bt, train->n, train->src_valid, train->tgt_valid, o->max_tokens,
                                                       &prog->rng)
                               : tfm_batches_make(&bt, train->n, o->batch_size, lens, o->bucket, &prog->rng)) {
@@ -391,8 +427,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             steps_this_run++;
             if (bad && ++prog->skipped > ctl->skip_nonfinite) {
                 rc = -1;
-                tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr; "
-                              "the last checkpoint is from before it", prog->step, isfinite(lv) ? "gradient norm" : "loss",
+                tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr",
+                              prog->step, isfinite(lv) ? "gradient norm" : "loss",
                               prog->skipped, ctl->skip_nonfinite);
                 break;
             }
@@ -421,7 +457,8 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 r.valid_loss = -1;
                 if (last) {
                     r.end_of_epoch = 1;
-                    if (valid && valid->n > 0) r.valid_loss = tfm_mt_eval_loss(m, &g, valid, o->batch_size);
+                    if (valid && valid->n > 0)
+                        epoch_valid = r.valid_loss = tfm_mt_eval_loss(m, &g, valid, o->batch_size), valid_set = 1;
                 }
                 report(&r, user);
                 loss_sum = 0;
@@ -430,7 +467,13 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             }
             if (last) break;   /* the epoch's validation and checkpoint below */
             int early = 0;   /* validation asked to stop (--patience) */
-            if (o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0) {
+            int validate_now = o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0;
+            int save_now = on_epoch && (stop_now || (ctl->save_every > 0 && prog->step % ctl->save_every == 0));
+            if ((validate_now || save_now) && check_before_save(m, &g, probe, opt, NULL, prog->step, dist)) {
+                rc = -1;
+                break;
+            }
+            if (validate_now) {
                 prog->drop_rng = g.rng;
                 int v = on_writer(dist, writer ? o->validate(prog, epoch + 1, user) : 0);
                 if (v < 0) {
@@ -454,6 +497,11 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         prog->epoch = epoch + 1;
         prog->batch = 0;
         prog->drop_rng = g.rng;
+        if ((o->validate || on_epoch) &&
+            check_before_save(m, &g, probe, opt, valid_set ? &epoch_valid : NULL, prog->step, dist)) {
+            rc = -1;
+            break;
+        }
         if (o->validate) {
             int v = on_writer(dist, writer ? o->validate(prog, epoch + 1, user) : 0);
             if (v < 0) rc = -1;

@@ -27,7 +27,8 @@ if ! $PY -c 'import numpy' 2>/dev/null; then
     skip "checkpoint edits" "/usr/bin/python3 has no numpy"
     exit 0
 fi
-# edit SRC DST NAME=VALUE...: VALUE is an int, a float (with a dot, or nan/inf) or 'str:TEXT'
+# edit SRC DST NAME=VALUE...: VALUE is an int, a float (with a dot, or nan/inf) or 'str:TEXT'; drop:PREFIX=1 removes
+# entries (drop:run.=1: a file without the run configuration, as an imported or averaged one)
 edit() {
     $PY - "$@" <<'PYEOF'
 import sys; sys.path.insert(0, 'scripts')
@@ -35,7 +36,9 @@ import numpy as np, tfmio
 d = tfmio.load(sys.argv[1])
 for kv in sys.argv[3:]:
     k, v = kv.split('=', 1)
-    if k.startswith('nan:'):                       # nan:ENTRY=INDEX puts a NaN into a weight
+    if k.startswith('drop:'):                      # drop:PREFIX=1 removes the entries named PREFIX...
+        d = {n: x for n, x in d.items() if not n.startswith(k[5:])}
+    elif k.startswith('nan:'):                     # nan:ENTRY=INDEX puts a NaN into a weight
         k = k[4:]; a = d[k].copy(); a.flat[int(v)] = np.nan; d[k] = a
     elif v.startswith('str:'): d[k] = v[4:]
     elif any(c in v for c in '.naif'): d[k] = np.array([float(v)], np.float32)
@@ -68,15 +71,22 @@ MT="--d-model 8 --n-head 2 --n-layer 1 --ffn 8 --epochs 1 --batch-size 4 --min-f
 $TFM train-mt --tsv "$TMP/e.tsv" --out "$TMP/t.tfm" $MT --max-len 10 2>/dev/null || fail "train-mt tiny" "could not train"
 edit "$TMP/t.tfm" "$TMP/t2.tfm" config.max_len=6
 expect_error "train-mt --resume: config.max_len shorter than --max-len + 1 (was an abort)" \
-    "t2.tfm: config.max_len 6 is shorter than --max-len 10" \
+    "t2.tfm: config.max_len 6 is shorter than (--max-len|run.max-len) 10" \
     $TFM train-mt --tsv "$TMP/e.tsv" $MT --max-len 10 --resume "$TMP/t2.tfm"
-edit "$TMP/t.tfm" "$TMP/t2.tfm" config.d_model=65536
+edit "$TMP/t.tfm" "$TMP/t2.tfm" config.d_model=65536 drop:run.=1
 expect_error "config.d_model 65536: refused before allocating" "t2.tfm: the config implies" $TFM translate "$TMP/t2.tfm"
-$TFM train-mt --tsv "$TMP/e.tsv" --out "$TMP/b.tfm" $MT --arch bahdanau --embed-size 8 --hidden-size 8 2>/dev/null \
+edit "$TMP/t.tfm" "$TMP/t2.tfm" config.d_model=65536
+expect_error "config.d_model 65536 against the stored run configuration" "t2.tfm: config.d_model 65536 is not run.d-model 8" \
+    $TFM translate "$TMP/t2.tfm"
+MTR="--n-layer 1 --epochs 1 --batch-size 4 --min-freq 1 --threads 1 --log-every 0"
+$TFM train-mt --tsv "$TMP/e.tsv" --out "$TMP/b.tfm" $MTR --arch bahdanau --embed-size 8 --hidden-size 8 2>/dev/null \
     || fail "train-mt tiny bahdanau" "could not train"
-edit "$TMP/b.tfm" "$TMP/b2.tfm" meta.arch=str:rnn
+edit "$TMP/b.tfm" "$TMP/b2.tfm" meta.arch=str:rnn drop:run.=1
 expect_error "meta.arch edited from bahdanau to rnn" "b2.tfm: entry 'param\.decoder\.attention\..*' is not a parameter" \
     $TFM translate "$TMP/b2.tfm"
-edit "$TMP/b.tfm" "$TMP/b2.tfm" config.hidden_size=65536
+edit "$TMP/b.tfm" "$TMP/b2.tfm" meta.arch=str:rnn
+expect_error "meta.arch edited, against the stored run configuration" "b2.tfm: meta.arch 'rnn' is not run.arch 'bahdanau'" \
+    $TFM translate "$TMP/b2.tfm"
+edit "$TMP/b.tfm" "$TMP/b2.tfm" config.hidden_size=65536 drop:run.=1
 expect_error "config.hidden_size 65536 (RNN constructor): refused before allocating" "b2.tfm: the config implies" \
     $TFM translate "$TMP/b2.tfm"

@@ -267,6 +267,64 @@ for how in KILL STOP TERM; do
         fail "rank 1 $how mid-run" "exit $rc after ${dt} s: $(tail -n 3 "$TMP/k.err" | head -c 400)"
     fi
 done
+# ---- issue 33: 3 ranks, a stuck (not dead) rank of 3, a kill of rank 0 during a save
+LM3=${LM/--batch-size 8/--batch-size 12}
+$TFMM train-lm $LM3 --out "$TMP/l31.tfm" --log-file "$TMP/l31.jsonl" 2>/dev/null
+if mrun 3 --bind-to none $TFMM train-lm $LM3 --out "$TMP/l33.tfm" --log-file "$TMP/l33.jsonl" 2>"$TMP/l33.err"; then
+    same_curve "train-lm on 3 ranks: the one-process loss at all 20 steps and both evaluations" 24 "$TMP/l31.jsonl" "$TMP/l33.jsonl"
+    grep -q '^3 ranks: parameters identical on every rank' "$TMP/l33.err" && pass "train-lm on 3 ranks: parameters identical" \
+        || fail "train-lm on 3 ranks" "no 'parameters identical' line: $(tail -n 2 "$TMP/l33.err")"
+else
+    fail "train-lm on 3 ranks" "exit $?: $(tail -n 2 "$TMP/l33.err")"
+fi
+# rank 2 of 3 stopped (SIGSTOP: alive, not answering): ranks 0 and 1 time out, every rank is gone within seconds,
+# and the last checkpoint (--save-every 5) loads and resumes on one process
+rm -f "$TMP/pid2" "$TMP/s.tfm"
+t0=$(date +%s)
+TFM_DIST_TIMEOUT=3 timeout 60 mpirun -np 2 --bind-to none $TFMM train-lm $LONG --batch-size 6 --save-every 5 --out "$TMP/s.tfm" \
+    : -np 1 --bind-to none sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/pid2" $TFMM train-lm $LONG --batch-size 6 --save-every 5 \
+    --out "$TMP/s.tfm" >/dev/null 2>"$TMP/s.err" &
+job=$!
+for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/s.err" 2>/dev/null && [ -s "$TMP/pid2" ] && break; sleep 0.1; done
+sleep 1.5
+kill -STOP "$(cat "$TMP/pid2")"
+wait "$job"; rc=$?; dt=$(( $(date +%s) - t0 ))
+kill -KILL "$(cat "$TMP/pid2")" 2>/dev/null
+it=$($TFMM info "$TMP/s.tfm" 2>/dev/null | awk '$1 == "iter" { print $2; exit }')
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $dt -le 40 ] && grep -Eq 'no answer from the other ranks for 3 s' "$TMP/s.err" &&
+    [ -n "$it" ] && $TFMM train-lm --resume "$TMP/s.tfm" --threads 1 --max-steps $((it + 2)) >/dev/null 2>&1; then
+    pass "rank 2 of 3 stuck (SIGSTOP): the others time out, all stop in ${dt} s; the last checkpoint resumes on one process"
+else
+    fail "rank 2 of 3 stuck" "exit $rc after ${dt} s: $(tail -n 2 "$TMP/s.err" | head -c 300)"
+fi
+# rank 0 of 3 killed (SIGKILL) while it saves (a 4-layer model saved every step, so most of the time goes to
+# saves): mpirun ends the job, the checkpoint is the previous complete one, the killed save's temp file is removed
+# by the next run
+BIG="--data $TMP/small.txt --n-layer 4 --n-head 4 --n-embd 128 --block-size 8 --batch-size 3 --iters 1000000
+     --eval-every 1000000 --threads 1 --log-every 1000000 --save-every 1"
+mid=0; ok=1; why=""; n=0
+for attempt in 1 2 3 4 5 6 7 8; do   # until two kills landed during a save (a temp file left), at most 8
+    n=$attempt
+    rm -f "$TMP/pid0"
+    timeout 60 mpirun -np 1 --bind-to none sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/pid0" $TFMM train-lm $BIG --out "$TMP/k3.tfm" \
+        : -np 2 --bind-to none $TFMM train-lm $BIG --out "$TMP/k3.tfm" >/dev/null 2>"$TMP/k3.err" &
+    job=$!
+    for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k3.err" 2>/dev/null && [ -s "$TMP/k3.tfm" ] && break; sleep 0.1; done
+    sleep "0.$((RANDOM % 9 + 1))"
+    kill -KILL "$(cat "$TMP/pid0")"; wait "$job"; rc=$?
+    ls "$TMP" | grep -q '^k3.tfm.tmp\.' && mid=$((mid + 1))
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && $TFMM info "$TMP/k3.tfm" >/dev/null 2>&1 || { ok=0; why="$why attempt $attempt: exit $rc;"; }
+    [ $mid -ge 2 ] && break
+done
+it=$($TFMM info "$TMP/k3.tfm" 2>/dev/null | awk '$1 == "iter" { print $2; exit }')
+$TFMM train-lm --resume "$TMP/k3.tfm" --threads 1 --max-steps $((${it:-0} + 1)) >/dev/null 2>"$TMP/k3r.err"
+left=$(ls "$TMP" | grep -c '^k3.tfm.tmp\.' || true)
+if [ $ok -eq 1 ] && [ "$left" -eq 0 ] && [ $mid -ge 1 ]; then
+    pass "rank 0 of 3 killed $n times ($mid during a save): the job ends, the checkpoint loads, the stale temp file is removed"
+else
+    fail "rank 0 of 3 killed during a save" "$why $mid kills during a save (need 1), $left temp files left"
+fi
+
 # SIGTERM to mpirun (what Ctrl-C / a batch system does). Measured with strace (Open MPI 4.1): mpirun sends
 # SIGCONT, waits odls_base_sigkill_timeout (default 1 s), sends SIGTERM, waits as long again, then SIGKILL.
 # The test gives the ranks 5 s so rank 0's fsynced save fits on a loaded machine, and signals mpirun itself:

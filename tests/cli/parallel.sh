@@ -50,8 +50,8 @@ expect_exit "--parallel x: one line" 2 "^tfm train-lm: --parallel must be auto, 
 # ---- train-mt: the Transformer (dropout, label smoothing, token batches) and the GRU translator (d2l loss)
 FRA=../shared/data/fra-eng/fra.txt
 head -n 400 "$FRA" >"$TMP/p.tsv"
-MT=(--tsv "$TMP/p.tsv" --d-model 16 --n-head 2 --n-layer 1 --ffn 32 --dropout 0.1 --label-smoothing 0.1 --epochs 2
-    --log-every 1 --max-tokens 160)
+MTB=(--tsv "$TMP/p.tsv" --n-layer 1 --dropout 0.1 --label-smoothing 0.1 --epochs 2 --log-every 1 --max-tokens 160)
+MT=("${MTB[@]}" --d-model 16 --n-head 2 --ffn 32)   # the Transformer's sizes (an rnn run leaves them out: MT=MTB)
 mt() { local n=$1 t=$2 p=$3; shift 3; $TFM train-mt "${MT[@]}" --threads "$t" --parallel "$p" --out "$TMP/$n.tfm" "$@" 2>"$TMP/$n.err"; }
 mt mb1 2 batch && mt mb2 2 batch && mt mo 2 ops; rc=$?
 d=$(maxdiff "$TMP/mb1.err" "$TMP/mo.err")
@@ -59,7 +59,9 @@ d=$(maxdiff "$TMP/mb1.err" "$TMP/mo.err")
     && awk -v d="$d" 'BEGIN{exit !(d != "inf" && d < 2e-3)}' \
     && pass "train-mt --parallel batch: deterministic, == ops (dropout, label smoothing, --max-tokens): max |loss diff| $d" \
     || fail "train-mt batch vs ops" "exit $rc, max |loss diff| $d"
+MT=("${MTB[@]}")
 mt rb 3 batch --arch rnn --loss-norm d2l --batch-size 16 --max-tokens 0 && mt ro 1 ops --arch rnn --loss-norm d2l --batch-size 16 --max-tokens 0; rc=$?
+MT=("${MTB[@]}" --d-model 16 --n-head 2 --ffn 32)
 d=$(maxdiff "$TMP/rb.err" "$TMP/ro.err")
 [ $rc -eq 0 ] && awk -v d="$d" 'BEGIN{exit !(d != "inf" && d < 2e-3)}' \
     && pass "train-mt --arch rnn --loss-norm d2l: 3 threads batch == 1 thread: max |loss diff| $d" \

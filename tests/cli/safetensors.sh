@@ -19,8 +19,9 @@ $TFM generate "$TMP/lm2.tfm" --prompt "ROMEO:" --tokens 60 --seed 5 >"$TMP/g2" 2
 
 printf 'go .\tva !\nhi .\tsalut .\nrun !\tcours !\nwho ?\tqui ?\nwow !\tca alors !\n' >"$TMP/p.tsv"
 for arch in transformer rnn bahdanau; do
-    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$arch.tfm" --arch $arch --d-model 8 --n-head 2 --n-layer 1 --ffn 8 \
-        --embed-size 4 --hidden-size 6 --epochs 2 --batch-size 2 --min-freq 1 --threads 1 --log-every 0 2>/dev/null
+    case $arch in transformer) sizes="--d-model 8 --n-head 2 --ffn 8";; *) sizes="--embed-size 4 --hidden-size 6";; esac
+    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$arch.tfm" --arch $arch $sizes --n-layer 1 \
+        --epochs 2 --batch-size 2 --min-freq 1 --threads 1 --log-every 0 2>/dev/null
     $TFM export "$TMP/$arch.tfm" --out "$TMP/$arch.st" 2>/dev/null && $TFM import "$TMP/$arch.st" --out "$TMP/$arch.2.tfm" \
         && $TFM export "$TMP/$arch.2.tfm" --out "$TMP/$arch.2.st" && cmp -s "$TMP/$arch.st" "$TMP/$arch.2.st" \
         && pass "$arch translator: export -> import -> export, same bytes" \

@@ -161,12 +161,12 @@ static void test_refusals(void) {
     tfm_container a0;
     tfm_container_load(&a0, path("a.tfm"));
     const char *err = avg2(path("a.tfm"), path("bad.tfm"), path("a.tfm"));
-    CHECK("average_refuses_output_is_input", strstr(err, "is also input #1"), "'%s'", err);
+    CHECK("average_refuses_output_is_input", strstr(err, "is the input file") && strstr(err, "a.tfm"), "'%s'", err);
     unlink(path("link.tfm"));
     int linked = !symlink("a.tfm", path("link.tfm"));
     write_ckpt(path("b.tfm"), base_spec(2));
     err = avg2(path("b.tfm"), path("a.tfm"), path("link.tfm"));
-    CHECK("average_refuses_output_linked_to_input", linked && strstr(err, "is also input #2"), "'%s'", err);
+    CHECK("average_refuses_output_linked_to_input", linked && strstr(err, "is the input file"), "'%s'", err);
     tfm_container a1;
     int same = !tfm_container_load(&a1, path("a.tfm")) && a1.n == a0.n;
     for (int i = 0; same && i < a0.n; i++) same = a0.e[i].nbytes == a1.e[i].nbytes && !memcmp(a0.e[i].data, a1.e[i].data, a0.e[i].nbytes);

@@ -5,6 +5,7 @@
 #include "tfm/io.h"
 
 #include <dirent.h>
+#include <string.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -598,8 +599,63 @@ static void test_load_except(void) {
     free(raw);
 }
 
+/* tfm_check_files (issue 33): the one check of a command's files; ok = 1 expects acceptance, else the error
+ * must contain want and have the kind */
+static void files_case(const char *name, const tfm_file_use *f, int n, int ok, const char *want, tfm_error_kind kind) {
+    int rc = tfm_check_files(f, n);
+    if (ok) CHECK(name, rc == 0, "refused: %s", tfm_last_error());
+    else CHECK(name, rc == -1 && strstr(tfm_last_error(), want) && tfm_last_error_kind() == kind, "rc %d, kind %d: '%s'",
+               rc, (int)tfm_last_error_kind(), rc ? tfm_last_error() : "");
+}
+
+static void test_check_files(void) {
+    const unsigned char x[1] = {1};
+    write_file(tpath("in.txt"), x, 1);
+    write_file(tpath("other.txt"), x, 1);
+    unlink(tpath("sym.txt"));
+    unlink(tpath("hard.txt"));
+    int linked = !symlink("in.txt", tpath("sym.txt")) && !link(tpath("in.txt"), tpath("hard.txt"));
+    CHECK("check_files: links made", linked, "symlink/link failed");
+    char dotted[600], in[600];   /* (tpath's buffers rotate) */
+    snprintf(dotted, sizeof dotted, "%s/./new.tfm", dir);
+    snprintf(in, sizeof in, "%s", tpath("in.txt"));
+    tfm_file_use f[3];
+    f[0] = (tfm_file_use){"--data", in, TFM_FILE_IN};
+    f[1] = (tfm_file_use){"--out", tpath("new.tfm"), TFM_FILE_OUT};
+    f[2] = (tfm_file_use){"--log-file", NULL, TFM_FILE_OUT_STREAM};
+    files_case("check_files: a new output and an input", f, 3, 1, "", 0);
+    f[1].path = tpath("in.txt");
+    files_case("check_files: output = input refused", f, 2, 0, "is the input file", TFM_ERR_OTHER);
+    f[1].path = tpath("sym.txt");
+    files_case("check_files: output = input through a symbolic link refused", f, 2, 0, "(--data)", TFM_ERR_OTHER);
+    f[1].path = tpath("hard.txt");
+    files_case("check_files: output = input through a hard link refused", f, 2, 0, "refusing to overwrite", TFM_ERR_OTHER);
+    f[0].role = TFM_FILE_IN_PLACE;
+    files_case("check_files: output = the checkpoint resumed in place accepted", f, 2, 1, "", 0);
+    f[2] = (tfm_file_use){"--log-file", tpath("hard.txt"), TFM_FILE_OUT_STREAM};
+    f[1].path = tpath("new.tfm");
+    files_case("check_files: a log over the resumed checkpoint refused", f, 3, 0, "is the input file", TFM_ERR_OTHER);
+    f[0].role = TFM_FILE_IN;
+    f[2].path = dotted;
+    files_case("check_files: two outputs that do not exist yet, one name two spellings", f, 3, 0, "are the same file",
+               TFM_ERR_OTHER);
+    f[2].path = "/dev/null";
+    files_case("check_files: a log to /dev/null accepted", f, 3, 1, "", 0);
+    f[1].path = "/dev/null";
+    files_case("check_files: an atomic output over a device refused", f, 2, 0, "not a regular file", TFM_ERR_OTHER);
+    f[1].path = "";
+    files_case("check_files: an empty output name refused", f, 2, 0, "--out: empty path", TFM_ERR_OTHER);
+    f[1].path = dir;
+    files_case("check_files: a directory refused", f, 2, 0, "is a directory", TFM_ERR_OTHER);
+    f[1].path = tpath("no/such/x.tfm");
+    files_case("check_files: a missing directory refused as an I/O error", f, 2, 0, "No such file or directory", TFM_ERR_IO);
+    f[1].path = tpath("other.txt");
+    files_case("check_files: an existing regular output that is no input accepted", f, 2, 1, "", 0);
+}
+
 int main(void) {
     if (check_tmpdir(dir, sizeof dir, "test_io")) return 1;
+    test_check_files();
     test_round_trip();
     test_truncation();
     test_corruptions();
