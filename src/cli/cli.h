@@ -67,6 +67,8 @@ int cli_check_files(const char *cmd, const tfm_file_use *files, int n);
  * tfm_default_threads: OMP_NUM_THREADS, else the CPUs tfm may use) that prints the one-line error. */
 #define CLI_THREADS_HELP "threads (0 = OMP_NUM_THREADS, else the CPUs tfm may use: affinity, cgroup CPU quota)"
 int cli_check_threads(const char *cmd, int threads);
+/* An int flag's range: 0, or the usage exit status after "--FLAG must be in LO..HI, got V". */
+int cli_check_range(const char *cmd, const char *flag, int v, int lo, int hi);
 /* Is stderr a terminal (for live progress lines)? */
 int cli_stderr_is_tty(void);
 /* Is more of stdin readable right now (buffered by stdio, or poll says so)? Lets a filter batch piped input

@@ -109,16 +109,12 @@ int cmd_translate(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_translate_options *o = &r.o;
-    if (o->beam_size < 0 || o->beam_size > 64) return cli_error(C, "--beam must be in 1..64 (0 = the model's), got %d", o->beam_size);
+    if (cli_check_range(C, "beam", o->beam_size, 0, 64) || cli_check_range(C, "max-output", o->max_decoding_length, 1, 4096) ||
+        cli_check_range(C, "max-src", o->max_input_length, 2, 100000) || cli_check_range(C, "batch-size", batch, 1, 4096) ||
+        cli_check_range(C, "n-best", r.n_best, 0, 64) || cli_check_threads(C, threads))
+        return CLI_EXIT_USAGE;
     if (!(o->length_penalty <= 10) || (o->length_penalty < 0 && o->length_penalty != -1))
         return cli_error(C, "--alpha must be in [0, 10] (-1 = the model's), got %g", o->length_penalty);
-    if (o->max_decoding_length < 1 || o->max_decoding_length > 4096)
-        return cli_error(C, "--max-output must be in 1..4096, got %d", o->max_decoding_length);
-    if (o->max_input_length < 2 || o->max_input_length > 100000)
-        return cli_error(C, "--max-src must be in 2..100000, got %d", o->max_input_length);
-    if (batch < 1 || batch > 4096) return cli_error(C, "--batch-size must be in 1..4096, got %d", batch);
-    if (r.n_best < 0 || r.n_best > 64) return cli_error(C, "--n-best must be in 1..64, got %d", r.n_best);
-    if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
     tfm_translator_params tp = {threads, batch, 1, profile};
     if (prefix_file && !(r.pf = fopen(prefix_file, "r")))
         return cli_error(C, "--prefix-file: cannot read %s", prefix_file), CLI_EXIT_IO;
@@ -130,23 +126,21 @@ int cmd_translate(int argc, char **argv) {
                 "not --max-output %d\n", C, max_pos, max_pos - 1, o->max_decoding_length);
     int beam = !mt ? 1 : o->beam_size ? o->beam_size : mt->decode_beam > 0 ? mt->decode_beam : 1;
     if (!rc && r.n_best > beam) rc = cli_error(C, "--n-best %d needs a beam of at least %d (--beam %d)", r.n_best, r.n_best, beam);
-    o->num_hypotheses = r.n_best ? r.n_best : 1;
-    o->return_scores = r.scores || r.n_best, o->return_attention = r.alignment;
+    o->num_hypotheses = r.n_best ? r.n_best : 1, o->return_scores = r.scores || r.n_best, o->return_attention = r.alignment;
     r.pf_name = prefix_file;
     r.cap = batch * (threads > 0 ? threads : tfm_default_threads());   /* the batches of all threads, decoded in parallel */
-    r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *));
-    r.res = calloc((size_t)r.cap, sizeof *r.res);
+    r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *)), r.res = calloc((size_t)r.cap, sizeof *r.res);
     if (!rc && (!r.lines || !r.prefixes || !r.res)) rc = cli_fail(C, "out of memory (--batch-size %d)", batch);
     int eof = 0;
     double t_start = tfm_now();
     while (!rc && !eof) rc = translate_some(&r, &eof);
     if (!rc && r.n_lines == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)"), rc = CLI_EXIT_DATA;
     if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout"), rc = CLI_EXIT_IO;
-    if (!rc && r.n_cut)
-        fprintf(stderr, "tfm translate: warning: %ld of %ld source lines were cut to %d tokens incl. <eos> (%s; the "
-                "longest by %d tokens)\n", r.n_cut, r.n_lines, max_pos > 0 && max_pos < o->max_input_length ? max_pos :
-                o->max_input_length, max_pos > 0 && max_pos < o->max_input_length ? "the model's positions, config.max_len"
-                : "--max-src", r.most_cut);
+    int lim = max_pos > 0 && max_pos < o->max_input_length ? max_pos : o->max_input_length;   /* tokens kept */
+    if (!rc && r.n_cut)   /* once per run: how many, to what, by which limit */
+        fprintf(stderr, "tfm translate: warning: %ld of %ld source sentences were cut to %d tokens incl. <eos> (%s), the "
+                "longest by %d tokens\n", r.n_cut, r.n_lines, lim, lim < o->max_input_length ?
+                "the model's positions, config.max_len" : "--max-src", r.most_cut);
     if (!rc && profile) tfm_translator_print_profile(r.tr, r.n_lines, "sentence", tfm_now() - t_start, stderr);
     if (!rc) cli_report_rss(C);
     free(r.lines), free(r.prefixes), free(r.res);

@@ -29,6 +29,11 @@ int cli_check_threads(const char *cmd, int threads) {
                      TFM_MAX_THREADS, threads);
 }
 
+int cli_check_range(const char *cmd, const char *flag, int v, int lo, int hi) {
+    if (v >= lo && v <= hi) return 0;
+    return cli_error(cmd, "--%s must be in %d..%d, got %d", flag, lo, hi, v);
+}
+
 int cli_check_files(const char *cmd, const tfm_file_use *files, int n) {
     if (!tfm_check_files(files, n)) return 0;
     cli_error(cmd, "%s", tfm_last_error());

@@ -79,6 +79,10 @@ for cmd in $cmds; do
         refused "export --out = MODEL" $TFM export mt.tfm --out mt.tfm
         as_link mt.tfm m-hard.tfm hard
         refused "export --out = MODEL (hard link)" $TFM export mt.tfm --out m-hard.tfm ;;
+    quantize)
+        refused "quantize --out = MODEL" $TFM quantize mt.tfm --out mt.tfm
+        as_link mt.tfm q-sym.tfm sym
+        refused "quantize --out = MODEL (symbolic link)" $TFM quantize mt.tfm --out q-sym.tfm ;;
     import)
         refused "import --out = MODEL.safetensors" $TFM import mt.safetensors --out mt.safetensors
         as_link mt.safetensors s-sym.safetensors sym
@@ -99,6 +103,7 @@ for cmd in $cmds; do
         expect_exit "demo kernel-regression: an output that is a directory, refused before the demo runs" 2 \
             "kernel_regression_fit.svg is a directory" $TFM demo kernel-regression --out-dir d1 ;;
     generate|translate|info|bleu) pass "$cmd writes no file (standard output only)" ;;
+    serve) pass "serve writes no file (it answers over HTTP; logs to stderr)" ;;
     *) fail "$cmd" "no case in tests/cli/outputs.sh: add how its outputs are checked against its inputs" ;;
     esac
 done

@@ -8,8 +8,10 @@ $TFM train-lm --data "$TMP/small.txt" --out "$TMP/lm.tfm" --n-layer 1 --n-head 2
     --batch-size 4 --iters 20 --eval-every 20 --eval-iters 2 --threads 1 >/dev/null 2>&1 || fail "train-lm" "exit $?"
 printf 'Go.\tVa !\nHi.\tSalut !\nRun!\tCours !\nWho?\tQui ?\nI see.\tJe vois.\nI try.\tJ'"'"'essaye.\nI won!\tJ'"'"'ai gagné !\nGo on.\tPoursuis.\n' >"$TMP/p.tsv"
 for arch in transformer rnn bahdanau; do
-    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$arch.tfm" --arch $arch --d-model 16 --n-head 2 --n-layer 1 --ffn 16 \
-        --embed-size 8 --hidden-size 16 --epochs 3 --batch-size 4 --min-freq 1 --threads 1 --log-every 0 >/dev/null 2>&1 \
+    shape="--embed-size 8 --hidden-size 16"   # each architecture's own size flags (others are refused)
+    [ $arch = transformer ] && shape="--d-model 16 --n-head 2 --ffn 16"
+    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$arch.tfm" --arch $arch $shape --n-layer 1 \
+        --epochs 3 --batch-size 4 --min-freq 1 --threads 1 --log-every 0 >/dev/null 2>&1 \
         || fail "train-mt $arch" "exit $?"
 done
 

@@ -62,7 +62,7 @@ expect_exit "--prefix-file shorter than stdin" 65 "prefix-file .*3 lines, stdin 
 # a source longer than --max-src: cut, and one warning at the end with the count
 { echo "go ."; printf 'we %.0s' $(seq 30); echo; } >"$TMP/long.txt"
 $TFM translate "$TMP/m.tfm" --max-src 8 <"$TMP/long.txt" >"$TMP/out" 2>"$TMP/err"
-grep -q "warning: 1 of 2 source lines were longer than --max-src 8 tokens and were cut (the longest by 23 tokens)" "$TMP/err" \
+grep -q "warning: 1 of 2 source sentences were cut to 8 tokens incl. <eos> (--max-src), the longest by 23 tokens" "$TMP/err" \
     && [ "$(wc -l <"$TMP/out")" -eq 2 ] && pass "--max-src: the cut is counted once, with the flag" \
     || fail "--max-src warning" "$(cat "$TMP/err")"
 
