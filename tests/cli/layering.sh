@@ -13,7 +13,7 @@ declare -A FLOOR_OF=(
     [text.h]=text [bpe.h]=text [tokenizers.h]=text
     [gpt.h]=models [seq2seq.h]=models [interchange.h]=models
     [eval.h]=eval
-    [train.h]=workflow [decode.h]=workflow [lm.h]=workflow [quantize.h]=workflow
+    [train.h]=workflow [decode.h]=workflow [lm.h]=workflow [run.h]=workflow [quantize.h]=workflow
     [translator.h]=workflow [generator.h]=workflow [serve.h]=workflow [export.h]=core
     [tfm.h]=umbrella
 )

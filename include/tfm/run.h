@@ -1,0 +1,69 @@
+/* tfm run (workflow floor, src/train/run_*.c): whole training runs in one call, what `tfm train-lm` and
+ * `tfm train-mt` do: read the data, build the model (or take it from the checkpoint being resumed), check every
+ * file before any work, train with evaluation, validation and checkpoints, and say what happens through
+ * callbacks (the library prints nothing).
+ *
+ * Every option of a run is a field of a plain struct (tfm_lm_run_opts, tfm_mt_run_opts) described by a table
+ * (tfm_lm_run_fields, tfm_mt_run_fields): its name (the CLI flag, the run.* key, Python's keyword with '_'), its
+ * type, its class (below) and one line of help. The CLI's flags, the Python package's arguments, the run
+ * configuration stored in every checkpoint and the resume rules all come from that one table.
+ *
+ *     tfm_lm_run_opts o;
+ *     tfm_lm_run_opts_default(&o);                 // train-lm's defaults (nanoGPT's char-level recipe)
+ *     o.data = "input.txt", o.out = "lm.tfm", o.iters = 500;
+ *     tfm_run_result r;
+ *     if (tfm_lm_run(&o, NULL, &r)) fprintf(stderr, "%s\n", tfm_last_error());
+ */
+#ifndef TFM_RUN_H
+#define TFM_RUN_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "tfm/export.h"
+#include "tfm/train.h"
+
+/* ---------------------------------------------------------------- fields */
+typedef enum { TFM_FIELD_INT, TFM_FIELD_FLOAT, TFM_FIELD_STR, TFM_FIELD_BOOL } tfm_field_type;
+typedef enum {
+    TFM_FIELD_FIXED = 0,     /* part of the run: stored as run.<name>; a resume takes it, and refuses another value */
+    TFM_FIELD_CHANGEABLE,    /* stored; a resume takes it unless given (the run's length, checkpoint frequency) */
+    TFM_FIELD_DATA,          /* a data file: stored with its fingerprint (run.data:<name>); a resume may find it
+                                elsewhere, but its contents must be the run's unless allow_new_data is set */
+    TFM_FIELD_LOCAL,         /* not part of the run (files written, threads, logging): never stored */
+} tfm_field_class;
+typedef struct {
+    const char *name;        /* "n-layer": the CLI flag and the run.* key; Python's keyword is n_layer */
+    tfm_field_type type;     /* int, float, const char * (NULL = unset), int 0/1 */
+    tfm_field_class cls;
+    size_t offset;           /* of the value in the options struct */
+    const char *help;        /* what it means, one line (--help, man page, Python docstrings) */
+} tfm_field;
+
+/* The index of the field called name (also with '_' for '-'), or -1. */
+TFM_API int tfm_field_find(const tfm_field *f, int n, const char *name);
+/* Set a field of opts from text, as strictly as the command line parses it ("1e-3" for a float, "12" for an
+ * int: no trailing garbage, in range of the type; a bool is "0" or "1"). A string field points INTO text, which
+ * must outlive opts' use. 0, or -1 with "--NAME: 'TEXT' is not a number" style error. */
+TFM_API int tfm_field_parse(const tfm_field *f, void *opts, const char *text);
+/* The field's value as text: the shortest form that parses back to the same value ("" for an unset string). */
+TFM_API void tfm_field_format(const tfm_field *f, const void *opts, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- the run configuration of a run */
+/* Every stored field (all but LOCAL) of opts into rc as name = value, and for DATA fields that are set also
+ * "data:<name>" = tfm_file_fingerprint of the file. 0, or -1 with an error naming the field. */
+TFM_API int tfm_run_config_from(const tfm_field *f, int n, const void *opts, tfm_run_config *rc);
+/* A resume: every stored field that was not given (given[i] == 0; given NULL: none) takes the stored value
+ * (parsed as strictly as the command line: an edited "abc" is refused, naming the checkpoint); a given FIXED
+ * field whose value differs is refused, naming both values; a DATA file whose contents differ from the stored
+ * fingerprint is refused unless allow_new_data (then *new_data is set to the field's index, else -1).
+ * String values point into stored, which must outlive opts' use. 0, or -1 with a one-line error. */
+TFM_API int tfm_run_config_resume(const tfm_field *f, int n, void *opts, const unsigned char *given,
+                                  const tfm_run_config *stored, int allow_new_data, const char *path, int *new_data);
+/* After the checkpoint is loaded and opts hold what the run really trains with (its config and training state):
+ * every stored value must equal them (LOCAL and DATA fields skipped, and given CHANGEABLE ones). A run.* value
+ * that says something else than the run does is refused (an edited or corrupt checkpoint). 0 or -1. */
+TFM_API int tfm_run_config_match(const tfm_field *f, int n, const void *opts, const unsigned char *given,
+                                 const tfm_run_config *stored, const char *path);
+
+#endif
