@@ -30,6 +30,9 @@ typedef struct {
  * printed as one line naming the flag). Ints and floats are fully validated (no trailing junk, no overflow). */
 int cli_parse(cli_spec *spec, int argc, char **argv, const char **pos, int *n_pos);
 void cli_usage(const cli_spec *spec, FILE *f);
+/* The flag of spec an unknown --name (len bytes) probably meant, or NULL; *why: a note naming the other
+ * command family's meaning (--epochs -> --iters), or NULL. cli_parse prints it as "did you mean". */
+const char *cli_suggest_flag(const cli_spec *spec, const char *name, size_t len, const char **why);
 /* Was --name given on the command line? */
 int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Exit statuses (man tfm, EXIT STATUS; 65 and 74 are sysexits.h's EX_DATAERR and EX_IOERR). A stop by
@@ -53,6 +56,9 @@ int cli_exit_status(void);
 /* 0 if a file can be created at path (its directory exists and is writable), else prints
  * "tfm <cmd>: cannot write <path>: <reason>" and returns CLI_EXIT_IO. */
 int cli_check_writable(const char *cmd, const char *path);
+/* An output directory (--out-dir): created with its missing parents (mkdir -p). 0, or prints "tfm <cmd>: <flag>
+ * <path>: cannot create directory ..." and returns CLI_EXIT_IO. */
+int cli_make_dir(const char *cmd, const char *flag, const char *path);
 /* After a command: flushes stdout; if any write to it failed (a full disk, /dev/full, a closed pipe),
  * prints "tfm <cmd>: cannot write standard output: <reason>" and returns CLI_EXIT_IO (or rc if already non-zero). */
 int cli_finish_stdout(const char *cmd, int rc);

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "tfm/eval.h"
@@ -36,8 +35,7 @@ static int demo_kernel_regression(int argc, char **argv) {
     if (!(lr > 0)) return cli_error("demo", "--lr must be > 0");
     if (cli_check_threads("demo", threads)) return CLI_EXIT_USAGE;
     tfm_set_threads(threads);
-    struct stat st;
-    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);
+    if ((rc = cli_make_dir("demo", "--out-dir", out_dir))) return rc;
 
     tfm_kr_data d;
     tfm_kr_data_make(&d, 50, 50, (uint64_t)seed);

@@ -5,6 +5,7 @@
 #include "cli/rss.h"
 #include "cli/train_lm.h"
 #include "cli/train_run.h"
+#include "tfm/checkpoint.h"
 #include "tfm/kernels.h"
 #include "tfm/lm.h"
 
@@ -67,6 +68,10 @@ int cmd_train_lm(int argc, char **argv) {
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
+    char kind[32];
+    if (resume && !tfm_checkpoint_kind(resume, kind, sizeof kind) && strcmp(kind, "gpt"))
+        return cli_error(C, "--resume %s: is %s, not a language model%s", resume, tfm_checkpoint_kind_desc(kind),
+                         strcmp(kind, "seq2seq") ? "" : ": continue it with tfm train-mt --resume");
     if (resume && tfm_run_config_load(resume, &stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
     if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
     if (resume && (rc = cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data)))

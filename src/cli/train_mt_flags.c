@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/train_mt.h"
 #include "cli/train_run.h"
+#include "tfm/checkpoint.h"
 
 #define C "train-mt"
 
@@ -60,6 +61,10 @@ int mt_check(const mt_opts *o) {
 }
 
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored) {
+    char kind[32];
+    if (!tfm_checkpoint_kind(o->resume, kind, sizeof kind) && strcmp(kind, "seq2seq"))
+        return cli_error(C, "--resume %s: is %s, not a translation model%s", o->resume, tfm_checkpoint_kind_desc(kind),
+                         strcmp(kind, "gpt") ? "" : ": continue it with tfm train-lm --resume");
     if (tfm_run_config_load(o->resume, stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
     if (!o->out) o->out = o->resume;
     return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data);

@@ -133,7 +133,11 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
     const char *kind = tfm_container_str(cp, "meta.kind");
     if (!kind) goto done;
     if (strcmp(kind, "gpt")) {
-        tfm_set_error("%s: is a '%.40s' checkpoint, not a GPT language model", path, kind);
+        if (!strcmp(kind, "seq2seq"))
+            tfm_set_error("%s: is a translation model (train-mt; meta.kind 'seq2seq'), not a GPT language model: use "
+                          "tfm translate, or tfm train-mt --resume", path);
+        else
+            tfm_set_error("%s: is a '%.40s' checkpoint, not a GPT language model", path, kind);
         goto done;
     }
     tfm_gpt_config cfg = {0};
