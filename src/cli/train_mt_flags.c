@@ -133,3 +133,34 @@ int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, 
                 a->n_truncated_src, a->n_truncated_tgt);
     return 0;
 }
+
+/* the length (tokens incl. <eos>) that keeps 99% of the pairs whole, from arrays built at the longest --max-len */
+static int length_p99(const tfm_parallel_text *p, const tfm_mt_model *t) {
+    tfm_nmt_arrays all = {0};
+    if (tfm_mt_arrays(p, t, 4096, &all)) return 0;
+    int hist[4097] = {0}, need = (int)(0.99 * all.n + 0.999), seen = 0, len = 0;
+    for (int i = 0; i < all.n; i++) {
+        int l = all.src_valid[i] > all.tgt_valid[i] ? all.src_valid[i] : all.tgt_valid[i];
+        hist[l < 4096 ? l : 4096]++;
+    }
+    while (len < 4096 && seen < need) seen += hist[++len];
+    tfm_nmt_arrays_free(&all);
+    return len;
+}
+
+int mt_check_truncation(const tfm_parallel_text *p, const tfm_mt_model *t, const tfm_nmt_arrays *a, const char *what,
+                        int allow) {
+    int cut = a->n_truncated_src > a->n_truncated_tgt ? a->n_truncated_src : a->n_truncated_tgt;
+    if (a->n == 0 || cut <= MT_TRUNCATION_LIMIT * a->n) return 0;
+    int p99 = length_p99(p, t);
+    char hint[64] = "";
+    if (p99 > a->num_steps) snprintf(hint, sizeof hint, " (--max-len %d keeps 99%% whole)", p99);
+    if (!allow)
+        return cli_error(C, "%s: --max-len %d would cut %d of %d %s sentences (%.0f%%, more than %.0f%%): raise --max-len%s, "
+                         "or give --allow-truncation to train on the cut pairs", what, a->num_steps, cut, a->n,
+                         a->n_truncated_src >= a->n_truncated_tgt ? "source" : "target", 100.0 * cut / a->n,
+                         100 * MT_TRUNCATION_LIMIT, hint);
+    fprintf(stderr, "tfm %s: WARNING: %s: --max-len %d cuts %d of %d sentences (%.0f%%): --allow-truncation given; "
+            "raise --max-len%s to train on whole sentences\n", C, what, a->num_steps, cut, a->n, 100.0 * cut / a->n, hint);
+    return 0;
+}
