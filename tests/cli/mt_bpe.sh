@@ -9,7 +9,7 @@ if [ ! -f "$D/train.de" ]; then skip "mt_bpe" "no Multi30k in $D"; exit 0; fi
 head -400 "$D/train.de" > "$TMP/tr.de"; head -400 "$D/train.en" > "$TMP/tr.en"
 head -40 "$D/val.de" > "$TMP/va.de"; head -40 "$D/val.en" > "$TMP/va.en"
 head -20 "$D/test_2016_flickr.de" > "$TMP/te.de"; head -20 "$D/test_2016_flickr.en" > "$TMP/te.en"
-SMALL="--d-model 32 --n-head 4 --n-layer 1 --ffn 64 --max-len 40 --threads 1 --log-every 0 --schedule noam --lr 1 --warmup 20"
+SMALL="--allow-truncation --d-model 32 --n-head 4 --n-layer 1 --ffn 64 --max-len 40 --threads 1 --log-every 0 --schedule noam --lr 1 --warmup 20"
 M="$TMP/m.tfm"
 expect_ok "mt_bpe: train-mt --tokenizer bpe --share-embeddings --max-tokens --keep-best --log-file" \
     $TFM train-mt --src "$TMP/tr.de" --tgt "$TMP/tr.en" --out "$M" --tokenizer bpe --vocab-size 1000 \
