@@ -65,7 +65,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS  := $(wildcard include/tfm/*.h src/*/*.h)
 
-.PHONY: all test unit demo demo-mt demo-mt-smoke help clean bench-bin fuzz fuzz-bin
+.PHONY: all test unit demo demo-mt help clean bench-bin fuzz fuzz-bin
 all: $(BUILD)/tfm
 
 help:
@@ -73,7 +73,7 @@ help:
 	@echo "  make              build/tfm, build/libtfm.a, build/libtfm.so"
 	@echo "  make demo         train a small character-level GPT on data/demo.txt and print a sample (~1-2 min)"
 	@echo "  make demo-mt      train a small English->French translator on data/fra-eng-demo.tsv, translate"
-	@echo "                    a few sentences, write build/demo-mt/attention.svg (~2 min)"
+	@echo "                    12 sentences, write build/demo-mt/attention.svg (~1-2 min)"
 	@echo "  make test         every test: unit, parity, CLI, clang -Werror, short fuzzing, ASan+UBSan (~10 min)"
 	@echo "  make unit         the unit-test binaries only (build/tests/test_*)"
 	@echo "  make fuzz         every libFuzzer target for FUZZ_SECONDS (default 60) each (clang)"
@@ -149,6 +149,10 @@ demo: $(BUILD)/tfm
 	$(BUILD)/tfm train-lm --data data/demo.txt --out $(BUILD)/demo.tfm --iters 1500 --eval-every 500 \
 	  --n-layer 4 --n-head 4 --n-embd 128 --block-size 64 --batch-size 12 --lr 1e-3 --min-lr 1e-4 --warmup 100
 	$(BUILD)/tfm generate $(BUILD)/demo.tfm --prompt "ROMEO:" --tokens 400 --temperature 0.8 --top-k 20 --seed 1
+
+# the translation twin of `make demo` (scripts/demo-mt.sh: Tatoeba en->fr, translations, an attention picture)
+demo-mt: $(BUILD)/tfm
+	@TFM=$(BUILD)/tfm bash scripts/demo-mt.sh --out $(BUILD)/demo-mt
 
 clean:
 	rm -rf build build-*
