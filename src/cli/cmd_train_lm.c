@@ -1,5 +1,6 @@
 /* tfm train-lm: train a character-level GPT on a text file (flags -> tfm_lm_train). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/rss.h"
@@ -16,11 +17,11 @@
 
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto",
-               *precision = "fp32";
+               *precision = "fp32", *tokenizer = "char";
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
-    int threads = 0, max_steps = 0, log_every = 50, profile = 0, allow_new_data = 0;
+    int threads = 0, max_steps = 0, log_every = 50, profile = 0, allow_new_data = 0, vocab_size = 0;
     float val_frac = 0.1f;
     tfm_train_ctl ctl = {0};
     lm_run x = {0};
@@ -33,6 +34,9 @@ int cmd_train_lm(int argc, char **argv) {
         {"n-embd", FLAG_INT, &cfg.n_embd, "embedding width (divisible by n-head)", 0},
         {"block-size", FLAG_INT, &cfg.block_size, "context length", 0},
         {"attention", FLAG_STR, &attention, "causal | synthesizer", 0},
+        {"tokenizer", FLAG_STR, &tokenizer, "char (one token per character) | bpe (tfm's BPE learned from the training text)", 0},
+        {"vocab-size", FLAG_INT, &vocab_size, "with --tokenizer bpe: pieces of the BPE model (at least 260 + the text's "
+                                              "characters)", 0},
         {"dropout", FLAG_FLOAT, &cfg.dropout, "dropout probability", 0},
         {"batch-size", FLAG_INT, &st.batch_size, "sequences per micro-batch", 0},
         {"grad-accum", FLAG_INT, &st.grad_accum, "micro-batches accumulated per step", 0},
@@ -61,8 +65,9 @@ int cmd_train_lm(int argc, char **argv) {
         {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
-                     "Trains a character-level GPT (pre-LN, tied LM head) with AdamW, warmup + cosine decay and\n"
-                     "gradient clipping. Same seed and thread count give the same numbers.",
+                     "Trains a GPT (pre-LN, tied LM head) on characters or BPE pieces with AdamW, warmup + cosine\n"
+                     "decay and gradient clipping. Same seed and thread count give the same numbers. With --tokenizer\n"
+                     "bpe the losses are per piece; the evaluation lines add them per character.",
                      flags, sizeof flags / sizeof *flags, 0, 0};
     const char *pos[1];
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
@@ -78,6 +83,9 @@ int cmd_train_lm(int argc, char **argv) {
         return rc;
     if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");
+    if (strcmp(tokenizer, "char") && strcmp(tokenizer, "bpe")) return cli_error(C, "--tokenizer: unknown '%s' (char, bpe)", tokenizer);
+    if (vocab_size && strcmp(tokenizer, "bpe")) return cli_error(C, "--vocab-size needs --tokenizer bpe");
+    if (vocab_size < 0 || vocab_size > 1000000) return cli_error(C, "--vocab-size must be in 1..1000000, got %d", vocab_size);
     if (!out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
     const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
@@ -90,37 +98,44 @@ int cmd_train_lm(int argc, char **argv) {
     int q = cli_dist_open(C, threads, &dist);
     if (q < 0) return CLI_EXIT_USAGE;
     tfm_gpt m;
-    tfm_char_vocab vocab;
+    tfm_char_vocab vocab = {0};
+    tfm_bpe *bpe = NULL;   /* --tokenizer bpe: the model learned from the text, or the checkpoint's */
     tfm_adamw opt;
     tfm_lm_data d;
     int iters = st.iters;
     if (resume) {
-        if (tfm_gpt_load(resume, &m, &vocab, &opt, &st)) return cli_fail(C, "--resume: %s", tfm_last_error());
+        if (tfm_gpt_load_tok(resume, &m, &vocab, &bpe, &opt, &st)) return cli_fail(C, "--resume: %s", tfm_last_error());
         if (cli_flag_seen(&spec, "iters")) st.iters = iters;
-        if (tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
+        if (bpe ? tfm_lm_data_load_bpe(&d, data, bpe, 1.0f - val_frac, m.cfg.block_size)
+                : tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
             return cli_fail(C, "%s", tfm_last_error());
         if (!q) fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
     } else {
-        if (tfm_lm_data_load(&d, data, NULL, 1.0f - val_frac, cfg.block_size)) return cli_fail(C, "%s", tfm_last_error());
-        cfg.vocab_size = d.vocab.n;
+        if (!strcmp(tokenizer, "bpe") && (rc = lm_learn_bpe(data, val_frac, vocab_size, cfg.block_size, &bpe, &d)))
+            return rc;
+        if (!bpe && tfm_lm_data_load(&d, data, NULL, 1.0f - val_frac, cfg.block_size))
+            return cli_fail(C, "%s", tfm_last_error());
+        cfg.vocab_size = bpe ? bpe->n : d.vocab.n;
         cfg.attention = strcmp(attention, "synthesizer") ? TFM_ATTN_CAUSAL : TFM_ATTN_SYNTHESIZER;
         if (tfm_gpt_init(&m, &cfg)) return cli_error(C, "%s", tfm_last_error());   /* a bad config: the flags' */
         tfm_gpt_init_weights(&m, (uint64_t)st.seed);
-        if (tfm_char_vocab_from_string(&vocab, d.vocab.chars) ||
+        if ((!bpe && tfm_char_vocab_from_string(&vocab, d.vocab.chars)) ||
             tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay))
             return cli_fail(C, "%s", tfm_last_error());
         tfm_lm_train_state_init(&st);
     }
     int start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &m.params, &opt) ? -2 : 0;
     q = q || steps;   /* -2: the ranks disagree (printed): nothing more to say */
-    if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d, %s attention: %zu parameters\n",
-            m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size,
+    if (!q) fprintf(stderr, "gpt: %d layers, %d heads, %d wide, block %d, vocab %d (%s), %s attention: %zu parameters\n",
+            m.cfg.n_layer, m.cfg.n_head, m.cfg.n_embd, m.cfg.block_size, m.cfg.vocab_size, bpe ? "BPE pieces" : "characters",
             m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", m.params.total);
     char par[80], gemm[96];
     if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %s; gemm %s\n", data, d.n_train, d.n - d.n_train,
             cli_threads_str(par, sizeof par, ctl.parallel, st.batch_size / (dist ? tfm_dist_size(dist) : 1)),
             cli_gemm_str(gemm, sizeof gemm, ctl.bf16));
-    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0};
+    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0, bpe,
+                 (double)d.n_train / (double)(d.chars_train > 0 ? d.chars_train : 1),
+                 (double)(d.n - d.n_train) / (double)(d.chars_val > 0 ? d.chars_val : 1)};
     if (log_file && !q && !(x.log = fopen(log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
@@ -146,6 +161,7 @@ int cmd_train_lm(int argc, char **argv) {
     tfm_adamw_free(&opt);
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&vocab);
+    if (bpe) tfm_bpe_free(bpe), free(bpe);
     tfm_lm_data_free(&d);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);

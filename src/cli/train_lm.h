@@ -13,7 +13,12 @@ typedef struct {   /* what the report and save callbacks need */
     FILE *log;                   /* --log-file (NULL: none) */
     double log_loss;             /* sum of the step losses since the last log-file line */
     int log_n;
+    const tfm_bpe *bpe;          /* --tokenizer bpe (saved with the model), else NULL */
+    double tok_per_char_train, tok_per_char_val;   /* loss per character = loss per token * these */
 } lm_run;
+/* --tokenizer bpe: a BPE model of vocab_size pieces learned from the train part of data (printed), and the
+ * corpus encoded with it. 0, or the exit status after a one-line error. */
+int lm_learn_bpe(const char *data, float val_frac, int vocab_size, int block_size, tfm_bpe **bpe, tfm_lm_data *d);
 
 void lm_report(const tfm_lm_report *r, void *user);
 int lm_save(const tfm_lm_train_state *st, void *user);

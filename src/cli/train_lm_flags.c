@@ -1,5 +1,7 @@
 /* tfm train-lm: progress lines, the checkpoint callback, flag range checks (src/cli/train_lm.h). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -14,7 +16,12 @@ void lm_report(const tfm_lm_report *r, void *user) {
     x->train_s = r->train_s;
     if (r->eval) {
         tfm_lm_log_report(x->log, r, r->train_loss);
-        fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
+        if (x->bpe)
+            fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f per BPE piece (per character: train %.4f, val %.4f)\n",
+                    cr, r->step, r->train_loss, r->val_loss, r->train_loss * x->tok_per_char_train,
+                    r->val_loss * x->tok_per_char_val);
+        else
+            fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;
     }
     x->loss_ema = isnan(x->loss_ema) ? r->loss : 0.9f * x->loss_ema + 0.1f * r->loss;
@@ -32,7 +39,7 @@ void lm_report(const tfm_lm_report *r, void *user) {
 
 int lm_save(const tfm_lm_train_state *st, void *user) {
     lm_run *x = user;
-    if (tfm_gpt_save_run(x->out, x->m, x->vocab, x->opt, st, x->run)) return -1;
+    if (tfm_gpt_save_tok(x->out, x->m, x->vocab, x->bpe, x->opt, st, x->run)) return -1;
     return x->keep_last > 0 ? tfm_ckpt_keep_step(x->out, st->iter, x->keep_last) : 0;
 }
 
@@ -61,3 +68,18 @@ int lm_validate(const tfm_lm_train_state *s, int threads, float val_frac, const 
     return 0;
 }
 
+
+int lm_learn_bpe(const char *data, float val_frac, int vocab_size, int block_size, tfm_bpe **bpe, tfm_lm_data *d) {
+    if (vocab_size < 1) return cli_error(C, "--tokenizer bpe needs --vocab-size N (e.g. 512: 260 + the characters + merges)");
+    if (!(val_frac > 0 && val_frac < 1)) return cli_error(C, "--val-frac must be in (0,1), got %g", val_frac);
+    if (!(*bpe = calloc(1, sizeof **bpe))) return cli_error(C, "out of memory"), CLI_EXIT_ERROR;
+    if (tfm_lm_bpe_learn(*bpe, data, 1.0f - val_frac, vocab_size) ||
+        tfm_lm_data_load_bpe(d, data, *bpe, 1.0f - val_frac, block_size)) {
+        int rc = cli_fail(C, "%s", tfm_last_error());
+        tfm_bpe_free(*bpe), free(*bpe), *bpe = NULL;
+        return rc;
+    }
+    fprintf(stderr, "learned a BPE model of %d pieces from %s: %.3f pieces per character (train), %d train / %d "
+            "validation pieces\n", (*bpe)->n, data, (double)d->n_train / (double)d->chars_train, d->n_train, d->n - d->n_train);
+    return 0;
+}
