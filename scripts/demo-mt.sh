@@ -44,8 +44,8 @@ printf '%s\n' "${sentences[@]}" >"$out/sources.txt"
 i=0
 while IFS= read -r hyp; do
     src=${sentences[$i]}; i=$((i + 1))
-    seen=new; cut -f1 "$data" | grep -qxF -- "$src" && seen=seen
-    printf '%-16s => %-28s (%s)\n' "$src" "$hyp" "$seen" >>"$out/translations.txt"
+    seen=$(awk -F'\t' -v s="$src" '$1 == s { print "seen"; exit }' "$data")
+    printf '%-16s => %s   (%s)\n' "$src" "$hyp" "${seen:-new}" >>"$out/translations.txt"
 done <"$out/hypotheses.txt"
 echo
 cat "$out/translations.txt"
