@@ -119,7 +119,9 @@ int cmd_train_mt(int argc, char **argv) {
     if (!q) fprintf(stderr, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %s, gemm %s\n",
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, cli_threads_str(o.threads_line, 96, to.ctl.parallel, atrain.n), cli_gemm_str(o.gemm_line, 96, to.ctl.bf16));
-    if (o.resume && !q) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o.resume, prog.epoch, prog.step);
+    if (o.resume && !q)   /* epochs as the progress lines count them: the one the next step belongs to */
+        fprintf(stderr, "resuming %s at step %d (epoch %d, %s)\n", o.resume, prog.step, prog.epoch + 1,
+                prog.batch > 0 ? "inside it" : "from its start");
     mt_valid val;
     if (q) o.log_file = NULL;
     if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;
@@ -136,7 +138,7 @@ int cmd_train_mt(int argc, char **argv) {
         cli_dist_error(C, dist, "");   /* 74: a checkpoint could not be written; 1: a diverged run */
         rc = cli_exit_status();
         goto done_valid;
-    } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")) || q)
+    } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.batch > 0 ? prog.epoch + 1 : prog.epoch, "tfm train-mt --resume")) || q)
         goto done_valid;
     if (!idle) fprintf(stderr, "wrote %s\n", o.out), cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);

@@ -24,17 +24,18 @@ void lm_report(const tfm_lm_report *r, void *user) {
             fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;
     }
-    x->loss_ema = isnan(x->loss_ema) ? r->loss : 0.9f * x->loss_ema + 0.1f * r->loss;
+    /* the console and the --log-file print the same loss: the mean over the steps since the previous line */
     x->log_loss += r->loss, x->log_n++;
-    int line = (x->log_every > 0 && r->step % x->log_every == 0) || r->step == 1;
-    if (line && x->log) {
-        tfm_lm_log_report(x->log, r, (float)(x->log_loss / x->log_n));
+    int line = (x->log_every > 0 && r->step % x->log_every == 0) || r->step == 1, n = x->log_n;
+    float mean = (float)(x->log_loss / x->log_n);
+    if (line) {
+        tfm_lm_log_report(x->log, r, mean);
         x->log_loss = 0, x->log_n = 0;
     }
     cli_format_eta(r->eta_s, eta, sizeof eta);
     if (x->tty || line)
-        fprintf(stderr, "%sstep %d/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s", cr, r->step, r->steps,
-                x->tty ? x->loss_ema : r->loss, r->lr, r->tokens_per_s, eta, x->tty ? "" : "\n");
+        fprintf(stderr, "%sstep %d/%d | loss %.4f (mean of %d) | lr %.2e | %.0f tok/s | ETA %s%s", cr, r->step, r->steps,
+                mean, n, r->lr, r->tokens_per_s, eta, x->tty ? "" : "\n");
 }
 
 int lm_save(const tfm_lm_train_state *st, void *user) {

@@ -24,7 +24,7 @@ n_valid=$(grep -c '"event": "valid"' "$TMP/log.jsonl"); n_train=$(grep -c '"even
 [ "$n_valid" -eq 2 ] && [ "$n_train" -eq 2 ] && grep -q '"valid_bleu": ' "$TMP/log.jsonl" && grep -q '"valid_chrf": [0-9]' "$TMP/log.jsonl" \
     && pass "mt_bpe: log has a train and a valid line per epoch" || fail "mt_bpe: log lines" "$(cat "$TMP/log.jsonl")"
 $TFM info "$M" > "$TMP/info" 2>&1
-grep -q "tokenizer.bpe" "$TMP/info" && grep -q "share_embeddings *1" "$TMP/info" \
+grep -q "^tokenizer: BPE (tfm bpe, SentencePiece model), 1000 pieces" "$TMP/info" && grep -q "share_embeddings *1" "$TMP/info" \
     && pass "mt_bpe: checkpoint holds tokenizer.bpe and config.share_embeddings" || fail "mt_bpe: info" "$(head -30 "$TMP/info")"
 # translate raw lines: detokenized (no piece marker, no spaces before the final period), no <unk>
 if $TFM translate "$TMP/m.best.tfm" < "$TMP/te.de" > "$TMP/hyp.en" 2>"$TMP/err"; then
