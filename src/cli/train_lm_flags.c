@@ -74,9 +74,11 @@ int lm_learn_bpe(const char *data, float val_frac, int vocab_size, int block_siz
     if (vocab_size < 1) return cli_error(C, "--tokenizer bpe needs --vocab-size N (e.g. 512: 260 + the characters + merges)");
     if (!(val_frac > 0 && val_frac < 1)) return cli_error(C, "--val-frac must be in (0,1), got %g", val_frac);
     if (!(*bpe = calloc(1, sizeof **bpe))) return cli_error(C, "out of memory"), CLI_EXIT_ERROR;
-    if (tfm_lm_bpe_learn(*bpe, data, 1.0f - val_frac, vocab_size) ||
-        tfm_lm_data_load_bpe(d, data, *bpe, 1.0f - val_frac, block_size)) {
-        int rc = cli_fail(C, "%s", tfm_last_error());
+    int learned = !tfm_lm_bpe_learn(*bpe, data, 1.0f - val_frac, vocab_size);
+    if (!learned || tfm_lm_data_load_bpe(d, data, *bpe, 1.0f - val_frac, block_size)) {
+        /* a --vocab-size the text cannot give is the flag's fault (2); an unreadable file is 74 / 65 */
+        int rc = !learned && tfm_last_error_kind() == TFM_ERR_OTHER ? cli_error(C, "%s", tfm_last_error())
+                                                                     : cli_fail(C, "%s", tfm_last_error());
         tfm_bpe_free(*bpe), free(*bpe), *bpe = NULL;
         return rc;
     }
