@@ -231,6 +231,8 @@ TFM_API int tfm_gpt_save_tok(const char *path, const tfm_gpt *m, const tfm_char_
                              const tfm_adamw *opt, const tfm_lm_train_state *st, const tfm_run_config *run);
 TFM_API int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt,
                              tfm_lm_train_state *st);
+TFM_API int tfm_gpt_get_tok(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
+                            tfm_adamw *opt, tfm_lm_train_state *st);
 
 /* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {

@@ -138,12 +138,10 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
     return rc ? tfm_error_in_data() : 0;
 }
 
-static int gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
-                   tfm_adamw *opt, tfm_lm_train_state *st);
 
 int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st) {
-    return gpt_get(cp, path, m, v, NULL, opt, st);
+    return tfm_gpt_get_tok(cp, path, m, v, NULL, opt, st);
 }
 
 int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt,
@@ -154,7 +152,7 @@ int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **
         tfm_container_free(&c);
         return -1;
     }
-    int rc = gpt_get(&c, path, m, v, bpe, opt, st);
+    int rc = tfm_gpt_get_tok(&c, path, m, v, bpe, opt, st);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
@@ -177,8 +175,8 @@ static int get_bpe(const tfm_container *cp, const char *path, int vocab_size, tf
     return 0;
 }
 
-static int gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
-                   tfm_adamw *opt, tfm_lm_train_state *st) {
+int tfm_gpt_get_tok(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
+                    tfm_adamw *opt, tfm_lm_train_state *st) {
     int rc = -1;
     memset(v, 0, sizeof *v);
     if (bpe) *bpe = NULL;
