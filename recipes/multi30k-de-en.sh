@@ -47,7 +47,7 @@ if [ "$smoke" = 1 ]; then   # every step of the recipe on a few hundred pairs, i
     head -n 300 "$D/train.de" >"$out/s.de"; head -n 300 "$D/train.en" >"$out/s.en"
     head -n 40 "$D/val.de" >"$out/v.de"; head -n 40 "$D/val.en" >"$out/v.en"
     train=(--src "$out/s.de" --tgt "$out/s.en") valid=(--valid-src "$out/v.de" --valid-tgt "$out/v.en")
-    model=(--d-model 32 --n-head 4 --n-layer 1 --ffn 64) vocab=400 epochs=2 keep=2 test_de=$out/v.de test_en=$out/v.en val_de=$out/v.de val_en=$out/v.en
+    model=(--d-model 32 --n-head 4 --n-layer 1 --ffn 64 --max-len 128) vocab=400 epochs=2 keep=2 test_de=$out/v.de test_en=$out/v.en val_de=$out/v.de val_en=$out/v.en
 fi
 
 stamp "training ($epochs epochs)"

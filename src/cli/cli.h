@@ -33,6 +33,7 @@ void cli_usage(const cli_spec *spec, FILE *f);
 /* The flag of spec an unknown --name (len bytes) probably meant, or NULL; *why: a note naming the other
  * command family's meaning (--epochs -> --iters), or NULL. cli_parse prints it as "did you mean". */
 const char *cli_suggest_flag(const cli_spec *spec, const char *name, size_t len, const char **why);
+void cli_unknown_flag(const cli_spec *spec, const char *name, size_t len);   /* the error line, with the guess */
 /* Was --name given on the command line? */
 int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Exit statuses (man tfm, EXIT STATUS; 65 and 74 are sysexits.h's EX_DATAERR and EX_IOERR). A stop by

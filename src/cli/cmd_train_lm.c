@@ -6,7 +6,6 @@
 #include "cli/rss.h"
 #include "cli/train_lm.h"
 #include "cli/train_run.h"
-#include "tfm/checkpoint.h"
 #include "tfm/kernels.h"
 #include "tfm/lm.h"
 
@@ -35,8 +34,7 @@ int cmd_train_lm(int argc, char **argv) {
         {"block-size", FLAG_INT, &cfg.block_size, "context length", 0},
         {"attention", FLAG_STR, &attention, "causal | synthesizer", 0},
         {"tokenizer", FLAG_STR, &tokenizer, "char (one token per character) | bpe (tfm's BPE learned from the training text)", 0},
-        {"vocab-size", FLAG_INT, &vocab_size, "with --tokenizer bpe: pieces of the BPE model (at least 260 + the text's "
-                                              "characters)", 0},
+        {"vocab-size", FLAG_INT, &vocab_size, "with --tokenizer bpe: pieces (>= 260 + the text's characters)", 0},
         {"dropout", FLAG_FLOAT, &cfg.dropout, "dropout probability", 0},
         {"batch-size", FLAG_INT, &st.batch_size, "sequences per micro-batch", 0},
         {"grad-accum", FLAG_INT, &st.grad_accum, "micro-batches accumulated per step", 0},
@@ -66,30 +64,24 @@ int cmd_train_lm(int argc, char **argv) {
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
                      "Trains a GPT (pre-LN, tied LM head) on characters or BPE pieces with AdamW, warmup + cosine\n"
-                     "decay and gradient clipping. Same seed and thread count give the same numbers. With --tokenizer\n"
-                     "bpe the losses are per piece; the evaluation lines add them per character.",
+                     "decay and gradient clipping. Same seed and thread count give the same numbers.",
                      flags, sizeof flags / sizeof *flags, 0, 0};
     const char *pos[1];
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
-    char kind[32];
-    if (resume && !tfm_checkpoint_kind(resume, kind, sizeof kind) && strcmp(kind, "gpt"))
-        return cli_error(C, "--resume %s: is %s, not a language model%s", resume, tfm_checkpoint_kind_desc(kind),
-                         strcmp(kind, "seq2seq") ? "" : ": continue it with tfm train-mt --resume");
+    if (resume && cli_resume_kind(C, resume, "gpt")) return CLI_EXIT_USAGE;
     if (resume && tfm_run_config_load(resume, &stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
     if (resume && !stored.n) cli_warn_resume_ignored(&spec, LM_SAFE LM_CHANGEABLE " data ");   /* a checkpoint from before run.* */
     if (resume && (rc = cli_run_config_resume(C, &spec, LM_SAFE, LM_CHANGEABLE, " data ", &stored, allow_new_data)))
         return rc;
     if (!out && resume) out = resume;
     if (!data) return cli_error(C, "--data FILE is required");
-    if (strcmp(tokenizer, "char") && strcmp(tokenizer, "bpe")) return cli_error(C, "--tokenizer: unknown '%s' (char, bpe)", tokenizer);
-    if (vocab_size && strcmp(tokenizer, "bpe")) return cli_error(C, "--vocab-size needs --tokenizer bpe");
-    if (vocab_size < 0 || vocab_size > 1000000) return cli_error(C, "--vocab-size must be in 1..1000000, got %d", vocab_size);
     if (!out) return cli_error(C, "--out MODEL.tfm (or --resume MODEL.tfm) is required");
     const char *inputs[] = {data, resume && strcmp(resume, out) ? resume : NULL, out};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
         (rc = lm_validate(&st, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
+        (rc = lm_check_tokenizer(tokenizer, vocab_size)) ||
         (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
         (rc = cli_check_writable(C, out)) || (rc = cli_check_out_not_input(C, out, inputs, 2)) ||
         (rc = cli_check_not_input(C, "--log-file", log_file, inputs, 3)))
@@ -106,15 +98,10 @@ int cmd_train_lm(int argc, char **argv) {
     if (resume) {
         if (tfm_gpt_load_tok(resume, &m, &vocab, &bpe, &opt, &st)) return cli_fail(C, "--resume: %s", tfm_last_error());
         if (cli_flag_seen(&spec, "iters")) st.iters = iters;
-        if (bpe ? tfm_lm_data_load_bpe(&d, data, bpe, 1.0f - val_frac, m.cfg.block_size)
-                : tfm_lm_data_load(&d, data, vocab.chars, 1.0f - val_frac, m.cfg.block_size))
-            return cli_fail(C, "%s", tfm_last_error());
+        if ((rc = lm_load_data(data, tokenizer, vocab_size, val_frac, m.cfg.block_size, &vocab, &bpe, &d))) return rc;
         if (!q) fprintf(stderr, "resuming %s at step %d of %d\n", resume, st.iter, st.iters);
     } else {
-        if (!strcmp(tokenizer, "bpe") && (rc = lm_learn_bpe(data, val_frac, vocab_size, cfg.block_size, &bpe, &d)))
-            return rc;
-        if (!bpe && tfm_lm_data_load(&d, data, NULL, 1.0f - val_frac, cfg.block_size))
-            return cli_fail(C, "%s", tfm_last_error());
+        if ((rc = lm_load_data(data, tokenizer, vocab_size, val_frac, cfg.block_size, &vocab, &bpe, &d))) return rc;
         cfg.vocab_size = bpe ? bpe->n : d.vocab.n;
         cfg.attention = strcmp(attention, "synthesizer") ? TFM_ATTN_CAUSAL : TFM_ATTN_SYNTHESIZER;
         if (tfm_gpt_init(&m, &cfg)) return cli_error(C, "%s", tfm_last_error());   /* a bad config: the flags' */
@@ -133,9 +120,7 @@ int cmd_train_lm(int argc, char **argv) {
     if (!q) fprintf(stderr, "data: %s: %d train / %d validation tokens; %s; gemm %s\n", data, d.n_train, d.n - d.n_train,
             cli_threads_str(par, sizeof par, ctl.parallel, st.batch_size / (dist ? tfm_dist_size(dist) : 1)),
             cli_gemm_str(gemm, sizeof gemm, ctl.bf16));
-    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0, bpe,
-                 (double)d.n_train / (double)(d.chars_train > 0 ? d.chars_train : 1),
-                 (double)(d.n - d.n_train) / (double)(d.chars_val > 0 ? d.chars_val : 1)};
+    x = (lm_run){out, &m, &vocab, &opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0, bpe, &d};
     if (log_file && !q && !(x.log = fopen(log_file, "w")))
         return cli_error(C, "--log-file: cannot write %s", log_file), CLI_EXIT_IO;
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
@@ -158,11 +143,7 @@ int cmd_train_lm(int argc, char **argv) {
         cli_report_rss(C);
     }
     if (x.log) fclose(x.log);
-    tfm_adamw_free(&opt);
-    tfm_gpt_free(&m);
-    tfm_char_vocab_free(&vocab);
-    if (bpe) tfm_bpe_free(bpe), free(bpe);
-    tfm_lm_data_free(&d);
+    lm_free(&m, &opt, &vocab, bpe, &d);
     tfm_run_config_free(&run);
     tfm_run_config_free(&stored);
     return cli_dist_close(dist, sig ? sig : steps < 0 ? (steps == -2 ? CLI_EXIT_USAGE : 1) : 0);

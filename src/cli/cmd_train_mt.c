@@ -64,18 +64,10 @@ int cmd_train_mt(int argc, char **argv) {
         {"d2l-examples", FLAG_BOOL, &o.d2l_examples, "after training, translate d2l's 4 English sentences", 0},
         {"dump-data", FLAG_STR, &o.dump, "write PREFIX.{train,valid}.{src,tgt} tokens and PREFIX.{src,tgt}.vocab", 0},
         {"dump-only", FLAG_BOOL, &o.dump_only, "with --dump-data: write the files and stop (no training)", 0},
-        {"preset", FLAG_STR, &o.preset, "d2l | multi30k: defaults for the flags not given (see above)", 0},
-        {"allow-truncation", FLAG_BOOL, &o.allow_truncation,
-         "train even when --max-len cuts more than 5% of the pairs (else an error)", 0},
     };
     cli_flag all[sizeof flags / sizeof flags[0] + 24];
     int n_flags = mt_flags_join(flags, (int)(sizeof flags / sizeof flags[0]), &o, all);
-    char about[1600];
-    snprintf(about, sizeof about, "%s\n%s",
-             "Train an encoder-decoder translator with teacher forcing, masked cross-entropy (label\n"
-             "smoothing), Adam(W), a learning-rate schedule and gradient clipping. A checkpoint is written\n"
-             "after every epoch; --resume continues it exactly.", mt_preset_help());
-    cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]", about, all, n_flags, 0, 0};
+    cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]", mt_about(), all, n_flags, 0, 0};
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
@@ -105,10 +97,8 @@ int cmd_train_mt(int argc, char **argv) {
     if ((rc = mt_load_corpus(&ptrain, o.tsv, o.src, o.tgt, kind, o.num_examples))) goto free_model;
     if (have_valid && (rc = mt_load_corpus(&pvalid, NULL, o.valid_src, o.valid_tgt, kind, 0))) goto free_train;
     if ((!o.resume && (rc = mt_build(&o, &ptrain, &to, &tr, &opt))) ||
-        (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train")) ||
-        (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid"))) ||
-        (rc = mt_check_truncation(&ptrain, &tr, &atrain, "train", o.allow_truncation)) ||
-        (have_valid && (rc = mt_check_truncation(&pvalid, &tr, &avalid, "valid", o.allow_truncation))))
+        (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train", o.allow_truncation)) ||
+        (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid", o.allow_truncation))))
         goto done;
     mt_model_settings(&o, &tr);
     if (o.dump && ((rc = mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr)) || o.dump_only)) {
@@ -120,8 +110,7 @@ int cmd_train_mt(int argc, char **argv) {
             o.tsv ? o.tsv : o.src, atrain.n, ptrain.n_lines, tr.src_vocab.n, tr.tgt_vocab.n, tr.model->params.total,
             tr.model->cfg.arch, cli_threads_str(o.threads_line, 96, to.ctl.parallel, atrain.n), cli_gemm_str(o.gemm_line, 96, to.ctl.bf16));
     if (o.resume && !q)   /* epochs as the progress lines count them: the one the next step belongs to */
-        fprintf(stderr, "resuming %s at step %d (epoch %d, %s)\n", o.resume, prog.step, prog.epoch + 1,
-                prog.batch > 0 ? "inside it" : "from its start");
+        fprintf(stderr, "resuming %s at step %d (epoch %d, %s)\n", o.resume, prog.step, prog.epoch + 1, prog.batch > 0 ? "inside it" : "from its start");
     mt_valid val;
     if (q) o.log_file = NULL;
     if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;

@@ -16,10 +16,11 @@ void lm_report(const tfm_lm_report *r, void *user) {
     x->train_s = r->train_s;
     if (r->eval) {
         tfm_lm_log_report(x->log, r, r->train_loss);
+        const tfm_lm_data *d = x->d;   /* loss per character = loss per piece * pieces / characters */
         if (x->bpe)
             fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f per BPE piece (per character: train %.4f, val %.4f)\n",
-                    cr, r->step, r->train_loss, r->val_loss, r->train_loss * x->tok_per_char_train,
-                    r->val_loss * x->tok_per_char_val);
+                    cr, r->step, r->train_loss, r->val_loss, r->train_loss * d->n_train / (double)d->chars_train,
+                    r->val_loss * (d->n - d->n_train) / (double)d->chars_val);
         else
             fprintf(stderr, "%sstep %d: train loss %.4f, val loss %.4f\n", cr, r->step, r->train_loss, r->val_loss);
         return;
@@ -85,4 +86,28 @@ int lm_learn_bpe(const char *data, float val_frac, int vocab_size, int block_siz
     fprintf(stderr, "learned a BPE model of %d pieces from %s: %.3f pieces per character (train), %d train / %d "
             "validation pieces\n", (*bpe)->n, data, (double)d->n_train / (double)d->chars_train, d->n_train, d->n - d->n_train);
     return 0;
+}
+
+int lm_check_tokenizer(const char *tokenizer, int vocab_size) {
+    if (strcmp(tokenizer, "char") && strcmp(tokenizer, "bpe")) return cli_error(C, "--tokenizer: unknown '%s' (char, bpe)", tokenizer);
+    if (vocab_size && strcmp(tokenizer, "bpe")) return cli_error(C, "--vocab-size needs --tokenizer bpe");
+    if (vocab_size < 0 || vocab_size > 1000000) return cli_error(C, "--vocab-size must be in 1..1000000, got %d", vocab_size);
+    return 0;
+}
+
+int lm_load_data(const char *data, const char *tokenizer, int vocab_size, float val_frac, int block_size,
+                 const tfm_char_vocab *vocab, tfm_bpe **bpe, tfm_lm_data *d) {
+    int rc = 0;
+    if (*bpe) rc = tfm_lm_data_load_bpe(d, data, *bpe, 1.0f - val_frac, block_size);   /* a resumed BPE model */
+    else if (!vocab->n && !strcmp(tokenizer, "bpe")) return lm_learn_bpe(data, val_frac, vocab_size, block_size, bpe, d);
+    else rc = tfm_lm_data_load(d, data, vocab->n ? vocab->chars : NULL, 1.0f - val_frac, block_size);
+    return rc ? cli_fail(C, "%s", tfm_last_error()) : 0;
+}
+
+void lm_free(tfm_gpt *m, tfm_adamw *opt, tfm_char_vocab *vocab, tfm_bpe *bpe, tfm_lm_data *d) {
+    tfm_adamw_free(opt);
+    tfm_gpt_free(m);
+    tfm_char_vocab_free(vocab);
+    if (bpe) tfm_bpe_free(bpe), free(bpe);
+    tfm_lm_data_free(d);
 }

@@ -68,9 +68,11 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_mt_model *tr, const tfm_nmt
 int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch);
 void mt_valid_close(mt_valid *v);
 int mt_check_valid(const mt_opts *o);
-/* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation). */
+/* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation; more
+ * than 5% cut: mt_check_truncation). */
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs);
-int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what);
+int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what,
+              int allow_truncation);
 /* More than MT_TRUNCATION_LIMIT of the pairs of a cut to --max-len: an error naming the length that keeps 99% of
  * them and the flags (--max-len, --allow-truncation); with allow a loud warning. 0, or 2 (printed). */
 #define MT_TRUNCATION_LIMIT 0.05
@@ -79,8 +81,8 @@ int mt_check_truncation(const tfm_parallel_text *p, const tfm_mt_model *t, const
 /* --preset (train_mt_preset.c): the flags not given take the preset's values (no preset: multi30k with
  * --tokenizer bpe and --arch transformer, else d2l); nothing on --resume. 0, or 2 (printed). */
 int mt_preset_apply(cli_spec *spec, mt_opts *o);
-/* The presets for --help. */
-const char *mt_preset_help(void);
+/* train-mt's --help description, with the presets. */
+const char *mt_about(void);
 /* --dump-data PREFIX: tokens and vocabularies (valid may be NULL). */
 int mt_dump(const char *prefix, const tfm_parallel_text *train, const tfm_parallel_text *valid, const tfm_mt_model *t);
 /* --d2l-examples: translate d2l's four English sentences and print BLEU. */

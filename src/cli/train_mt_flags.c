@@ -6,7 +6,6 @@
 #include "cli/cli.h"
 #include "cli/train_mt.h"
 #include "cli/train_run.h"
-#include "tfm/checkpoint.h"
 
 #define C "train-mt"
 
@@ -61,10 +60,7 @@ int mt_check(const mt_opts *o) {
 }
 
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored) {
-    char kind[32];
-    if (!tfm_checkpoint_kind(o->resume, kind, sizeof kind) && strcmp(kind, "seq2seq"))
-        return cli_error(C, "--resume %s: is %s, not a translation model%s", o->resume, tfm_checkpoint_kind_desc(kind),
-                         strcmp(kind, "gpt") ? "" : ": continue it with tfm train-lm --resume");
+    if (cli_resume_kind(C, o->resume, "seq2seq")) return CLI_EXIT_USAGE;
     if (tfm_run_config_load(o->resume, stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
     if (!o->out) o->out = o->resume;
     return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data);
@@ -126,41 +122,11 @@ int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const
     return 0;
 }
 
-int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what) {
+int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what,
+              int allow_truncation) {
     if (tfm_mt_arrays(p, t, num_steps, a)) return cli_fail(C, "%s", tfm_last_error());
     if (a->n_truncated_src || a->n_truncated_tgt)
         fprintf(stderr, "%s: truncated to --max-len %d: %d source and %d target sentences\n", what, num_steps,
                 a->n_truncated_src, a->n_truncated_tgt);
-    return 0;
-}
-
-/* the length (tokens incl. <eos>) that keeps 99% of the pairs whole, from arrays built at the longest --max-len */
-static int length_p99(const tfm_parallel_text *p, const tfm_mt_model *t) {
-    tfm_nmt_arrays all = {0};
-    if (tfm_mt_arrays(p, t, 4096, &all)) return 0;
-    int hist[4097] = {0}, need = (int)(0.99 * all.n + 0.999), seen = 0, len = 0;
-    for (int i = 0; i < all.n; i++) {
-        int l = all.src_valid[i] > all.tgt_valid[i] ? all.src_valid[i] : all.tgt_valid[i];
-        hist[l < 4096 ? l : 4096]++;
-    }
-    while (len < 4096 && seen < need) seen += hist[++len];
-    tfm_nmt_arrays_free(&all);
-    return len;
-}
-
-int mt_check_truncation(const tfm_parallel_text *p, const tfm_mt_model *t, const tfm_nmt_arrays *a, const char *what,
-                        int allow) {
-    int cut = a->n_truncated_src > a->n_truncated_tgt ? a->n_truncated_src : a->n_truncated_tgt;
-    if (a->n == 0 || cut <= MT_TRUNCATION_LIMIT * a->n) return 0;
-    int p99 = length_p99(p, t);
-    char hint[64] = "";
-    if (p99 > a->num_steps) snprintf(hint, sizeof hint, " (--max-len %d keeps 99%% whole)", p99);
-    if (!allow)
-        return cli_error(C, "%s: --max-len %d would cut %d of %d %s sentences (%.0f%%, more than %.0f%%): raise --max-len%s, "
-                         "or give --allow-truncation to train on the cut pairs", what, a->num_steps, cut, a->n,
-                         a->n_truncated_src >= a->n_truncated_tgt ? "source" : "target", 100.0 * cut / a->n,
-                         100 * MT_TRUNCATION_LIMIT, hint);
-    fprintf(stderr, "tfm %s: WARNING: %s: --max-len %d cuts %d of %d sentences (%.0f%%): --allow-truncation given; "
-            "raise --max-len%s to train on whole sentences\n", C, what, a->num_steps, cut, a->n, 100.0 * cut / a->n, hint);
-    return 0;
+    return mt_check_truncation(p, t, a, what, allow_truncation);
 }

@@ -2,7 +2,8 @@
  * d2l book's toy (600 short pairs, word tokens, a 2-layer 32-wide Transformer: the defaults of every flag);
  * multi30k is recipes/multi30k-de-en.sh's model, schedule and batching for raw text with joint BPE. Without
  * --preset, --tokenizer bpe picks multi30k (real sentences need its --max-len and model) and anything else d2l.
- * The chosen name is stored with the run, like every flag, so a resume keeps it. */
+ * The chosen name is stored with the run, like every flag, so a resume keeps it. Also the truncation guard
+ * (mt_check_truncation), which stops a run whose --max-len would cut its sentences. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,13 @@ static const preset presets[] = {
       "epochs", "14", NULL}},
 };
 
-const char *mt_preset_help(void) {
-    static char buf[1024];
-    size_t k = (size_t)snprintf(buf, sizeof buf, "Presets (--preset NAME) set the flags not given on the command line:");
+const char *mt_about(void) {
+    static char buf[1600];
+    size_t k = (size_t)snprintf(buf, sizeof buf, "%s",
+        "Train an encoder-decoder translator with teacher forcing, masked cross-entropy (label\n"
+        "smoothing), Adam(W), a learning-rate schedule and gradient clipping. A checkpoint is written\n"
+        "after every epoch; --resume continues it exactly.\n"
+        "Presets (--preset NAME) set the flags not given on the command line:");
     for (size_t i = 0; i < sizeof presets / sizeof *presets && k < sizeof buf; i++)
         k += (size_t)snprintf(buf + k, sizeof buf - k, "\n  %-9s %s", presets[i].name, presets[i].summary);
     if (k < sizeof buf)
@@ -74,5 +79,36 @@ int mt_preset_apply(cli_spec *spec, mt_opts *o) {
     }
     /* a model file fixes the vocabulary: the preset's --vocab-size does not apply */
     if (o->bpe_model && !cli_flag_seen(spec, "vocab-size")) o->vocab_size = 0;
+    return 0;
+}
+
+/* the length (tokens incl. <eos>) that keeps 99% of the pairs whole, from arrays built at the longest --max-len */
+static int length_p99(const tfm_parallel_text *p, const tfm_mt_model *t) {
+    tfm_nmt_arrays all = {0};
+    if (tfm_mt_arrays(p, t, 4096, &all)) return 0;
+    int hist[4097] = {0}, need = (int)(0.99 * all.n + 0.999), seen = 0, len = 0;
+    for (int i = 0; i < all.n; i++) {
+        int l = all.src_valid[i] > all.tgt_valid[i] ? all.src_valid[i] : all.tgt_valid[i];
+        hist[l < 4096 ? l : 4096]++;
+    }
+    while (len < 4096 && seen < need) seen += hist[++len];
+    tfm_nmt_arrays_free(&all);
+    return len;
+}
+
+int mt_check_truncation(const tfm_parallel_text *p, const tfm_mt_model *t, const tfm_nmt_arrays *a, const char *what,
+                        int allow) {
+    int cut = a->n_truncated_src > a->n_truncated_tgt ? a->n_truncated_src : a->n_truncated_tgt;
+    if (a->n == 0 || cut <= MT_TRUNCATION_LIMIT * a->n) return 0;
+    int p99 = length_p99(p, t);
+    char hint[64] = "";
+    if (p99 > a->num_steps) snprintf(hint, sizeof hint, " (--max-len %d keeps 99%% whole)", p99);
+    if (!allow)
+        return cli_error(C, "%s: --max-len %d would cut %d of %d %s sentences (%.0f%%, more than %.0f%%): raise --max-len%s, "
+                         "or give --allow-truncation to train on the cut pairs", what, a->num_steps, cut, a->n,
+                         a->n_truncated_src >= a->n_truncated_tgt ? "source" : "target", 100.0 * cut / a->n,
+                         100 * MT_TRUNCATION_LIMIT, hint);
+    fprintf(stderr, "tfm %s: WARNING: %s: --max-len %d cuts %d of %d sentences (%.0f%%): --allow-truncation given; "
+            "raise --max-len%s to train on whole sentences\n", C, what, a->num_steps, cut, a->n, 100.0 * cut / a->n, hint);
     return 0;
 }

@@ -11,6 +11,9 @@
  * signal is being handled exits at once (128 + signal) without touching the last checkpoint; a repeated
  * SIGTERM is ignored (a batch system and mpirun may both send one). */
 const volatile sig_atomic_t *cli_stop_install(void);
+/* --resume PATH of the other family (want: "gpt" for train-lm, "seq2seq" for train-mt): the error naming the
+ * command to use (returns 2); 0 otherwise, also when PATH cannot be read (the loader says why). */
+int cli_resume_kind(const char *cmd, const char *path, const char *want);
 /* Removes stale OUT.tmp.<pid> files of killed runs (and says so). */
 void cli_clean_stale(const char *cmd, const char *out);
 /* After a stop by signal: "stopped by SIGINT: saved OUT at step S (epoch E); resume with: HINT OUT" and the
