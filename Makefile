@@ -1,9 +1,13 @@
-# tfm — build with GNU make. `make` builds build/tfm and build/libtfm.a.
+# tfm — build with GNU make. `make` builds build/tfm, build/libtfm.a and build/libtfm.so; `make help` lists
+# the targets. Every core is used by default (-j$(nproc)); `make -j1` builds one file at a time.
 # Variables: BUILD (output dir), CC, SAN=1 (ASan+UBSan incl. float-cast-overflow), BLAS=openblas (route tfm_gemm to OpenBLAS),
 # EXCLUDE="src/x.c ..." (leave files out, e.g. while a colleague is mid-edit),
 # NATIVE=1 (compile everything for this machine's CPU, -march=native: the binary may then not run on
 # older CPUs). The default build targets baseline x86-64 and picks AVX2/AVX-512 kernels at run time
 # (src/ops/isa.c; TFM_ISA=avx512|avx2|generic forces one).
+ifeq ($(filter -j% j%,$(MAKEFLAGS)),)   # no -j given: one job per core (GNU make >= 4.3 reads this here)
+  MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 CC      ?= gcc
 BUILD   ?= build
 OPT     ?= -O3 -fno-math-errno
@@ -72,8 +76,24 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 HEADERS  := $(wildcard include/tfm/*.h src/*/*.h)
 
-.PHONY: all test unit demo clean bench-bin fuzz fuzz-bin
+.PHONY: all test unit demo demo-mt help clean bench-bin fuzz fuzz-bin
 all: $(BUILD)/tfm
+
+help:
+	@echo "tfm make targets (every core by default; BUILD=dir, CC=clang, SAN=1, NATIVE=1, BLAS=openblas, MPI=1):"
+	@echo "  make              build/tfm, build/libtfm.a, build/libtfm.so"
+	@echo "  make demo         train a small character-level GPT on data/demo.txt and print a sample (~1-2 min)"
+	@echo "  make demo-mt      train a small English->French translator on data/fra-eng-demo.tsv, translate"
+	@echo "                    12 sentences, write build/demo-mt/attention.svg (~1-2 min)"
+	@echo "  make test         every test: unit, parity, CLI, clang -Werror, short fuzzing, ASan+UBSan (~10 min)"
+	@echo "  make unit         the unit-test binaries only (build/tests/test_*)"
+	@echo "  make fuzz         every libFuzzer target for FUZZ_SECONDS (default 60) each (clang)"
+	@echo "  make bench-bin    the benchmark programs (bench/*.c; bench/run.sh runs the comparisons)"
+	@echo "  make shared       build/libtfm.so only"
+	@echo "  make install      PREFIX=/usr/local (DESTDIR=...): tfm, libtfm.a/.so, headers, tfm.pc, man page"
+	@echo "  make uninstall    remove exactly what install wrote"
+	@echo "  make clean        remove build/ and build-*/"
+	@echo "Data for the recipes: scripts/get-data.sh [DIR] (docs/DATA.md)."
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -159,6 +179,10 @@ demo: $(BUILD)/tfm
 	$(BUILD)/tfm train-lm --data data/demo.txt --out $(BUILD)/demo.tfm --iters 1500 --eval-every 500 \
 	  --n-layer 4 --n-head 4 --n-embd 128 --block-size 64 --batch-size 12 --lr 1e-3 --min-lr 1e-4 --warmup 100
 	$(BUILD)/tfm generate $(BUILD)/demo.tfm --prompt "ROMEO:" --tokens 400 --temperature 0.8 --top-k 20 --seed 1
+
+# the translation twin of `make demo` (scripts/demo-mt.sh: Tatoeba en->fr, translations, an attention picture)
+demo-mt: $(BUILD)/tfm
+	@TFM=$(BUILD)/tfm bash scripts/demo-mt.sh --out $(BUILD)/demo-mt
 
 clean:
 	rm -rf build build-*

@@ -197,9 +197,10 @@ if want gpt; then
     echo "tfm: $(grep -o 'gemm [a-z0-9-]*' "$TMP/tfm_gpt.1.log" | head -n 1) kernels; PyTorch: $(torch_desc "$TORCH_GPT")"
     row "GPT training iterations/s" "it/s" "$t_ips" "$p_ips" paired
     row "GPT training peak RSS (lower is better)" "MiB" "$t_rss" "$p_rss"
-    echo "loss at equal steps (round 1; different random inits, same recipe and data):"
+    echo "loss at equal steps (round 1; different random inits, same recipe and data; tfm: mean of the 10 steps to it):"
     printf '  %6s %10s %10s\n' step tfm torch
-    # tfm logs "step k/N | loss X" after k steps (every 10); torch logs "iter i loss X" for step i+1 (every step)
+    # tfm logs "step k/N | loss X (mean of 10)" after k steps (every 10: the mean of steps k-9..k, as its
+    # --log-file); torch logs "iter i loss X" for step i+1 (every step, one step's loss)
     awk 'NR == FNR { if ($1 == "iter") t[$2 + 1] = $4; next }
          $1 == "step" { split($2, a, "/"); if (a[1] in t) printf "  %6d %10s %10s\n", a[1], $5, t[a[1]] }' \
         "$TMP/torch_gpt.1.log" "$TMP/tfm_gpt.1.log"

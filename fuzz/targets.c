@@ -69,18 +69,25 @@ static int fuzz_gpt(const tfm_container *c) {
     tfm_char_vocab v;
     tfm_adamw opt;
     tfm_lm_train_state st;
-    int full = tfm_gpt_get(c, "fuzz.tfm", &m, &v, &opt, &st) == 0;
+    tfm_bpe *bpe = NULL;   /* a BPE language model (tokenizer.kind "bpe") */
+    int full = tfm_gpt_get_tok(c, "fuzz.tfm", &m, &v, &bpe, &opt, &st) == 0;
     if (full) {
         tfm_adamw_free(&opt);
     } else {
         char err[512];
         snprintf(err, sizeof err, "%s", tfm_last_error());
-        int weights = tfm_gpt_get(c, "fuzz.tfm", &m, &v, NULL, NULL) == 0;
+        int weights = tfm_gpt_get_tok(c, "fuzz.tfm", &m, &v, &bpe, NULL, NULL) == 0;
         tfm_set_error("%s", err);
         if (!weights) return 0;
     }
     int T = m.cfg.block_size < 3 ? m.cfg.block_size : 3;
-    int idx[3] = {0, (v.n - 1) % v.n, 0};
+    int nv = m.cfg.vocab_size;
+    int idx[3] = {0, (nv - 1) % nv, 0};
+    if (bpe) {   /* every id through the running-text decoder, as a generator would stream them */
+        char *text = tfm_bpe_decode_text(bpe, idx, 3, NULL);
+        free(text);
+        tfm_bpe_free(bpe), free(bpe);
+    }
     tfm_graph g;
     tfm_graph_init(&g, 1);
     tfm_tensor *logits = tfm_gpt_forward(&g, &m, idx, 1, T);

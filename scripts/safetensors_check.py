@@ -223,7 +223,7 @@ def train_tfm(args, kind, tmp):
             cmd.append('--pre-ln')
         if kind.startswith('bpe'):   # joint BPE model (both vocabularies are its pieces), transformer
             cmd[cmd.index('--arch') + 1] = 'transformer'
-            cmd += ['--tokenizer', 'bpe', '--vocab-size', '340'] + (['--share-embeddings'] if kind == 'bpe_tied' else [])
+            cmd += ['--tokenizer', 'bpe', '--vocab-size', '340'] + (['--share-embeddings'] if kind == 'bpe_tied' else ['--share-embeddings=0'])
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return out
 

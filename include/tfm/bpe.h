@@ -155,4 +155,28 @@ TFM_API char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t l
 TFM_API char *tfm_bpe_decode(const tfm_bpe *m, const int *ids, int n_ids);
 TFM_API char *tfm_bpe_decode_pieces(const tfm_bpe *m, const char *const *pieces, int n_pieces);
 
+/* ---------------------------------------------------------------- running text (BPE language models) */
+/* A whole text of several lines (valid UTF-8) as one id sequence: each line encoded as tfm_bpe_encode encodes
+ * it (dummy prefix included), each '\n' as the byte piece <0x0A>. Needs byte fallback (tfm's models have it).
+ * tfm_bpe_decode_text gives the text back exactly. NULL with a tfm error (invalid UTF-8, out of memory).
+ * (src/text/bpe_text.c) */
+TFM_API int *tfm_bpe_encode_text(const tfm_bpe *m, const char *text, size_t len, int *n_ids);
+/* Decoding such ids one at a time, as a generator makes them: whole UTF-8 characters only (bytes of byte
+ * pieces wait for the rest of their character; a sequence that cannot be UTF-8 becomes U+FFFD), the dummy-prefix
+ * space dropped at the start of a line, control and unknown pieces as nothing. */
+typedef struct {
+    int line_start;             /* the next piece begins a line (its leading '\u2581' is the dummy prefix) */
+    unsigned char pend[4];      /* bytes of an unfinished character */
+    int n_pend;
+} tfm_bpe_text_decoder;
+/* line_start: 1 at the start of a text or after a newline (a prompt ending in '\n'), else 0. */
+TFM_API void tfm_bpe_text_decoder_init(tfm_bpe_text_decoder *d, int line_start);
+/* The bytes one id adds, written to out (room for tfm_bpe_text_max_bytes(m)); their count (0 for an id out of
+ * range). tfm_bpe_text_flush: an unfinished character at the end as U+FFFD (at most 3 bytes). */
+TFM_API int tfm_bpe_text_decode_id(const tfm_bpe *m, tfm_bpe_text_decoder *d, int id, char *out);
+TFM_API int tfm_bpe_text_flush(tfm_bpe_text_decoder *d, char *out);
+TFM_API size_t tfm_bpe_text_max_bytes(const tfm_bpe *m);
+/* All of ids decoded (NUL-terminated, malloc'd; *out_len may be NULL). */
+TFM_API char *tfm_bpe_decode_text(const tfm_bpe *m, const int *ids, int n_ids, size_t *out_len);
+
 #endif

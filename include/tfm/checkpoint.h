@@ -12,6 +12,7 @@
 #define TFM_CHECKPOINT_H
 
 #include "tfm/core.h"
+#include "tfm/export.h"
 #include "tfm/io.h"
 
 #define TFM_Q8_SCALE_PREFIX "qscale."
@@ -40,5 +41,12 @@ int64_t tfm_ckpt_stored_params(const tfm_container *c);
  * so an edited config cannot make the loader allocate more than the file's size. */
 int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path);
 /* Strings, ints and floats: use tfm_container_str / _int / _float (their errors name the file). */
+
+/* The meta.kind of the checkpoint at path ("gpt": train-lm, "seq2seq": train-mt) into kind[n], so a command
+ * given the other family's file can say so. 0, or -1 with the loader's error (not a tfm file, corrupt, no
+ * meta.kind). Reads the whole file. */
+TFM_API int tfm_checkpoint_kind(const char *path, char *kind, size_t n);
+/* "a language model (train-lm)" / "a translation model (train-mt)" / "a 'KIND' model": for messages. */
+TFM_API const char *tfm_checkpoint_kind_desc(const char *kind);
 
 #endif

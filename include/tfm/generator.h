@@ -36,11 +36,12 @@ typedef struct {
 } tfm_generator_params;
 TFM_API void tfm_generator_params_default(tfm_generator_params *p);
 
-/* Load a checkpoint written by tfm train-lm (or tfm import). p NULL = defaults. NULL with a tfm error. */
+/* Load a checkpoint written by tfm train-lm (characters or BPE pieces) or tfm import. p NULL = defaults. NULL
+ * with a tfm error. */
 TFM_API tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *p);
 TFM_API void tfm_generator_free(tfm_generator *g);   /* NULL-safe */
 TFM_API const tfm_gpt *tfm_generator_model(const tfm_generator *g);
-/* The name of the model's tokenizer ("char": one token per character). */
+/* The name of the model's tokenizer: "char" (one token per character) or "bpe" (train-lm --tokenizer bpe). */
 TFM_API const char *tfm_generator_tokenizer(const tfm_generator *g);
 /* Tokens of a text under the model's tokenizer; -1 with an error naming what is not in the vocabulary. */
 TFM_API int tfm_generator_count_tokens(const tfm_generator *g, const char *text);

@@ -205,7 +205,7 @@ void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
  * passes the checksum and the vocabulary check would otherwise change every tokenization). name: for the error. */
 TFM_API int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
- * "PATH: is a language-model checkpoint (meta.kind 'gpt'), not a translation model"), reads the
+ * "PATH: is a language-model checkpoint (train-lm; meta.kind 'gpt'), not a translation model: ..."), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */
 int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path);
 /* Load from a file (container load + get). */

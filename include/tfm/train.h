@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <signal.h>
 
+#include "tfm/bpe.h"
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
 #include "tfm/dist.h"
@@ -175,12 +176,14 @@ int tfm_train_dist_agree(tfm_dist *d, int *v);
 int tfm_train_dist_check_params(tfm_dist *d, const tfm_params *p, char *hash, size_t n);
 
 /* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
-/* A character corpus split into train (first frac) and validation (rest). */
+/* A corpus split into train (first frac) and validation (rest): characters, or BPE pieces. */
 typedef struct {
-    tfm_char_vocab vocab;
+    tfm_char_vocab vocab;    /* character corpora (empty for BPE: tfm_lm_data_load_bpe) */
     int *ids;                /* all tokens */
     int n;
     int n_train;             /* ids[0..n_train) train, ids[n_train..n) validation */
+    long chars_train, chars_val;   /* characters (code points) behind each split: loss per character =
+                                      loss per token * tokens / characters (equal for a character corpus) */
 } tfm_lm_data;
 
 /* Reads PATH (UTF-8 text), builds the vocabulary (or uses `vocab` if given, e.g. on --resume),
@@ -189,6 +192,12 @@ typedef struct {
 TFM_API int tfm_lm_data_load(tfm_lm_data *d, const char *path, const char *vocab_chars, float train_frac,
                              int block_size);
 TFM_API void tfm_lm_data_free(tfm_lm_data *d);
+/* The same through a BPE model (train-lm --tokenizer bpe): the text is cut at the first line start after
+ * train_frac of its characters, and each part encoded with tfm_bpe_encode_text. */
+TFM_API int tfm_lm_data_load_bpe(tfm_lm_data *d, const char *path, const tfm_bpe *bpe, float train_frac, int block_size);
+/* A BPE model of vocab_size pieces (tfm_bpe_learn_lines) learned from the lines of the first train_frac of the
+ * text at path (the part tfm_lm_data_load_bpe trains on). 0, or -1 with a tfm error naming the file. */
+TFM_API int tfm_lm_bpe_learn(tfm_bpe *bpe, const char *path, float train_frac, int vocab_size);
 /* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
 void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
 /* 0 if a training step of batch_size rows of block_size tokens fits TFM_MAX_STEP_ELEMS (tfm_gpt_step_elems),
@@ -231,9 +240,20 @@ TFM_API int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
  * opt is initialised here. */
 TFM_API int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
-/* The same from an already loaded container (path: for error messages). */
+/* The same from an already loaded container (path: for error messages). A BPE language model is refused by
+ * these two (their callers hold a character vocabulary): tfm_gpt_load_tok reads both kinds. */
 int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st);
+/* BPE language models: tokenizer.kind "bpe" and tokenizer.bpe (the SentencePiece model) instead of
+ * tokenizer.chars. save_tok stores bpe when it is non-NULL, else v's characters. load_tok reads either kind:
+ * *bpe = NULL and v filled for a character model, else *bpe malloc'd (free with tfm_bpe_free + free) and v
+ * empty. */
+TFM_API int tfm_gpt_save_tok(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe,
+                             const tfm_adamw *opt, const tfm_lm_train_state *st, const tfm_run_config *run);
+TFM_API int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt,
+                             tfm_lm_train_state *st);
+TFM_API int tfm_gpt_get_tok(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
+                            tfm_adamw *opt, tfm_lm_train_state *st);
 
 /* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {

@@ -100,16 +100,16 @@ int cli_parse(cli_spec *s, int argc, char **argv, const char **pos, int *n_pos) 
             for (int k = 0; k < s->n_flags; k++)
                 if (strlen(s->flags[k].name) == len && !strncmp(s->flags[k].name, name, len)) fl = &s->flags[k];
             if (!fl) {
-                cli_error(s->cmd, "unknown flag --%.*s (see tfm %s --help)", (int)len, name, s->cmd);
+                cli_unknown_flag(s, name, len);
                 return CLI_EXIT_USAGE;
             }
             fl->seen = 1;
-            if (fl->type == FLAG_BOOL) {
-                if (eq) {
-                    cli_error(s->cmd, "flag --%s takes no value", fl->name);
+            if (fl->type == FLAG_BOOL) {   /* --flag, or --flag=1 / --flag=0 (to turn off a preset's) */
+                if (eq && strcmp(eq + 1, "0") && strcmp(eq + 1, "1")) {
+                    cli_error(s->cmd, "flag --%s takes no value (or =0 / =1)", fl->name);
                     return CLI_EXIT_USAGE;
                 }
-                *(int *)fl->dst = 1;
+                *(int *)fl->dst = !eq || eq[1] == '1';
                 continue;
             }
             const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

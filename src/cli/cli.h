@@ -35,6 +35,10 @@ void cli_usage(const cli_spec *spec, FILE *f);
 /* The value parsers of cli_parse: a whole decimal int / a finite float within +-3.4e38; 0, or -1. */
 int cli_parse_int(const char *s, int *out);
 int cli_parse_float(const char *s, float *out);
+/* The flag of spec an unknown --name (len bytes) probably meant, or NULL; *why: a note naming the other
+ * command family's meaning (--epochs -> --iters), or NULL. cli_parse prints it as "did you mean". */
+const char *cli_suggest_flag(const cli_spec *spec, const char *name, size_t len, const char **why);
+void cli_unknown_flag(const cli_spec *spec, const char *name, size_t len);   /* the error line, with the guess */
 /* Was --name given on the command line? */
 int cli_flag_seen(const cli_spec *spec, const char *name);
 /* Exit statuses (man tfm, EXIT STATUS; 65 and 74 are sysexits.h's EX_DATAERR and EX_IOERR). A stop by
@@ -55,6 +59,9 @@ void cli_vprint_error(const char *cmd, const char *fmt, va_list ap);
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The exit status for the library's current error kind. */
 int cli_exit_status(void);
+/* An output directory (--out-dir): created with its missing parents (mkdir -p). 0, or prints "tfm <cmd>: <flag>
+ * <path>: cannot create directory ..." and returns CLI_EXIT_IO. */
+int cli_make_dir(const char *cmd, const char *flag, const char *path);
 /* After a command: flushes stdout; if any write to it failed (a full disk, /dev/full, a closed pipe),
  * prints "tfm <cmd>: cannot write standard output: <reason>" and returns CLI_EXIT_IO (or rc if already non-zero). */
 int cli_finish_stdout(const char *cmd, int rc);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "tfm/eval.h"
@@ -37,8 +36,7 @@ static int demo_kernel_regression(int argc, char **argv) {
     if (!(lr > 0)) return cli_error("demo", "--lr must be > 0");
     if (cli_check_threads("demo", threads)) return CLI_EXIT_USAGE;
     tfm_set_threads(threads);
-    struct stat st;
-    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_error("demo", "--out-dir %s is not a directory", out_dir);
+    if ((rc = cli_make_dir("demo", "--out-dir", out_dir))) return rc;
     char fit[4200], att[4200];
     snprintf(fit, sizeof fit, "%s/kernel_regression_fit.svg", out_dir);
     snprintf(att, sizeof att, "%s/kernel_regression_attention.svg", out_dir);

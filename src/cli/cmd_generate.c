@@ -20,8 +20,8 @@ int cmd_generate(int argc, char **argv) {
     tfm_generate_options so;
     tfm_generate_options_default(&so);
     cli_flag flags[] = {
-        {"prompt", FLAG_STR, &prompt, "text to continue (every character must be in the model's vocabulary)", 0},
-        {"tokens", FLAG_INT, &tokens, "number of characters to generate", 0},
+        {"prompt", FLAG_STR, &prompt, "text to continue (a character model: every character must be in its vocabulary)", 0},
+        {"tokens", FLAG_INT, &tokens, "tokens to generate (characters, or a BPE model's pieces)", 0},
         {"temperature", FLAG_FLOAT, &so.temperature, "softmax temperature (0 = greedy)", 0},
         {"top-k", FLAG_INT, &so.top_k, "sample among the k most likely tokens (0 = all)", 0},
         {"top-p", FLAG_FLOAT, &so.top_p, "sample among the most likely tokens holding this much probability (1 = all)", 0},
@@ -33,8 +33,8 @@ int cmd_generate(int argc, char **argv) {
     };
     cli_spec spec = {"generate",
                      "MODEL.tfm [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]",
-                     "Continues the prompt one character at a time, streaming to stdout. The context is the\n"
-                     "last block_size characters. Keys/values of the context are cached per layer, so a token\n"
+                     "Continues the prompt one token (character or BPE piece) at a time, streaming raw text to\n"
+                     "stdout in whole UTF-8 characters. The context is the last block_size tokens. Keys/values of the context are cached per layer, so a token\n"
                      "costs O(context); once the context is longer than block_size the window slides and is\n"
                      "recomputed for every token (positions shift), as without the cache.\n"
                      "--profile prints, at the end, milliseconds per generated token spent in each op kind and\n"

@@ -1,9 +1,12 @@
 /* tfm info: what a checkpoint holds (any model kind): meta, config, parameters, training state. */
 #include "cli/cli.h"
 #include "tfm/checkpoint.h"
+#include "tfm/bpe.h"
 #include "tfm/core.h"
 #include "tfm/io.h"
 #include "tfm/kernels.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void print_value(const tfm_entry *e) {
@@ -17,18 +20,87 @@ static void print_value(const tfm_entry *e) {
     }
 }
 
+/* A stored text as text: its first line (a multi-line text: and how many lines); binary bytes by their count. */
+static void print_text(const tfm_entry *e) {
+    const char *t = e->data;
+    size_t n = strnlen(t, e->nbytes), line = strcspn(t, "\n");
+    if (n < e->nbytes - (e->nbytes > 0) || !tfm_utf8_valid(t, n)) {
+        printf("(%zu bytes)", e->nbytes);
+        return;
+    }
+    if (line >= n) {
+        printf("%s", t);
+        return;
+    }
+    int lines = 1;
+    for (size_t k = 0; k < n; k++) lines += t[k] == '\n' && k + 1 < n;
+    printf("%.*s ... (%d lines)", (int)line, t, lines);
+}
+
+/* config fields that one architecture does not use (the config stores every field) */
+static int unused_by(const char *arch, const char *field) {
+    static const char *transformer_only = " d_model n_head ffn pre_ln max_len share_embeddings ";
+    static const char *rnn_only = " embed_size hidden_size ";
+    char key[80];
+    snprintf(key, sizeof key, " %s ", field);
+    if (!strcmp(arch, "transformer")) return strstr(rnn_only, key) != NULL;
+    if (!strcmp(arch, "rnn") || !strcmp(arch, "bahdanau")) return strstr(transformer_only, key) != NULL;
+    return 0;
+}
+
 static void print_group(const tfm_container *c, const char *prefix, const char *title) {
     size_t pl = strlen(prefix);
     int any = 0;
+    const char *arch = tfm_container_get(c, "meta.arch") ? (const char *)tfm_container_get(c, "meta.arch")->data : "";
     for (int i = 0; i < c->n; i++) {
         const tfm_entry *e = &c->e[i];
         if (strncmp(e->name, prefix, pl)) continue;
+        if (!strcmp(prefix, "config.") && unused_by(arch, e->name + pl)) continue;
         if (!any) printf("%s:\n", title);
         any = 1;
+        if (!strcmp(prefix, "config.") && !strcmp(e->name + pl, "max_len") && e->dtype == TFM_DT_I32) {
+            /* the position table; the model's sentence length is the --max-len it was trained with */
+            int ml = 0;
+            const tfm_entry *t = tfm_container_get(c, "train.max_len");
+            const tfm_entry *r = tfm_container_get(c, "run.max-len");
+            if (t && t->dtype == TFM_DT_I32) ml = *(const int *)t->data;
+            else if (r && r->dtype == TFM_DT_BYTES) ml = atoi((const char *)r->data);
+            if (ml > 0) printf("  %-22s %d (trained sentences, --max-len; position table %d)\n", "max_len", ml, *(const int *)e->data);
+            else printf("  %-22s %d\n", "position_table", *(const int *)e->data);
+            continue;
+        }
         printf("  %-22s ", e->name + pl);
-        if (e->dtype == TFM_DT_BYTES && e->nbytes > 60) printf("(%zu bytes of text)", e->nbytes);
+        if (e->dtype == TFM_DT_BYTES) print_text(e);
         else print_value(e);
         printf("\n");
+    }
+}
+
+/* The tokenizer by kind and size: characters, word vocabularies (with their preprocessing), or a BPE model. */
+static void print_tokenizer(const tfm_container *c) {
+    const tfm_entry *chars = tfm_container_get(c, "tokenizer.chars"), *kind = tfm_container_get(c, "tokenizer.kind");
+    const tfm_entry *src = tfm_container_get(c, "tokenizer.src_vocab"), *tgt = tfm_container_get(c, "tokenizer.tgt_vocab");
+    const char *k = kind && kind->dtype == TFM_DT_BYTES ? (const char *)kind->data : NULL;
+    if (chars) {
+        int count = 0;
+        for (size_t i = 0; i < chars->nbytes; i++) count += (((const unsigned char *)chars->data)[i] & 0xC0) != 0x80;
+        printf("tokenizer: characters, %d of them\n", count - (chars->nbytes > 0 && !((const char *)chars->data)[chars->nbytes - 1]));
+    }
+    if (tfm_container_get(c, TFM_BPE_ENTRY)) {
+        tfm_bpe b;
+        if (!tfm_bpe_from_container(&b, c, NULL)) {
+            printf("tokenizer: BPE (tfm bpe, SentencePiece model), %d pieces%s\n", b.n,
+                   src ? ", the vocabulary of both sides" : "");
+            tfm_bpe_free(&b);
+        } else {
+            printf("tokenizer: BPE, unreadable: %s\n", tfm_last_error());
+        }
+    } else if (src && tgt) {
+        int ns = 0, nt = 0;
+        for (size_t i = 0; i < src->nbytes; i++) ns += ((const char *)src->data)[i] == '\n';
+        for (size_t i = 0; i < tgt->nbytes; i++) nt += ((const char *)tgt->data)[i] == '\n';
+        printf("tokenizer: words (--preprocess %s), vocabularies of %d source / %d target entries\n", k ? k : "?",
+               ns + (src->nbytes > 1), nt + (tgt->nbytes > 1));
     }
 }
 
@@ -69,18 +141,7 @@ int cmd_info(int argc, char **argv) {
                bytes / 1048576.0, n_params * 4 / 1048576.0);
     else
         printf("precision: fp32\n");
-    for (int i = 0; i < c.n; i++)
-        if (!strncmp(c.e[i].name, "tokenizer.", 10)) {
-            const tfm_entry *e = &c.e[i];
-            int count = 0;
-            if (!strcmp(e->name, "tokenizer.chars")) { /* count UTF-8 characters */
-                for (size_t k = 0; k < e->nbytes; k++) count += (((const unsigned char *)e->data)[k] & 0xC0) != 0x80;
-                printf("tokenizer: %d characters\n", count);
-            } else {
-                for (size_t k = 0; k < e->nbytes; k++) count += ((const char *)e->data)[k] == '\n';
-                printf("%s: %d entries\n", e->name, count + (e->nbytes > 0));
-            }
-        }
+    print_tokenizer(&c);
     print_group(&c, "run.", "run configuration (what --resume takes and checks)");
     if (tfm_container_get(&c, "adam.t")) print_group(&c, "train.", "training state (resumable)");
     else printf("training state: none (weights only)\n");

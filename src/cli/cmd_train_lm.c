@@ -1,5 +1,6 @@
 /* tfm train-lm: train a character-level GPT on a text file (flags -> tfm_lm_train). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/rss.h"
@@ -12,11 +13,11 @@
 
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto",
-               *precision = "fp32";
+               *precision = "fp32", *tokenizer = "char";
     tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
-    int threads = 0, max_steps = 0, log_every = 50, profile = 0, allow_new_data = 0;
+    int threads = 0, max_steps = 0, log_every = 50, profile = 0, allow_new_data = 0, vocab_size = 0;
     float val_frac = 0.1f;
     tfm_train_ctl ctl = {0};
     lm_run x = {0};
@@ -29,6 +30,8 @@ int cmd_train_lm(int argc, char **argv) {
         {"n-embd", FLAG_INT, &cfg.n_embd, "embedding width (divisible by n-head)", 0},
         {"block-size", FLAG_INT, &cfg.block_size, "context length", 0},
         {"attention", FLAG_STR, &attention, "causal | synthesizer", 0},
+        {"tokenizer", FLAG_STR, &tokenizer, "char (one token per character) | bpe (tfm's BPE learned from the training text)", 0},
+        {"vocab-size", FLAG_INT, &vocab_size, "with --tokenizer bpe: pieces (>= 260 + the text's characters)", 0},
         {"dropout", FLAG_FLOAT, &cfg.dropout, "dropout probability", 0},
         {"batch-size", FLAG_INT, &st.batch_size, "sequences per micro-batch", 0},
         {"grad-accum", FLAG_INT, &st.grad_accum, "micro-batches accumulated per step", 0},
@@ -57,8 +60,8 @@ int cmd_train_lm(int argc, char **argv) {
         {"skip-nonfinite", FLAG_INT, &ctl.skip_nonfinite, "skip up to N batches with a non-finite loss/grad", 0},
     };
     cli_spec spec = {C, "--data FILE --out MODEL.tfm [options]",
-                     "Trains a character-level GPT (pre-LN, tied LM head) with AdamW, warmup + cosine decay and\n"
-                     "gradient clipping. Same seed and thread count give the same numbers.",
+                     "Trains a GPT (pre-LN, tied LM head) on characters or BPE pieces with AdamW, warmup + cosine\n"
+                     "decay and gradient clipping. Same seed and thread count give the same numbers.",
                      flags, sizeof flags / sizeof *flags, 0, 0};
     const char *pos[1];
     int npos, rc = cli_parse(&spec, argc, argv, pos, &npos);
@@ -67,6 +70,10 @@ int cmd_train_lm(int argc, char **argv) {
     lm_model mo = {0};
     tfm_dist *dist = NULL;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
     int q = 0, steps = -3, start = 0;   /* -3: stopped before training (rc says why) */
+    if (resume && cli_resume_kind(C, resume, "gpt")) {   /* a translation checkpoint: say which command */
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     if (resume && tfm_run_config_load(resume, &stored)) {
         rc = cli_fail(C, "--resume: %s", tfm_last_error());
         goto done;
@@ -84,6 +91,7 @@ int cmd_train_lm(int argc, char **argv) {
                             {"--out", out, TFM_FILE_OUT}, {"--log-file", log_file, TFM_FILE_OUT_STREAM}};
     if ((rc = cli_run_config_build(C, &spec, LM_SAFE, " data ", &run)) ||
         (rc = lm_validate(&st, &cfg, threads, val_frac, attention, log_every, max_steps, &ctl, x.keep_last)) ||
+        (rc = lm_check_tokenizer(tokenizer, vocab_size)) ||
         (rc = cli_parallel(C, parallel, &ctl.parallel)) || (rc = cli_precision(C, precision, &ctl.bf16)) ||
         (rc = cli_check_files(C, files, 4)))
         goto done;
@@ -91,12 +99,13 @@ int cmd_train_lm(int argc, char **argv) {
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = lm_setup(&spec, &stored, resume, data, val_frac, &cfg, &attention, &st, q, &mo))) goto done;
+    if ((rc = lm_setup(&spec, &stored, resume, data, tokenizer, vocab_size, val_frac, &cfg, &attention, &st, q, &mo)))
+        goto done;
     start = st.iter, steps = cli_dist_sync(C, dist, &run, st.iter, st.batch_size, &mo.m.params, &mo.opt) ? -2 : 0;
     q = q || steps;   /* -2: the ranks disagree (printed): nothing more to say */
     if (!q) lm_print_start(&mo, data, &ctl, st.batch_size / (dist ? tfm_dist_size(dist) : 1));
     x = (lm_run){out, &mo.m, &mo.vocab, &mo.opt, cli_stderr_is_tty(), log_every, NAN, 0, x.keep_last, &run, NULL, 0, 0,
-                 -1, log_file};
+                 -1, log_file, mo.bpe, &mo.d};
     if (log_file && !q && !(x.log = fopen(log_file, "w"))) {
         rc = cli_error(C, "--log-file: cannot write %s", log_file), rc = CLI_EXIT_IO, steps = -3;
         goto done;

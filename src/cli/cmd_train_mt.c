@@ -67,14 +67,11 @@ int cmd_train_mt(int argc, char **argv) {
     };
     cli_flag all[sizeof flags / sizeof flags[0] + 24];
     int n_flags = mt_flags_join(flags, (int)(sizeof flags / sizeof flags[0]), &o, all);
-    cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]",
-                     "Train an encoder-decoder translator with teacher forcing, masked cross-entropy (label\n"
-                     "smoothing), Adam(W), a learning-rate schedule and gradient clipping. A checkpoint is written\n"
-                     "after every epoch; --resume continues it exactly. Defaults: the d2l Transformer recipe.",
-                     all, n_flags, 0, 0};
+    cli_spec spec = {C, "(--tsv FILE | --src FILE --tgt FILE) --out MODEL.tfm [options]", mt_about(), all, n_flags, 0, 0};
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = mt_preset_apply(&spec, &o))) return rc;
     tfm_run_config run = {0}, stored = {0};   /* run.* entries: what --resume takes and checks */
     tfm_dist *dist = NULL;   /* the ranks under mpirun, else NULL; q: not rank 0 (prints and writes nothing) */
     tfm_mt_model tr = {0};
@@ -97,8 +94,8 @@ int cmd_train_mt(int argc, char **argv) {
     if ((rc = mt_load_corpus(&ptrain, o.tsv, o.src, o.tgt, kind, o.num_examples))) goto free_model;
     if (have_valid && (rc = mt_load_corpus(&pvalid, NULL, o.valid_src, o.valid_tgt, kind, 0))) goto free_train;
     if ((!o.resume && (rc = mt_build(&o, &ptrain, &to, &tr, &opt))) ||
-        (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train")) ||
-        (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid"))))
+        (rc = mt_arrays(&ptrain, &tr, o.max_len, &atrain, "train", o.allow_truncation)) ||
+        (have_valid && (rc = mt_arrays(&pvalid, &tr, o.max_len, &avalid, "valid", o.allow_truncation))))
         goto done;
     if (mt_model_settings(&o, &tr), o.dump && ((rc = mt_dump(o.dump, &ptrain, have_valid ? &pvalid : NULL, &tr)) || o.dump_only)) {
         if (!rc) fprintf(stderr, "wrote %s.*\n", o.dump);
@@ -122,7 +119,7 @@ int cmd_train_mt(int argc, char **argv) {
         cli_train_error(C, dist, "", o.out, x.saved_step, o.resume, x.start_step);   /* 74: a save failed, 1: else */
         rc = cli_exit_status();
         goto done_valid;
-    } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.epoch, "tfm train-mt --resume")) || q)
+    } else if ((rc = q ? 0 : cli_stop_report(C, o.out, prog.step, prog.batch > 0 ? prog.epoch + 1 : prog.epoch, "tfm train-mt --resume")) || q)
         goto done_valid;
     if (!idle) fprintf(stderr, "wrote %s\n", o.out), cli_report_rss(C);
     if (o.d2l_examples) mt_d2l_examples(&tr);

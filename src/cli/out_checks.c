@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "tfm/core.h"
@@ -47,4 +48,26 @@ int cli_finish_stdout(const char *cmd, int rc) {
     if (!bad && !ferror(stdout)) return rc;
     fprintf(stderr, "tfm %s: cannot write standard output: %s\n", cmd, err ? strerror(err) : "write error");
     return rc ? rc : CLI_EXIT_IO;
+}
+
+int cli_make_dir(const char *cmd, const char *flag, const char *path) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return cli_error(cmd, "%s %.64s...: path too long", flag, path), CLI_EXIT_USAGE;
+    for (char *p = buf + 1;; p++) {   /* each prefix ending at a '/', then the whole path */
+        int end = !*p;
+        if (*p != '/' && !end) continue;
+        *p = 0;
+        struct stat st;
+        if (mkdir(buf, 0777) && errno != EEXIST) {
+            cli_error(cmd, "%s %s: cannot create directory %s: %s", flag, path, buf, strerror(errno));
+            return CLI_EXIT_IO;
+        }
+        if (stat(buf, &st) || !S_ISDIR(st.st_mode)) {
+            cli_error(cmd, "%s %s: %s is not a directory", flag, path, buf);
+            return CLI_EXIT_IO;
+        }
+        if (end) return 0;
+        *p = '/';
+    }
 }

@@ -23,6 +23,8 @@ typedef struct {
     int decode_beam;
     float decode_alpha;
     const char *src_lang, *tgt_lang;
+    const char *preset;          /* --preset (train_mt_preset.c); NULL until mt_preset_apply resolves it */
+    int allow_truncation;        /* --allow-truncation: train even if more than 5% of the pairs are cut */
     char threads_line[96];       /* the start-up line's threads part (cli_threads_str) */
     char gemm_line[96];          /* and its GEMM part (cli_gemm_str) */
 } mt_opts;
@@ -72,9 +74,21 @@ int mt_valid_open(mt_valid *v, const mt_opts *o, tfm_mt_model *tr, const tfm_nmt
 int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch);
 void mt_valid_close(mt_valid *v);
 int mt_check_valid(const mt_opts *o);
-/* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation). */
+/* Corpus -> text pairs (warning for skipped empty lines), and pairs -> padded arrays (note on truncation; more
+ * than 5% cut: mt_check_truncation). */
 int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const char *tgt, int kind, int max_pairs);
-int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what);
+int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what,
+              int allow_truncation);
+/* More than MT_TRUNCATION_LIMIT of the pairs of a cut to --max-len: an error naming the length that keeps 99% of
+ * them and the flags (--max-len, --allow-truncation); with allow a loud warning. 0, or 2 (printed). */
+#define MT_TRUNCATION_LIMIT 0.05
+int mt_check_truncation(const tfm_parallel_text *p, const tfm_mt_model *t, const tfm_nmt_arrays *a, const char *what,
+                        int allow);
+/* --preset (train_mt_preset.c): the flags not given take the preset's values (no preset: multi30k with
+ * --tokenizer bpe and --arch transformer, else d2l); nothing on --resume. 0, or 2 (printed). */
+int mt_preset_apply(cli_spec *spec, mt_opts *o);
+/* train-mt's --help description, with the presets. */
+const char *mt_about(void);
 /* Every file the run reads and writes (--out, --keep-best's MODEL.best.tfm, --log-file, the --dump-data
  * files) checked before any work (cli_check_files): returns 0 or the exit status (printed). */
 int mt_check_files(const mt_opts *o);
@@ -100,7 +114,7 @@ typedef struct {   /* what the report and save callbacks need */
     int start_step;              /* the step the run started from (a --resume's) */
 } mt_run;
 /* flags not stored in the run configuration; stored flags a --resume may change (the rest must match); data */
-#define MT_SAFE " out resume threads parallel log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file "
+#define MT_SAFE " out resume threads parallel log-every max-steps allow-new-data profile d2l-examples dump-data dump-only log-file allow-truncation "
 #define MT_CHANGEABLE " epochs save-every keep-last skip-nonfinite eval-every keep-best patience decode-beam decode-alpha src-lang tgt-lang "
 #define MT_DATA " tsv src tgt valid-src valid-tgt "
 /* tfm_mt_report_fn printing progress lines; user = an mt_run (or a pointer to an int "stderr is a TTY"). */

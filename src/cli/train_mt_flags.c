@@ -74,6 +74,7 @@ int mt_check(const mt_opts *o) {
 }
 
 int mt_resume_config(cli_spec *spec, mt_opts *o, tfm_run_config *stored) {
+    if (cli_resume_kind(C, o->resume, "seq2seq")) return CLI_EXIT_USAGE;
     if (tfm_run_config_load(o->resume, stored)) return cli_fail(C, "--resume: %s", tfm_last_error());
     if (!o->out) o->out = o->resume;
     return cli_run_config_resume(C, spec, MT_SAFE, MT_CHANGEABLE, MT_DATA, stored, o->allow_new_data, o->resume);
@@ -136,10 +137,11 @@ int mt_load_corpus(tfm_parallel_text *p, const char *tsv, const char *src, const
     return 0;
 }
 
-int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what) {
+int mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a, const char *what,
+              int allow_truncation) {
     if (tfm_mt_arrays(p, t, num_steps, a)) return cli_fail(C, "%s", tfm_last_error());
     if (a->n_truncated_src || a->n_truncated_tgt)
         fprintf(stderr, "%s: truncated to --max-len %d: %d source and %d target sentences\n", what, num_steps,
                 a->n_truncated_src, a->n_truncated_tgt);
-    return 0;
+    return mt_check_truncation(p, t, a, what, allow_truncation);
 }

@@ -35,6 +35,9 @@ int mt_flags_join(const cli_flag *base, int n_base, mt_opts *o, cli_flag *all) {
         {"decode-alpha", FLAG_FLOAT, &o->decode_alpha, "length penalty stored with --decode-beam", 0},
         {"src-lang", FLAG_STR, &o->src_lang, "source language code stored in the model (e.g. de; tfm serve's /languages)", 0},
         {"tgt-lang", FLAG_STR, &o->tgt_lang, "target language code stored in the model (e.g. en)", 0},
+        {"preset", FLAG_STR, &o->preset, "d2l | multi30k: defaults for the flags not given (see above)", 0},
+        {"allow-truncation", FLAG_BOOL, &o->allow_truncation,
+         "train even when --max-len cuts more than 5% of the pairs (else an error)", 0},
     };
     int n = (int)(sizeof extra / sizeof extra[0]);
     memcpy(all, base, sizeof *base * (size_t)n_base);

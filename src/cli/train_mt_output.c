@@ -78,7 +78,9 @@ void mt_print_start(mt_opts *o, const tfm_parallel_text *p, const tfm_nmt_arrays
             o->tsv ? o->tsv : o->src, a->n, p->n_lines, tr->src_vocab.n, tr->tgt_vocab.n, tr->model->params.total,
             tr->model->cfg.arch, cli_threads_str(o->threads_line, 96, to->ctl.parallel, a->n),
             cli_gemm_str(o->gemm_line, 96, to->ctl.bf16));
-    if (o->resume) fprintf(stderr, "resuming %s at epoch %d, step %d\n", o->resume, prog->epoch, prog->step);
+    if (o->resume)   /* epochs as the progress lines count them: the one the next step belongs to */
+        fprintf(stderr, "resuming %s at step %d (epoch %d, %s)\n", o->resume, prog->step, prog->epoch + 1,
+                prog->batch > 0 ? "inside it" : "from its start");
 }
 
 void mt_d2l_examples(tfm_mt_model *t) {

@@ -1,6 +1,7 @@
 /* train-lm / train-mt: clean stops on SIGINT and SIGTERM (include: src/cli/train_run.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/train_run.h"
+#include "tfm/checkpoint.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -91,4 +92,14 @@ const char *cli_threads_str(char *buf, size_t n, int parallel, int slice) {
     if (k) snprintf(buf, n, "%d threads, each a chunk of the batch (--parallel batch: %d chunks)", t, k);
     else snprintf(buf, n, "%d thread%s%s", t, t == 1 ? "" : "s", t > 1 ? " splitting each op (--parallel ops)" : "");
     return buf;
+}
+
+int cli_resume_kind(const char *cmd, const char *path, const char *want) {
+    char kind[32];
+    if (tfm_checkpoint_kind(path, kind, sizeof kind) || !strcmp(kind, want)) return 0;   /* unreadable: said later */
+    const char *other = !strcmp(kind, "gpt") ? "train-lm" : !strcmp(kind, "seq2seq") ? "train-mt" : NULL;
+    if (other)
+        return cli_error(cmd, "--resume %s: is %s, not a %s model: continue it with tfm %s --resume", path,
+                         tfm_checkpoint_kind_desc(kind), strcmp(want, "gpt") ? "translation" : "language", other);
+    return cli_error(cmd, "--resume %s: is %s", path, tfm_checkpoint_kind_desc(kind));
 }

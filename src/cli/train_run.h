@@ -18,6 +18,9 @@ void cli_stop_log_failed(const char *path);
 /* The end of a run: closes the log (f may be NULL); if that fails or a log write failed before, says so and
  * returns 74, else rc. Once rc is non-zero (already reported), only closes. */
 int cli_log_close(const char *cmd, FILE *f, const char *path, int rc);
+/* --resume PATH of the other family (want: "gpt" for train-lm, "seq2seq" for train-mt): the error naming the
+ * command to use (returns 2); 0 otherwise, also when PATH cannot be read (the loader says why). */
+int cli_resume_kind(const char *cmd, const char *path, const char *want);
 /* Removes stale OUT.tmp.<pid> files of killed runs (and says so). */
 void cli_clean_stale(const char *cmd, const char *out);
 /* After a stop by signal: "stopped by SIGINT: saved OUT at step S (epoch E); resume with: HINT OUT" and the

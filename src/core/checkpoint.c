@@ -203,3 +203,18 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
         }
     return get_q8(c, p, path);
 }
+
+int tfm_checkpoint_kind(const char *path, char *kind, size_t n) {
+    tfm_container c;
+    int rc = tfm_container_load_except(&c, path, "adam.");
+    const char *k = rc ? NULL : tfm_container_str(&c, "meta.kind");
+    if (k) snprintf(kind, n, "%s", k);
+    tfm_container_free(&c);
+    return k ? 0 : -1;
+}
+
+const char *tfm_checkpoint_kind_desc(const char *kind) {
+    if (!strcmp(kind, "gpt")) return "a language model (train-lm)";
+    if (!strcmp(kind, "seq2seq")) return "a translation model (train-mt)";
+    return "not a model of train-lm or train-mt";
+}

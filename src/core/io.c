@@ -532,7 +532,12 @@ static int load_entries(tfm_container *c, reader *r) {
     if (!need(r, 12, "%sheader", "")) return -1;
     if (!rd(r, hdr, 12)) return -1;
     if (memcmp(hdr, TFM_MAGIC, 4) != 0) {
-        tfm_set_error("%s: not a tfm file (bad magic)", r->path);
+        size_t pl = strlen(r->path);   /* safetensors: a u64 header length, then the JSON header's '{' */
+        if (hdr[8] == '{' || (pl >= 12 && !strcmp(r->path + pl - 12, ".safetensors")))
+            tfm_set_error("%s: not a tfm checkpoint: a safetensors file? convert it first: tfm import %s --out "
+                          "MODEL.tfm", r->path, r->path);
+        else
+            tfm_set_error("%s: not a tfm file (bad magic)", r->path);
         return -1;
     }
     uint32_t version = get_u32(hdr + 4);

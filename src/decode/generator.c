@@ -11,17 +11,21 @@
 #include "tfm/train.h"
 
 /* ---------------------------------------------------------------- the tokenizer */
-/* Text <-> ids for the model's vocabulary: today the character vocabulary of train-lm. */
+/* Text <-> ids for the model's vocabulary: the character vocabulary of train-lm, or its BPE model
+ * (train-lm --tokenizer bpe: byte pieces streamed as whole UTF-8 characters by tfm_bpe_text_decoder). */
+#define TOK_MAX_BYTES 4096   /* the most one token may add to the text (a BPE model with longer pieces is refused) */
 typedef struct {
     tfm_char_vocab chars;
+    tfm_bpe *bpe;            /* NULL: characters */
 } tokenizer;
 
 static int *tok_encode(const tokenizer *t, const char *text, int *n) {
-    return tfm_char_encode(&t->chars, text, strlen(text), n);
+    return t->bpe ? tfm_bpe_encode_text(t->bpe, text, strlen(text), n) : tfm_char_encode(&t->chars, text, strlen(text), n);
 }
 
-/* The bytes of one token into out (at least 8 bytes); their count. */
-static int tok_bytes(const tokenizer *t, int id, char *out) {
+/* The bytes of one token into out (TOK_MAX_BYTES); their count. d: the stream's BPE decoding state. */
+static int tok_bytes(const tokenizer *t, tfm_bpe_text_decoder *d, int id, char *out) {
+    if (t->bpe) return tfm_bpe_text_decode_id(t->bpe, d, id, out);
     return id >= 0 && id < t->chars.n ? tfm_utf8_encode(t->chars.cps[id], out) : 0;
 }
 
@@ -50,8 +54,14 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
         return tfm_set_error("generator: params.threads must be in 0..%d, got %d", TFM_MAX_THREADS, p->threads), NULL;
     tfm_generator *g = calloc(1, sizeof *g);
     if (!g) return tfm_set_error_kind(TFM_ERR_NOMEM, "generator: out of memory"), NULL;
-    if (tfm_gpt_load(path, &g->model, &g->tok.chars, NULL, NULL)) {
+    if (tfm_gpt_load_tok(path, &g->model, &g->tok.chars, &g->tok.bpe, NULL, NULL)) {
         free(g);
+        return NULL;
+    }
+    if (g->tok.bpe && tfm_bpe_text_max_bytes(g->tok.bpe) > TOK_MAX_BYTES) {
+        tfm_set_error("%s: tokenizer.bpe has pieces longer than a generator streams (%d bytes)", path, TOK_MAX_BYTES / 3 - 4);
+        tfm_gpt_free(&g->model);
+        tfm_bpe_free(g->tok.bpe), free(g->tok.bpe), free(g);
         return NULL;
     }
     g->p = *p;
@@ -71,11 +81,12 @@ void tfm_generator_free(tfm_generator *g) {
     omp_destroy_lock(&g->lock);
     tfm_gpt_free(&g->model);
     tfm_char_vocab_free(&g->tok.chars);
+    if (g->tok.bpe) tfm_bpe_free(g->tok.bpe), free(g->tok.bpe);
     free(g);
 }
 
 const tfm_gpt *tfm_generator_model(const tfm_generator *g) { return &g->model; }
-const char *tfm_generator_tokenizer(const tfm_generator *g) { return (void)g, "char"; }
+const char *tfm_generator_tokenizer(const tfm_generator *g) { return g->tok.bpe ? "bpe" : "char"; }
 
 int tfm_generator_count_tokens(const tfm_generator *g, const char *text) {
     int n = 0, *ids = tok_encode(&g->tok, text, &n);
@@ -148,6 +159,7 @@ struct tfm_gen_stream {
     char *stop[TFM_MAX_STOP];
     int n_stop;
     size_t longest_stop;
+    tfm_bpe_text_decoder dec;   /* BPE models: bytes of an unfinished character, the line start */
     char *text;              /* the generated text; len bytes are kept (a stop string and what follows cut) */
     size_t len, cap, taken;  /* taken: bytes handed out by tfm_gen_stream_take */
 };
@@ -180,6 +192,7 @@ tfm_gen_stream *tfm_generator_start(tfm_generator *g, const char *prompt, const 
     if (rc) return free(s), NULL;
     s->started = 1;
     s->n_prompt = n;
+    tfm_bpe_text_decoder_init(&s->dec, prompt[strlen(prompt) - 1] == '\n');
     s->max_tokens = o.max_tokens;
     s->cap = 64;
     s->text = malloc(s->cap);
@@ -228,13 +241,17 @@ int tfm_generator_step(tfm_generator *g, tfm_gen_stream *const *streams, int n) 
         tfm_gen_stream *s = streams[i];
         if (s->finish) continue;
         int id = tfm_gpt_stream_next(&s->ids, &g->model, &slot->g);
-        char b[8];
-        if (id < 0 || append_token(s, b, tok_bytes(&g->tok, id, b))) {
+        char b[TOK_MAX_BYTES];
+        if (id < 0 || append_token(s, b, tok_bytes(&g->tok, &s->dec, id, b))) {
             rc = -1;
             break;
         }
         s->made++;
         if (!s->finish && s->made >= s->max_tokens) s->finish = TFM_FINISH_LENGTH;
+        if (s->finish == TFM_FINISH_LENGTH && g->tok.bpe && append_token(s, b, tfm_bpe_text_flush(&s->dec, b))) {
+            rc = -1;   /* an unfinished character at the end: U+FFFD */
+            break;
+        }
     }
     tfm_set_threads(saved);
     graph_give(g, slot);

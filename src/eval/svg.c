@@ -326,7 +326,18 @@ static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, co
     double padx = (x1 - x0) * 0.03, pady = (y1 - y0) * 0.05;
     x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;
     double L = 64, R = 16, T = o.title ? 34 : 14, B = o.xlabel ? 52 : 34;
-    double pw = W - L - R, ph = H - T - B;
+    double pw = W - L - R;
+    /* the legend goes below the axes, in rows of entries, so it never covers a line */
+    int leg_rows = 0;
+    double row_w = 0;
+    for (int s = 0; s < n_series; s++) {
+        if (!series[s].label) continue;
+        double w = text_width(series[s].label, 11) + 48;
+        if (!leg_rows || row_w + w > pw) leg_rows++, row_w = 0;
+        row_w += w;
+    }
+    B += 18.0 * leg_rows;
+    double ph = H - T - B, leg_y = T + ph + (o.xlabel ? 48 : 28);   /* the first legend row's top */
 #define PX(x) (L + ((x) - x0) / (x1 - x0) * pw)
 #define PY(y) (T + ph - ((y) - y0) / (y1 - y0) * ph)
     sbuf *b = sb;
@@ -353,7 +364,7 @@ static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, co
     sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", L, T, pw, ph);
     sb_printf(b, "</g>\n");
     if (o.xlabel) {
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">", L + pw / 2, H - 12);
+        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">", L + pw / 2, T + ph + 40);
         sb_text(b, o.xlabel);
         sb_printf(b, "</text>\n");
     }
@@ -396,35 +407,28 @@ static void draw_line_panel(sbuf *sb, const tfm_series *series, int n_series, co
         }
         sb_printf(b, "</g>\n");
     }
-    /* legend (top right, inside the axes) */
-    int n_leg = 0;
-    double leg_w = 0;
-    for (int s = 0; s < n_series; s++)
-        if (series[s].label) {
-            n_leg++;
-            leg_w = fmax(leg_w, text_width(series[s].label, 11));
-        }
-    if (n_leg) {
-        double lw = leg_w + 40, lx = L + pw - lw - 8, ly = T + 8;
+    /* legend: rows of entries under the axes (and under the x label) */
+    if (leg_rows) {
         sb_printf(b, "<g class=\"legend\" font-size=\"11\">\n");
-        sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
-                  lx, ly, lw, n_leg * 18.0 + 6);
-        int k = 0;
+        double lx = L, yy = leg_y + 8;
+        int first = 1;
         for (int s = 0; s < n_series; s++) {
             if (!series[s].label) continue;
             const char *col = palette[s % 10];
-            double yy = ly + 14 + 18.0 * k++;
+            double w = text_width(series[s].label, 11) + 48;
+            if (!first && lx + w > L + pw) lx = L, yy += 18;
+            first = 0;
             if (series[s].style == TFM_SERIES_POINTS)
-                sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n", lx + 16, yy, col);
+                sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n", lx + 10, yy, col);
             else
                 sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.8\"%s/>\n",
-                          lx + 6, yy, lx + 26, yy, col,
-                          series[s].style == TFM_SERIES_DASHED ? " stroke-dasharray=\"6,4\"" : "");
+                          lx, yy, lx + 20, yy, col, series[s].style == TFM_SERIES_DASHED ? " stroke-dasharray=\"6,4\"" : "");
             if (series[s].style == TFM_SERIES_LINE_MARKERS)
-                sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", lx + 16, yy, col);
-            sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" dominant-baseline=\"middle\">", lx + 32, yy);
+                sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", lx + 10, yy, col);
+            sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" dominant-baseline=\"middle\">", lx + 26, yy);
             sb_text(b, series[s].label);
             sb_printf(b, "</text>\n");
+            lx += w;
         }
         sb_printf(b, "</g>\n");
     }

@@ -351,9 +351,11 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
     const char *kind = tfm_container_str(c, "meta.kind");
     if (!kind) return -1;
     if (strcmp(kind, "seq2seq"))
-        return tfm_set_error("%s: is a %s checkpoint (meta.kind '%.40s'), not a translation model", path,
-                             !strcmp(kind, "gpt") ? "language-model" : "non-translation", kind),
-               -1;
+        return !strcmp(kind, "gpt")
+                   ? tfm_set_error("%s: is a language-model checkpoint (train-lm; meta.kind 'gpt'), not a translation "
+                                   "model: use tfm generate, or tfm train-lm --resume", path), -1
+                   : tfm_set_error("%s: is a non-translation checkpoint (meta.kind '%.40s'), not a translation model",
+                                   path, kind), -1;
     const char *arch = tfm_container_str(c, "meta.arch");
     if (!arch) return -1;
     tfm_s2s_config cf;

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
@@ -13,6 +14,11 @@ int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, co
 
 int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                      const tfm_lm_train_state *st, const tfm_run_config *run) {
+    return tfm_gpt_save_tok(path, m, v, NULL, opt, st, run);
+}
+
+int tfm_gpt_save_tok(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe,
+                     const tfm_adamw *opt, const tfm_lm_train_state *st, const tfm_run_config *run) {
     tfm_container c;
     tfm_container_init(&c);
     const tfm_gpt_config *k = &m->cfg;
@@ -25,7 +31,12 @@ int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v
     tfm_container_add_int(&c, "config.n_embd", k->n_embd);
     tfm_container_add_float(&c, "config.dropout", k->dropout);
     tfm_container_add_str(&c, "config.attention", k->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal");
-    tfm_container_add_str(&c, "tokenizer.chars", v->chars);
+    if (bpe) {
+        tfm_container_add_str(&c, "tokenizer.kind", "bpe");
+        tfm_bpe_to_container(bpe, &c, NULL);
+    } else {
+        tfm_container_add_str(&c, "tokenizer.chars", v->chars);
+    }
     tfm_ckpt_put_params(&c, &m->params);
     if (opt && st) {
         tfm_ckpt_put_adamw(&c, opt, &m->params);
@@ -127,13 +138,56 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
     return rc ? tfm_error_in_data() : 0;
 }
 
+
 int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st) {
+    return tfm_gpt_get_tok(cp, path, m, v, NULL, opt, st);
+}
+
+int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt,
+                     tfm_lm_train_state *st) {
+    tfm_container c;
+    *bpe = NULL;
+    if (tfm_container_load_except(&c, path, opt ? NULL : "adam.")) {
+        tfm_container_free(&c);
+        return -1;
+    }
+    int rc = tfm_gpt_get_tok(&c, path, m, v, bpe, opt, st);
+    tfm_container_free(&c);
+    return rc ? tfm_error_in_data() : 0;
+}
+
+/* tokenizer.kind "bpe": the model of tokenizer.bpe into *bpe, its size checked against config.vocab_size */
+static int get_bpe(const tfm_container *cp, const char *path, int vocab_size, tfm_bpe **bpe) {
+    if (!bpe)
+        return tfm_set_error("%s: a BPE language model (tokenizer.kind 'bpe'): this reader takes character models "
+                             "only (use tfm_gpt_load_tok)", path), -1;
+    tfm_bpe *b = calloc(1, sizeof *b);
+    if (!b) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
+    if (tfm_bpe_from_container(b, cp, NULL)) return free(b), tfm_prefix_error("%s: bad tokenizer: ", path);
+    if (b->n != vocab_size || !b->byte_fallback) {
+        tfm_set_error("%s: tokenizer.bpe has %d pieces%s but config.vocab_size is %d", path, b->n,
+                      b->byte_fallback ? "" : " and no byte fallback", vocab_size);
+        tfm_bpe_free(b), free(b);
+        return -1;
+    }
+    *bpe = b;
+    return 0;
+}
+
+int tfm_gpt_get_tok(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
+                    tfm_adamw *opt, tfm_lm_train_state *st) {
     int rc = -1;
+    memset(v, 0, sizeof *v);
+    if (bpe) *bpe = NULL;
     const char *kind = tfm_container_str(cp, "meta.kind");
     if (!kind) goto done;
     if (strcmp(kind, "gpt")) {
-        tfm_set_error("%s: is a '%.40s' checkpoint, not a GPT language model", path, kind);
+        if (!strcmp(kind, "seq2seq"))
+            tfm_set_error("%s: is a translation model (train-mt; meta.kind 'seq2seq'), not a GPT language model: use "
+                          "tfm translate, or tfm train-mt --resume", path);
+        else
+            tfm_set_error("%s: is a '%.40s' checkpoint, not a GPT language model", path, kind);
         goto done;
     }
     tfm_gpt_config cfg = {0};
@@ -153,13 +207,23 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
         tfm_prefix_error("%s: bad config: ", path);
         goto done;
     }
-    const char *chars = tfm_container_str(cp, "tokenizer.chars");
-    if (!chars) goto done;
-    if (tfm_char_vocab_from_string(v, chars)) {
+    const tfm_entry *tk = tfm_container_get(cp, "tokenizer.kind");
+    const char *tok_kind = tk ? tfm_container_str(cp, "tokenizer.kind") : "char";
+    if (!tok_kind) goto done;
+    if (strcmp(tok_kind, "char") && strcmp(tok_kind, "bpe")) {
+        tfm_set_error("%s: tokenizer.kind must be char or bpe, got '%.40s'", path, tok_kind);
+        goto done;
+    }
+    const char *chars = strcmp(tok_kind, "bpe") ? tfm_container_str(cp, "tokenizer.chars") : NULL;
+    if (!strcmp(tok_kind, "bpe")) {
+        if (get_bpe(cp, path, cfg.vocab_size, bpe)) goto done;
+    } else if (!chars) {
+        goto done;
+    } else if (tfm_char_vocab_from_string(v, chars)) {
         tfm_prefix_error("%s: bad tokenizer: ", path);
         goto done;
     }
-    if (v->n != cfg.vocab_size) {
+    if (chars && v->n != cfg.vocab_size) {
         tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", path, v->n, cfg.vocab_size);
         tfm_char_vocab_free(v);
         goto done;
@@ -197,5 +261,6 @@ fail_model:
     tfm_gpt_free(m);
     tfm_char_vocab_free(v);
 done:
+    if (rc && bpe && *bpe) tfm_bpe_free(*bpe), free(*bpe), *bpe = NULL;
     return rc;
 }

@@ -29,8 +29,9 @@ int tfm_mt_log_report(FILE *f, const tfm_mt_report *r) {
 int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss) {
     if (!f) return 0;
     fprintf(f, "{\"event\": \"%s\", \"step\": %d", r->eval ? "valid" : "train", r->step);
-    if (r->eval) {
-        num(f, "loss", r->train_loss);
+    if (r->eval) {   /* the evaluated train loss is not "loss" (the training steps' mean): the plot's train line
+                        is drawn from the training steps only */
+        num(f, "eval_train_loss", r->train_loss);
         num(f, "valid_loss", r->val_loss);
     } else {
         num(f, "loss", loss);

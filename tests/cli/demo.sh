@@ -12,5 +12,8 @@ for f in kernel_regression_fit kernel_regression_attention; do
     if [ -s "$TMP/$f.svg" ] && head -c 200 "$TMP/$f.svg" | grep -q '<svg'; then pass "demo writes $f.svg"; else fail "demo writes $f.svg" "missing or not SVG"; fi
 done
 expect_error "demo unknown name" "unknown demo" "$TFM" demo nope
-expect_error "demo kernel-regression bad out-dir" "not a directory" "$TFM" demo kernel-regression --out-dir "$TMP/missing"
+expect_ok "demo kernel-regression creates a missing --out-dir" "$TFM" demo kernel-regression --out-dir "$TMP/new/sub" --epochs 1
+if [ -s "$TMP/new/sub/kernel_regression_fit.svg" ]; then pass "demo writes into the created --out-dir"; else fail "demo writes into the created --out-dir" "no SVG in $TMP/new/sub"; fi
+: >"$TMP/file"
+expect_exit "demo kernel-regression --out-dir under a file" 74 "not a directory" "$TFM" demo kernel-regression --out-dir "$TMP/file/sub"
 expect_error "demo kernel-regression bad --threads" "threads must be in 0\.\.1024" "$TFM" demo kernel-regression --threads -1

@@ -52,6 +52,9 @@ if $CC "$TMP/v.c" $(pkg-config --cflags --libs tfm) -o "$TMP/v" 2>"$TMP/err" \
 else
     fail "tfm_version_string (libtfm.so)" "$(head -n 3 "$TMP/err")"
 fi
+# tfm.pc's rpath: the program finds libtfm.so in the install prefix without LD_LIBRARY_PATH or ldconfig
+[ "$(env -u LD_LIBRARY_PATH "$TMP/v" 2>&1)" = "$version" ] && pass "pkg-config --libs carries an rpath: runs without LD_LIBRARY_PATH" \
+    || fail "rpath from tfm.pc" "$(env -u LD_LIBRARY_PATH "$TMP/v" 2>&1 | head -n 2)"
 
 # build every example twice: shared (X) and static (X-static)
 for src in examples/*.c; do

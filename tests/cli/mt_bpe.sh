@@ -9,7 +9,7 @@ if [ ! -f "$D/train.de" ]; then skip "mt_bpe" "no Multi30k in $D"; exit 0; fi
 head -400 "$D/train.de" > "$TMP/tr.de"; head -400 "$D/train.en" > "$TMP/tr.en"
 head -40 "$D/val.de" > "$TMP/va.de"; head -40 "$D/val.en" > "$TMP/va.en"
 head -20 "$D/test_2016_flickr.de" > "$TMP/te.de"; head -20 "$D/test_2016_flickr.en" > "$TMP/te.en"
-SMALL="--d-model 32 --n-head 4 --n-layer 1 --ffn 64 --max-len 40 --threads 1 --log-every 0 --schedule noam --lr 1 --warmup 20"
+SMALL="--allow-truncation --d-model 32 --n-head 4 --n-layer 1 --ffn 64 --max-len 40 --threads 1 --log-every 0 --schedule noam --lr 1 --warmup 20"
 M="$TMP/m.tfm"
 expect_ok "mt_bpe: train-mt --tokenizer bpe --share-embeddings --max-tokens --keep-best --log-file" \
     $TFM train-mt --src "$TMP/tr.de" --tgt "$TMP/tr.en" --out "$M" --tokenizer bpe --vocab-size 1000 \
@@ -24,7 +24,7 @@ n_valid=$(grep -c '"event": "valid"' "$TMP/log.jsonl"); n_train=$(grep -c '"even
 [ "$n_valid" -eq 2 ] && [ "$n_train" -eq 2 ] && grep -q '"valid_bleu": ' "$TMP/log.jsonl" && grep -q '"valid_chrf": [0-9]' "$TMP/log.jsonl" \
     && pass "mt_bpe: log has a train and a valid line per epoch" || fail "mt_bpe: log lines" "$(cat "$TMP/log.jsonl")"
 $TFM info "$M" > "$TMP/info" 2>&1
-grep -q "tokenizer.bpe" "$TMP/info" && grep -q "share_embeddings *1" "$TMP/info" \
+grep -q "^tokenizer: BPE (tfm bpe, SentencePiece model), 1000 pieces" "$TMP/info" && grep -q "share_embeddings *1" "$TMP/info" \
     && pass "mt_bpe: checkpoint holds tokenizer.bpe and config.share_embeddings" || fail "mt_bpe: info" "$(head -30 "$TMP/info")"
 # translate raw lines: detokenized (no piece marker, no spaces before the final period), no <unk>
 if $TFM translate "$TMP/m.best.tfm" < "$TMP/te.de" > "$TMP/hyp.en" 2>"$TMP/err"; then

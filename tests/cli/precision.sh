@@ -40,7 +40,7 @@ M30K=../shared/data/multi30k
 head -n 200 $M30K/train.de >"$TMP/s.de"; head -n 200 $M30K/train.en >"$TMP/s.en"
 expect_exit "train-mt --precision half: usage error" 2 "--precision must be fp32 or bf16, got 'half'" \
     $TFM train-mt --src "$TMP/s.de" --tgt "$TMP/s.en" --precision half --out "$TMP/m.tfm"
-$TFM train-mt --src "$TMP/s.de" --tgt "$TMP/s.en" --d-model 32 --n-head 2 --n-layer 1 --ffn 64 --batch-size 16 \
+$TFM train-mt --src "$TMP/s.de" --tgt "$TMP/s.en" --d-model 32 --n-head 2 --n-layer 1 --ffn 64 --batch-size 16 --max-len 32 \
     --max-steps 6 --epochs 1 --threads 2 --precision bf16 --out "$TMP/m.tfm" 2>"$TMP/m.err" \
     && grep -q "bf16 operands" "$TMP/m.err" && pass "train-mt --precision bf16 trains" \
     || fail "train-mt --precision bf16" "$(tail -n 2 "$TMP/m.err")"

@@ -36,7 +36,7 @@ done
 # checkpoint entries (tfm info lists them with their checksums) and the same translations.
 for tied in "" --share-embeddings; do
     n=bpe${tied:+-tied}
-    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$n.tfm" --tokenizer bpe --vocab-size 290 $tied --d-model 8 --n-head 2 \
+    $TFM train-mt --tsv "$TMP/p.tsv" --out "$TMP/$n.tfm" --tokenizer bpe --vocab-size 290 ${tied:---share-embeddings=0} --d-model 8 --n-head 2 \
         --n-layer 1 --ffn 8 --epochs 2 --batch-size 2 --threads 1 --log-every 0 2>/dev/null
     $TFM export "$TMP/$n.tfm" --out "$TMP/$n.st" 2>/dev/null && $TFM import "$TMP/$n.st" --out "$TMP/$n.2.tfm" \
         && $TFM export "$TMP/$n.2.tfm" --out "$TMP/$n.2.st" && cmp -s "$TMP/$n.st" "$TMP/$n.2.st" \
