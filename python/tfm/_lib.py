@@ -139,7 +139,8 @@ class AdamW(Structure):              # tfm_adamw (train.h)
 
 
 class LMData(Structure):             # tfm_lm_data (train.h)
-    _fields_ = [("vocab", CharVocab), ("ids", POINTER(c_int)), ("n", c_int), ("n_train", c_int)]
+    _fields_ = [("vocab", CharVocab), ("ids", POINTER(c_int)), ("n", c_int), ("n_train", c_int),
+                ("chars_train", c_long), ("chars_val", c_long)]
 
 
 class LMTrainState(Structure):       # tfm_lm_train_state (train.h)

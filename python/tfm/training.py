@@ -329,8 +329,8 @@ class MTProgress:
 # tfm train-lm's recorded flags, in its table's order, with its defaults (src/cli/cmd_train_lm.c)
 _LM_FLAGS = [
     _Flag("data", str, None, data=True), _Flag("n-layer", int, 4), _Flag("n-head", int, 4), _Flag("n-embd", int, 128),
-    _Flag("block-size", int, 64), _Flag("attention", str, "causal"), _Flag("dropout", float, 0.0),
-    _Flag("batch-size", int, 12), _Flag("grad-accum", int, 1), _Flag("iters", int, 2000, changeable=True),
+    _Flag("block-size", int, 64), _Flag("attention", str, "causal"), _Flag("tokenizer", str, "char"),
+    _Flag("vocab-size", int, 0), _Flag("dropout", float, 0.0), _Flag("batch-size", int, 12), _Flag("grad-accum", int, 1), _Flag("iters", int, 2000, changeable=True),
     _Flag("lr", float, 1e-3), _Flag("min-lr", float, 1e-4), _Flag("warmup", int, 100),
     _Flag("weight-decay", float, 0.1), _Flag("beta1", float, 0.9), _Flag("beta2", float, 0.99),
     _Flag("grad-clip", float, 1.0), _Flag("eval-every", int, 500), _Flag("eval-iters", int, 20),

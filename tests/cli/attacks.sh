@@ -164,7 +164,7 @@ expect_error "train-mt --resume with train.max_len not the run's --max-len: refu
     $TFM train-mt --resume "$TMP/e.tfm" --epochs 2
 # a BPE translator whose merge order was edited (one score raised above all, CRC re-sealed): refused; before, it
 # loaded and tokenized differently
-$TFM train-mt --tsv "$TMP/p.tsv" --tokenizer bpe --vocab-size 400 --max-len 8 --d-model 16 --n-head 2 --n-layer 1 --ffn 16 \
+$TFM train-mt --tsv "$TMP/p.tsv" --tokenizer bpe --vocab-size 400 --max-len 8 --allow-truncation --d-model 16 --n-head 2 --n-layer 1 --ffn 16 \
     --epochs 1 --threads 1 --out "$TMP/bpe.tfm" 2>/dev/null
 $PY - "$TMP/bpe.tfm" "$TMP/e.tfm" <<'PYEOF'
 import sys, struct; sys.path.insert(0, 'scripts'); import tfmio
@@ -221,7 +221,7 @@ done
 edit "$TMP/lm.tfm" "$TMP/c1.tfm" config.vocab_size=7
 expect_exit "average with a GPT input whose vocabulary does not match its config: refused" 65 \
     "c1.tfm: tokenizer has [0-9]+ characters but config.vocab_size is 7" $TFM average -o "$TMP/avg.tfm" "$TMP/lm.tfm" "$TMP/c1.tfm"
-expect_exit "average with a safetensors file as input: refused" 65 "mt.st: not a tfm file" \
+expect_exit "average with a safetensors file as input: refused" 65 "mt.st: not a tfm (file|checkpoint)" \
     $TFM average -o "$TMP/avg.tfm" "$TMP/mt.tfm" "$TMP/mt.st"
 edit "$TMP/mt.tfm" "$TMP/c1.tfm" all=x:1e30
 expect_ok "average of finite huge weights still averages (the loaders check values, not magnitudes)" \
