@@ -120,7 +120,13 @@ typedef struct {
     int parallel;            /* how the threads share a step (tfm_parallel, below) */
     int bf16;                /* --precision bf16: the linear layers' GEMMs take bfloat16 operands, fp32 sums
                                 (tfm_graph.gemm_bf16); weights, optimizer state and evaluation stay fp32 */
+    /* The loops' notes (a skipped non-finite batch, the ranks' parameter check), one line each without the
+     * newline; NULL: none. The library prints nothing itself. */
+    void (*note)(const char *line, void *user);
+    void *note_user;
 } tfm_train_ctl;
+/* ctl->note(formatted line) when there is a note callback. */
+void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* TFM_PARALLEL_BATCH: thread data parallelism. The (rank's) batch is cut into one chunk per thread, each
  * computed by one thread with single-threaded kernels on its own replica of the model (shared weights, its

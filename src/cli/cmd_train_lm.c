@@ -111,7 +111,7 @@ int cmd_train_lm(int argc, char **argv) {
         goto done;
     }
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, out);
-    ctl.stop = cli_stop_install();
+    ctl.stop = cli_stop_install(), ctl.note = cli_note;
     ctl.dist = dist;
     if (!steps) steps = tfm_lm_train(&mo.m, &mo.d, &mo.opt, &st, max_steps, profile, &ctl, lm_report, lm_save, &x);
     rc = steps >= 0 && !q ? cli_stop_report(C, out, st.iter, -1, "tfm train-lm --resume") : 0;

@@ -108,7 +108,7 @@ int cmd_train_mt(int argc, char **argv) {
     if ((rc = mt_valid_open(&val, &o, &tr, have_valid ? &avalid : NULL, &to, mt_validate_run))) goto done_valid;
     mt_run x = {tty, o.out, &tr, &opt, &to, o.keep_last, &run, &val, -1, prog.step};
     if (!q) cli_run_config_print(C, &run), cli_clean_stale(C, o.out);
-    to.ctl.stop = cli_stop_install();
+    to.ctl.stop = cli_stop_install(), to.ctl.note = cli_note;
     to.ctl.dist = dist;
     int idle = prog.epoch >= o.epochs || (o.max_steps > 0 && prog.step >= o.max_steps);
     if (idle && !q)

@@ -39,6 +39,11 @@ void cli_clean_stale(const char *cmd, const char *out) {
     if (n > 0) fprintf(stderr, "tfm %s: removed %d stale %s.tmp.* file%s of an interrupted save\n", cmd, n, out, n == 1 ? "" : "s");
 }
 
+void cli_note(const char *line, void *user) {
+    (void)user;
+    fprintf(stderr, "%s\n", line);
+}
+
 void cli_stop_log_failed(const char *path) {
     if (stop_signal) return;
     snprintf(stop_reason, sizeof stop_reason, "--log-file %s: write failed (%s)", path, strerror(errno ? errno : EIO));

@@ -23,6 +23,8 @@ int cli_log_close(const char *cmd, FILE *f, const char *path, int rc);
 int cli_resume_kind(const char *cmd, const char *path, const char *want);
 /* Removes stale OUT.tmp.<pid> files of killed runs (and says so). */
 void cli_clean_stale(const char *cmd, const char *out);
+/* A library note (tfm_train_ctl.note): the line on stderr. */
+void cli_note(const char *line, void *user);
 /* After a stop by signal: "stopped by SIGINT: saved OUT at step S (epoch E); resume with: HINT OUT" and the
  * exit code 128 + signal (after a failed log write: its reason, and 74); 0 if no stop. epoch < 0: not printed. */
 int cli_stop_report(const char *cmd, const char *out, int step, int epoch, const char *hint);

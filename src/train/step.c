@@ -2,6 +2,8 @@
  * from the global grad norm, then fused AdamW on the clipped grads, which are then released for the next
  * step (tfm_params_release_grad: its backward assigns them, no pass writes zeros). */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +123,14 @@ int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, tfm
     }
     memset(*chunks, 0, (size_t)k * size);
     return 0;
+}
+
+void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) {
+    if (!ctl || !ctl->note) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ctl->note(line, ctl->note_user);
 }

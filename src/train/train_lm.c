@@ -269,7 +269,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
             rc = -1;
             break;
         }
-        if (bad && writer) fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", st->iter + 1,
+        if (bad && writer) tfm_train_note(ctl, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)", st->iter + 1,
                          isfinite(loss) ? "gradient norm" : "loss", skipped, ctl->skip_nonfinite);
         st->iter++;
         steps++;
@@ -305,7 +305,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     char hash[32];
     if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
     else if (!rc && dist && writer)
-        fprintf(stderr, "%d ranks: parameters identical on every rank (fnv1a64 %s)\n", tfm_dist_size(dist), hash);
+        tfm_train_note(ctl, "%d ranks: parameters identical on every rank (fnv1a64 %s)", tfm_dist_size(dist), hash);
     if (ch.k && profile) chunks_profile(&ch, &g);
     if (!rc && profile && steps && writer) tfm_profile_print(&g, steps, "step", t_train, tfm_isa_name(), stderr);
     chunks_free(&ch);

@@ -433,7 +433,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 break;
             }
             if (bad && writer) {
-                fprintf(stderr, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)\n", prog->step,
+                tfm_train_note(ctl, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)", prog->step,
                         isfinite(lv) ? "gradient norm" : "loss", prog->skipped, ctl->skip_nonfinite);
             } else if (!bad) {
                 loss_sum += (double)lv * n_tok;
@@ -515,7 +515,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     char hash[32];
     if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
     else if (!rc && dist && writer)
-        fprintf(stderr, "%d ranks: parameters identical on every rank (fnv1a64 %s)\n", tfm_dist_size(dist), hash);
+        tfm_train_note(ctl, "%d ranks: parameters identical on every rank (fnv1a64 %s)", tfm_dist_size(dist), hash);
     if (o->profile && steps_this_run && writer) {
         if (ch.k) chunks_profile(&ch, &g);
         tfm_profile_print(&g, steps_this_run, "step", t_steps, tfm_isa_name(), stderr);
