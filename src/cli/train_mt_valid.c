@@ -89,6 +89,7 @@ static int valid_translate(mt_valid *v, char **hyp) {
 int mt_validate(mt_valid *v, const tfm_mt_progress *p, int epoch) {
     if (valid_decoder(v)) return tfm_prefix_error("validation: ");
     float loss = tfm_mt_eval_loss(v->tr->model, &v->g, v->valid, v->batch_size), bleu = 0;
+    if (isnan(loss) && tfm_last_error_kind() == TFM_ERR_NOMEM) return tfm_prefix_error("validation: ");
     char **hyp = calloc((size_t)v->n + 1, sizeof *hyp);
     tfm_bleu_result r;
     tfm_chrf_result cr;

@@ -50,7 +50,10 @@ int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c) {
     tfm_Embedding_init(&m->wte, p, "wte", c->vocab_size, C);
     tfm_Embedding_init(&m->wpe, p, "wpe", c->block_size, C);
     m->blocks = calloc(c->n_layer, sizeof *m->blocks);
-    if (!m->blocks) tfm_fatal("out of memory");
+    if (!m->blocks) {
+        tfm_params_free(p);
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (a GPT of %d layers)", c->n_layer), -1;
+    }
     char name[128], sub[160];
     for (int l = 0; l < c->n_layer; l++) {
         tfm_gpt_block *b = &m->blocks[l];

@@ -181,7 +181,10 @@ tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const t
     }
     tfm_encdec *m = calloc(1, sizeof *m);
     tfm_rnn_s2s *r = calloc(1, sizeof *r);
-    if (!m || !r) tfm_fatal("out of memory");
+    if (!m || !r) {
+        free(m), free(r);
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%s model)", bahdanau ? "bahdanau" : "rnn"), NULL;
+    }
     m->vt = vt;
     m->cfg = *c;
     m->impl = r;

@@ -266,7 +266,10 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
     double sum = 0;
     long n_tok = 0;
     int *idx = malloc(sizeof(int) * (size_t)(batch_size > 0 ? batch_size : 1));
-    if (!idx) tfm_fatal("out of memory");
+    if (!idx) {
+        g->grad_enabled = saved_grad, g->training = saved_train;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (validation batches of %d pairs)", batch_size), NAN;
+    }
     for (int i0 = 0; i0 < data->n; i0 += batch_size) {
         int nb = data->n - i0 < batch_size ? data->n - i0 : batch_size;
         for (int i = 0; i < nb; i++) idx[i] = i0 + i;
