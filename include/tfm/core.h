@@ -34,6 +34,7 @@ typedef enum {
     TFM_ERR_DATA,      /* a file's contents are malformed or inconsistent: format, CRC, ranges, encoding */
     TFM_ERR_IO,        /* the system refused: open, read, write, fsync, rename (ENOENT, EACCES, ENOSPC, EROFS) */
     TFM_ERR_NOMEM,     /* out of memory */
+    TFM_ERR_ARG,       /* an argument or option the caller gave is invalid (the CLI's usage error, exit 2) */
 } tfm_error_kind;
 void tfm_set_error_kind(tfm_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 TFM_API tfm_error_kind tfm_last_error_kind(void);

@@ -66,4 +66,73 @@ TFM_API int tfm_run_config_resume(const tfm_field *f, int n, void *opts, const u
 TFM_API int tfm_run_config_match(const tfm_field *f, int n, const void *opts, const unsigned char *given,
                                  const tfm_run_config *stored, const char *path);
 
+/* ---------------------------------------------------------------- what a run tells its caller */
+/* A progress report of a language-model run: every step and every evaluation (tfm_lm_report), with the mean
+ * loss since the previous progress line (the number the CLI and the --log-file print) and, for a BPE model,
+ * the losses per character. */
+typedef struct {
+    const tfm_lm_report *r;
+    float mean_loss;         /* mean step loss over n_mean steps since the previous line */
+    int n_mean;
+    int line;                /* 1: this step is a progress line (every log_every steps, and step 1) */
+    float train_per_char, val_per_char;   /* evaluations of a BPE model: the losses per character (else NAN) */
+} tfm_lm_progress;
+
+typedef struct {
+    /* The lines a run has to say (its shape and data, its configuration, a resume, notes of the loops, files
+     * cleaned up), one at a time without the newline. NULL: none. */
+    void (*on_message)(const char *line, void *user);
+    void (*on_lm_progress)(const tfm_lm_progress *p, void *user);   /* language models; NULL: none */
+    const volatile sig_atomic_t *stop;   /* non-zero (a signal number) stops the run at the end of the step
+                                            with a checkpoint; NULL: never */
+    const unsigned char *given;          /* per field of the options: 1 = set by the caller (a resume then checks
+                                            it), 0 = a resume takes the stored value; NULL: none given */
+    tfm_dist *dist;                      /* the ranks of mpirun (docs/DISTRIBUTED.md), or NULL: one process */
+    void *user;
+} tfm_run_hooks;
+
+typedef struct {
+    int start_step, step;    /* the run's optimizer step (counted across resumes) at the start and the end */
+    int steps;               /* steps this call made (0: nothing to do, already at the end) */
+    int saved_step;          /* the step of the last checkpoint this call saved (-1: none) */
+    int stopped_by;          /* the *stop value that ended the run early (0: it did not stop early) */
+    int log_failed;          /* a --log-file write failed: the run stopped as on a signal (checkpoint saved) */
+    int epoch;               /* translation runs: the epoch the next step belongs to */
+    double train_s;          /* seconds spent in training steps */
+    long tokens;             /* tokens trained on by this call */
+    char log_error[256];     /* log_failed: why */
+} tfm_run_result;
+
+/* ---------------------------------------------------------------- language models (src/train/run_lm.c) */
+typedef struct {
+    const char *data, *out, *resume;
+    int n_layer, n_head, n_embd, block_size;
+    const char *attention, *tokenizer;
+    int vocab_size;
+    float dropout;
+    int batch_size, grad_accum, iters;
+    float lr, min_lr;
+    int warmup;
+    float weight_decay, beta1, beta2, grad_clip;
+    int eval_every, eval_iters;
+    float val_frac;
+    int seed, threads;
+    const char *parallel, *precision;
+    int log_every;
+    const char *log_file;
+    int max_steps, profile, allow_new_data, save_every, keep_last, skip_nonfinite;
+} tfm_lm_run_opts;
+/* train-lm's defaults: the GPT baby config (4 layers, 4 heads, 128 wide, block 64), nanoGPT's char-level recipe
+ * (batch 12, 2000 steps, lr 1e-3 -> 1e-4 cosine after 100 warmup steps, weight decay 0.1, betas 0.9/0.99,
+ * clip 1, eval every 500 over 20 batches, 10% validation), seed 1, all CPUs. */
+TFM_API void tfm_lm_run_opts_default(tfm_lm_run_opts *o);
+/* The fields of tfm_lm_run_opts, in train-lm's flag order. */
+TFM_API const tfm_field *tfm_lm_run_fields(int *n);
+/* The whole run: the options checked (errors name the field as a flag, "--lr must be > 0"), every file checked
+ * before any work (tfm_check_files), the data read and the model built, or taken from o->resume (whose stored
+ * run configuration fills the fields not given and refuses given ones that differ), trained with evaluation
+ * and checkpoints to o->out. 0 (see r: it may have stopped early on *hooks->stop), or -1 with a tfm error; after
+ * a failure during training the message names the last good checkpoint. hooks NULL: silent, never stopped. */
+TFM_API int tfm_lm_run(tfm_lm_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r);
+
 #endif

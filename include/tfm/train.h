@@ -110,6 +110,7 @@ TFM_API int tfm_train_check_before_save(int step, const tfm_params *p, const tfm
 typedef struct {
     const volatile sig_atomic_t *stop;   /* when *stop becomes non-zero (e.g. set by a SIGINT handler the
                                             caller owns), the loop finishes the current step, saves, returns */
+    const volatile sig_atomic_t *stop_self;   /* the same, set by the caller's own callbacks (a failed log write) */
     int save_every;          /* > 0: save (through the loop's callback) every N optimizer steps */
     int skip_nonfinite;      /* batches whose loss or grad norm is not finite that are skipped (no update)
                                 before the run stops with an error naming the step */
@@ -125,6 +126,8 @@ typedef struct {
     void (*note)(const char *line, void *user);
     void *note_user;
 } tfm_train_ctl;
+/* Has either stop flag been raised? */
+int tfm_train_stop_requested(const tfm_train_ctl *ctl);
 /* ctl->note(formatted line) when there is a note callback. */
 void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

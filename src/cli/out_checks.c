@@ -12,6 +12,7 @@ int cli_exit_status(void) {
     switch (tfm_last_error_kind()) {
     case TFM_ERR_DATA: return CLI_EXIT_DATA;
     case TFM_ERR_IO: return CLI_EXIT_IO;
+    case TFM_ERR_ARG: return CLI_EXIT_USAGE;
     default: return CLI_EXIT_ERROR;
     }
 }

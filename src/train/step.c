@@ -125,6 +125,10 @@ int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, tfm
     return 0;
 }
 
+int tfm_train_stop_requested(const tfm_train_ctl *ctl) {
+    return (ctl->stop && *ctl->stop) || (ctl->stop_self && *ctl->stop_self);
+}
+
 void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) {
     if (!ctl || !ctl->note) return;
     char line[512];

@@ -248,7 +248,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
         if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step releases them */
         float loss = ch.k ? accumulate_chunks(&ch, m, &g, d, st, &batch_rng, x, y, start, count)
                           : accumulate(m, &g, d, st, &batch_rng, x, y, start, count);
-        int stop_req = ctl->stop && *ctl->stop;
+        int stop_req = tfm_train_stop_requested(ctl);
         if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
             double l = loss;
             if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
@@ -278,7 +278,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
                            (float)(t_train / steps * (st->iters - st->iter)), 0, NAN, NAN, t_train};
         if (report && writer) report(&r, user);
         int at_max = max_steps > 0 && st->iter >= max_steps;   /* the run's global step, across resumes */
-        int stop = at_max || (dist ? stop_req : ctl->stop && *ctl->stop);
+        int stop = at_max || (dist ? stop_req : tfm_train_stop_requested(ctl));
         int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || at_max;
         if (eval && evaluate(m, &g, d, st, dist, &r)) {
             rc = -1;

@@ -410,7 +410,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 l = whole_step(m, &g, train, bidx, nb, o, &n_tok);
             }
             float lv = (float)l;
-            int stop_req = ctl->stop && *ctl->stop;
+            int stop_req = tfm_train_stop_requested(ctl);
             if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
                 if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
                     rc = -1;
@@ -444,7 +444,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
                 tok_total += n_tok;
             }
             int last = bi == bt.n_batches - 1;
-            int stop_now = (limit && prog->step >= o->max_steps) || (dist ? stop_req : ctl->stop && *ctl->stop);
+            int stop_now = (limit && prog->step >= o->max_steps) || (dist ? stop_req : tfm_train_stop_requested(ctl));
             if (report && writer && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
                 double now = tfm_now();
                 tfm_mt_report r = {0};
@@ -512,7 +512,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         }
         if (rc) break;
         if (on_epoch && on_writer(dist, writer ? on_epoch(prog, user) : 0)) rc = -1;
-        if ((limit && prog->step >= o->max_steps) || (dist ? stop_seen : ctl->stop && *ctl->stop)) done = 1;
+        if ((limit && prog->step >= o->max_steps) || (dist ? stop_seen : tfm_train_stop_requested(ctl))) done = 1;
     }
     (void)t_last;
     char hash[32];
