@@ -63,6 +63,7 @@
 #include "tfm/bpe.h"
 
 /* ---------------------------------------------------------------- config */
+#define TFM_S2S_MAX_BANNED 16
 /* One config for all architectures (unused fields are ignored by an arch, but still saved). */
 typedef struct {
     char arch[16];           /* "transformer" | "rnn" | "bahdanau" */
@@ -83,7 +84,25 @@ typedef struct {
                                 tokens, as d2l pads every batch to num_steps. Transformers mask the padding, so
                                 it changes only their cost; the GRU encoders of rnn/bahdanau run over it, so their
                                 final state (the decoder's start and context) is the book's. */
+    /* Transformer, for imported Hugging Face MarianMT models (issue 31; 0 = tfm's own convention, and a field
+     * is saved in the checkpoint as config.<name> only when non-zero, so older checkpoints read the same) */
+    int attn_bias;           /* 1: the query/key/value/output projections of every attention have biases */
+    int ffn_act;             /* tfm_activation of the FFNs: 0 relu (d2l), 1 gelu (tanh), 2 silu (swish), 3 exact gelu */
+    int pos_halves;          /* 1: sinusoidal positions as sines then cosines (Marian), not interleaved */
+    int no_embed_scale;      /* 1: embeddings are not multiplied by sqrt(d_model) (Marian scale_embedding false) */
+    int custom_ids;          /* 1: pad_id / bos_id / eos_id replace TFM_PAD / TFM_BOS / TFM_EOS (saved as those
+                                three entries); bos_id is the decoder's start token (decoder_start_token_id) */
+    int pad_id, bos_id, eos_id;
+    int n_banned;            /* tokens decoding never emits (bad_words_ids of one token: Marian's <pad>) */
+    int banned[TFM_S2S_MAX_BANNED];   /* config.banned, an i32 array */
+    int gen_beam, gen_max_len;        /* decoding defaults of the model (num_beams; output tokens without the
+                                         end token, from max_length); 0 = none */
 } tfm_s2s_config;
+
+/* The special ids of a model: its own (custom_ids) or tfm's TFM_PAD / TFM_BOS / TFM_EOS. */
+TFM_API int tfm_s2s_pad_id(const tfm_s2s_config *c);
+TFM_API int tfm_s2s_bos_id(const tfm_s2s_config *c);
+TFM_API int tfm_s2s_eos_id(const tfm_s2s_config *c);
 
 /* Weight initialisation of a fresh Transformer (vt->init_weights):
  *  D2L:    d2l's xavier_init_weights: Xavier-uniform Linear weights, embeddings N(0,1);

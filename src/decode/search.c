@@ -45,6 +45,11 @@ static float skip_bound(float worst, float score, float lse) {
     return worst - score + lse - (fabsf(worst) + fabsf(score) + fabsf(lse)) * 1e-5f - 1e-6f;
 }
 
+/* The model's banned tokens (config banned, e.g. an imported Marian's <pad>) can never be chosen. */
+static void ban_tokens(const tfm_s2s_config *c, float *logits) {
+    for (int i = 0; i < c->n_banned; i++) logits[c->banned[i]] = -INFINITY;
+}
+
 typedef struct {
     int n;                     /* sentences in this batch */
     const int *sent;           /* their indices in the caller's arrays */
@@ -72,6 +77,7 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
                              "--beam, --max-src, --max-output) needs ~%.0f GiB, at most %.0f GiB: lower them", nb, cap / nb,
                              Ts, max_steps - 1, (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)),
                NULL;
+    int eos = tfm_s2s_eos_id(&m->cfg), pad_id = tfm_s2s_pad_id(&m->cfg);
     int *src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * Ts);
     int *valid = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb);
     for (int i = 0; i < nb; i++) {
@@ -80,8 +86,8 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
         if (len > max_src - 1) len = max_src - 1;
         int *row = src + (size_t)i * Ts;
         memcpy(row, ids, sizeof(int) * (size_t)len);
-        row[len] = TFM_EOS;
-        for (int t = len + 1; t < Ts; t++) row[t] = TFM_PAD;
+        row[len] = eos;
+        for (int t = len + 1; t < Ts; t++) row[t] = pad_id;
         valid[i] = len + 1;
     }
     tfm_tensor *enc = m->vt->encode(m, g, src, valid, nb, Ts);
@@ -105,7 +111,8 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
         m->vt->free_state(m, st);
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb), -1;
     }
-    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0;
+    int bos = tfm_s2s_bos_id(&m->cfg), eos = tfm_s2s_eos_id(&m->cfg);
+    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = bos, len[r] = 0;
     int rows = nb, rc = 0;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
@@ -113,12 +120,13 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const i
         double tp = tfm_profile_begin(g);
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
-            const float *x = logits->data + (size_t)r * V;
+            float *x = logits->data + (size_t)r * V;
+            ban_tokens(&m->cfg, x);
             int best = 0;
             for (int v = 1; v < V; v++)
                 if (x[v] > x[best]) best = v;
             int s = row_sent[r];
-            if (best == TFM_EOS || step == max_len) {
+            if (best == eos || step == max_len) {
                 len[s] = step;
             } else {
                 hist[(size_t)s * (max_len + 1) + step] = best;
@@ -179,8 +187,9 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
         idx[r] = r / K;
         row_sent[r] = r / K;
         score[r] = (r % K) ? -INFINITY : 0.0f;
-        prev[r] = TFM_BOS;
+        prev[r] = tfm_s2s_bos_id(&m->cfg);
     }
+    int eos = tfm_s2s_eos_id(&m->cfg);
     double tp = tfm_profile_begin(g);
     m->vt->reorder(m, st, idx, R);
     tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
@@ -199,8 +208,9 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
             int n_top = 0;
             for (int r = gi * K; r < gi * K + K; r++) {
                 if (score[r] == -INFINITY) continue;
-                const float *x = logits->data + (size_t)r * V;
+                float *x = logits->data + (size_t)r * V;
                 float lse = row_lse(x, V, scratch);
+                ban_tokens(&m->cfg, x);   /* after the log-softmax's normaliser, as Hugging Face's bad_words_ids */
                 for (int v = 0; v < V; v++) {
                     if (n_top == 2 * K) {   /* skip ahead to the next token that may beat the worst kept */
                         v += (int)tfm_vfind_gt(x + v, (size_t)(V - v), skip_bound(top[n_top - 1].score, score[r], lse));
@@ -224,10 +234,10 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int
             for (int j = 0; j < n_top && n_live < K; j++) {
                 const cand *c = &top[j];
                 const int *h = hist + (size_t)c->row * H;
-                if (c->tok == TFM_EOS || step == max_len) {
-                    int len = c->tok == TFM_EOS ? step : step + 1;
+                if (c->tok == eos || step == max_len) {
+                    int len = c->tok == eos ? step : step + 1;
                     float ns = c->score / length_penalty(len + 1, o->alpha);
-                    if (c->tok == TFM_EOS && j >= K) continue;   /* only top-K candidates may finish */
+                    if (c->tok == eos && j >= K) continue;   /* only top-K candidates may finish */
                     if (ns > best_score[s]) {
                         int *ids = best_hyp + (size_t)s * H;
                         memcpy(ids, h, sizeof(int) * (size_t)step);

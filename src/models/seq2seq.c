@@ -42,6 +42,12 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
                    -1;
         RANGE(share_embeddings, 0, 1);
         RANGE(init, 0, 1);
+        RANGE(attn_bias, 0, 1);
+        RANGE(ffn_act, 0, 3);
+        RANGE(pos_halves, 0, 1);
+        RANGE(no_embed_scale, 0, 1);
+        RANGE(gen_beam, 0, 64);
+        RANGE(gen_max_len, 0, 1 << 20);
         if (c->share_embeddings && c->src_vocab != c->tgt_vocab)
             return tfm_set_error("config share_embeddings needs one joint vocabulary, got %d source and %d target "
                                  "tokens", c->src_vocab, c->tgt_vocab), -1;
@@ -53,6 +59,17 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         return tfm_set_error("unknown architecture '%.20s' (transformer, rnn, bahdanau)", c->arch), -1;
     }
     RANGE(pad_len, 0, 1 << 20);
+    RANGE(custom_ids, 0, 1);
+    if (c->custom_ids) {   /* ids the source side (pad, eos) and the target side (all three) must hold */
+        int lim = c->src_vocab < c->tgt_vocab ? c->src_vocab : c->tgt_vocab;
+        RANGE(pad_id, 0, lim - 1);
+        RANGE(eos_id, 0, lim - 1);
+        RANGE(bos_id, 0, c->tgt_vocab - 1);
+    }
+    RANGE(n_banned, 0, TFM_S2S_MAX_BANNED);
+    for (int i = 0; i < c->n_banned; i++)
+        if (c->banned[i] < 0 || c->banned[i] >= c->tgt_vocab)
+            return tfm_set_error("config banned token %d is not in 0..%d", c->banned[i], c->tgt_vocab - 1), -1;
 #undef RANGE
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
     return 0;
@@ -94,7 +111,7 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     int64_t Vs = c->src_vocab, Vt = c->tgt_vocab, L = c->n_layer;
     if (!strcmp(c->arch, "transformer")) {
         int64_t d = c->d_model, f = c->ffn;
-        int64_t ffn = d * f + f + f * d + d, ln = 2 * d, mha = 4 * d * d;   /* attention has no biases */
+        int64_t ffn = d * f + f + f * d + d, ln = 2 * d, mha = 4 * d * d + (c->attn_bias ? 4 * d : 0);
         int64_t enc = mha + ln + ffn + ln, dec = 2 * mha + 3 * ln + ffn;
         int64_t layers = L * enc + L * dec + (c->pre_ln ? 2 * ln : 0);
         if (c->share_embeddings) return Vs * d + layers + Vt;   /* one (V,d) matrix: both embeddings and the output */
@@ -108,6 +125,10 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     int64_t dec = Vt * E + 3 * H * (E + H) + 3 * H * H + 6 * H + deeper + H * Vt + Vt;
     return enc + dec + (bahdanau ? 2 * H * H + H : 0);           /* W_k, W_q, w_v */
 }
+
+int tfm_s2s_pad_id(const tfm_s2s_config *c) { return c->custom_ids ? c->pad_id : TFM_PAD; }
+int tfm_s2s_bos_id(const tfm_s2s_config *c) { return c->custom_ids ? c->bos_id : TFM_BOS; }
+int tfm_s2s_eos_id(const tfm_s2s_config *c) { return c->custom_ids ? c->eos_id : TFM_EOS; }
 
 tfm_encdec *tfm_encdec_replica(const tfm_encdec *m) {
     tfm_encdec *r = tfm_s2s_create(&m->cfg);
@@ -165,6 +186,9 @@ void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
 /* ---------------------------------------------------------------- checkpoints */
 #define INT_FIELDS(X) X(src_vocab) X(tgt_vocab) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(n_layer) \
     X(embed_size) X(hidden_size)
+/* saved only when non-zero (absent = 0): share_embeddings, pad_len, then the imported models' fields */
+#define OPT_FIELDS(X) X(share_embeddings) X(pad_len) X(attn_bias) X(ffn_act) X(pos_halves) X(no_embed_scale) \
+    X(gen_beam) X(gen_max_len)
 
 void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     const tfm_s2s_config *cf = &t->model->cfg;
@@ -182,8 +206,15 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
     tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
     tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
     if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
-    if (cf->share_embeddings) tfm_container_add_int(c, "config.share_embeddings", cf->share_embeddings);
-    if (cf->pad_len) tfm_container_add_int(c, "config.pad_len", cf->pad_len);
+#define PUT_OPT(f) if (cf->f) tfm_container_add_int(c, "config." #f, cf->f);
+    OPT_FIELDS(PUT_OPT)
+#undef PUT_OPT
+    if (cf->custom_ids) {
+        tfm_container_add_int(c, "config.pad_id", cf->pad_id);
+        tfm_container_add_int(c, "config.bos_id", cf->bos_id);
+        tfm_container_add_int(c, "config.eos_id", cf->eos_id);
+    }
+    if (cf->n_banned) tfm_container_add_i32(c, "config.banned", cf->n_banned, cf->banned);
     free(s);
     free(u);
 }
@@ -223,6 +254,27 @@ static int get_bpe(tfm_translator *t, const tfm_container *c, const char *path) 
     return 0;
 }
 
+/* The config entries written only when set (OPT_FIELDS, the special ids, the banned tokens). */
+static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s_config *cf) {
+#define GET_OPT(f) if (tfm_container_get(c, "config." #f) && tfm_container_int(c, "config." #f, &cf->f)) return -1;
+    OPT_FIELDS(GET_OPT)
+#undef GET_OPT
+    int n_ids = !!tfm_container_get(c, "config.pad_id") + !!tfm_container_get(c, "config.bos_id") +
+                !!tfm_container_get(c, "config.eos_id");
+    if (n_ids && (tfm_container_int(c, "config.pad_id", &cf->pad_id) ||
+                  tfm_container_int(c, "config.bos_id", &cf->bos_id) || tfm_container_int(c, "config.eos_id", &cf->eos_id)))
+        return -1;
+    cf->custom_ids = n_ids > 0;
+    const tfm_entry *e = tfm_container_get(c, "config.banned");
+    if (e) {
+        if (e->dtype != TFM_DT_I32 || e->ndim != 1 || e->shape[0] < 1 || e->shape[0] > TFM_S2S_MAX_BANNED)
+            return tfm_set_error("%s: config.banned must be 1..%d int32 token ids", path, TFM_S2S_MAX_BANNED), -1;
+        cf->n_banned = e->shape[0];
+        memcpy(cf->banned, e->data, sizeof(int) * (size_t)cf->n_banned);
+    }
+    return 0;
+}
+
 int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
     memset(t, 0, sizeof *t);
     const char *kind = tfm_container_str(c, "meta.kind");
@@ -241,10 +293,7 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     INT_FIELDS(GET)
 #undef GET
     if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
-    if (tfm_container_get(c, "config.share_embeddings") &&
-        tfm_container_int(c, "config.share_embeddings", &cf.share_embeddings))
-        return -1;
-    if (tfm_container_get(c, "config.pad_len") && tfm_container_int(c, "config.pad_len", &cf.pad_len)) return -1;
+    if (get_optional_config(c, path, &cf)) return -1;
     const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
     const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
     const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
