@@ -75,7 +75,7 @@ static void put_ckpt(const char *path, const char *name, const char *const *targ
 }
 
 static void gpt_seed(int synth, int with_opt) {
-    tfm_gpt_config cfg = {6, 4, 1, 2, 4, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {6, 4, 1, 2, 4, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt m;
     tfm_char_vocab v;
     if (tfm_gpt_init(&m, &cfg) || tfm_char_vocab_from_string(&v, "\n !aeé")) tfm_fatal("%s", tfm_last_error());

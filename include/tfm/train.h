@@ -208,7 +208,9 @@ int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, co
 int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                      const tfm_lm_train_state *st, const tfm_run_config *run);
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
- * opt is initialised here. */
+ * opt is initialised here. v may be NULL: the model only, whatever its tokenizer (tokenizer.chars, or an
+ * imported GPT-2's tokenizer.kind "gpt2" entries, read by the caller). With v, a checkpoint without a
+ * character vocabulary is an error naming its tokenizer.kind. */
 int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
 /* The same from an already loaded container (path: for error messages). */
 int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,

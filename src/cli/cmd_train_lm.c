@@ -16,7 +16,7 @@
 int cmd_train_lm(int argc, char **argv) {
     const char *data = NULL, *out = NULL, *resume = NULL, *attention = "causal", *log_file = NULL, *parallel = "auto",
                *precision = "fp32";
-    tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {0, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
     int threads = 0, max_steps = 0, log_every = 50, profile = 0, allow_new_data = 0;

@@ -16,15 +16,7 @@ int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v
     tfm_container c;
     tfm_container_init(&c);
     const tfm_gpt_config *k = &m->cfg;
-    tfm_container_add_str(&c, "meta.kind", "gpt");
-    tfm_container_add_str(&c, "meta.arch", "gpt");
-    tfm_container_add_int(&c, "config.vocab_size", k->vocab_size);
-    tfm_container_add_int(&c, "config.block_size", k->block_size);
-    tfm_container_add_int(&c, "config.n_layer", k->n_layer);
-    tfm_container_add_int(&c, "config.n_head", k->n_head);
-    tfm_container_add_int(&c, "config.n_embd", k->n_embd);
-    tfm_container_add_float(&c, "config.dropout", k->dropout);
-    tfm_container_add_str(&c, "config.attention", k->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal");
+    tfm_gpt_put_config(&c, k);
     tfm_container_add_str(&c, "tokenizer.chars", v->chars);
     tfm_ckpt_put_params(&c, &m->params);
     if (opt && st) {
@@ -127,6 +119,23 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
     return rc ? tfm_error_in_data() : 0;
 }
 
+/* tokenizer.chars, the character vocabulary of vocab_size characters (a checkpoint with another tokenizer,
+ * an imported GPT-2, is named as such) */
+static int get_chars(const tfm_container *cp, const char *path, tfm_char_vocab *v, int vocab_size) {
+    const char *kind = tfm_container_get(cp, "tokenizer.kind") ? tfm_container_str(cp, "tokenizer.kind") : NULL;
+    if (kind && !tfm_container_get(cp, "tokenizer.chars"))
+        return tfm_set_error("%s: the model's tokenizer is '%.40s', not a character vocabulary", path, kind), -1;
+    const char *chars = tfm_container_str(cp, "tokenizer.chars");
+    if (!chars) return -1;
+    if (tfm_char_vocab_from_string(v, chars)) return tfm_prefix_error("%s: bad tokenizer: ", path);
+    if (v->n != vocab_size) {
+        tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", path, v->n, vocab_size);
+        tfm_char_vocab_free(v);
+        return -1;
+    }
+    return 0;
+}
+
 int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st) {
     int rc = -1;
@@ -149,28 +158,19 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
         goto done;
     }
     cfg.attention = !strcmp(attn, "synthesizer") ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL;
+    if (tfm_container_get(cp, "config.ln_eps") && tfm_container_float(cp, "config.ln_eps", &cfg.ln_eps)) goto done;
     if (tfm_gpt_config_check(&cfg)) {
         tfm_prefix_error("%s: bad config: ", path);
         goto done;
     }
-    const char *chars = tfm_container_str(cp, "tokenizer.chars");
-    if (!chars) goto done;
-    if (tfm_char_vocab_from_string(v, chars)) {
-        tfm_prefix_error("%s: bad tokenizer: ", path);
-        goto done;
-    }
-    if (v->n != cfg.vocab_size) {
-        tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", path, v->n, cfg.vocab_size);
-        tfm_char_vocab_free(v);
-        goto done;
-    }
+    if (v && get_chars(cp, path, v, cfg.vocab_size)) goto done;
     if (tfm_ckpt_check_param_budget(cp, tfm_gpt_n_params(&cfg), path)) {
-        tfm_char_vocab_free(v);
+        if (v) tfm_char_vocab_free(v);
         goto done;
     }
     if (tfm_gpt_init(m, &cfg)) {   /* out of memory (the config was checked above) */
         tfm_prefix_error("%s: ", path);
-        tfm_char_vocab_free(v);
+        if (v) tfm_char_vocab_free(v);
         goto done;
     }
     if (tfm_ckpt_get_params(cp, &m->params, path)) goto fail_model;
@@ -188,7 +188,7 @@ int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_
     goto done;
 fail_model:
     tfm_gpt_free(m);
-    tfm_char_vocab_free(v);
+    if (v) tfm_char_vocab_free(v);
 done:
     return rc;
 }
