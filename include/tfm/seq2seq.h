@@ -202,10 +202,17 @@ typedef struct {
     int tok_kind;            /* tfm_tok_kind used for the source side (and target evaluation) */
     tfm_bpe *bpe;            /* tok_kind TFM_TOK_BPE: the joint subword model (owned; both vocabularies
                                 are its pieces), stored as tokenizer.bpe; NULL for word tokenizers */
+    int marian;              /* 1: an imported MarianMT (tokenizer.kind "marian", tok_kind -1): no src_vocab /
+                                tgt_vocab; its tokenizer files are the checkpoint's tokenizer.marian.* */
 } tfm_translator;
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
 void tfm_translator_put(tfm_container *c, const tfm_translator *t);
+/* Its two halves around the tokenizer entries, for a translator with another tokenizer (an imported
+ * MarianMT): meta.*, the config fields every checkpoint has and param.*; then the optional config fields
+ * (written only when set). */
+TFM_API void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m);
+TFM_API void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (meta.kind 'gpt'), not a translation model"), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */

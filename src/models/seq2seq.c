@@ -190,22 +190,18 @@ void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
 #define OPT_FIELDS(X) X(share_embeddings) X(pad_len) X(attn_bias) X(ffn_act) X(pos_halves) X(no_embed_scale) \
     X(gen_beam) X(gen_max_len)
 
-void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
-    const tfm_s2s_config *cf = &t->model->cfg;
+void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m) {
+    const tfm_s2s_config *cf = &m->cfg;
     tfm_container_add_str(c, "meta.kind", "seq2seq");
     tfm_container_add_str(c, "meta.arch", cf->arch);
 #define PUT(f) tfm_container_add_int(c, "config." #f, cf->f);
     INT_FIELDS(PUT)
 #undef PUT
     tfm_container_add_float(c, "config.dropout", cf->dropout);
-    tfm_ckpt_put_params(c, &t->model->params);
-    char *s = tfm_vocab_serialize(&t->src_vocab);
-    char *u = tfm_vocab_serialize(&t->tgt_vocab);
-    if (!s || !u) tfm_fatal("out of memory");
-    tfm_container_add_str(c, "tokenizer.src_vocab", s);
-    tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
-    tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
-    if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
+    tfm_ckpt_put_params(c, &m->params);
+}
+
+void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf) {
 #define PUT_OPT(f) if (cf->f) tfm_container_add_int(c, "config." #f, cf->f);
     OPT_FIELDS(PUT_OPT)
 #undef PUT_OPT
@@ -215,6 +211,18 @@ void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
         tfm_container_add_int(c, "config.eos_id", cf->eos_id);
     }
     if (cf->n_banned) tfm_container_add_i32(c, "config.banned", cf->n_banned, cf->banned);
+}
+
+void tfm_translator_put(tfm_container *c, const tfm_translator *t) {
+    tfm_s2s_put_model(c, t->model);
+    char *s = tfm_vocab_serialize(&t->src_vocab);
+    char *u = tfm_vocab_serialize(&t->tgt_vocab);
+    if (!s || !u) tfm_fatal("out of memory");
+    tfm_container_add_str(c, "tokenizer.src_vocab", s);
+    tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
+    tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
+    if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
+    tfm_s2s_put_optional_config(c, &t->model->cfg);
     free(s);
     free(u);
 }
@@ -275,6 +283,47 @@ static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s
     return 0;
 }
 
+/* tfm's own tokenizers: tokenizer.src_vocab / tgt_vocab / kind (and tokenizer.bpe) */
+static int get_vocabularies(tfm_translator *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
+    const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
+    const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
+    const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
+    if (!tk) return -1;
+    int kind_id = tfm_tok_kind_parse(tk);
+    if (kind_id < 0) return tfm_set_error("%s: unknown tokenizer.kind '%.40s'", path, tk), -1;
+    if (tfm_vocab_deserialize(&t->src_vocab, sv)) return tfm_prefix_error("%s: tokenizer.src_vocab: ", path);
+    if (tfm_vocab_deserialize(&t->tgt_vocab, tv)) {
+        tfm_vocab_free(&t->src_vocab);
+        return tfm_prefix_error("%s: tokenizer.tgt_vocab: ", path);
+    }
+    if (t->src_vocab.n != cf->src_vocab || t->tgt_vocab.n != cf->tgt_vocab) {
+        tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
+                      t->tgt_vocab.n, cf->src_vocab, cf->tgt_vocab);
+        tfm_translator_free(t);
+        return -1;
+    }
+    t->tok_kind = kind_id;
+    if (check_lowercase(t, path) || (kind_id == TFM_TOK_BPE && get_bpe(t, c, path))) {
+        tfm_translator_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+/* An imported MarianMT (tokenizer.kind "marian"): its SentencePiece models and vocab.json, kept as the
+ * file bytes (tokenizer.marian.source / .target / .vocab) for the tokenizer of the text floor. */
+static int get_marian(tfm_translator *t, const tfm_container *c, const char *path) {
+    static const char *const names[3] = {"tokenizer.marian.source", "tokenizer.marian.target", "tokenizer.marian.vocab"};
+    for (int k = 0; k < 3; k++) {
+        const tfm_entry *e = tfm_container_get(c, names[k]);
+        if (!e || e->dtype != TFM_DT_BYTES || e->nbytes == 0)
+            return tfm_set_error("%s: %s missing (tokenizer.kind 'marian')", path, names[k]), -1;
+    }
+    t->tok_kind = -1;
+    t->marian = 1;
+    return 0;
+}
+
 int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
     memset(t, 0, sizeof *t);
     const char *kind = tfm_container_str(c, "meta.kind");
@@ -294,32 +343,8 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
 #undef GET
     if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
     if (get_optional_config(c, path, &cf)) return -1;
-    const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
-    const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
-    const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
-    if (!tk) return -1;
-    int kind_id = tfm_tok_kind_parse(tk);
-    if (kind_id < 0) return tfm_set_error("%s: unknown tokenizer.kind '%.40s'", path, tk), -1;
-    if (tfm_vocab_deserialize(&t->src_vocab, sv)) return tfm_prefix_error("%s: tokenizer.src_vocab: ", path);
-    if (tfm_vocab_deserialize(&t->tgt_vocab, tv)) {
-        tfm_vocab_free(&t->src_vocab);
-        return tfm_prefix_error("%s: tokenizer.tgt_vocab: ", path);
-    }
-    if (t->src_vocab.n != cf.src_vocab || t->tgt_vocab.n != cf.tgt_vocab) {
-        tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
-                      t->tgt_vocab.n, cf.src_vocab, cf.tgt_vocab);
-        tfm_translator_free(t);
-        return -1;
-    }
-    t->tok_kind = kind_id;
-    if (check_lowercase(t, path)) {
-        tfm_translator_free(t);
-        return -1;
-    }
-    if (kind_id == TFM_TOK_BPE && get_bpe(t, c, path)) {
-        tfm_translator_free(t);
-        return -1;
-    }
+    const char *tk = tfm_container_get(c, "tokenizer.kind") ? tfm_container_str(c, "tokenizer.kind") : NULL;
+    if (tk && !strcmp(tk, "marian") ? get_marian(t, c, path) : get_vocabularies(t, c, path, &cf)) return -1;
     if (tfm_s2s_config_check(&cf)) {
         tfm_translator_free(t);
         return tfm_prefix_error("%s: ", path);
