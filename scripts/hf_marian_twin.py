@@ -159,6 +159,7 @@ class Stack(nn.Module):
         self.embed_positions = nn.Embedding(cfg['max_position_embeddings'], cfg['d_model'])
         with torch.no_grad():
             self.embed_positions.weight.copy_(sinusoidal(cfg['max_position_embeddings'], cfg['d_model']))
+        self.embed_positions.weight.requires_grad_(False)   # a fixed table, as in _init_weight
         self.layers = nn.ModuleList([layer(cfg) for _ in range(n)])
 
 

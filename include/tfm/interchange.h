@@ -77,6 +77,23 @@ typedef struct {
 TFM_API int tfm_hf_config_parse(tfm_hf_config *c, const char *json, size_t len, const char *name);
 TFM_API int tfm_import_hf(const char *dir, const char *tfm_path);
 
+/* ---------------------------------------------------------------- GGUF for llama.cpp (issue 31)
+ * tfm_export_gguf(MODEL.tfm, OUT.gguf, outtype): a causal tfm GPT (a character model from train-lm, or an
+ * imported GPT-2) as a GGUF v3 file of llama.cpp's "gpt2" architecture: token_embd, position_embd, per block
+ * attn_norm, attn_qkv (W_q | W_k | W_v fused), attn_output, ffn_norm, ffn_up, ffn_down (weights and biases),
+ * output_norm, output (a copy of the tied token embedding); gpt2.context_length = block_size, the layer
+ * norm epsilon. outtype TFM_GGUF_F16 stores the matrices as IEEE halves (round to nearest even), the
+ * vectors stay F32, as llama.cpp's converter does.
+ * Tokenizer (tokenizer.ggml.model "gpt2", pre "gpt-2", no BOS/EOS added):
+ *   an imported GPT-2: its vocabulary and merges; ids the vocabulary lacks are "[PAD<id>]" (unused), tokens
+ *     outside the byte alphabet are control tokens, "<|endoftext|>" is BOS/EOS;
+ *   a character model: token i = character i in GPT-2's byte-level alphabet, merges joining the bytes of each
+ *     multi-byte character, so llama.cpp splits any text of vocabulary characters into those characters, as
+ *     tfm does. A character outside the vocabulary is refused by tfm and cannot be tokenized by llama.cpp.
+ * The output path may not be the input file (error before anything is read); written atomically. */
+enum { TFM_GGUF_F32 = 0, TFM_GGUF_F16 = 1 };
+TFM_API int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype);
+
 /* The same for models in memory. */
 int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v);
 int tfm_translator_save_safetensors(const char *path, const tfm_translator *t);

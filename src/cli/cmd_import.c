@@ -24,7 +24,7 @@ int cmd_import(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!out) return cli_error("import", "--out is required (the tfm checkpoint to write)");
-    if ((rc = cli_check_writable("import", out))) return rc;
+    if ((rc = cli_check_writable("import", out)) || (rc = cli_check_out_not_input("import", out, pos, 1))) return rc;
     struct stat st;
     int dir = stat(pos[0], &st) == 0 && S_ISDIR(st.st_mode);
     if (dir ? tfm_import_hf(pos[0], out) : tfm_import_safetensors(pos[0], out))
