@@ -96,7 +96,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 # $(FUZZ_BUILD). `make fuzz FUZZ_SECONDS=N` runs every target N seconds on a generated seed corpus
 # (fuzz/run.sh). New target: its name here and a case in fuzz/targets.c.
 FUZZ_TARGETS ?= container gpt transformer rnn bahdanau vocab text tsv parallel lmdata \
-                $(if $(wildcard src/text/bpe.c),bpe) $(if $(wildcard src/core/safetensors.c),safetensors)
+                $(if $(wildcard src/text/bpe.c),bpe) $(if $(wildcard src/core/safetensors.c),safetensors) \
+                unigram gpt2bpe
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow

@@ -158,6 +158,22 @@ static void other_seeds(void) {
         else fprintf(stderr, "make_seeds: bpe seed skipped: %s\n", tfm_last_error());
         tfm_bpe_free(&m);
     }
+    {   /* GPT-2 byte-level BPE: the 256 byte tokens + 3 merges, NUL, the merges */
+        static const char *merges = "#version: 0.2\n\xc4\xa0 t\nh e\n\xc4\xa0t he\n";
+        char buf[8192];
+        size_t k = 0;
+        buf[k++] = '{';
+        for (int b = 0, extra = 0; b < 256; b++) {
+            int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+            unsigned cp = printable ? (unsigned)b : 0x100u + (unsigned)extra++;
+            if (cp == '"' || cp == '\\') k += (size_t)sprintf(buf + k, "\"\\%c\": %d, ", cp, b);
+            else k += (size_t)sprintf(buf + k, "\"\\u%04x\": %d, ", cp, b);
+        }
+        k += (size_t)sprintf(buf + k, "\"\\u0120t\": 256, \"he\": 257, \"\\u0120the\": 258, \"<|endoftext|>\": 259}");
+        buf[k++] = 0;
+        k += (size_t)sprintf(buf + k, "%s", merges);
+        put("gpt2bpe", "tiny", buf, k);
+    }
     {   /* two tensors and a metadata entry */
         float w[6] = {1, -2, 3.5f, 0, 1e-3f, -7};
         tfm_st_tensor t[2];

@@ -12,6 +12,10 @@
  *   lmdata       tfm_lm_data_load (the character corpus of train-lm)
  *   bpe          tfm_bpe_from_bytes (SentencePiece ModelProto) + encode/decode   [if tfm/bpe.h exists]
  *   safetensors  tfm_st_load + reading every tensor                             [if tfm/safetensors.h exists]
+ *   unigram      the same as bpe, seeded with unigram models (Viterbi, the nmt_nfkc charsmap trie) and
+ *                mapped to a vocab.json of its own pieces (tfm_bpe_map_to_vocab)
+ *   gpt2bpe      tfm_gpt2_bpe_load_files (input split at its first NUL: encoder.json, then vocab.bpe) +
+ *                encode/decode; and tfm_token_map_parse of the first part
  *
  * Adding a target (e.g. the BPE model loader or the safetensors reader): a case in tfm_fuzz_run,
  * its name in FUZZ_TARGETS in the Makefile, and (optionally) seeds in fuzz/make_seeds.c.
@@ -27,6 +31,7 @@
 
 #include "tfm/bpe.h"
 #include "tfm/safetensors.h"
+#include "tfm/tokenizers.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -193,6 +198,71 @@ static int fuzz_bpe(const uint8_t *d, size_t n) {
     return 1;
 }
 
+/* the unigram target: encode text that reaches the charsmap rules and every character class */
+static int fuzz_unigram(const uint8_t *d, size_t n) {
+    tfm_bpe m;
+    memset(&m, 0, sizeof m);
+    if (tfm_bpe_from_bytes(&m, d, n, "fuzz.model") != 0) {
+        tfm_bpe_free(&m);
+        return 0;
+    }
+    static const char text[] = "  A dog \xef\xbc\xa1 \xef\xac\x81ne \xe2\x91\xa0 00 x\xe3\x80\x80y <sep> \xc3\x85 caf\xc3\xa9\t\xf0\x9f\x98\x80  ";
+    char *pieces = tfm_bpe_encode_pieces(&m, text, sizeof text - 1);
+    free(pieces);
+    int n_ids = 0;
+    int *ids = tfm_bpe_encode(&m, text, sizeof text - 1, &n_ids);
+    if (ids) free(tfm_bpe_decode(&m, ids, n_ids));
+    free(ids);
+    /* a vocab.json of its own pieces, reversed ids */
+    tfm_token_map v;
+    memset(&v, 0, sizeof v);
+    char *json = malloc(16 + (size_t)m.n * 32 + (m.n ? (size_t)(m.piece[m.n - 1] - m.piece[0]) + (size_t)m.len[m.n - 1] : 0) * 6);
+    if (json) {
+        size_t k = 0;
+        json[k++] = '{';
+        for (int i = 0; i < m.n; i++) {
+            k += (size_t)sprintf(json + k, "%s\"", i ? "," : "");
+            for (const char *c = m.piece[i]; *c; c++) k += (size_t)sprintf(json + k, *c == '"' || *c == '\\' ? "\\%c" : (unsigned char)*c < 0x20 ? "\\u%04x" : "%c", *c);
+            k += (size_t)sprintf(json + k, "\": %d", m.n - 1 - i);
+        }
+        json[k++] = '}';
+        if (tfm_token_map_parse(&v, json, k, "fuzz.json") == 0) {
+            free(tfm_bpe_map_to_vocab(&m, &v, 0, "fuzz.model", "fuzz.json"));
+            tfm_token_map_free(&v);
+        }
+        free(json);
+    }
+    tfm_bpe_free(&m);
+    return 1;
+}
+
+static int fuzz_gpt2bpe(const uint8_t *d, size_t n) {
+    const uint8_t *nul = memchr(d, 0, n);
+    size_t n1 = nul ? (size_t)(nul - d) : n;
+    tfm_token_map map;
+    if (tfm_token_map_parse(&map, (const char *)d, n1, "fuzz.json") == 0) tfm_token_map_free(&map);
+    char p1[64], p2[64];
+    int fd1 = mem_path(d, n1, p1, sizeof p1);
+    int fd2 = mem_path(nul ? nul + 1 : d + n, nul ? n - n1 - 1 : 0, p2, sizeof p2);
+    tfm_gpt2_bpe *t = fd1 >= 0 && fd2 >= 0 ? tfm_gpt2_bpe_load_files(p1, p2) : NULL;
+    if (fd1 >= 0) close(fd1);
+    if (fd2 >= 0) close(fd2);
+    if (!t) return 0;
+    static const char text[] = "Hello world, it's  the\t\ttest 1234 \xf0\x9f\x98\x80 caf\xc3\xa9\n\n  'll x";
+    for (int round = 0; round < 2; round++) {   /* the second time from the cache */
+        int n_ids = 0;
+        int *ids = tfm_gpt2_bpe_encode(t, text, sizeof text - 1, &n_ids);
+        size_t len;
+        if (ids) free(tfm_gpt2_bpe_decode_text(t, ids, n_ids, &len));
+        free(ids);
+    }
+    int some[] = {0, 1, 255, 256, tfm_gpt2_bpe_n_vocab(t) - 1};
+    size_t len;
+    free(tfm_gpt2_bpe_decode_text(t, some, 5, &len));
+    tfm_gpt2_bpe_free(t);
+    return 1;
+}
+
 static int fuzz_safetensors(const uint8_t *d, size_t n) {
     char path[64];
     int fd = mem_path(d, n, path, sizeof path);
@@ -240,6 +310,10 @@ int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
         accepted = fuzz_bpe(d, n);
     } else if (!strcmp(target, "safetensors")) {
         accepted = fuzz_safetensors(d, n);
+    } else if (!strcmp(target, "unigram")) {
+        accepted = fuzz_unigram(d, n);
+    } else if (!strcmp(target, "gpt2bpe")) {
+        accepted = fuzz_gpt2bpe(d, n);
     } else {
         fprintf(stderr, "tfm_fuzz_run: unknown target '%s'\n", target);
         abort();

@@ -1,17 +1,25 @@
-/* tfm bpe: a SentencePiece-compatible BPE subword tokenizer (no dependency).
+/* tfm bpe: SentencePiece-compatible subword tokenizers (no dependency): BPE and unigram models.
  *
  * A model is a list of pieces (id = position) with a score and a type, plus the normalizer settings,
- * exactly SentencePiece's ModelProto. It is stored as that protobuf: `tfm bpe learn` writes a .model
- * file that spm_encode reads, and tfm_bpe_load reads the .model files of `spm_train --model_type=bpe`
- * (identity normalization only). Inside a tfm checkpoint the same bytes are one raw-bytes entry
- * (TFM_BPE_ENTRY). docs/FORMAT.md describes the fields used.
+ * exactly SentencePiece's ModelProto. It is stored as that protobuf: `tfm bpe learn` writes a BPE .model
+ * file that spm_encode reads, and tfm_bpe_load reads the .model files of `spm_train --model_type=bpe` and
+ * `--model_type=unigram` (and the .spm files of MarianMT, ALBERT's 30k-clean.model...). Inside a tfm
+ * checkpoint the same bytes are one raw-bytes entry (TFM_BPE_ENTRY). docs/FORMAT.md describes the fields.
  *
- * Text: the normalizer maps ' ' to U+2581 ('▁'), adds one '▁' in front of a non-empty line
- * (add_dummy_prefix) and, when remove_extra_whitespaces is set, drops leading/trailing spaces and
- * collapses runs of spaces (SentencePiece's default; tfm's own models keep every space so that
- * decode(encode(x)) == x). Encoding merges the adjacent pair whose concatenation is the piece with the
- * highest score (leftmost first), like spm_encode; a character that is not a piece becomes its UTF-8
- * bytes <0xNN> when byte_fallback is on (always on for tfm's models), else <unk>.
+ * Text, as SentencePiece 0.1.97 (normalizer.cc): the normalization rule maps the text first: `identity`
+ * keeps it, `nmt_nfkc` applies the model's precompiled charsmap (NFKC plus SentencePiece's NMT rules, read
+ * from the file: a double-array trie of longest-match rewrites); any other rule (nfkc, nmt_nfkc_cf,
+ * nfkc_cf, user-defined rules) is refused with a one-line error naming it. User-defined pieces are never
+ * normalized. Then ' ' -> U+2581 ('▁'), one '▁' in front of a non-empty line (add_dummy_prefix) and, when
+ * remove_extra_whitespaces is set, leading/trailing spaces dropped and runs of spaces collapsed
+ * (SentencePiece's default; tfm's own models keep every space so that decode(encode(x)) == x).
+ *
+ * Segmentation: a BPE model merges the adjacent pair whose concatenation is the piece with the highest
+ * score (leftmost first), like spm_encode; a unigram model takes the Viterbi path that maximises the sum of
+ * the piece scores (SentencePiece's optimized encoder, with its float arithmetic and tie-breaking;
+ * unknown characters score min_score - 10, user-defined pieces length * max_score - 0.1). A character that
+ * is not a piece becomes its UTF-8 bytes <0xNN> when byte_fallback is on (always on for tfm's models),
+ * else <unk> (a run of them one <unk>).
  *
  * Functions that can fail on user input return NULL / -1 and set a one-line tfm error naming the file.
  */
@@ -19,6 +27,7 @@
 #define TFM_BPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tfm/io.h"
 #include "tfm/text.h"
@@ -55,7 +64,26 @@ typedef struct {
     int *user_ids, n_user;          /* user-defined pieces, matched greedily (longest) before merging */
     unsigned char *proto;           /* the serialized ModelProto: what save / to_container write */
     size_t proto_len;
+    int model_type;                 /* TFM_SP_UNIGRAM or TFM_SP_BPE (SentencePiece's TrainerSpec.model_type) */
+    /* nmt_nfkc: the precompiled charsmap (NULL for identity): Darts double-array units, and the
+     * NUL-terminated replacement strings its leaf values point into */
+    uint32_t *norm_trie;
+    size_t norm_trie_n;
+    char *norm_strings;
+    size_t norm_strings_len;
+    /* unigram: min/max score of the normal pieces, and a byte trie of the normal, user-defined and unused
+     * pieces: node 0 = root, trie_value[node] = piece id or -1; the child of node v by byte c is
+     * trie_child[k] where trie_keys[k] == v * 256 + c (open addressing, mask trie_mask, key 0 = empty) */
+    float min_score, max_score;
+    int *trie_value;
+    uint64_t *trie_keys;
+    int *trie_child;
+    size_t trie_mask;
 } tfm_bpe;
+
+/* SentencePiece's model types (TrainerSpec.model_type). */
+#define TFM_SP_UNIGRAM 1
+#define TFM_SP_BPE 2
 
 /* ---------------------------------------------------------------- learning */
 typedef struct {
@@ -79,9 +107,10 @@ int tfm_bpe_learn_lines(tfm_bpe *m, const char *const *lines, int n_lines, const
 int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_paths, const tfm_bpe_learn_opts *o);
 
 /* ---------------------------------------------------------------- loading and saving */
-/* A SentencePiece .model file (tfm's or spm_train's), or a tfm container holding TFM_BPE_ENTRY.
- * Refused with a one-line error naming the file: truncated or foreign files, non-BPE models,
- * normalization rules other than identity, treat_whitespace_as_suffix, inconsistent pieces. */
+/* A SentencePiece .model file (tfm's or spm_train's; BPE or unigram), or a tfm container holding
+ * TFM_BPE_ENTRY. Refused with a one-line error naming the file and the field: truncated or foreign files,
+ * word/char models, normalization rules other than identity and nmt_nfkc, a broken charsmap,
+ * treat_whitespace_as_suffix, inconsistent pieces. */
 int tfm_bpe_load(tfm_bpe *m, const char *path);
 /* Parse a serialized ModelProto (name is used in error messages). The bytes are copied. */
 int tfm_bpe_from_bytes(tfm_bpe *m, const void *data, size_t n, const char *name);

@@ -1,4 +1,4 @@
-/* tfm bpe learn | encode | decode: the BPE subword tokenizer (include/tfm/bpe.h) on the command line. */
+/* tfm bpe learn | encode | decode: the subword tokenizers (include/tfm/bpe.h, tokenizers.h) on the command line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +8,15 @@
 #include "tfm/bpe.h"
 #include "tfm/core.h"
 #include "tfm/text.h"
+#include "tfm/tokenizers.h"
 
 #define MAX_FILES 256
 #define MAX_STDIN ((size_t)1 << 30)
 
 static int bpe_usage(FILE *f) {
     fprintf(f, "usage: tfm bpe learn --vocab-size N -o FILE.model TEXT...\n"
-               "       tfm bpe encode --model FILE [--ids]   (stdin -> stdout, one line each)\n"
-               "       tfm bpe decode --model FILE [--ids]\n"
+               "       tfm bpe encode --model FILE [--ids] [--vocab vocab.json] [--whole]   (stdin -> stdout)\n"
+               "       tfm bpe decode --model FILE [--ids] [--vocab vocab.json] [--whole]\n"
                "(tfm bpe SUBCOMMAND --help for details)\n");
     return f == stdout ? 0 : CLI_EXIT_USAGE;
 }
@@ -66,18 +67,23 @@ static int bpe_learn(int argc, char **argv) {
 
 /* ---------------------------------------------------------------- encode / decode */
 static int bpe_code(int argc, char **argv, int decode) {
-    const char *model_path = NULL;
-    int ids = 0;
+    const char *model_path = NULL, *vocab = NULL;
+    int ids = 0, whole = 0;
     const char *cmd = decode ? "bpe decode" : "bpe encode";
     cli_flag flags[] = {
-        {"model", FLAG_STR, &model_path, "a BPE model: tfm bpe learn's or spm_train --model_type=bpe's .model, or a checkpoint", 0},
+        {"model", FLAG_STR, &model_path, "a SentencePiece .model (BPE or unigram; tfm's, spm_train's, or a checkpoint), "
+                                         "or GPT-2's encoder.json / vocab.json (vocab.bpe / merges.txt beside it) or their folder", 0},
         {"ids", FLAG_BOOL, &ids, decode ? "read ids instead of pieces" : "write ids instead of pieces", 0},
+        {"vocab", FLAG_STR, &vocab, "a vocab.json (piece -> id) whose ids --ids means, e.g. MarianMT's (SentencePiece models)", 0},
+        {"whole", FLAG_BOOL, &whole, "GPT-2: all of stdin, newlines included, is one text (one line of output)", 0},
     };
     cli_spec spec = {
-        cmd, "--model FILE [--ids]  < INPUT > OUTPUT",
-        decode ? "Turn each line of pieces (or ids) separated by spaces back into text, as spm_decode does."
-               : "Encode each line of stdin into pieces separated by spaces (spm_encode --output_format=piece),\n"
-                 "or ids with --ids. Input must be UTF-8; nothing is written if any line is invalid.",
+        cmd, "--model FILE [--ids] [--vocab vocab.json] [--whole]  < INPUT > OUTPUT",
+        decode ? "Turn each line of pieces (or ids) separated by spaces back into text, as spm_decode does\n"
+                 "(GPT-2: as gpt-3-encoder's decode; --whole: every id of the input into the exact text)."
+               : "Encode each line of stdin into pieces separated by spaces (spm_encode --output_format=piece;\n"
+                 "GPT-2: its token strings), or ids with --ids. Input must be UTF-8; nothing is written if any line\n"
+                 "is invalid. docs/INTEROP.md lists the tokenizers and what they were checked against.",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0,
     };
     const char *pos[1];
@@ -85,17 +91,21 @@ static int bpe_code(int argc, char **argv, int decode) {
     int rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     if (!model_path) return cli_error(cmd, "--model FILE is required");
-    tfm_bpe m;
-    if (tfm_bpe_load(&m, model_path)) return cli_fail(cmd, "%s", tfm_last_error());
+    tfm_tokenizer *t = tfm_tokenizer_load(model_path, vocab);
+    if (!t) return cli_fail(cmd, "%s", tfm_last_error());
+    if (whole && !tfm_tokenizer_is_gpt2(t)) {
+        tfm_tokenizer_free(t);
+        return cli_error(cmd, "--whole is for GPT-2 tokenizers (SentencePiece models work line by line)");
+    }
     size_t len, out_len = 0;
     char *buf = tfm_read_stream(stdin, "stdin", MAX_STDIN, &len);
-    char *text = buf ? tfm_bpe_code_lines(&m, decode, ids, buf, len, "stdin", &out_len) : NULL;
+    char *text = buf ? tfm_tokenizer_code_lines(t, decode, ids, whole, buf, len, "stdin", &out_len) : NULL;
     if (!text) rc = cli_fail(cmd, "%s", tfm_last_error());
     if (!rc && out_len && (fwrite(text, 1, out_len, stdout) != out_len || fflush(stdout)))
         rc = cli_error(cmd, "cannot write stdout: %s", strerror(errno)), rc = CLI_EXIT_IO;
     free(text);
     free(buf);
-    tfm_bpe_free(&m);
+    tfm_tokenizer_free(t);
     return rc;
 }
 

@@ -1,6 +1,8 @@
 /* BPE encoding and decoding, with SentencePiece's exact rules (bpe_model.cc, normalizer.cc and
- * sentencepiece_processor.cc of sentencepiece 0.1.97, re-implemented):
- *   normalize:  identity; ' ' -> '▁'; a dummy '▁' in front; optionally strip/collapse spaces;
+ * sentencepiece_processor.cc of sentencepiece 0.1.97, re-implemented); unigram models take their
+ * segmentation from src/text/unigram.c and share the rest:
+ *   normalize:  identity or the nmt_nfkc charsmap; ' ' -> '▁'; a dummy '▁' in front; optionally
+ *               strip/collapse spaces;
  *   segment:    characters (or user-defined pieces, never merged further);
  *   merge:      repeatedly take the adjacent pair whose concatenation is a piece with the highest
  *               score (leftmost among equals), from a max-heap of candidate pairs, O(n log n);
@@ -36,28 +38,52 @@ static int chunk_len(const tfm_bpe *m, const char *s, size_t n) {
     return k ? k : 1;
 }
 
+/* SentencePiece's NormalizePrefix: the normalized form of the longest prefix of s[0..n) (n > 0, valid
+ * UTF-8) that one rule covers: a user-defined piece (kept as is), else the longest charsmap rule, else one
+ * character (kept). Returns the bytes consumed; *out / *out_len the replacement. */
+static size_t normalize_prefix(const tfm_bpe *m, const char *s, size_t n, const char **out, size_t *out_len) {
+    int u = m->n_user ? user_match(m, s, n) : 0;
+    if (u) {
+        *out = s;
+        *out_len = (size_t)u;
+        return (size_t)u;
+    }
+    if (m->norm_trie) {
+        size_t k = bpe_charsmap_match(m, s, n, out);
+        if (k) {
+            *out_len = strlen(*out);
+            return k;
+        }
+    }
+    *out = s;
+    *out_len = (size_t)chunk_len(m, s, n);
+    return *out_len;
+}
+
 char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit) {
     bpe_buf b = {0}, lits = {0};
     bpe_buf_put(&b, "", 0);
-    size_t i = 0;
-    if (m->remove_extra_whitespaces)
-        while (i < len && text[i] == ' ') i++;
+    size_t i = 0, k, sp_len;
+    const char *sp;
+    if (m->remove_extra_whitespaces)   /* leading characters that normalize to one space */
+        while (i < len && (k = normalize_prefix(m, text + i, len - i, &sp, &sp_len)) && sp_len == 1 && *sp == ' ') i += k;
     if (i < len) {
         const char *ws = m->escape_whitespaces ? BPE_WS : " ";
         size_t ws_len = m->escape_whitespaces ? BPE_WS_LEN : 1;
         if (m->add_dummy_prefix) bpe_buf_put(&b, ws, ws_len);
         int prev_space = m->remove_extra_whitespaces;
         while (i < len) {
-            size_t k = (size_t)chunk_len(m, text + i, len - i), j = 0;
-            while (prev_space && j < k && text[i + j] == ' ') j++;   /* collapse runs of spaces */
-            if (j < k) {
-                if (lit && m->literal_ws_bytes && k == BPE_WS_LEN && !memcmp(text + i, BPE_WS, BPE_WS_LEN))
+            k = normalize_prefix(m, text + i, len - i, &sp, &sp_len);
+            size_t j = 0;
+            while (prev_space && j < sp_len && sp[j] == ' ') j++;   /* collapse runs of spaces */
+            if (j < sp_len) {
+                if (lit && m->literal_ws_bytes && sp_len == BPE_WS_LEN && !memcmp(sp, BPE_WS, BPE_WS_LEN))
                     bpe_buf_put(&lits, &b.n, sizeof b.n);
-                for (size_t q = j; q < k; q++) {
-                    if (text[i + q] == ' ') bpe_buf_put(&b, ws, ws_len);
-                    else bpe_buf_put(&b, text + i + q, 1);
+                for (size_t q = j; q < sp_len; q++) {
+                    if (sp[q] == ' ') bpe_buf_put(&b, ws, ws_len);
+                    else bpe_buf_put(&b, sp + q, 1);
                 }
-                prev_space = text[i + k - 1] == ' ';
+                prev_space = sp[sp_len - 1] == ' ';
             }
             if (!m->remove_extra_whitespaces) prev_space = 0;
             i += k;
@@ -75,6 +101,8 @@ char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_
     if (lit) {
         *lit = (size_t *)(void *)lits.p;
         *n_lit = lits.n / sizeof(size_t);
+    } else {
+        free(lits.p);
     }
     return (char *)b.p;
 }
@@ -249,6 +277,16 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
     if (!e->sym) {
         free(lit);
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
+    }
+    if (m->model_type == TFM_SP_UNIGRAM) {   /* Viterbi, then PopulateSentencePieceText */
+        free(lit);
+        int n_spans;
+        bpe_span *spans = bpe_unigram_viterbi(m, norm, (int)n, &n_spans);
+        if (!spans) return -1;
+        for (int k = 0; k < n_spans && !e->oom; k++) output_piece(e, spans[k].off, spans[k].len, spans[k].id);
+        free(spans);
+        if (e->oom) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
+        return 0;
     }
     int ns = 0;
     for (size_t i = 0; i < n;) {   /* characters (or user-defined pieces) */

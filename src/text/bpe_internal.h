@@ -43,6 +43,29 @@ unsigned char *bpe_proto_write(const bpe_proto_spec *s, size_t *len);
  * the input (malloc'd, *n_lit of them). */
 char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit);
 
+/* Lines of buf split at '\n' in place (a '\r' stays part of its line, as with spm_encode); each line must
+ * be valid UTF-8 without NUL bytes, else NULL with an error naming name:LINE. (src/text/bpe_lines.c) */
+char **bpe_split_lines(char *buf, size_t len, const char *name, int *n_lines);
+/* Split a line on spaces in place into at most cap tokens (empty tokens skipped). */
+int bpe_split_spaces(char *s, char **tok, int cap);
+
+/* All of a file (at most max bytes) into a NUL-terminated malloc'd buffer; NULL with an error naming path. */
+char *bpe_read_file(const char *path, size_t max, size_t *len);
+
+/* ---------------------------------------------------------------- unigram models (src/text/unigram.c) */
+/* One piece of a segmentation: bytes [off, off + len) of the normalized text, piece id. */
+typedef struct {
+    int off, len, id;
+} bpe_span;
+/* min/max scores and the piece trie of a unigram model (after the pieces are loaded). */
+int bpe_unigram_init(tfm_bpe *m, const char *name);
+/* The Viterbi segmentation of the normalized text s[0..size): a malloc'd array of *n_spans spans (NULL
+ * when out of memory); unknown characters get m->unk_id, one span each. */
+bpe_span *bpe_unigram_viterbi(const tfm_bpe *m, const char *s, int size, int *n_spans);
+/* The longest charsmap rule matching a prefix of s[0..n): its length in bytes (0: none) and, in *repl,
+ * the NUL-terminated replacement. */
+size_t bpe_charsmap_match(const tfm_bpe *m, const char *s, size_t n, const char **repl);
+
 /* FNV-1a of a byte string. */
 uint64_t bpe_hash(const char *s, size_t n);
 

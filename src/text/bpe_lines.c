@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/bpe_internal.h"
 #include "tfm/bpe.h"
 #include "tfm/core.h"
 #include "tfm/text.h"
 
 /* Lines of buf split at '\n' in place (a '\r' stays part of its line, as with spm_encode); each line
  * must be valid UTF-8 without NUL bytes. */
-static char **split_lines(char *buf, size_t len, const char *name, int *n_lines) {
+char **bpe_split_lines(char *buf, size_t len, const char *name, int *n_lines) {
     size_t count = 0;
     for (size_t i = 0; i < len; i++) count += buf[i] == '\n';
     if (len && buf[len - 1] != '\n') count++;
@@ -43,7 +44,7 @@ static char **split_lines(char *buf, size_t len, const char *name, int *n_lines)
 }
 
 /* Split a line on spaces in place into at most cap tokens (empty tokens skipped). */
-static int split_spaces(char *s, char **tok, int cap) {
+int bpe_split_spaces(char *s, char **tok, int cap) {
     int n = 0;
     char *save = NULL;
     for (char *p = strtok_r(s, " ", &save); p && n < cap; p = strtok_r(NULL, " ", &save)) tok[n++] = p;
@@ -54,7 +55,7 @@ static int decode_line(const tfm_bpe *m, int ids, char *line, char **s, const ch
     size_t len = strlen(line);
     char **tok = malloc((len / 2 + 2) * sizeof *tok);
     if (!tok) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), -1;
-    int n = split_spaces(line, tok, (int)(len / 2 + 2)), rc = 0;
+    int n = bpe_split_spaces(line, tok, (int)(len / 2 + 2)), rc = 0;
     if (ids) {
         int *v = malloc((size_t)(n ? n : 1) * sizeof *v);
         if (!v) tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), rc = -1;
@@ -95,7 +96,7 @@ static int encode_line(const tfm_bpe *m, int ids, const char *line, FILE *out, c
 char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size_t len, const char *name,
                          size_t *out_len) {
     int n_lines = 0, rc = 0;
-    char **lines = split_lines(text, len, name, &n_lines);
+    char **lines = bpe_split_lines(text, len, name, &n_lines);
     if (!lines) return NULL;
     char *res = NULL;
     size_t res_len = 0;

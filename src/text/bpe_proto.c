@@ -354,28 +354,53 @@ static char *pb_strdup(const pb *s) {
     return o;
 }
 
-static int pb_equals(const pb *s, const char *lit) {
-    return s->p && (size_t)(s->end - s->p) == strlen(lit) && !memcmp(s->p, lit, strlen(lit));
+/* The normalization rule: "identity" (no charsmap) or "nmt_nfkc" with its precompiled charsmap
+ * (SentencePiece's normalizer.cc): uint32 little-endian size of the double-array trie, the trie (uint32
+ * units), then the NUL-terminated replacement strings the trie's values point into. */
+static int read_normalizer(tfm_bpe *m, const proto_fields *f, const char *name) {
+    size_t map_len = f->charsmap.p ? (size_t)(f->charsmap.end - f->charsmap.p) : 0;
+    char rule[64] = "identity";
+    if (f->norm_name.p && f->norm_name.end != f->norm_name.p)
+        snprintf(rule, sizeof rule, "%.*s", (int)(f->norm_name.end - f->norm_name.p), (const char *)f->norm_name.p);
+    int identity = !strcmp(rule, "identity"), nfkc = !strcmp(rule, "nmt_nfkc");
+    if (!identity && !nfkc)
+        return tfm_set_error("%s: normalization rule '%s' is not supported (only 'identity' and 'nmt_nfkc')", name, rule), -1;
+    if (identity && map_len)
+        return tfm_set_error("%s: normalizer_spec: rule 'identity' with a precompiled charsmap (custom rules are not supported)", name), -1;
+    if (identity) return 0;
+    if (map_len < 8) return tfm_set_error("%s: normalizer_spec: rule 'nmt_nfkc' without a valid precompiled charsmap", name), -1;
+    const unsigned char *b = f->charsmap.p;
+    uint32_t trie_bytes = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    if (trie_bytes < 4 || trie_bytes % 4 || trie_bytes > map_len - 4)
+        return tfm_set_error("%s: normalizer_spec.precompiled_charsmap: trie size %u does not fit the %zu-byte charsmap", name,
+                             trie_bytes, map_len), -1;
+    m->norm_trie_n = trie_bytes / 4;
+    m->norm_strings_len = map_len - 4 - trie_bytes;
+    m->norm_trie = malloc(m->norm_trie_n * sizeof *m->norm_trie);
+    m->norm_strings = malloc(m->norm_strings_len + 1);
+    if (!m->norm_trie || !m->norm_strings) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), -1;
+    for (size_t i = 0; i < m->norm_trie_n; i++) {
+        const unsigned char *u = b + 4 + 4 * i;
+        m->norm_trie[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+    }
+    memcpy(m->norm_strings, b + 4 + trie_bytes, m->norm_strings_len);
+    m->norm_strings[m->norm_strings_len] = 0;   /* the last string ends even in a truncated blob */
+    return 0;
 }
 
 /* Fill m from the collected fields (m->proto already holds the bytes the views point into). */
 static int build_model(tfm_bpe *m, proto_fields *f, const char *name) {
     if (f->n_pieces == 0) return tfm_set_error("%s: not a SentencePiece model (no pieces)", name), -1;
-    if (f->model_type != 2) {
-        const char *t = f->model_type == 1 ? "unigram" : f->model_type == 3 ? "word" : f->model_type == 4 ? "char" : "unknown-type";
-        return tfm_set_error("%s: a SentencePiece %s model; only BPE models (spm_train --model_type=bpe) are supported", name, t), -1;
+    if (f->model_type != 1 && f->model_type != 2) {
+        const char *t = f->model_type == 3 ? "word" : f->model_type == 4 ? "char" : "unknown-type";
+        return tfm_set_error("%s: a SentencePiece %s model; only BPE and unigram models are supported", name, t), -1;
     }
-    if ((f->norm_name.p && !pb_equals(&f->norm_name, "identity") && f->norm_name.end != f->norm_name.p) ||
-        (f->charsmap.p && f->charsmap.end != f->charsmap.p)) {
-        char rule[64] = "custom";
-        if (f->norm_name.p) snprintf(rule, sizeof rule, "%.*s", (int)(f->norm_name.end - f->norm_name.p), (const char *)f->norm_name.p);
-        return tfm_set_error("%s: normalization rule '%s' is not supported (only 'identity': spm_train --normalization_rule_name=identity)",
-                             name, rule), -1;
-    }
+    if (read_normalizer(m, f, name)) return -1;
     if (f->denorm_charsmap.p && f->denorm_charsmap.end != f->denorm_charsmap.p)
         return tfm_set_error("%s: a denormalization rule is not supported", name), -1;
     if (f->treat_ws_as_suffix) return tfm_set_error("%s: treat_whitespace_as_suffix models are not supported", name), -1;
     if (!f->escape_whitespaces) return tfm_set_error("%s: models without escape_whitespaces are not supported", name), -1;
+    m->model_type = f->model_type;
 
     int n = f->n_pieces;
     m->n = n;
@@ -479,6 +504,7 @@ static int build_model(tfm_bpe *m, proto_fields *f, const char *name) {
     m->literal_ws_bytes = f->literal_ws_bytes && m->byte_fallback;
     m->unk_surface = f->has_unk_surface ? pb_strdup(&f->unk_surface) : strdup(" \xe2\x81\x87 ");
     if (!m->unk_surface) goto oom;
+    if (m->model_type == TFM_SP_UNIGRAM && bpe_unigram_init(m, name)) goto fail;
     /* user-defined pieces: longest first, so the first match is the longest one */
     for (int i = 1; i < m->n_user; i++)
         for (int j = i; j > 0 && m->len[m->user_ids[j]] > m->len[m->user_ids[j - 1]]; j--) {
@@ -523,6 +549,11 @@ void tfm_bpe_free(tfm_bpe *m) {
     free(m->user_ids);
     free(m->unk_surface);
     free(m->proto);
+    free(m->norm_trie);
+    free(m->norm_strings);
+    free(m->trie_value);
+    free(m->trie_keys);
+    free(m->trie_child);
     memset(m, 0, sizeof *m);
 }
 

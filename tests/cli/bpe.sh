@@ -96,14 +96,18 @@ else
     done
     if [ -z "$bad" ]; then pass bpe_spm_options_identical; else fail bpe_spm_options_identical "differs from spm_encode with$bad"; fi
 
-    # other normalization rules and model types are refused
+    # nmt_nfkc (SentencePiece's default normalization) and unigram models are read too (tests/cli/unigram.sh
+    # checks unigram models in depth)
     spm_train --input="$TMP/small.txt" --model_prefix="$TMP/nfkc" --vocab_size=600 --model_type=bpe \
         --num_threads=2 --minloglevel=2 >/dev/null 2>&1
-    expect_error bpe_refuse_nfkc "nfkc.model: normalization rule 'nmt_nfkc' is not supported" \
-        "$TFM" bpe encode --model "$TMP/nfkc.model"
     spm_train --input="$TMP/small.txt" --model_prefix="$TMP/uni" --vocab_size=600 --model_type=unigram \
         --normalization_rule_name=identity --num_threads=2 --minloglevel=2 >/dev/null 2>&1
-    expect_error bpe_refuse_unigram "uni.model: a SentencePiece unigram model" "$TFM" bpe encode --model "$TMP/uni.model"
+    bad=""
+    for mdl in nfkc uni; do
+        "$TFM" bpe encode --model "$TMP/$mdl.model" <"$TMP/mixed.txt" 2>"$TMP/err" |
+            cmp -s - <(spm_encode --model "$TMP/$mdl.model" <"$TMP/mixed.txt") || bad="$bad $mdl($(head -c 200 "$TMP/err"))"
+    done
+    if [ -z "$bad" ]; then pass bpe_spm_nfkc_and_unigram_identical; else fail bpe_spm_nfkc_and_unigram_identical "differs from spm_encode:$bad"; fi
 fi
 
 # ---------------------------------------------------------------- bad input

@@ -10,7 +10,7 @@ declare -A FLOOR_OF=(
     [core.h]=core [io.h]=core [checkpoint.h]=core [safetensors.h]=core [dist.h]=core [version.h]=core
     [ops.h]=ops [kernels.h]=ops
     [nn.h]=nn [road.h]=nn [rnn.h]=nn
-    [text.h]=text [bpe.h]=text
+    [text.h]=text [bpe.h]=text [tokenizers.h]=text
     [gpt.h]=models [seq2seq.h]=models [interchange.h]=models
     [eval.h]=eval
     [train.h]=workflow [decode.h]=workflow [lm.h]=workflow

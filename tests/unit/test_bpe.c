@@ -428,11 +428,24 @@ static void test_model_variants(void) {
         check_enc("bpe_variant_encode", &m, " ab  a", WS " a b " WS " a", NULL);   /* '▁' is <unk>, printed as text */
         tfm_bpe_free(&m);
     }
-    CHECK("bpe_variant_unigram", load_variant(&m, 0, "identity", 0, 1) == -1 &&
-                                     has(tfm_last_error(), "variant.model: a SentencePiece unigram model"),
+    rc = load_variant(&m, 0, "identity", 0, 1);   /* no model_type: unigram, SentencePiece's default */
+    CHECK("bpe_variant_unigram", rc == 0 && m.model_type == TFM_SP_UNIGRAM, "%s", rc ? tfm_last_error() : "not unigram");
+    if (!rc) {
+        check_enc("bpe_variant_unigram_encode", &m, " ab  a", WS " a b " WS " a", NULL);   /* '▁' is <unk> */
+        tfm_bpe_free(&m);
+    }
+    CHECK("bpe_variant_word", load_variant(&m, 3, "identity", 0, 1) == -1 &&
+                                  has(tfm_last_error(), "variant.model: a SentencePiece word model; only BPE and unigram"),
           "%s", tfm_last_error());
-    CHECK("bpe_variant_nfkc", load_variant(&m, 2, "nmt_nfkc", 1, 1) == -1 &&
-                                  has(tfm_last_error(), "normalization rule 'nmt_nfkc' is not supported"),
+    /* a charsmap of one trie unit that matches nothing: nmt_nfkc then changes no text */
+    rc = load_variant(&m, 2, "nmt_nfkc", 1, 1);
+    CHECK("bpe_variant_nfkc", rc == 0 && m.norm_trie_n == 1 && m.norm_strings_len == 4, "%s", rc ? tfm_last_error() : "charsmap");
+    if (!rc) {
+        check_enc("bpe_variant_nfkc_encode", &m, " ab  a", WS " a b " WS " a", NULL);
+        tfm_bpe_free(&m);
+    }
+    CHECK("bpe_variant_nfkc_cf", load_variant(&m, 2, "nmt_nfkc_cf", 1, 1) == -1 &&
+                                     has(tfm_last_error(), "normalization rule 'nmt_nfkc_cf' is not supported"),
           "%s", tfm_last_error());
     CHECK("bpe_variant_no_unk", load_variant(&m, 2, "identity", 0, 0) == -1 && has(tfm_last_error(), "no unknown piece"),
           "%s", tfm_last_error());

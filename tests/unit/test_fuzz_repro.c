@@ -9,7 +9,8 @@
 #include <dirent.h>
 
 static const char *const targets[] = {"container", "gpt", "transformer", "rnn", "bahdanau", "vocab",
-                                      "text", "tsv", "parallel", "lmdata", "bpe", "safetensors"};
+                                      "text", "tsv", "parallel", "lmdata", "bpe", "safetensors",
+                                      "unigram", "gpt2bpe"};
 #define N_TARGETS (int)(sizeof targets / sizeof *targets)
 
 static void replay_reproducers(void) {
