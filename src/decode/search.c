@@ -423,8 +423,9 @@ int tfm_translate_lines_par(tfm_translator *t, tfm_graph *g, tfm_graph *const *w
     off[0] = 0;
     for (int i = 0; i < n; i++) {
         tfm_toklist tl;
-        if (t->bpe) {   /* raw text: subword ids */
-            int k = 0, *e = tfm_bpe_encode(t->bpe, lines[i], strlen(lines[i]), &k);
+        if (t->bpe || t->marian) {   /* raw text: subword ids (an imported MarianMT: its vocab.json's) */
+            int k = 0, *e = t->marian ? tfm_marian_encode(t->marian, lines[i], strlen(lines[i]), &k)
+                                      : tfm_bpe_encode(t->bpe, lines[i], strlen(lines[i]), &k);
             if (!e || grow_ids(&ids, &cap, total + k)) {
                 free(e);
                 rc = -1;
@@ -459,8 +460,10 @@ int tfm_translate_lines_par(tfm_translator *t, tfm_graph *g, tfm_graph *const *w
         goto end;
     }
     for (int i = 0; i < n; i++) {
-        if (t->bpe) {   /* detokenized: pieces joined, the whitespace marker -> ' ', bytes -> UTF-8 */
-            if (!(hyps[i] = tfm_bpe_decode(t->bpe, out[i], out_len[i]))) {
+        if (t->bpe || t->marian) {   /* detokenized: pieces joined, the whitespace marker -> ' ', bytes -> UTF-8 */
+            hyps[i] = t->marian ? tfm_marian_decode(t->marian, out[i], out_len[i])
+                                : tfm_bpe_decode(t->bpe, out[i], out_len[i]);
+            if (!hyps[i]) {
                 rc = -1;
                 goto end;
             }

@@ -13,6 +13,7 @@
 #include "tfm/checkpoint.h"
 #include "tfm/interchange.h"
 #include "tfm/safetensors.h"
+#include "tfm/tokenizers.h"
 
 #define MAX_TOKENIZER_FILE ((size_t)256 << 20)
 
@@ -220,16 +221,25 @@ static int gpt2_weights(hf_import *h, tfm_gpt *m) {
 #undef HF
 }
 
-/* vocab.json + merges.txt (save_pretrained), or OpenAI's encoder.json + vocab.bpe */
-static int gpt2_tokenizer(const char *dir, tfm_container *c) {
+/* vocab.json + merges.txt (save_pretrained), or OpenAI's encoder.json + vocab.bpe; checked by loading them
+ * (include/tfm/tokenizers.h), and its ids must be the model's. */
+static int gpt2_tokenizer(const char *dir, tfm_container *c, int n_model) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
     char p0[1024], p1[1024];
     for (int k = 0; k < 2; k++) {
         if (join(p0, sizeof p0, dir, pairs[k][0]) || join(p1, sizeof p1, dir, pairs[k][1])) return -1;
         if (!is_file(p0) || !is_file(p1)) continue;
         tfm_container_add_str(c, "tokenizer.kind", "gpt2");
-        return put_file(c, "tokenizer.gpt2.vocab", dir, pairs[k][0]) ||
-                       put_file(c, "tokenizer.gpt2.merges", dir, pairs[k][1]) ? -1 : 0;
+        if (put_file(c, "tokenizer.gpt2.vocab", dir, pairs[k][0]) || put_file(c, "tokenizer.gpt2.merges", dir, pairs[k][1]))
+            return -1;
+        const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab"), *m = tfm_container_get(c, "tokenizer.gpt2.merges");
+        tfm_gpt2_bpe *t = tfm_gpt2_bpe_from_bytes(v->data, v->nbytes, m->data, m->nbytes, p0, p1);
+        if (!t) return -1;
+        int n = tfm_gpt2_bpe_n_vocab(t);
+        tfm_gpt2_bpe_free(t);
+        if (n > n_model)
+            return tfm_set_error("%s: has ids up to %d but config.json's vocab_size is %d", p0, n - 1, n_model), -1;
+        return 0;
     }
     return tfm_set_error("%s: no GPT-2 tokenizer (vocab.json + merges.txt, or encoder.json + vocab.bpe)", dir), -1;
 }
@@ -248,7 +258,7 @@ static int import_gpt2(hf_import *h, const tfm_hf_config *hc, const char *out) {
     if (!gpt2_weights(h, &m) && !check_all_used(h, "gpt2")) {
         tfm_st_free(&h->st);   /* the weights are in m now: the file's copy is not needed */
         tfm_gpt_put_config(&ck, &c);
-        if (!gpt2_tokenizer(h->dir, &ck)) {
+        if (!gpt2_tokenizer(h->dir, &ck, c.vocab_size)) {
             tfm_ckpt_put_params(&ck, &m.params);
             rc = tfm_container_save(&ck, out);
         }
@@ -375,7 +385,7 @@ static int marian_weights(hf_import *h, tfm_encdec *m) {
 }
 
 /* source.spm, target.spm, vocab.json (one vocabulary: tokenizer_config.json's separate_vocabs must be false) */
-static int marian_tokenizer(const char *dir, tfm_container *c) {
+static int marian_tokenizer(const char *dir, tfm_container *c, int n_model) {
     char path[1024];
     size_t len;
     if (join(path, sizeof path, dir, "tokenizer_config.json")) return -1;
@@ -388,9 +398,16 @@ static int marian_tokenizer(const char *dir, tfm_container *c) {
             return tfm_set_error("%s: separate_vocabs true (a target_vocab.json) is not supported", path), -1;
     }
     tfm_container_add_str(c, "tokenizer.kind", "marian");
-    return put_file(c, "tokenizer.marian.source", dir, "source.spm") ||
-                   put_file(c, "tokenizer.marian.target", dir, "target.spm") ||
-                   put_file(c, "tokenizer.marian.vocab", dir, "vocab.json") ? -1 : 0;
+    if (put_file(c, "tokenizer.marian.source", dir, "source.spm") || put_file(c, "tokenizer.marian.target", dir, "target.spm") ||
+        put_file(c, "tokenizer.marian.vocab", dir, "vocab.json"))
+        return -1;
+    const tfm_entry *e[3] = {tfm_container_get(c, "tokenizer.marian.source"), tfm_container_get(c, "tokenizer.marian.target"),
+                             tfm_container_get(c, "tokenizer.marian.vocab")};
+    tfm_marian_tok *t = tfm_marian_tok_from_bytes(e[0]->data, e[0]->nbytes, e[1]->data, e[1]->nbytes, e[2]->data,
+                                                  e[2]->nbytes, n_model, dir);
+    int ok = t != NULL;
+    tfm_marian_tok_free(t);
+    return ok ? 0 : -1;
 }
 
 /* The tfm Transformer of a checked MarianMT config. */
@@ -423,7 +440,7 @@ static int import_marian(hf_import *h, const tfm_hf_config *hc, const char *out)
     if (!marian_weights(h, m) && !check_all_used(h, "marian")) {
         tfm_st_free(&h->st);
         tfm_s2s_put_model(&ck, m);
-        if (!marian_tokenizer(h->dir, &ck)) {
+        if (!marian_tokenizer(h->dir, &ck, c.src_vocab < c.tgt_vocab ? c.src_vocab : c.tgt_vocab)) {
             tfm_s2s_put_optional_config(&ck, &m->cfg);
             rc = tfm_container_save(&ck, out);
         }

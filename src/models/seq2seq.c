@@ -312,16 +312,19 @@ static int get_vocabularies(tfm_translator *t, const tfm_container *c, const cha
 
 /* An imported MarianMT (tokenizer.kind "marian"): its SentencePiece models and vocab.json, kept as the
  * file bytes (tokenizer.marian.source / .target / .vocab) for the tokenizer of the text floor. */
-static int get_marian(tfm_translator *t, const tfm_container *c, const char *path) {
+static int get_marian(tfm_translator *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
     static const char *const names[3] = {"tokenizer.marian.source", "tokenizer.marian.target", "tokenizer.marian.vocab"};
+    const tfm_entry *e[3];
     for (int k = 0; k < 3; k++) {
-        const tfm_entry *e = tfm_container_get(c, names[k]);
-        if (!e || e->dtype != TFM_DT_BYTES || e->nbytes == 0)
+        e[k] = tfm_container_get(c, names[k]);
+        if (!e[k] || e[k]->dtype != TFM_DT_BYTES || e[k]->nbytes == 0)
             return tfm_set_error("%s: %s missing (tokenizer.kind 'marian')", path, names[k]), -1;
     }
     t->tok_kind = -1;
-    t->marian = 1;
-    return 0;
+    int n_model = cf->src_vocab < cf->tgt_vocab ? cf->src_vocab : cf->tgt_vocab;
+    t->marian = tfm_marian_tok_from_bytes(e[0]->data, e[0]->nbytes, e[1]->data, e[1]->nbytes, e[2]->data,
+                                          e[2]->nbytes, n_model, path);
+    return t->marian ? 0 : -1;
 }
 
 int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *path) {
@@ -344,7 +347,7 @@ int tfm_translator_get(tfm_translator *t, const tfm_container *c, const char *pa
     if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
     if (get_optional_config(c, path, &cf)) return -1;
     const char *tk = tfm_container_get(c, "tokenizer.kind") ? tfm_container_str(c, "tokenizer.kind") : NULL;
-    if (tk && !strcmp(tk, "marian") ? get_marian(t, c, path) : get_vocabularies(t, c, path, &cf)) return -1;
+    if (tk && !strcmp(tk, "marian") ? get_marian(t, c, path, &cf) : get_vocabularies(t, c, path, &cf)) return -1;
     if (tfm_s2s_config_check(&cf)) {
         tfm_translator_free(t);
         return tfm_prefix_error("%s: ", path);
@@ -384,5 +387,6 @@ void tfm_translator_free(tfm_translator *t) {
     if (t->tgt_vocab.tok) tfm_vocab_free(&t->tgt_vocab);
     if (t->bpe) tfm_bpe_free(t->bpe);
     free(t->bpe);
+    tfm_marian_tok_free(t->marian);
     memset(t, 0, sizeof *t);
 }

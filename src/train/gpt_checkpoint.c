@@ -1,5 +1,6 @@
 /* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
 #include "tfm/checkpoint.h"
+#include "tfm/tokenizers.h"
 #include "tfm/train.h"
 #include <limits.h>
 #include <math.h>
@@ -191,4 +192,57 @@ fail_model:
     if (v) tfm_char_vocab_free(v);
 done:
     return rc;
+}
+
+/* ---------------------------------------------------------------- a GPT with whichever tokenizer */
+
+/* tokenizer.kind "gpt2": the byte-level BPE of an imported GPT-2; its ids must be the model's */
+static int get_gpt2(tfm_lm *lm, const tfm_container *c, const char *path) {
+    const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab"), *m = tfm_container_get(c, "tokenizer.gpt2.merges");
+    if (!v || !m || v->dtype != TFM_DT_BYTES || m->dtype != TFM_DT_BYTES)
+        return tfm_set_error("%s: tokenizer.gpt2.vocab / tokenizer.gpt2.merges missing (tokenizer.kind 'gpt2')", path), -1;
+    char vn[600], mn[600];
+    snprintf(vn, sizeof vn, "%s: tokenizer.gpt2.vocab", path);
+    snprintf(mn, sizeof mn, "%s: tokenizer.gpt2.merges", path);
+    lm->gpt2 = tfm_gpt2_bpe_from_bytes(v->data, v->nbytes, m->data, m->nbytes, vn, mn);
+    if (!lm->gpt2) return -1;
+    if (tfm_gpt2_bpe_n_vocab(lm->gpt2) > lm->model.cfg.vocab_size)
+        return tfm_set_error("%s: has ids up to %d but config.vocab_size is %d", vn, tfm_gpt2_bpe_n_vocab(lm->gpt2) - 1,
+                             lm->model.cfg.vocab_size), -1;
+    lm->eos = tfm_gpt2_bpe_id(lm->gpt2, "<|endoftext|>");
+    return 0;
+}
+
+int tfm_lm_load(tfm_lm *lm, const char *path) {
+    memset(lm, 0, sizeof *lm);
+    lm->eos = -1;
+    tfm_container c;
+    if (tfm_container_load_except(&c, path, "adam.")) return tfm_container_free(&c), -1;
+    const char *kind = tfm_container_get(&c, "tokenizer.kind") ? tfm_container_str(&c, "tokenizer.kind") : NULL;
+    int gpt2 = kind && !strcmp(kind, "gpt2"), rc = tfm_gpt_get(&c, path, &lm->model, gpt2 ? NULL : &lm->chars, NULL, NULL);
+    if (!rc && gpt2 && get_gpt2(lm, &c, path)) {
+        tfm_gpt2_bpe_free(lm->gpt2);
+        tfm_gpt_free(&lm->model);
+        rc = -1;
+    }
+    tfm_container_free(&c);
+    return rc ? tfm_error_in_data() : 0;
+}
+
+void tfm_lm_free(tfm_lm *lm) {
+    if (lm->gpt2) tfm_gpt2_bpe_free(lm->gpt2);
+    else tfm_char_vocab_free(&lm->chars);
+    tfm_gpt_free(&lm->model);
+    memset(lm, 0, sizeof *lm);
+}
+
+int *tfm_lm_encode(tfm_lm *lm, const char *text, size_t len, int *n) {
+    return lm->gpt2 ? tfm_gpt2_bpe_encode(lm->gpt2, text, len, n) : tfm_char_encode(&lm->chars, text, len, n);
+}
+
+const char *tfm_lm_token_bytes(const tfm_lm *lm, int id, char buf[4], size_t *len) {
+    if (lm->gpt2) return (const char *)tfm_gpt2_bpe_token_bytes(lm->gpt2, id, len);
+    if (id < 0 || id >= lm->chars.n) return NULL;
+    *len = (size_t)tfm_utf8_encode(lm->chars.cps[id], buf);
+    return buf;
 }

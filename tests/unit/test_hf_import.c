@@ -160,6 +160,9 @@ static int same_ints(const tfm_entry *want, const int *got, int n) {
     return want && want->dtype == TFM_DT_I32 && (int)(want->nbytes / 4) == n && !memcmp(want->data, got, 4 * (size_t)n);
 }
 
+static void gpt2_text(const char *model, const tfm_container *fx);
+static void marian_text(const char *model, const tfm_container *fx);
+
 /* tests/fixtures/hf_KIND_tiny/ imported; the inputs and the twin's outputs in tests/fixtures/hf_KIND_tiny.tfm */
 static void fixture(const char *kind, const char *name) {
     char dir[128], expect[128], label[200];
@@ -190,6 +193,8 @@ static void fixture(const char *kind, const char *name) {
         snprintf(label, sizeof label, "%s tiny: greedy continuation of %d tokens equals the twin's", name, r.n_greedy);
         CHECK(label, same_ints(tfm_container_get(&fx, "want.greedy"), r.greedy, r.n_greedy), "ids differ");
     }
+    if (ok && tfm_container_get(&fx, "text.prompt")) gpt2_text(out, &fx);
+    if (ok && tfm_container_get(&fx, "text.src")) marian_text(out, &fx);
     const tfm_entry *beams = tfm_container_get(&fx, "beams");
     for (int k = 0; ok && beams && k < beams->shape[0]; k++) {
         char key[32];
@@ -205,6 +210,87 @@ static void fixture(const char *kind, const char *name) {
     }
     results_free(&r);
     tfm_container_free(&fx);
+}
+
+/* ------------------------------------------------------------------ text in, text out */
+
+static int gen_byte(int id, void *user) {   /* collects the bytes of generated tokens */
+    void **u = user;
+    const tfm_lm *lm = u[0];
+    char *out = u[1], ch[4];
+    size_t *n = u[2], len = 0;
+    if (id == lm->eos) return 1;
+    const char *b = tfm_lm_token_bytes(lm, id, ch, &len);
+    if (b && *n + len < 65536) memcpy(out + *n, b, len), *n += len;
+    return 0;
+}
+
+/* The imported GPT-2's tokenizer gives the fixture's prompt ids (made by scripts/hf_check.py's encoder, which
+ * equals gpt-3-encoder on ASCII text), and tfm's greedy text equals the twin's decoded continuation. */
+static void gpt2_text(const char *model, const tfm_container *fx) {
+    const char *prompt = tfm_container_str(fx, "text.prompt"), *want = tfm_container_str(fx, "text.greedy");
+    const tfm_entry *ids = tfm_container_get(fx, "text.prompt_ids"), *tokens = tfm_container_get(fx, "text.tokens");
+    tfm_lm lm;
+    if (!prompt || !want || !ids || !tokens || tfm_lm_load(&lm, model)) {
+        CHECK("gpt2 tiny text: load", 0, "%s", tfm_last_error());
+        return;
+    }
+    int n = 0, *got = tfm_lm_encode(&lm, prompt, strlen(prompt), &n);
+    CHECK("gpt2 tiny text: the GPT-2 tokenizer of the import gives the prompt's ids", got && same_ints(ids, got, n),
+          "%d ids", n);
+    static char out[65536];
+    size_t len = 0;
+    void *u[3] = {&lm, out, &len};
+    tfm_sample_opts o;
+    tfm_sample_opts_default(&o);
+    o.temperature = 0;
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    int made = got ? tfm_gpt_generate(&lm.model, &g, got, n, ((const int *)tokens->data)[0], &o, gen_byte, u, NULL) : -1;
+    CHECK("gpt2 tiny text: generated text equals the twin's decoded greedy continuation",
+          made > 0 && len == strlen(want) && !memcmp(out, want, len), "%d tokens, %zu bytes, want %zu", made, len,
+          strlen(want));
+    tfm_graph_free(&g);
+    free(got);
+    tfm_lm_free(&lm);
+}
+
+/* Raw German lines through the import's tokenizers (source.spm, vocab.json, target.spm) and the model, greedy
+ * and beam 4: the text the twin's ids give through spm_encode / spm_decode (scripts/hf_check.py). */
+static void marian_text(const char *model, const tfm_container *fx) {
+    const char *src = tfm_container_str(fx, "text.src");
+    const tfm_entry *beams = tfm_container_get(fx, "beams"), *ml = tfm_container_get(fx, "max_len");
+    tfm_translator t;
+    if (!src || !beams || !ml || tfm_translator_load(&t, model)) {
+        CHECK("marian tiny text: load", 0, "%s", tfm_last_error());
+        return;
+    }
+    char *buf = strdup(src), *lines[64];
+    int n = 0;
+    for (char *p = buf, *e; *p && n < 64; p = e + 1) {
+        if (!(e = strchr(p, '\n'))) break;
+        *e = 0;
+        lines[n++] = p;
+    }
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    for (int k = 0; k < beams->shape[0]; k++) {
+        char key[32], label[160], *hyps[64], all[65536];
+        snprintf(key, sizeof key, "text.out.%d", k);
+        const char *want = tfm_container_str(fx, key);
+        tfm_decode_opts o = {((const int *)beams->data)[k], 0.0f, ((const int *)ml->data)[0]};
+        int rc = tfm_translate_lines(&t, &g, (const char *const *)lines, n, 200, 8, &o, hyps);
+        size_t len = 0;
+        for (int i = 0; !rc && i < n; i++) {
+            len += (size_t)snprintf(all + len, sizeof all - len, "%s\n", hyps[i]);
+            free(hyps[i]);
+        }
+        snprintf(label, sizeof label, "marian tiny text: tfm translate (beam %d) of %d raw lines = the twin's text", o.beam, n);
+        CHECK(label, !rc && want && !strcmp(all, want), "%s", rc ? tfm_last_error() : "text differs");
+    }
+    tfm_graph_free(&g);
+    free(buf);
+    tfm_translator_free(&t);
 }
 
 int main(int argc, char **argv) {
