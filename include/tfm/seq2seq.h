@@ -208,11 +208,13 @@ typedef struct {
 
 /* ---------------------------------------------------------------- imported MarianMT tokenizers */
 /* source.spm + target.spm (SentencePiece) and vocab.json (piece -> model id), as Hugging Face's
- * MarianTokenizer uses them (src/models/marian_tok.c). From the files' bytes (name: for errors); every piece
+ * MarianTokenizer uses them (src/models/marian_tok.c). From the files' bytes (names: of the three, for
+ * errors); every piece
  * either SentencePiece model can output must be in vocab.json, whose ids must be below n_model. */
 typedef struct tfm_marian_tok tfm_marian_tok;
 TFM_API tfm_marian_tok *tfm_marian_tok_from_bytes(const void *src, size_t src_len, const void *tgt, size_t tgt_len,
-                                                  const void *vocab, size_t vocab_len, int n_model, const char *name);
+                                                  const void *vocab, size_t vocab_len, int n_model,
+                                                  const char *const names[3]);
 TFM_API void tfm_marian_tok_free(tfm_marian_tok *t);
 /* Source text -> model ids (malloc'd, *n of them; without </s>). */
 TFM_API int *tfm_marian_encode(const tfm_marian_tok *t, const char *text, size_t len, int *n);

@@ -403,8 +403,13 @@ static int marian_tokenizer(const char *dir, tfm_container *c, int n_model) {
         return -1;
     const tfm_entry *e[3] = {tfm_container_get(c, "tokenizer.marian.source"), tfm_container_get(c, "tokenizer.marian.target"),
                              tfm_container_get(c, "tokenizer.marian.vocab")};
+    char nm[3][1024];
+    static const char *const files[3] = {"source.spm", "target.spm", "vocab.json"};
+    for (int k = 0; k < 3; k++)
+        if (join(nm[k], sizeof nm[k], dir, files[k])) return -1;
+    const char *const np[3] = {nm[0], nm[1], nm[2]};
     tfm_marian_tok *t = tfm_marian_tok_from_bytes(e[0]->data, e[0]->nbytes, e[1]->data, e[1]->nbytes, e[2]->data,
-                                                  e[2]->nbytes, n_model, dir);
+                                                  e[2]->nbytes, n_model, np);
     int ok = t != NULL;
     tfm_marian_tok_free(t);
     return ok ? 0 : -1;

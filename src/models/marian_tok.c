@@ -27,13 +27,10 @@ void tfm_marian_tok_free(tfm_marian_tok *t) {
 }
 
 tfm_marian_tok *tfm_marian_tok_from_bytes(const void *src, size_t src_len, const void *tgt, size_t tgt_len,
-                                          const void *vocab, size_t vocab_len, int n_model, const char *name) {
+                                          const void *vocab, size_t vocab_len, int n_model, const char *const names[3]) {
+    const char *sn = names[0], *tn = names[1], *vn = names[2];
     tfm_marian_tok *t = calloc(1, sizeof *t);
-    if (!t) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", name), NULL;
-    char sn[600], tn[600], vn[600];
-    snprintf(sn, sizeof sn, "%s: source.spm", name);
-    snprintf(tn, sizeof tn, "%s: target.spm", name);
-    snprintf(vn, sizeof vn, "%s: vocab.json", name);
+    if (!t) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", vn), NULL;
     int *tgt_ids = NULL;
     if (tfm_bpe_from_bytes(&t->src, src, src_len, sn) || tfm_bpe_from_bytes(&t->tgt, tgt, tgt_len, tn) ||
         tfm_token_map_parse(&t->vocab, vocab, vocab_len, vn))

@@ -322,8 +322,11 @@ static int get_marian(tfm_translator *t, const tfm_container *c, const char *pat
     }
     t->tok_kind = -1;
     int n_model = cf->src_vocab < cf->tgt_vocab ? cf->src_vocab : cf->tgt_vocab;
+    char nm[3][600];
+    for (int k = 0; k < 3; k++) snprintf(nm[k], sizeof nm[k], "%s: %s", path, names[k]);
+    const char *const np[3] = {nm[0], nm[1], nm[2]};
     t->marian = tfm_marian_tok_from_bytes(e[0]->data, e[0]->nbytes, e[1]->data, e[1]->nbytes, e[2]->data,
-                                          e[2]->nbytes, n_model, path);
+                                          e[2]->nbytes, n_model, np);
     return t->marian ? 0 : -1;
 }
 
