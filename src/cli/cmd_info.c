@@ -62,7 +62,11 @@ int cmd_info(int argc, char **argv) {
         if (!strncmp(c.e[i].name, "tokenizer.", 10)) {
             const tfm_entry *e = &c.e[i];
             int count = 0;
-            if (!strcmp(e->name, "tokenizer.chars")) { /* count UTF-8 characters */
+            if (!strcmp(e->name, "tokenizer.kind") || !strncmp(e->name, "tokenizer.gpt2.", 15) ||
+                !strncmp(e->name, "tokenizer.marian.", 17)) {   /* an import's kind / files (raw bytes) */
+                if (strcmp(e->name, "tokenizer.kind")) printf("%s: %zu bytes\n", e->name, e->nbytes);
+                else printf("tokenizer: %.40s\n", (const char *)e->data);
+            } else if (!strcmp(e->name, "tokenizer.chars")) { /* count UTF-8 characters */
                 for (size_t k = 0; k < e->nbytes; k++) count += (((const unsigned char *)e->data)[k] & 0xC0) != 0x80;
                 printf("tokenizer: %d characters\n", count);
             } else {
