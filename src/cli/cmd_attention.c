@@ -46,6 +46,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_set_threads(threads);
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
+    if (tr.marian) return tfm_translator_free(&tr), cli_error(C, "%s: an imported MarianMT: no word vocabulary", pos[0]);
     tfm_encdec *m = tr.model;
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {

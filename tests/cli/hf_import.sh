@@ -18,6 +18,11 @@ else fail "hf: translate" "$(cat "$TMP/err")"; fi
 expect_ok "hf: info on the imported translator" $TFM info "$TMP/m.tfm"
 grep -q "attn_bias" "$TMP/out" && pass "hf: info shows the import's config fields" || fail "hf: info" "$(head -c 600 "$TMP/out")"
 
+expect_exit "hf: safetensors export of an imported MarianMT is refused" 65 "an imported MarianMT: safetensors export" \
+    $TFM export "$TMP/m.tfm" --out "$TMP/m.safetensors"
+expect_exit "hf: tfm attention on an imported MarianMT is refused" 2 "an imported MarianMT: no word vocabulary" \
+    $TFM attention "$TMP/m.tfm" --text "Ein Mann" --out "$TMP/a.svg"
+
 # a copy of a fixture folder with one file changed; the import must fail naming it, and write nothing
 bad() {   # bad NAME PATTERN SRC_DIR EDIT...   (EDIT runs in the copy)
     local name=$1 pattern=$2 src=$3; shift 3
