@@ -2,7 +2,7 @@
 """tfm's Hugging Face imports against the PyTorch twins written from transformers' modeling code
 (scripts/hf_gpt2_twin.py, scripts/hf_marian_twin.py), on random weights saved in Hugging Face's exact layout.
 
-  hf_check.py gpt2   [--shape tiny|small] [--tokens N] [--legacy] [--write-fixture]
+  hf_check.py gpt2   [--shape tiny|small] [--tokens N] [--legacy] [--gguf] [--write-fixture]
   hf_check.py marian [--shape tiny|opus]  [--sentences N] [--write-fixture]
 
 Each run: the twin writes config.json + model.safetensors (+ the tokenizer files) into a temporary folder,
@@ -16,6 +16,8 @@ Each run: the twin writes config.json + model.safetensors (+ the tokenizer files
           end at varied lengths); the opus shape keeps its random weights. Greedy is Hugging Face's greedy search with the
           config's bad_words_ids; beam search is tfm's (scripts/hf_marian_twin.py: translate, a mirror of
           src/decode/search.c), NOT transformers' BeamSearchScorer (length_penalty / early_stopping differ).
+  --gguf: tfm export --format gguf (f32 and f16) of the import run in llama.cpp (tests/node/llama_greedy.mjs):
+          its tokenization of a text prompt and its greedy continuation = tfm bpe encode / tfm generate's.
 Pass/fail is printed per check; the exit status is non-zero if any fails.
 --write-fixture (tiny shapes) stores the folder as tests/fixtures/hf_<kind>_tiny/ and the inputs and twin outputs
 as tests/fixtures/hf_<kind>_tiny.tfm, which test_hf_import checks in make test.
@@ -156,6 +158,33 @@ def gpt2_decode(ids, d):
 GPT2_PROMPT = 'The quick brown fox said: "Hello, world!"'
 
 
+def check_gguf(args, tmp, m, shape):
+    """tfm export --format gguf of the import, then llama.cpp (tests/node/llama_greedy.mjs, node-llama-cpp in
+    .npm-llama/) against tfm generate --temperature 0 on GPT2_PROMPT: the prompt's ids and the continuation."""
+    tfm = os.path.join(args.build, 'tfm')
+    n = min(args.tokens, shape['n_positions'] - 32)
+    prompt = os.path.join(tmp, 'prompt.txt')
+    with open(prompt, 'w') as f:
+        f.write(GPT2_PROMPT)
+    for outtype in ('f32', 'f16'):
+        g = os.path.join(tmp, f'm_{outtype}.gguf')
+        _, t = run([tfm, 'export', m, '--format', 'gguf', '--outtype', outtype, '--out', g])
+        print(f'# tfm export --format gguf --outtype {outtype}: {t:.1f} s, {os.path.getsize(g) / 1e6:.1f} MB')
+        r, t = run(['node', os.path.join(ROOT, 'tests', 'node', 'llama_greedy.mjs'),
+                    os.path.join(ROOT, '.npm-llama', 'node_modules'), g, prompt, str(n)])
+        got = json.loads(r.stdout)
+        mine, _ = run([tfm, 'generate', m, '--prompt', GPT2_PROMPT, '--tokens', str(n), '--temperature', '0',
+                       '--threads', str(args.threads)])
+        text = mine.stdout[len(GPT2_PROMPT):-1]
+        ids, _ = run([tfm, 'bpe', 'encode', '--model', os.path.join(tmp, 'hf', 'vocab.json'), '--ids'],
+                     input=GPT2_PROMPT + '\n')
+        report(f'gguf {outtype} {args.shape}: llama.cpp tokenizes the prompt as tfm does',
+               got['prompt_ids'] == [int(x) for x in ids.stdout.split()], str(got['prompt_ids']))
+        same = got['text'] == text
+        report(f'gguf {outtype} {args.shape}: llama.cpp greedy continuation of {len(got["ids"])} tokens = tfm generate',
+               same, '' if same else f'llama.cpp {got["text"][:80]!r} tfm {text[:80]!r}')
+
+
 def check_gpt2(args, tmp):
     shape = gpt2.SHAPES[args.shape]
     d = os.path.join(tmp, 'hf')
@@ -180,6 +209,8 @@ def check_gpt2(args, tmp):
     first = next((i for i, (a, b) in enumerate(zip(got['greedy'].tolist(), want_greedy)) if a != b), None)
     report(f'gpt2 {args.shape}: greedy continuation of {n_new} tokens identical', same,
            'identical' if same else f'first difference at token {first}')
+    if args.gguf:
+        check_gguf(args, tmp, m, shape)
     if args.write_fixture:
         fx = os.path.join(ROOT, 'tests', 'fixtures', 'hf_gpt2_tiny')
         shutil.rmtree(fx, ignore_errors=True)
@@ -372,6 +403,7 @@ def main():
     ap.add_argument('--prompt', type=int, default=16, help='gpt2: prompt tokens')
     ap.add_argument('--tokens', type=int, default=100, help='gpt2: greedy tokens (at most n_positions - prompt)')
     ap.add_argument('--legacy', action='store_true', help="gpt2: the original checkpoint's layout")
+    ap.add_argument('--gguf', action='store_true', help='gpt2: also export to GGUF and compare llama.cpp with tfm')
     ap.add_argument('--gpt2-files', default=None)
     ap.add_argument('--sentences', type=int, default=8, help='marian: source sentences translated')
     ap.add_argument('--train-steps', type=int, default=200,
