@@ -344,11 +344,12 @@ def translate(model, src, valid, beam, max_len):
         logp[:, banned] = -math.inf
         V = logp.shape[1]
         idx, new_score, new_hist, new_sents = [], [], [], []
+        cand = (score[:, None] + logp).reshape(len(sents), K * V)   # every group's K*V candidates at once
+        tops, topi = cand.topk(2 * K, dim=1)
+        tops, topi = tops.tolist(), topi.tolist()
         for g, s in enumerate(sents):
-            cand = (score[g * K:(g + 1) * K, None] + logp[g * K:(g + 1) * K]).reshape(-1)
-            top_s, top_i = cand.topk(2 * K)
             live = []
-            for j, (sc, ci) in enumerate(zip(top_s.tolist(), top_i.tolist())):
+            for j, (sc, ci) in enumerate(zip(tops[g], topi[g])):
                 if len(live) == K or sc == -math.inf:
                     break
                 r, tok = g * K + ci // V, ci % V
