@@ -26,10 +26,10 @@ int cmd_translate(int argc, char **argv) {
     int beam = 0, max_output = 0, threads = 0, batch = 32, max_src = 200, profile = 0;   /* 0: the model's default */
     float alpha = 0.0f;
     cli_flag flags[] = {
-        {"beam", FLAG_INT, &beam, "beam size (1 = greedy; default: the model's, e.g. MarianMT's num_beams, else 1)", 0},
+        {"beam", FLAG_INT, &beam, "beam size (1 = greedy; 0 = the model's: an import's num_beams, else 1)", 0},
         {"alpha", FLAG_FLOAT, &alpha, "GNMT length penalty exponent: score / ((5+len)/6)^alpha", 0},
-        {"max-output", FLAG_INT, &max_output, "maximum output tokens per sentence (without <eos>; default: the "
-         "model's, else 50)", 0},
+        {"max-output", FLAG_INT, &max_output, "maximum output tokens per sentence, without <eos> (0 = the model's: "
+         "an import's max_length, else 50)", 0},
         {"max-src", FLAG_INT, &max_src, "source tokens kept (incl. <eos>)", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
         {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
