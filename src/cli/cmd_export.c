@@ -10,7 +10,7 @@
 int cmd_export(int argc, char **argv) {
     const char *out = NULL, *format = "safetensors", *outtype = "f32";
     cli_flag flags[] = {{"out", FLAG_STR, &out, "the file to write (required)", 0},
-                        {"format", FLAG_STR, &format, "safetensors (every model kind) or gguf (GPTs, for llama.cpp)", 0},
+                        {"format", FLAG_STR, &format, "safetensors (any model kind) or gguf (GPTs, for llama.cpp)", 0},
                         {"outtype", FLAG_STR, &outtype, "gguf: f32 or f16 (matrices as halves; vectors stay f32)", 0}};
     cli_spec spec = {"export", "MODEL.tfm [--format safetensors|gguf] [--outtype f32|f16] --out FILE",
                      "safetensors: the model's parameters (F32, under the parameter names of the PyTorch twins in\n"

@@ -27,7 +27,7 @@ int cmd_generate(int argc, char **argv) {
     tfm_sample_opts_default(&so);
     cli_flag flags[] = {
         {"prompt", FLAG_STR, &prompt, "text to continue (a character model: every character in its vocabulary)", 0},
-        {"tokens", FLAG_INT, &tokens, "number of tokens to generate (characters, or an imported GPT-2's BPE tokens)", 0},
+        {"tokens", FLAG_INT, &tokens, "number of tokens to generate (characters, or a GPT-2 import's BPE tokens)", 0},
         {"temperature", FLAG_FLOAT, &so.temperature, "softmax temperature (0 = greedy)", 0},
         {"top-k", FLAG_INT, &so.top_k, "sample among the k most likely tokens (0 = all)", 0},
         {"top-p", FLAG_FLOAT, &so.top_p, "sample among the most likely tokens holding this much probability (1 = all)", 0},

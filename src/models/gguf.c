@@ -50,12 +50,19 @@ static void put(bytes *b, const void *s, size_t n) {
 static void put_u32(bytes *b, uint32_t v) { put(b, &v, 4); }
 static void put_u64(bytes *b, uint64_t v) { put(b, &v, 8); }
 static void put_str(bytes *b, const char *s, size_t n) { put_u64(b, n), put(b, s, n); }
-static void put_key(bytes *b, const char *key, uint32_t type) { put_str(b, key, strlen(key)), put_u32(b, type), b->n_kv++; }
+static void put_key(bytes *b, const char *key, uint32_t type) {
+    put_str(b, key, strlen(key)), put_u32(b, type), b->n_kv++;
+}
 static void kv_u32(bytes *b, const char *key, uint32_t v) { put_key(b, key, G_U32), put_u32(b, v); }
 static void kv_f32(bytes *b, const char *key, float v) { put_key(b, key, G_F32), put(b, &v, 4); }
-static void kv_bool(bytes *b, const char *key, int v) { unsigned char c = (unsigned char)!!v; put_key(b, key, G_BOOL), put(b, &c, 1); }
+static void kv_bool(bytes *b, const char *key, int v) {
+    unsigned char c = (unsigned char)!!v;
+    put_key(b, key, G_BOOL), put(b, &c, 1);
+}
 static void kv_str(bytes *b, const char *key, const char *v) { put_key(b, key, G_STRING), put_str(b, v, strlen(v)); }
-static void kv_array(bytes *b, const char *key, uint32_t type, uint64_t n) { put_key(b, key, G_ARRAY), put_u32(b, type), put_u64(b, n); }
+static void kv_array(bytes *b, const char *key, uint32_t type, uint64_t n) {
+    put_key(b, key, G_ARRAY), put_u32(b, type), put_u64(b, n);
+}
 
 /* ------------------------------------------------------------------ the tokenizer */
 
@@ -102,7 +109,8 @@ static int vocab_alloc(gguf_vocab *v, int n, int n_merges) {
     v->tok = calloc((size_t)n, sizeof *v->tok);
     v->type = calloc((size_t)n, sizeof *v->type);
     v->merge = calloc((size_t)(n_merges > 0 ? n_merges : 1), sizeof *v->merge);
-    return v->tok && v->type && v->merge ? 0 : (tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (GGUF vocabulary)"), -1);
+    if (v->tok && v->type && v->merge) return 0;
+    return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (GGUF vocabulary)"), -1;
 }
 
 static int has_str(char *const *s, int n, const char *x) {
@@ -120,7 +128,8 @@ static int char_vocab(const tfm_char_vocab *cv, gguf_vocab *v) {
     uint32_t map[256];
     byte_chars(map);
     int n_merges = 0;
-    for (int i = 0; i < cv->n; i++) n_merges += cv->cps[i] >= 0x80 ? (cv->cps[i] >= 0x800 ? (cv->cps[i] >= 0x10000 ? 3 : 2) : 1) : 0;
+    for (int i = 0; i < cv->n; i++)   /* UTF-8 length - 1 */
+        n_merges += (cv->cps[i] >= 0x80) + (cv->cps[i] >= 0x800) + (cv->cps[i] >= 0x10000);
     if (vocab_alloc(v, cv->n, n_merges)) return -1;
     v->n_merges = 0;
     for (int i = 0; i < cv->n; i++) {
@@ -147,7 +156,8 @@ static int char_vocab(const tfm_char_vocab *cv, gguf_vocab *v) {
  * with a character outside bytes_to_unicode (an added token: "<|endoftext|>") is a control token, and
  * "<|endoftext|>" is the end token. */
 static int gpt2_vocab(const tfm_container *c, const char *path, int n_vocab, gguf_vocab *v) {
-    const tfm_entry *ej = tfm_container_get(c, "tokenizer.gpt2.vocab"), *em = tfm_container_get(c, "tokenizer.gpt2.merges");
+    const tfm_entry *ej = tfm_container_get(c, "tokenizer.gpt2.vocab");
+    const tfm_entry *em = tfm_container_get(c, "tokenizer.gpt2.merges");
     if (!ej || !em || ej->dtype != TFM_DT_BYTES || em->dtype != TFM_DT_BYTES)
         return tfm_set_error("%s: tokenizer.gpt2.vocab / tokenizer.gpt2.merges missing", path), -1;
     tfm_json *j = tfm_json_parse(ej->data, ej->nbytes);
@@ -165,8 +175,8 @@ static int gpt2_vocab(const tfm_container *c, const char *path, int n_vocab, ggu
         for (const tfm_json *m = j->child; m && !rc; m = m->next) {
             int id;
             if (tfm_json_int(m, &id) || id < 0 || id >= n_vocab || v->tok[id]) {
-                rc = -1, tfm_set_error("%s: tokenizer.gpt2.vocab: token '%.40s' has a bad or repeated id (vocab_size %d)",
-                                       path, m->key, n_vocab);
+                rc = -1, tfm_set_error("%s: tokenizer.gpt2.vocab: token '%.40s' has a bad or repeated id "
+                                       "(vocab_size %d)", path, m->key, n_vocab);
                 break;
             }
             if (!(v->tok[id] = strdup(m->key))) rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
@@ -193,8 +203,10 @@ static int gpt2_vocab(const tfm_container *c, const char *path, int n_vocab, ggu
             size_t line = e ? (size_t)(e - p) : (size_t)(end - p), n = line;
             if (n && p[n - 1] == '\r') n--;
             if (n && !(p == ms && n >= 8 && !strncmp(p, "#version", 8))) {
-                if (!memchr(p, ' ', n)) rc = -1, tfm_set_error("%s: tokenizer.gpt2.merges: a line without a space", path);
-                else if (!(v->merge[v->n_merges++] = strndup(p, n))) rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
+                if (!memchr(p, ' ', n))
+                    rc = -1, tfm_set_error("%s: tokenizer.gpt2.merges: a line without a space", path);
+                else if (!(v->merge[v->n_merges++] = strndup(p, n)))
+                    rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory");
             }
             p += line + 1;
         }
@@ -225,7 +237,8 @@ static size_t numel(const gguf_tensor *t) { return t->part_n[0] + t->part_n[1] +
 static uint64_t pad_to(uint64_t x) { return (x + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN; }
 
 /* 1-D tensors (norms, biases) stay F32, as llama.cpp's converter keeps them; matrices take outtype. */
-static void add(gguf_file *g, int f16, const char *name, const tfm_tensor *a, const tfm_tensor *b, const tfm_tensor *c) {
+static void add(gguf_file *g, int f16, const char *name, const tfm_tensor *a, const tfm_tensor *b,
+                const tfm_tensor *c) {
     gguf_tensor *t = &g->t[g->n++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -390,7 +403,8 @@ static int same_file(const char *a, const char *b) {
 int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype) {
     if (same_file(tfm_path, gguf_path))
         return tfm_set_error("%s: the GGUF file would overwrite the input checkpoint", gguf_path), -1;
-    if (outtype != TFM_GGUF_F32 && outtype != TFM_GGUF_F16) return tfm_set_error("unknown GGUF outtype %d", outtype), -1;
+    if (outtype != TFM_GGUF_F32 && outtype != TFM_GGUF_F16)
+        return tfm_set_error("unknown GGUF outtype %d", outtype), -1;
     tfm_container c;
     if (tfm_container_load_except(&c, tfm_path, "adam.")) return tfm_container_free(&c), -1;
     tfm_gpt m;
@@ -410,7 +424,8 @@ int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype) {
     if (tfm_gpt_get(&c, tfm_path, &m, NULL, NULL, NULL)) goto done;
     have_model = 1;
     if (m.cfg.attention != TFM_ATTN_CAUSAL) {
-        tfm_set_error("%s: synthesizer attention has no llama.cpp architecture (GGUF export takes causal GPTs)", tfm_path);
+        tfm_set_error("%s: synthesizer attention has no llama.cpp architecture (GGUF export takes causal GPTs)",
+                      tfm_path);
         goto done;
     }
     if (tfm_container_get(&c, "tokenizer.chars")) {
@@ -420,7 +435,8 @@ int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype) {
         }
         have_chars = 1;
         if (cv.n != m.cfg.vocab_size) {
-            tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", tfm_path, cv.n, m.cfg.vocab_size);
+            tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", tfm_path, cv.n,
+                          m.cfg.vocab_size);
             goto done;
         }
         if (char_vocab(&cv, &v)) goto done;

@@ -69,7 +69,8 @@ static int get_bool(const cfg_reader *r, const char *key, int dflt, int *out) {
 static int need_bool(const cfg_reader *r, const char *key, int dflt, int want, const char *why) {
     int b;
     if (get_bool(r, key, dflt, &b)) return -1;
-    if (b != want) return tfm_set_error("%s: '%s' %s is not supported (%s)", r->name, key, b ? "true" : "false", why), -1;
+    if (b != want)
+        return tfm_set_error("%s: '%s' %s is not supported (%s)", r->name, key, b ? "true" : "false", why), -1;
     return 0;
 }
 
@@ -113,7 +114,8 @@ static int parse_gpt2(const cfg_reader *r, tfm_hf_config *c) {
         return tfm_set_error("%s: 'activation_function' must be gelu_new (tfm's GPT computes the tanh GELU)",
                              r->name), -1;
     if (c->eos_id >= c->vocab_size)
-        return tfm_set_error("%s: 'eos_token_id' %d is not below 'vocab_size' %d", r->name, c->eos_id, c->vocab_size), -1;
+        return tfm_set_error("%s: 'eos_token_id' %d is not below 'vocab_size' %d", r->name, c->eos_id, c->vocab_size),
+               -1;
     if (need_bool(r, "scale_attn_weights", 1, 1, "tfm scales by 1/sqrt(head size)") ||
         need_bool(r, "scale_attn_by_inverse_layer_idx", 0, 0, "tfm does not scale by layer") ||
         need_bool(r, "add_cross_attention", 0, 0, "a decoder-only GPT-2") ||

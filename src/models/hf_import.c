@@ -98,7 +98,9 @@ static const tfm_st_tensor *take(hf_import *h, const char *name, int ndim, const
     char want[64], have[64];
     shape_str(want, sizeof want, ndim, shape);
     const tfm_st_tensor *t = find(h, name);
-    if (!t) return tfm_set_error("%s: tensor '%.200s' missing (%s needs shape %s)", h->st_name, name, h->cfg_name, want), NULL;
+    if (!t)
+        return tfm_set_error("%s: tensor '%.200s' missing (%s needs shape %s)", h->st_name, name, h->cfg_name, want),
+               NULL;
     int same = t->ndim == ndim;
     for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
     if (!same) {
@@ -200,11 +202,13 @@ static int gpt2_weights(hf_import *h, tfm_gpt *m) {
         return -1;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         tfm_gpt_block *k = &m->blocks[l];
-        if (copy(h, k->ln1.weight, HF(a, "%sh.%d.ln_1.weight", p, l)) || copy(h, k->ln1.bias, HF(a, "%sh.%d.ln_1.bias", p, l)) ||
+        if (copy(h, k->ln1.weight, HF(a, "%sh.%d.ln_1.weight", p, l)) ||
+            copy(h, k->ln1.bias, HF(a, "%sh.%d.ln_1.bias", p, l)) ||
             copy_qkv(h, &k->attn, HF(a, "%sh.%d.attn.c_attn.weight", p, l), HF(b, "%sh.%d.attn.c_attn.bias", p, l)) ||
             copy_transposed(h, k->attn.W_o.W, HF(a, "%sh.%d.attn.c_proj.weight", p, l)) ||
             copy(h, k->attn.W_o.b, HF(a, "%sh.%d.attn.c_proj.bias", p, l)) ||
-            copy(h, k->ln2.weight, HF(a, "%sh.%d.ln_2.weight", p, l)) || copy(h, k->ln2.bias, HF(a, "%sh.%d.ln_2.bias", p, l)) ||
+            copy(h, k->ln2.weight, HF(a, "%sh.%d.ln_2.weight", p, l)) ||
+            copy(h, k->ln2.bias, HF(a, "%sh.%d.ln_2.bias", p, l)) ||
             copy_transposed(h, k->ffn.dense1.W, HF(a, "%sh.%d.mlp.c_fc.weight", p, l)) ||
             copy(h, k->ffn.dense1.b, HF(a, "%sh.%d.mlp.c_fc.bias", p, l)) ||
             copy_transposed(h, k->ffn.dense2.W, HF(a, "%sh.%d.mlp.c_proj.weight", p, l)) ||
@@ -230,9 +234,11 @@ static int gpt2_tokenizer(const char *dir, tfm_container *c, int n_model) {
         if (join(p0, sizeof p0, dir, pairs[k][0]) || join(p1, sizeof p1, dir, pairs[k][1])) return -1;
         if (!is_file(p0) || !is_file(p1)) continue;
         tfm_container_add_str(c, "tokenizer.kind", "gpt2");
-        if (put_file(c, "tokenizer.gpt2.vocab", dir, pairs[k][0]) || put_file(c, "tokenizer.gpt2.merges", dir, pairs[k][1]))
+        if (put_file(c, "tokenizer.gpt2.vocab", dir, pairs[k][0]) ||
+            put_file(c, "tokenizer.gpt2.merges", dir, pairs[k][1]))
             return -1;
-        const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab"), *m = tfm_container_get(c, "tokenizer.gpt2.merges");
+        const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab");
+        const tfm_entry *m = tfm_container_get(c, "tokenizer.gpt2.merges");
         tfm_gpt2_bpe *t = tfm_gpt2_bpe_from_bytes(v->data, v->nbytes, m->data, m->nbytes, p0, p1);
         if (!t) return -1;
         int n = tfm_gpt2_bpe_n_vocab(t);
@@ -292,7 +298,8 @@ static int pcopy_wb(hf_import *h, tfm_params *P, const char *tfm, const char *hf
 }
 
 static int marian_attn(hf_import *h, tfm_params *P, const char *tfm, const char *hf) {
-    static const char *const pairs[4][2] = {{"W_q", "q_proj"}, {"W_k", "k_proj"}, {"W_v", "v_proj"}, {"W_o", "out_proj"}};
+    static const char *const pairs[4][2] = {{"W_q", "q_proj"}, {"W_k", "k_proj"}, {"W_v", "v_proj"},
+                                            {"W_o", "out_proj"}};
     return pcopy_wb(h, P, tfm, hf, pairs, 4);
 }
 
@@ -398,13 +405,13 @@ static int marian_tokenizer(const char *dir, tfm_container *c, int n_model) {
             return tfm_set_error("%s: separate_vocabs true (a target_vocab.json) is not supported", path), -1;
     }
     tfm_container_add_str(c, "tokenizer.kind", "marian");
-    if (put_file(c, "tokenizer.marian.source", dir, "source.spm") || put_file(c, "tokenizer.marian.target", dir, "target.spm") ||
-        put_file(c, "tokenizer.marian.vocab", dir, "vocab.json"))
-        return -1;
-    const tfm_entry *e[3] = {tfm_container_get(c, "tokenizer.marian.source"), tfm_container_get(c, "tokenizer.marian.target"),
-                             tfm_container_get(c, "tokenizer.marian.vocab")};
-    char nm[3][1024];
+    static const char *const entries[3] = {"tokenizer.marian.source", "tokenizer.marian.target",
+                                           "tokenizer.marian.vocab"};
     static const char *const files[3] = {"source.spm", "target.spm", "vocab.json"};
+    const tfm_entry *e[3];
+    for (int k = 0; k < 3; k++)
+        if (put_file(c, entries[k], dir, files[k]) || !(e[k] = tfm_container_get(c, entries[k]))) return -1;
+    char nm[3][1024];
     for (int k = 0; k < 3; k++)
         if (join(nm[k], sizeof nm[k], dir, files[k])) return -1;
     const char *const np[3] = {nm[0], nm[1], nm[2]};

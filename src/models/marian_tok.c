@@ -27,7 +27,8 @@ void tfm_marian_tok_free(tfm_marian_tok *t) {
 }
 
 tfm_marian_tok *tfm_marian_tok_from_bytes(const void *src, size_t src_len, const void *tgt, size_t tgt_len,
-                                          const void *vocab, size_t vocab_len, int n_model, const char *const names[3]) {
+                                          const void *vocab, size_t vocab_len, int n_model,
+                                          const char *const names[3]) {
     const char *sn = names[0], *tn = names[1], *vn = names[2];
     tfm_marian_tok *t = calloc(1, sizeof *t);
     if (!t) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", vn), NULL;

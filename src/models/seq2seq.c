@@ -270,7 +270,8 @@ static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s
     int n_ids = !!tfm_container_get(c, "config.pad_id") + !!tfm_container_get(c, "config.bos_id") +
                 !!tfm_container_get(c, "config.eos_id");
     if (n_ids && (tfm_container_int(c, "config.pad_id", &cf->pad_id) ||
-                  tfm_container_int(c, "config.bos_id", &cf->bos_id) || tfm_container_int(c, "config.eos_id", &cf->eos_id)))
+                  tfm_container_int(c, "config.bos_id", &cf->bos_id) ||
+                  tfm_container_int(c, "config.eos_id", &cf->eos_id)))
         return -1;
     cf->custom_ids = n_ids > 0;
     const tfm_entry *e = tfm_container_get(c, "config.banned");
@@ -313,7 +314,8 @@ static int get_vocabularies(tfm_translator *t, const tfm_container *c, const cha
 /* An imported MarianMT (tokenizer.kind "marian"): its SentencePiece models and vocab.json, kept as the
  * file bytes (tokenizer.marian.source / .target / .vocab) for the tokenizer of the text floor. */
 static int get_marian(tfm_translator *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
-    static const char *const names[3] = {"tokenizer.marian.source", "tokenizer.marian.target", "tokenizer.marian.vocab"};
+    static const char *const names[3] = {"tokenizer.marian.source", "tokenizer.marian.target",
+                                         "tokenizer.marian.vocab"};
     const tfm_entry *e[3];
     for (int k = 0; k < 3; k++) {
         e[k] = tfm_container_get(c, names[k]);

@@ -198,9 +198,10 @@ done:
 
 /* tokenizer.kind "gpt2": the byte-level BPE of an imported GPT-2; its ids must be the model's */
 static int get_gpt2(tfm_lm *lm, const tfm_container *c, const char *path) {
-    const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab"), *m = tfm_container_get(c, "tokenizer.gpt2.merges");
+    const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab");
+    const tfm_entry *m = tfm_container_get(c, "tokenizer.gpt2.merges");
     if (!v || !m || v->dtype != TFM_DT_BYTES || m->dtype != TFM_DT_BYTES)
-        return tfm_set_error("%s: tokenizer.gpt2.vocab / tokenizer.gpt2.merges missing (tokenizer.kind 'gpt2')", path), -1;
+        return tfm_set_error("%s: tokenizer.gpt2.vocab / .merges missing (tokenizer.kind 'gpt2')", path), -1;
     char vn[600], mn[600];
     snprintf(vn, sizeof vn, "%s: tokenizer.gpt2.vocab", path);
     snprintf(mn, sizeof mn, "%s: tokenizer.gpt2.merges", path);
@@ -219,7 +220,8 @@ int tfm_lm_load(tfm_lm *lm, const char *path) {
     tfm_container c;
     if (tfm_container_load_except(&c, path, "adam.")) return tfm_container_free(&c), -1;
     const char *kind = tfm_container_get(&c, "tokenizer.kind") ? tfm_container_str(&c, "tokenizer.kind") : NULL;
-    int gpt2 = kind && !strcmp(kind, "gpt2"), rc = tfm_gpt_get(&c, path, &lm->model, gpt2 ? NULL : &lm->chars, NULL, NULL);
+    int gpt2 = kind && !strcmp(kind, "gpt2");
+    int rc = tfm_gpt_get(&c, path, &lm->model, gpt2 ? NULL : &lm->chars, NULL, NULL);
     if (!rc && gpt2 && get_gpt2(lm, &c, path)) {
         tfm_gpt2_bpe_free(lm->gpt2);
         tfm_gpt_free(&lm->model);
