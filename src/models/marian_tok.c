@@ -61,8 +61,9 @@ int *tfm_marian_encode(const tfm_marian_tok *t, const char *text, size_t len, in
     for (int i = 0; i < *n; i++) {
         int m = t->src_ids[ids[i]];
         if (m < 0) {   /* cannot happen for what the encoder outputs (checked at load) */
+            tfm_set_error("source piece %d has no model id", ids[i]);
             free(ids);
-            return tfm_set_error("source piece %d has no model id", ids[i]), NULL;
+            return NULL;
         }
         ids[i] = m;
     }
