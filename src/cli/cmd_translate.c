@@ -23,12 +23,12 @@ static int more_input_ready(void) {
 }
 
 int cmd_translate(int argc, char **argv) {
-    int beam = 0, max_output = 0, threads = 0, batch = 32, max_src = 200, profile = 0;   /* 0: the model's default */
+    int beam = -1, max_output = -1, threads = 0, batch = 32, max_src = 200, profile = 0;   /* -1: the model's */
     float alpha = 0.0f;
     cli_flag flags[] = {
-        {"beam", FLAG_INT, &beam, "beam size (1 = greedy; 0 = the model's: an import's num_beams, else 1)", 0},
+        {"beam", FLAG_INT, &beam, "beam size (1 = greedy; -1 = the model's: an import's num_beams, else 1)", 0},
         {"alpha", FLAG_FLOAT, &alpha, "GNMT length penalty exponent: score / ((5+len)/6)^alpha", 0},
-        {"max-output", FLAG_INT, &max_output, "maximum output tokens per sentence, without <eos> (0 = the model's: "
+        {"max-output", FLAG_INT, &max_output, "maximum output tokens per sentence, without <eos> (-1 = the model's: "
          "an import's max_length, else 50)", 0},
         {"max-src", FLAG_INT, &max_src, "source tokens kept (incl. <eos>)", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
@@ -46,9 +46,10 @@ int cmd_translate(int argc, char **argv) {
     const char *pos[1];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
-    if (beam < 0 || beam > 64) return cli_error(C, "--beam must be in 1..64, got %d", beam);
+    if ((beam < 1 && beam != -1) || beam > 64) return cli_error(C, "--beam must be in 1..64, got %d", beam);
     if (!(alpha >= 0 && alpha <= 10)) return cli_error(C, "--alpha must be in [0, 10], got %g", alpha);
-    if (max_output < 0 || max_output > 4096) return cli_error(C, "--max-output must be in 1..4096, got %d", max_output);
+    if ((max_output < 1 && max_output != -1) || max_output > 4096)
+        return cli_error(C, "--max-output must be in 1..4096, got %d", max_output);
     if (max_src < 2 || max_src > 100000) return cli_error(C, "--max-src must be in 2..100000, got %d", max_src);
     if (batch < 1 || batch > 4096) return cli_error(C, "--batch-size must be in 1..4096, got %d", batch);
     if (cli_check_threads(C, threads)) return CLI_EXIT_USAGE;
@@ -56,8 +57,8 @@ int cmd_translate(int argc, char **argv) {
     tfm_translator tr;
     if (tfm_translator_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
     const tfm_s2s_config *mc = &tr.model->cfg;
-    tfm_decode_opts o = {beam ? beam : mc->gen_beam ? mc->gen_beam : 1, alpha,
-                         max_output ? max_output : mc->gen_max_len ? mc->gen_max_len : 50};
+    tfm_decode_opts o = {beam > 0 ? beam : mc->gen_beam ? mc->gen_beam : 1, alpha,
+                         max_output > 0 ? max_output : mc->gen_max_len ? mc->gen_max_len : 50};
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.profile = profile;
