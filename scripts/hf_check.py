@@ -2,8 +2,8 @@
 """tfm's Hugging Face imports against the PyTorch twins written from transformers' modeling code
 (scripts/hf_gpt2_twin.py, scripts/hf_marian_twin.py), on random weights saved in Hugging Face's exact layout.
 
-  hf_check.py gpt2   [--shape tiny|small] [--tokens N] [--legacy] [--gguf] [--write-fixture]
-  hf_check.py marian [--shape tiny|opus]  [--sentences N] [--write-fixture]
+  hf_check.py gpt2   [--shape tiny|small] [--tokens N] [--legacy] [--dtype F32|F16|BF16] [--gguf] [--write-fixture]
+  hf_check.py marian [--shape tiny|opus]  [--sentences N] [--dtype F32|F16|BF16] [--write-fixture]
 
 Each run: the twin writes config.json + model.safetensors (+ the tokenizer files) into a temporary folder,
 `tfm import DIR --out M.tfm` converts it, and tfm's logits and decoded ids (build/tests/test_hf_import --gpt /
@@ -190,7 +190,9 @@ def check_gpt2(args, tmp):
     d = os.path.join(tmp, 'hf')
     torch.manual_seed(0)
     model = gpt2.make(args.shape, seed=args.seed)
-    gpt2.save(model, d, legacy=args.legacy)
+    gpt2.save(model, d, legacy=args.legacy, dtype=args.dtype)
+    if args.dtype != 'F32':   # the twin computes with the weights as the file holds them
+        model = gpt2.load(d)
     n_tok = write_gpt2_tokenizer(gpt2_files(args), d, None if args.shape == 'small' else 255)
     assert n_tok == shape['vocab_size'], (n_tok, shape)
     m = os.path.join(tmp, 'm.tfm')
@@ -204,7 +206,7 @@ def check_gpt2(args, tmp):
     got = tool(args, 'gpt', m, {'x': np.array([prompt], np.int32), 'n_new': n_new}, tmp)
     r = rel_max(got['logits'], want_logits)
     report(f'gpt2 {args.shape}: logits of a {args.prompt}-token prompt ({want_logits.size} values)', r <= TOL,
-           f'max |diff| / max |logit| = {r:.2e}')
+           f'max |diff| / max |logit| = {r:.3e}')
     same = got['greedy'].tolist() == want_greedy
     first = next((i for i, (a, b) in enumerate(zip(got['greedy'].tolist(), want_greedy)) if a != b), None)
     report(f'gpt2 {args.shape}: greedy continuation of {n_new} tokens identical', same,
@@ -335,7 +337,10 @@ def check_marian(args, tmp):
     torch.manual_seed(0)
     model = marian.make(cfg, seed=args.seed)
     train_marian(model, args.train_steps if args.shape == 'tiny' else 0, args.seed, V)
-    marian.save(model, d, legacy=args.legacy)
+    marian.save(model, d, legacy=args.legacy, dtype=args.dtype)
+    if args.dtype != 'F32':   # the twin computes with the weights as the file holds them
+        import bench_hf_torch
+        model = bench_hf_torch.load_marian(d)[1]
     m = os.path.join(tmp, 'm.tfm')
     _, t_imp = run([os.path.join(args.build, 'tfm'), 'import', d, '--out', m])
     print(f'# tfm import marian {args.shape}{" (legacy layout)" if args.legacy else ""}: {t_imp:.1f} s, vocab {V}')
@@ -356,7 +361,7 @@ def check_marian(args, tmp):
                                 'beams': np.array(beams, np.int32), 'max_len': max_len}, tmp)
     r = rel_max(got['logits'], want_logits.numpy())
     report(f'marian {args.shape}: logits of {args.sentences} source/target pairs ({want_logits.numel()} values)',
-           r <= TOL, f'max |diff| / max |logit| = {r:.2e}')
+           r <= TOL, f'max |diff| / max |logit| = {r:.3e}')
     S, VL = torch.from_numpy(src).long(), torch.from_numpy(valid)
     t = time.time()
     hf_greedy = marian.greedy(model, S, VL)
@@ -403,6 +408,8 @@ def main():
     ap.add_argument('--prompt', type=int, default=16, help='gpt2: prompt tokens')
     ap.add_argument('--tokens', type=int, default=100, help='gpt2: greedy tokens (at most n_positions - prompt)')
     ap.add_argument('--legacy', action='store_true', help="gpt2: the original checkpoint's layout")
+    ap.add_argument('--dtype', default='F32', choices=('F32', 'F16', 'BF16'),
+                    help='the tensors of model.safetensors (the twin then computes with the rounded weights)')
     ap.add_argument('--gguf', action='store_true', help='gpt2: also export to GGUF and compare llama.cpp with tfm')
     ap.add_argument('--gpt2-files', default=None)
     ap.add_argument('--sentences', type=int, default=8, help='marian: source sentences translated')

@@ -41,7 +41,7 @@ int tfm_import_safetensors(const char *st_path, const char *tfm_path);
 
 /* ---------------------------------------------------------------- Hugging Face model folders (issue 31)
  * tfm_import_hf(DIR, OUT): DIR holds a Hugging Face model as save_pretrained writes it, config.json +
- * model.safetensors (F32), and its tokenizer files:
+ * model.safetensors (F32, F16 or BF16), and its tokenizer files:
  *   model_type "gpt2"   (GPT2LMHeadModel): vocab.json + merges.txt, or OpenAI's encoder.json + vocab.bpe.
  *                       -> a tfm GPT checkpoint (meta.kind "gpt"), tokenizer.kind "gpt2" with the two files
  *                       (tokenizer.gpt2.vocab, tokenizer.gpt2.merges). The Conv1D weights (in, out) are

@@ -11,7 +11,7 @@ int cmd_import(int argc, char **argv) {
     const char *out = NULL;
     cli_flag flags[] = {{"out", FLAG_STR, &out, "the tfm checkpoint to write (required)", 0}};
     cli_spec spec = {"import", "MODEL.safetensors|DIR --out MODEL.tfm",
-                     "Reads the file as untrusted input (header size, strict JSON, F32 only, offsets inside the\n"
+                     "Reads the file as untrusted input (header size, strict JSON, F32/F16/BF16, offsets inside the\n"
                      "data and not overlapping, every tensor present with the shape the config in __metadata__\n"
                      "needs and no unknown tensor) and writes a weights-only checkpoint. On any error nothing is\n"
                      "written to --out.\n"

@@ -164,7 +164,7 @@ static int tied_copy(hf_import *h, const char *name, const tfm_st_tensor *same, 
     const tfm_st_tensor *t = find(h, name);
     if (!t) return 0;
     if (!take(h, name, same->ndim, same->shape)) return -1;
-    if (memcmp(t->data, same->data, tfm_st_numel(t) * 4))
+    if (t->dtype != same->dtype || memcmp(t->data, same->data, tfm_st_numel(t) * tfm_st_elem_size(t)))
         return tfm_set_error("%s: tensor '%.200s' differs from '%.200s' (%s)", h->st_name, name, same->name, why), -1;
     return 0;
 }
