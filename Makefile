@@ -140,7 +140,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libtfm.a
 # (fuzz/run.sh). New target: its name here and a case in fuzz/targets.c.
 FUZZ_TARGETS ?= container gpt transformer rnn bahdanau vocab text tsv parallel lmdata \
                 $(if $(wildcard src/text/bpe.c),bpe) $(if $(wildcard src/core/safetensors.c),safetensors) \
-                unigram gpt2bpe $(if $(HAVE_HTTP),http)
+                unigram gpt2bpe hfconfig $(if $(HAVE_HTTP),http)
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow

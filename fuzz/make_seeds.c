@@ -54,6 +54,8 @@ static size_t to_v1(const unsigned char *raw, unsigned char *out) {
 }
 
 /* file at path -> seeds "<name>" (v2) and "<name>-v1" for each target given */
+#define PUTS(target, name, s) put(target, name, s, sizeof(s) - 1)
+
 static void put_ckpt(const char *path, const char *name, const char *const *targets, int nt) {
     FILE *f = fopen(path, "rb");
     if (!f) tfm_fatal("make_seeds: %s", path);
@@ -84,7 +86,7 @@ static void quantize_all(tfm_params *p, const char *kind) {
 
 /* with_opt: 0 weights only, 1 with the optimizer state, 2 an int8 model (weights only) */
 static void gpt_seed(int synth, int with_opt) {
-    tfm_gpt_config cfg = {6, 4, 1, 2, 4, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {6, 4, 1, 2, 4, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt m;
     tfm_char_vocab v;
     if (tfm_gpt_init(&m, &cfg) || tfm_char_vocab_from_string(&v, "\n !aeé")) tfm_fatal("%s", tfm_last_error());
@@ -185,6 +187,17 @@ static void other_seeds(void) {
         k += (size_t)sprintf(buf + k, "%s", merges);
         put("gpt2bpe", "tiny", buf, k);
     }
+    /* Hugging Face config.json of GPT-2 and of an OPUS-MT MarianMT (opus-mt-de-en's fields) */
+    PUTS("hfconfig", "gpt2", "{\"activation_function\": \"gelu_new\", \"model_type\": \"gpt2\", \"n_ctx\": 1024, "
+         "\"n_embd\": 768, \"n_head\": 12, \"n_inner\": null, \"n_layer\": 12, \"n_positions\": 1024, "
+         "\"layer_norm_epsilon\": 1e-05, \"scale_attn_weights\": true, \"eos_token_id\": 50256, \"vocab_size\": 50257, "
+         "\"task_specific_params\": {\"text-generation\": {\"do_sample\": true, \"max_length\": 50}}}");
+    PUTS("hfconfig", "marian", "{\"activation_function\": \"swish\", \"bad_words_ids\": [[58100]], \"d_model\": 512, "
+         "\"decoder_attention_heads\": 8, \"decoder_ffn_dim\": 2048, \"decoder_layers\": 6, "
+         "\"decoder_start_token_id\": 58100, \"encoder_attention_heads\": 8, \"encoder_ffn_dim\": 2048, "
+         "\"encoder_layers\": 6, \"eos_token_id\": 0, \"forced_eos_token_id\": 0, \"max_length\": 512, "
+         "\"max_position_embeddings\": 512, \"model_type\": \"marian\", \"normalize_before\": false, \"num_beams\": 4, "
+         "\"pad_token_id\": 58100, \"scale_embedding\": true, \"static_position_embeddings\": true, \"vocab_size\": 58101}");
     {   /* two tensors and a metadata entry */
         float w[6] = {1, -2, 3.5f, 0, 1e-3f, -7};
         tfm_st_tensor t[2];
@@ -199,7 +212,6 @@ static void other_seeds(void) {
     }
 }
 
-#define PUTS(target, name, s) put(target, name, s, sizeof(s) - 1)
 
 int main(int argc, char **argv) {
     if (argc != 2) {

@@ -16,6 +16,8 @@
  *                mapped to a vocab.json of its own pieces (tfm_bpe_map_to_vocab)
  *   gpt2bpe      tfm_gpt2_bpe_load_files (input split at its first NUL: encoder.json, then vocab.bpe) +
  *                encode/decode; and tfm_token_map_parse of the first part
+ *   hfconfig     tfm_hf_config_parse (a Hugging Face config.json: GPT-2, MarianMT) and, when accepted, the
+ *                parameter count of the tfm model it describes
  *
  * Adding a target (e.g. the BPE model loader or the safetensors reader): a case in tfm_fuzz_run,
  * its name in FUZZ_TARGETS in the Makefile, and (optionally) seeds in fuzz/make_seeds.c.
@@ -32,6 +34,7 @@
 #include "tfm/bpe.h"
 #include "tfm/safetensors.h"
 #include "tfm/tokenizers.h"
+#include "tfm/interchange.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -298,6 +301,16 @@ static int fuzz_safetensors(const uint8_t *d, size_t n) {
     return ok;
 }
 
+static int fuzz_hfconfig(const uint8_t *d, size_t n) {
+    tfm_hf_config c;
+    if (tfm_hf_config_parse(&c, (const char *)d, n, "config.json")) return 0;
+    if (c.kind == TFM_HF_GPT2) {   /* what the import builds from it: the checks must hold */
+        tfm_gpt_config g = {c.vocab_size, c.max_positions, c.n_layer, c.n_head, c.d_model, c.dropout, TFM_ATTN_CAUSAL, 0.0f};
+        if (tfm_gpt_config_check(&g) == 0) (void)tfm_gpt_n_params(&g);
+    }
+    return 1;
+}
+
 int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
     int accepted = 0;
     tfm_set_threads(1);   /* one thread: deterministic replays, and no OpenMP pool in the fuzzer */
@@ -331,6 +344,8 @@ int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
         accepted = fuzz_unigram(d, n);
     } else if (!strcmp(target, "gpt2bpe")) {
         accepted = fuzz_gpt2bpe(d, n);
+    } else if (!strcmp(target, "hfconfig")) {
+        accepted = fuzz_hfconfig(d, n);
     } else {
         fprintf(stderr, "tfm_fuzz_run: unknown target '%s'\n", target);
         abort();

@@ -175,6 +175,8 @@ TFM_API void tfm_bpe_text_decoder_init(tfm_bpe_text_decoder *d, int line_start);
  * range). tfm_bpe_text_flush: an unfinished character at the end as U+FFFD (at most 3 bytes). */
 TFM_API int tfm_bpe_text_decode_id(const tfm_bpe *m, tfm_bpe_text_decoder *d, int id, char *out);
 TFM_API int tfm_bpe_text_flush(tfm_bpe_text_decoder *d, char *out);
+/* One raw byte through the same check (byte-level tokenizers, e.g. GPT-2's): at most 7 bytes written to out. */
+TFM_API int tfm_bpe_text_put_byte(tfm_bpe_text_decoder *d, unsigned char b, char *out);
 TFM_API size_t tfm_bpe_text_max_bytes(const tfm_bpe *m);
 /* All of ids decoded (NUL-terminated, malloc'd; *out_len may be NULL). */
 TFM_API char *tfm_bpe_decode_text(const tfm_bpe *m, const int *ids, int n_ids, size_t *out_len);

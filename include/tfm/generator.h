@@ -44,7 +44,7 @@ TFM_API const tfm_gpt *tfm_generator_model(const tfm_generator *g);
 /* The name of the model's tokenizer: "char" (one token per character) or "bpe" (train-lm --tokenizer bpe). */
 TFM_API const char *tfm_generator_tokenizer(const tfm_generator *g);
 /* Tokens of a text under the model's tokenizer; -1 with an error naming what is not in the vocabulary. */
-TFM_API int tfm_generator_count_tokens(const tfm_generator *g, const char *text);
+TFM_API int tfm_generator_count_tokens(tfm_generator *g, const char *text);
 
 #define TFM_MAX_STOP 8
 typedef struct {

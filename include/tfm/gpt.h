@@ -6,6 +6,7 @@
 #define TFM_GPT_H
 
 #include "tfm/export.h"
+#include "tfm/io.h"
 #include "tfm/nn.h"
 
 typedef enum { TFM_ATTN_CAUSAL = 0, TFM_ATTN_SYNTHESIZER = 1 } tfm_attn_kind;
@@ -14,6 +15,8 @@ typedef struct {
     int vocab_size, block_size, n_layer, n_head, n_embd;
     float dropout;
     int attention;           /* tfm_attn_kind */
+    float ln_eps;            /* epsilon of every LayerNorm; 0 = 1e-5 (tfm's, and GPT-2's layer_norm_epsilon).
+                                Saved as config.ln_eps only when non-zero (issue 31, imported GPT-2s) */
 } tfm_gpt_config;
 
 /* Dense synthesizer attention for one layer: A = relu(X W1 + b1) W2 + b2 per head (cut to T), causal
@@ -40,6 +43,10 @@ typedef struct {
     tfm_gpt_block *blocks;
     tfm_LayerNorm ln_f;
 } tfm_gpt;
+
+/* The checkpoint entries of a GPT's kind and config (meta.kind, meta.arch, config.*), in the order tfm's
+ * checkpoints have them; a caller adds the tokenizer entries and the parameters (tfm_ckpt_put_params). */
+TFM_API void tfm_gpt_put_config(tfm_container *c, const tfm_gpt_config *k);
 
 /* Validate a config; returns 0 or -1 with a one-line tfm error naming the field. */
 TFM_API int tfm_gpt_config_check(const tfm_gpt_config *c);

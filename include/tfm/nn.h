@@ -48,6 +48,10 @@ typedef struct {
     int max_len, d;
 } tfm_PositionalEncoding;
 int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d);   /* -1: out of memory */
+/* MarianMT's layout (Hugging Face's MarianSinusoidalPositionalEmbedding): the same angles, sines in the
+ * first half of the vector and cosines in the second: P[pos, k] = sin(pos / 10000^(2k/d)),
+ * P[pos, d/2 + k] = cos(pos / 10000^(2k/d)), k < d/2 (d even). */
+TFM_API int tfm_PositionalEncoding_init_halves(tfm_PositionalEncoding *m, int max_len, int d);
 void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m);
 /* x (B,T,d) + P[offset : offset+T]; dropout applied by the caller. */
 tfm_tensor *tfm_PositionalEncoding_forward(tfm_graph *g, const tfm_PositionalEncoding *m, tfm_tensor *x, int offset);
@@ -103,7 +107,9 @@ tfm_tensor *tfm_split_heads(tfm_graph *g, tfm_tensor *x, int n_head);
 tfm_tensor *tfm_merge_heads(tfm_graph *g, tfm_tensor *x);
 
 /* ---------------------------------------------------------------- PositionWiseFFN */
-typedef enum { TFM_ACT_RELU, TFM_ACT_GELU } tfm_activation;
+/* GELU is the tanh approximation (GPT-2's gelu_new); SILU (swish) and GELU_ERF (the exact GELU) serve
+ * imported Hugging Face models (MarianMT's activation_function). */
+typedef enum { TFM_ACT_RELU, TFM_ACT_GELU, TFM_ACT_SILU, TFM_ACT_GELU_ERF } tfm_activation;
 typedef struct {
     tfm_Linear dense1, dense2;
     tfm_activation act;

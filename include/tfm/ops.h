@@ -53,6 +53,10 @@ tfm_tensor *tfm_tanh(tfm_graph *g, tfm_tensor *x);
 tfm_tensor *tfm_sigmoid(tfm_graph *g, tfm_tensor *x);
 tfm_tensor *tfm_exp(tfm_graph *g, tfm_tensor *x);
 tfm_tensor *tfm_square(tfm_graph *g, tfm_tensor *x);
+/* Activations of imported models (Hugging Face's ACT2FN): silu/swish x*sigmoid(x), and the exact GELU
+ * 0.5 x (1 + erf(x/sqrt 2)) (PyTorch approximate='none'). */
+TFM_API tfm_tensor *tfm_silu(tfm_graph *g, tfm_tensor *x);
+TFM_API tfm_tensor *tfm_gelu_erf(tfm_graph *g, tfm_tensor *x);
 
 /* Reductions to a scalar (shape (1)). */
 tfm_tensor *tfm_sum(tfm_graph *g, tfm_tensor *x);

@@ -1,4 +1,4 @@
-/* The safetensors format (https://github.com/huggingface/safetensors), F32 tensors only.
+/* The safetensors format (https://github.com/huggingface/safetensors): F32 tensors written, F32/F16/BF16 read.
  *
  *   u64 N (little-endian) | N bytes of JSON header | data buffer (raw little-endian tensor bytes)
  *   header = {"__metadata__": {"key": "value", ...},
@@ -9,8 +9,8 @@
  * A loaded file is untrusted. tfm_st_load checks, before allocating what a field describes:
  *   file >= 8 bytes; N <= 100 MB and N <= file size - 8; the header is strict JSON (src/core/json.c),
  *   an object whose values are tensor descriptions (exactly dtype, shape, data_offsets) plus an optional
- *   "__metadata__" object of strings; dtype "F32"; 0..4 dims, each 1..2^31-1, element count without
- *   overflow; 0 <= begin <= end <= data size and end - begin == 4 * elements; sorted by begin, the
+ *   "__metadata__" object of strings; dtype "F32", "F16" or "BF16" (read as floats; written: F32); 0..4 dims, each 1..2^31-1, element count without
+ *   overflow; 0 <= begin <= end <= data size and end - begin == elements * the dtype's size; sorted by begin, the
  *   tensors neither overlap nor leave gaps and cover the whole data buffer.
  * Errors are one line naming the file and, where known, the tensor:
  *   "m.safetensors: tensor 'wte.weight': data_offsets [0, 4096] run past the data buffer (1024 bytes)". */
@@ -32,7 +32,11 @@ typedef struct {
     const void *data;        /* numel * 4 bytes of f32. Writing: host floats. Loaded: little-endian bytes,
                                 possibly unaligned: read with tfm_st_read_f32 */
     uint64_t begin, end;     /* loaded: data_offsets */
+    int dtype;               /* loaded: TFM_ST_F32, TFM_ST_F16 or TFM_ST_BF16 (writing: F32 only) */
 } tfm_st_tensor;
+enum { TFM_ST_F32 = 0, TFM_ST_F16 = 1, TFM_ST_BF16 = 2 };
+/* Bytes of one element of t's dtype (4 or 2). */
+TFM_API size_t tfm_st_elem_size(const tfm_st_tensor *t);
 
 typedef struct {
     const char *key, *value; /* UTF-8, no NUL */
@@ -60,7 +64,7 @@ void tfm_st_free(tfm_st_file *f);
 const tfm_st_tensor *tfm_st_find(const tfm_st_file *f, const char *name);
 const char *tfm_st_meta_get(const tfm_st_file *f, const char *key);   /* NULL if absent */
 size_t tfm_st_numel(const tfm_st_tensor *t);
-/* Copy a loaded tensor's elements into host floats. */
+/* Copy a loaded tensor's elements into host floats (F16 and BF16 converted exactly). */
 void tfm_st_read_f32(const tfm_st_tensor *t, float *dst);
 
 #endif

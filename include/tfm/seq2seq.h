@@ -63,6 +63,7 @@
 #include "tfm/bpe.h"
 
 /* ---------------------------------------------------------------- config */
+#define TFM_S2S_MAX_BANNED 16
 /* One config for all architectures (unused fields are ignored by an arch, but still saved). */
 typedef struct {
     char arch[16];           /* "transformer" | "rnn" | "bahdanau" */
@@ -83,7 +84,25 @@ typedef struct {
                                 tokens, as d2l pads every batch to num_steps. Transformers mask the padding, so
                                 it changes only their cost; the GRU encoders of rnn/bahdanau run over it, so their
                                 final state (the decoder's start and context) is the book's. */
+    /* Transformer, for imported Hugging Face MarianMT models (issue 31; 0 = tfm's own convention, and a field
+     * is saved in the checkpoint as config.<name> only when non-zero, so older checkpoints read the same) */
+    int attn_bias;           /* 1: the query/key/value/output projections of every attention have biases */
+    int ffn_act;             /* tfm_activation of the FFNs: 0 relu (d2l), 1 gelu (tanh), 2 silu (swish), 3 exact gelu */
+    int pos_halves;          /* 1: sinusoidal positions as sines then cosines (Marian), not interleaved */
+    int no_embed_scale;      /* 1: embeddings are not multiplied by sqrt(d_model) (Marian scale_embedding false) */
+    int custom_ids;          /* 1: pad_id / bos_id / eos_id replace TFM_PAD / TFM_BOS / TFM_EOS (saved as those
+                                three entries); bos_id is the decoder's start token (decoder_start_token_id) */
+    int pad_id, bos_id, eos_id;
+    int n_banned;            /* tokens decoding never emits (bad_words_ids of one token: Marian's <pad>) */
+    int banned[TFM_S2S_MAX_BANNED];   /* config.banned, an i32 array */
+    int gen_beam, gen_max_len;        /* decoding defaults of the model (num_beams; output tokens without the
+                                         end token, from max_length); 0 = none */
 } tfm_s2s_config;
+
+/* The special ids of a model: its own (custom_ids) or tfm's TFM_PAD / TFM_BOS / TFM_EOS. */
+TFM_API int tfm_s2s_pad_id(const tfm_s2s_config *c);
+TFM_API int tfm_s2s_bos_id(const tfm_s2s_config *c);
+TFM_API int tfm_s2s_eos_id(const tfm_s2s_config *c);
 
 /* Weight initialisation of a fresh Transformer (vt->init_weights):
  *  D2L:    d2l's xavier_init_weights: Xavier-uniform Linear weights, embeddings N(0,1);
@@ -194,9 +213,26 @@ typedef struct {
     float decode_alpha;      /* decode.alpha: its length penalty (saved with decode.beam) */
     char src_lang[16], tgt_lang[16];   /* meta.src_lang / meta.tgt_lang: language codes (train-mt --src-lang
                                 de --tgt-lang en): letters, digits, '-' and '_' */
+    struct tfm_marian_tok *marian;   /* an imported MarianMT (tokenizer.kind "marian", tok_kind -1): its tokenizer,
+                                        from the checkpoint's tokenizer.marian.* files; no src_vocab / tgt_vocab */
 } tfm_mt_model;
 /* Is s a valid language code for src_lang/tgt_lang (1..15 of [A-Za-z0-9_-])? */
 TFM_API int tfm_lang_code_valid(const char *s);
+
+/* ---------------------------------------------------------------- imported MarianMT tokenizers */
+/* source.spm + target.spm (SentencePiece) and vocab.json (piece -> model id), as Hugging Face's
+ * MarianTokenizer uses them (src/models/marian_tok.c). From the files' bytes (names: of the three, for
+ * errors); every piece
+ * either SentencePiece model can output must be in vocab.json, whose ids must be below n_model. */
+typedef struct tfm_marian_tok tfm_marian_tok;
+TFM_API tfm_marian_tok *tfm_marian_tok_from_bytes(const void *src, size_t src_len, const void *tgt, size_t tgt_len,
+                                                  const void *vocab, size_t vocab_len, int n_model,
+                                                  const char *const names[3]);
+TFM_API void tfm_marian_tok_free(tfm_marian_tok *t);
+/* Source text -> model ids (malloc'd, *n of them; without </s>). */
+TFM_API int *tfm_marian_encode(const tfm_marian_tok *t, const char *text, size_t len, int *n);
+/* Model ids -> target text (malloc'd): </s>, <pad>, <unk> dropped, target.spm's decoding of the pieces. */
+TFM_API char *tfm_marian_decode(const tfm_marian_tok *t, const int *ids, int n);
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
 void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
@@ -204,6 +240,11 @@ void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
  * order, as tfm bpe learn and spm_train write them: the merge order is the learned order (an edited score that
  * passes the checksum and the vocabulary check would otherwise change every tokenization). name: for the error. */
 TFM_API int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name);
+/* Its two halves around the tokenizer entries, for a translator with another tokenizer (an imported
+ * MarianMT): meta.*, the config fields every checkpoint has and param.*; then the optional config fields
+ * (written only when set). */
+TFM_API void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m);
+TFM_API void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (train-lm; meta.kind 'gpt'), not a translation model: ..."), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */

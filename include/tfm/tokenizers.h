@@ -65,6 +65,10 @@ typedef struct tfm_gpt2_bpe tfm_gpt2_bpe;
 /* Load from a token map file (encoder.json or vocab.json) and a merges file (vocab.bpe or merges.txt: an
  * optional "#version" first line, then "LEFT RIGHT" a line, highest priority first). */
 TFM_API tfm_gpt2_bpe *tfm_gpt2_bpe_load_files(const char *vocab_json, const char *merges);
+/* The same from the files' bytes (an imported GPT-2's checkpoint entries tokenizer.gpt2.vocab / .merges); the
+ * names are used in errors. */
+TFM_API tfm_gpt2_bpe *tfm_gpt2_bpe_from_bytes(const char *vocab_json, size_t vocab_len, const char *merges,
+                                              size_t merges_len, const char *vocab_name, const char *merges_name);
 /* path is a folder holding encoder.json + vocab.bpe or vocab.json + merges.txt, or one of those .json
  * files (the merges file is looked for beside it: vocab.bpe, then merges.txt). */
 TFM_API tfm_gpt2_bpe *tfm_gpt2_bpe_load(const char *path);

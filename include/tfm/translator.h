@@ -55,10 +55,12 @@ TFM_API void tfm_translator_print_profile(tfm_translator *t, long n_units, const
 
 /* Per call. Defaults (tfm_translate_options_default): the model's stored decoding settings. */
 typedef struct {
-    int beam_size;           /* 0 = the model's decode.beam (train-mt --decode-beam; 1 = greedy if none) */
+    int beam_size;           /* 0 = the model's: its decode.beam (train-mt --decode-beam), an import's num_beams,
+                                else 1 (greedy) */
     float length_penalty;    /* GNMT alpha: score = logprob / ((5+len)/6)^alpha; < 0 = the model's
                                 decode.alpha (0 if none) */
-    int max_decoding_length; /* most output tokens per sentence, without <eos> (default 50; the prefix counts) */
+    int max_decoding_length; /* most output tokens per sentence, without <eos>; 0 (the default) = the model's: an
+                                import's max_length, else 50. The prefix counts. */
     int max_input_length;    /* most source tokens kept, <eos> included (default 200, and at most the model's
                                 position table); longer sources are cut: tfm_translation.source_truncated */
     int num_hypotheses;      /* 1..beam_size hypotheses per sentence, best first (default 1) */
@@ -70,6 +72,10 @@ typedef struct {
                                 a server cuts a small call into one batch per thread with it */
 } tfm_translate_options;
 TFM_API void tfm_translate_options_default(tfm_translate_options *o);
+/* The options a call with o would use (the model's settings filled in for 0 / < 0 fields, max_input_length cut to
+ * the model's positions), checked: 0, or -1 with an error naming the field. */
+TFM_API int tfm_translator_resolve_options(const tfm_translator *t, const tfm_translate_options *o,
+                                           tfm_translate_options *out);
 
 /* One input's result. Everything is malloc'd and freed by tfm_translation_free. */
 typedef struct {

@@ -47,6 +47,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_set_threads(threads);
     tfm_mt_model tr;
     if (tfm_mt_model_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
+    if (tr.marian) return tfm_mt_model_free(&tr), cli_error(C, "%s: an imported MarianMT: no word vocabulary", pos[0]);
     tfm_encdec *m = tr.model;
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {

@@ -95,6 +95,12 @@ static void print_tokenizer(const tfm_container *c) {
         } else {
             printf("tokenizer: BPE, unreadable: %s\n", tfm_last_error());
         }
+    } else if (k && (!strcmp(k, "gpt2") || !strcmp(k, "marian"))) {   /* an import's tokenizer files (raw bytes) */
+        printf("tokenizer: %s (imported)", k);
+        for (int i = 0; i < c->n; i++)
+            if (!strncmp(c->e[i].name, "tokenizer.", 10) && strcmp(c->e[i].name, "tokenizer.kind"))
+                printf(", %s %zu bytes", c->e[i].name + 10, c->e[i].nbytes);
+        printf("\n");
     } else if (src && tgt) {
         int ns = 0, nt = 0;
         for (size_t i = 0; i < src->nbytes; i++) ns += ((const char *)src->data)[i] == '\n';

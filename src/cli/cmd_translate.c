@@ -84,7 +84,8 @@ int cmd_translate(int argc, char **argv) {
         {"beam", FLAG_INT, &r.o.beam_size, "beam size (1 = greedy; 0 = the model's decode.beam, greedy if none)", 0},
         {"alpha", FLAG_FLOAT, &r.o.length_penalty,
          "GNMT length penalty exponent: score / ((5+len)/6)^alpha (-1 = the model's decode.alpha, 0 if none)", 0},
-        {"max-output", FLAG_INT, &r.o.max_decoding_length, "maximum output tokens per sentence (without <eos>)", 0},
+        {"max-output", FLAG_INT, &r.o.max_decoding_length,
+         "maximum output tokens per sentence, without <eos> (0 = the model's: an import's max_length, else 50)", 0},
         {"max-src", FLAG_INT, &r.o.max_input_length, "source tokens kept (incl. <eos>); longer lines are cut", 0},
         {"n-best", FLAG_INT, &r.n_best, "print K hypotheses a line as 'INDEX ||| TEXT ||| SCORE' (K <= beam)", 0},
         {"scores", FLAG_BOOL, &r.scores, "append ' ||| SCORE' (log-probability / length penalty) to each line", 0},
@@ -109,29 +110,29 @@ int cmd_translate(int argc, char **argv) {
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_translate_options *o = &r.o;
-    if (cli_check_range(C, "beam", o->beam_size, 0, 64) || cli_check_range(C, "max-output", o->max_decoding_length, 1, 4096) ||
+    if (cli_check_range(C, "beam", o->beam_size, 0, 64) || cli_check_range(C, "max-output", o->max_decoding_length, 0, 4096) ||
         cli_check_range(C, "max-src", o->max_input_length, 2, 100000) || cli_check_range(C, "batch-size", batch, 1, 4096) ||
         cli_check_range(C, "n-best", r.n_best, 0, 64) || cli_check_threads(C, threads))
         return CLI_EXIT_USAGE;
     if (!(o->length_penalty <= 10) || (o->length_penalty < 0 && o->length_penalty != -1))
         return cli_error(C, "--alpha must be in [0, 10] (-1 = the model's), got %g", o->length_penalty);
     tfm_translator_params tp = {threads, batch, 1, profile};
-    if (prefix_file && !(r.pf = fopen(prefix_file, "r")))
-        return cli_error(C, "--prefix-file: cannot read %s", prefix_file), CLI_EXIT_IO;
+    if (prefix_file && !(r.pf = fopen(prefix_file, "r"))) return cli_error(C, "--prefix-file: cannot read %s", prefix_file), CLI_EXIT_IO;
     if (!(r.tr = tfm_translator_load(pos[0], &tp))) rc = cli_fail(C, "%s", tfm_last_error());
-    const tfm_mt_model *mt = r.tr ? tfm_translator_model(r.tr) : NULL;
-    int max_pos = mt ? tfm_encdec_max_positions(mt->model) : 0;   /* the model's positions bound both sides */
-    if (max_pos > 0 && o->max_decoding_length >= max_pos)
+    tfm_translate_options use;   /* what the calls use (the model's settings filled in); its positions bound both sides */
+    int max_pos = r.tr ? tfm_encdec_max_positions(tfm_translator_model(r.tr)->model) : 0;
+    if (!rc && (tfm_translator_resolve_options(r.tr, o, &use) || use.beam_size < r.n_best))
+        rc = cli_error(C, "--n-best %d needs a beam of at least %d (--beam %d)", r.n_best, r.n_best, use.beam_size);
+    if (!rc && max_pos > 0 && use.max_decoding_length >= max_pos)
         fprintf(stderr, "tfm %s: warning: the model has %d positions (config.max_len): outputs stop at %d tokens, "
-                "not --max-output %d\n", C, max_pos, max_pos - 1, o->max_decoding_length);
-    int beam = !mt ? 1 : o->beam_size ? o->beam_size : mt->decode_beam > 0 ? mt->decode_beam : 1;
-    if (!rc && r.n_best > beam) rc = cli_error(C, "--n-best %d needs a beam of at least %d (--beam %d)", r.n_best, r.n_best, beam);
+                "not --max-output %d\n", C, max_pos, max_pos - 1, use.max_decoding_length);
     o->num_hypotheses = r.n_best ? r.n_best : 1, o->return_scores = r.scores || r.n_best, o->return_attention = r.alignment;
     r.pf_name = prefix_file;
     r.cap = batch * (threads > 0 ? threads : tfm_default_threads());   /* the batches of all threads, decoded in parallel */
-    r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *)), r.res = calloc((size_t)r.cap, sizeof *r.res);
+    r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *));
+    r.res = calloc((size_t)r.cap, sizeof *r.res);
     if (!rc && (!r.lines || !r.prefixes || !r.res)) rc = cli_fail(C, "out of memory (--batch-size %d)", batch);
-    int eof = 0;
+    int eof = 0;   /* stdin ended */
     double t_start = tfm_now();
     while (!rc && !eof) rc = translate_some(&r, &eof);
     if (!rc && r.n_lines == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)"), rc = CLI_EXIT_DATA;
@@ -143,8 +144,7 @@ int cmd_translate(int argc, char **argv) {
                 "the model's positions, config.max_len" : "--max-src", r.most_cut);
     if (!rc && profile) tfm_translator_print_profile(r.tr, r.n_lines, "sentence", tfm_now() - t_start, stderr);
     if (!rc) cli_report_rss(C);
-    free(r.lines), free(r.prefixes), free(r.res);
+    free(r.lines), free(r.prefixes), free(r.res), tfm_translator_free(r.tr);
     if (r.pf) fclose(r.pf);
-    tfm_translator_free(r.tr);
     return rc;
 }

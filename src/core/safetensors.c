@@ -22,13 +22,43 @@ size_t tfm_st_numel(const tfm_st_tensor *t) {
     return n;
 }
 
+size_t tfm_st_elem_size(const tfm_st_tensor *t) { return t->dtype == TFM_ST_F32 ? 4 : 2; }
+
+/* IEEE half -> float, exactly (subnormals, infinities and NaNs included) */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 1023, x;
+    if (e == 31) x = sign | 0x7f800000u | m << 13;
+    else if (e) x = sign | (e + 112) << 23 | m << 13;
+    else if (!m) x = sign;
+    else {   /* subnormal: normalise */
+        int k = 0;
+        while (!(m & 1024)) m <<= 1, k++;
+        x = sign | (uint32_t)(113 - k) << 23 | (m & 1023) << 13;
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
 void tfm_st_read_f32(const tfm_st_tensor *t, float *dst) {
     size_t n = tfm_st_numel(t);
-    memcpy(dst, t->data, n * 4);
+    const unsigned char *p = t->data;
+    if (t->dtype == TFM_ST_F32) {
+        memcpy(dst, t->data, n * 4);
 #if ST_HOST_BE
-    uint32_t *u = (uint32_t *)dst;
-    for (size_t i = 0; i < n; i++) u[i] = __builtin_bswap32(u[i]);
+        uint32_t *u = (uint32_t *)dst;
+        for (size_t i = 0; i < n; i++) u[i] = __builtin_bswap32(u[i]);
 #endif
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {   /* 16-bit little-endian elements */
+        uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+        if (t->dtype == TFM_ST_F16) dst[i] = half_to_float(h);
+        else {   /* bfloat16: the top half of a float */
+            uint32_t x = (uint32_t)h << 16;
+            memcpy(&dst[i], &x, 4);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ save */
@@ -141,7 +171,11 @@ static int parse_tensor(tfm_st_file *f, const tfm_json *v, tfm_st_tensor *t, uin
                    *off = tfm_json_get(v, "data_offsets");
     if (!dt || !sh || !off) BAD("missing field '%s'", !dt ? "dtype" : !sh ? "shape" : "data_offsets");
     if (dt->type != TFM_JSON_STRING) BAD("dtype is not a string");
-    if (strcmp(dt->text, "F32")) BAD("dtype '%.20s' not supported (tfm reads F32 only)", dt->text);
+    if (!strcmp(dt->text, "F32")) t->dtype = TFM_ST_F32;
+    else if (!strcmp(dt->text, "F16")) t->dtype = TFM_ST_F16;
+    else if (!strcmp(dt->text, "BF16")) t->dtype = TFM_ST_BF16;
+    else BAD("dtype '%.20s' not supported (tfm reads F32, F16, BF16)", dt->text);
+    uint64_t esize = tfm_st_elem_size(t);
     if (sh->type != TFM_JSON_ARRAY) BAD("shape is not an array");
     if (sh->n > TFM_MAX_DIMS) BAD("shape has %d dims (at most %d)", sh->n, TFM_MAX_DIMS);
     t->ndim = sh->n;
@@ -162,9 +196,9 @@ static int parse_tensor(tfm_st_file *f, const tfm_json *v, tfm_st_tensor *t, uin
     if (t->end > data_size)
         BAD("data_offsets [%llu, %llu] run past the data buffer (%llu bytes; truncated file?)",
             (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)data_size);
-    if (t->end - t->begin != 4 * numel)
-        BAD("data_offsets span %llu bytes but F32 shape needs %llu", (unsigned long long)(t->end - t->begin),
-            (unsigned long long)(4 * numel));
+    if (t->end - t->begin != esize * numel)
+        BAD("data_offsets span %llu bytes but %s shape needs %llu", (unsigned long long)(t->end - t->begin),
+            dt->text, (unsigned long long)(esize * numel));
 #undef BAD
     return 0;
 }

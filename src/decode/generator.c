@@ -8,24 +8,41 @@
 #include "tfm/decode.h"
 #include "tfm/generator.h"
 #include "tfm/kernels.h"
+#include "tfm/tokenizers.h"
 #include "tfm/train.h"
 
 /* ---------------------------------------------------------------- the tokenizer */
-/* Text <-> ids for the model's vocabulary: the character vocabulary of train-lm, or its BPE model
- * (train-lm --tokenizer bpe: byte pieces streamed as whole UTF-8 characters by tfm_bpe_text_decoder). */
+/* Text <-> ids for the model's vocabulary: the character vocabulary of train-lm, its BPE model (train-lm
+ * --tokenizer bpe: byte pieces streamed as whole UTF-8 characters by tfm_bpe_text_decoder), or an imported
+ * GPT-2's byte-level BPE (bytes through the same decoder; <|endoftext|> ends the text). */
 #define TOK_MAX_BYTES 4096   /* the most one token may add to the text (a BPE model with longer pieces is refused) */
 typedef struct {
     tfm_char_vocab chars;
-    tfm_bpe *bpe;            /* NULL: characters */
+    tfm_bpe *bpe;            /* NULL: not tfm's BPE */
+    tfm_gpt2_bpe *gpt2;      /* NULL: not GPT-2's */
+    int eos;                 /* the id that ends a text (GPT-2's <|endoftext|>), or -1 */
+    omp_lock_t lock;         /* GPT-2's encoder keeps a cache: one encoding at a time */
 } tokenizer;
 
-static int *tok_encode(const tokenizer *t, const char *text, int *n) {
-    return t->bpe ? tfm_bpe_encode_text(t->bpe, text, strlen(text), n) : tfm_char_encode(&t->chars, text, strlen(text), n);
+static int *tok_encode(tokenizer *t, const char *text, int *n) {
+    if (t->bpe) return tfm_bpe_encode_text(t->bpe, text, strlen(text), n);
+    if (!t->gpt2) return tfm_char_encode(&t->chars, text, strlen(text), n);
+    omp_set_lock(&t->lock);
+    int *ids = tfm_gpt2_bpe_encode(t->gpt2, text, strlen(text), n);
+    omp_unset_lock(&t->lock);
+    return ids;
 }
 
-/* The bytes of one token into out (TOK_MAX_BYTES); their count. d: the stream's BPE decoding state. */
+/* The bytes of one token into out (TOK_MAX_BYTES); their count. d: the stream's decoding state. */
 static int tok_bytes(const tokenizer *t, tfm_bpe_text_decoder *d, int id, char *out) {
     if (t->bpe) return tfm_bpe_text_decode_id(t->bpe, d, id, out);
+    if (t->gpt2) {
+        size_t len = 0;
+        const unsigned char *b = tfm_gpt2_bpe_token_bytes(t->gpt2, id, &len);
+        int k = 0;
+        for (size_t i = 0; b && i < len && k + 8 < TOK_MAX_BYTES; i++) k += tfm_bpe_text_put_byte(d, b[i], out + k);
+        return k;
+    }
     return id >= 0 && id < t->chars.n ? tfm_utf8_encode(t->chars.cps[id], out) : 0;
 }
 
@@ -54,7 +71,20 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
         return tfm_set_error("generator: params.threads must be in 0..%d, got %d", TFM_MAX_THREADS, p->threads), NULL;
     tfm_generator *g = calloc(1, sizeof *g);
     if (!g) return tfm_set_error_kind(TFM_ERR_NOMEM, "generator: out of memory"), NULL;
-    if (tfm_gpt_load_tok(path, &g->model, &g->tok.chars, &g->tok.bpe, NULL, NULL)) {
+    tfm_container c;
+    g->tok.eos = -1;
+    if (tfm_container_load_except(&c, path, "adam.")) {   /* a training checkpoint's optimizer state: unused */
+        tfm_container_free(&c), free(g);
+        return NULL;
+    }
+    const char *kind = tfm_container_get(&c, "tokenizer.kind") ? tfm_container_str(&c, "tokenizer.kind") : NULL;
+    tfm_lm lm;   /* an imported GPT-2: the model with its byte-level BPE */
+    int rc = kind && !strcmp(kind, "gpt2") ? tfm_lm_get(&lm, &c, path)
+                                           : tfm_gpt_get_tok(&c, path, &g->model, &g->tok.chars, &g->tok.bpe, NULL, NULL);
+    if (!rc && kind && !strcmp(kind, "gpt2")) g->model = lm.model, g->tok.gpt2 = lm.gpt2, g->tok.eos = lm.eos;
+    tfm_container_free(&c);
+    if (rc) {
+        tfm_error_in_data();
         free(g);
         return NULL;
     }
@@ -67,6 +97,7 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
     g->p = *p;
     g->threads = p->threads > 0 ? p->threads : tfm_default_threads();
     omp_init_lock(&g->lock);
+    omp_init_lock(&g->tok.lock);
     return g;
 }
 
@@ -79,16 +110,18 @@ void tfm_generator_free(tfm_generator *g) {
         free(s);
     }
     omp_destroy_lock(&g->lock);
+    omp_destroy_lock(&g->tok.lock);
     tfm_gpt_free(&g->model);
+    if (g->tok.gpt2) tfm_gpt2_bpe_free(g->tok.gpt2);
     tfm_char_vocab_free(&g->tok.chars);
     if (g->tok.bpe) tfm_bpe_free(g->tok.bpe), free(g->tok.bpe);
     free(g);
 }
 
 const tfm_gpt *tfm_generator_model(const tfm_generator *g) { return &g->model; }
-const char *tfm_generator_tokenizer(const tfm_generator *g) { return g->tok.bpe ? "bpe" : "char"; }
+const char *tfm_generator_tokenizer(const tfm_generator *g) { return g->tok.gpt2 ? "gpt2" : g->tok.bpe ? "bpe" : "char"; }
 
-int tfm_generator_count_tokens(const tfm_generator *g, const char *text) {
+int tfm_generator_count_tokens(tfm_generator *g, const char *text) {
     int n = 0, *ids = tok_encode(&g->tok, text, &n);
     free(ids);
     return ids ? n : -1;
@@ -242,13 +275,18 @@ int tfm_generator_step(tfm_generator *g, tfm_gen_stream *const *streams, int n) 
         if (s->finish) continue;
         int id = tfm_gpt_stream_next(&s->ids, &g->model, &slot->g);
         char b[TOK_MAX_BYTES];
-        if (id < 0 || append_token(s, b, tok_bytes(&g->tok, &s->dec, id, b))) {
+        if (id >= 0 && id == g->tok.eos) {   /* the end of the text (GPT-2's <|endoftext|>), not printed */
+            s->made++;
+            s->finish = TFM_FINISH_STOP;
+        } else if (id < 0 || append_token(s, b, tok_bytes(&g->tok, &s->dec, id, b))) {
             rc = -1;
             break;
+        } else {
+            s->made++;
         }
-        s->made++;
         if (!s->finish && s->made >= s->max_tokens) s->finish = TFM_FINISH_LENGTH;
-        if (s->finish == TFM_FINISH_LENGTH && g->tok.bpe && append_token(s, b, tfm_bpe_text_flush(&s->dec, b))) {
+        int ended = s->finish == TFM_FINISH_LENGTH || (id >= 0 && id == g->tok.eos);   /* not cut at a stop string */
+        if (ended && (g->tok.bpe || g->tok.gpt2) && append_token(s, b, tfm_bpe_text_flush(&s->dec, b))) {
             rc = -1;   /* an unfinished character at the end: U+FFFD */
             break;
         }

@@ -47,6 +47,11 @@ static float skip_bound(float worst, float score, float lse) {
     return worst - score + lse - (fabsf(worst) + fabsf(score) + fabsf(lse)) * 1e-5f - 1e-6f;
 }
 
+/* The model's banned tokens (config banned, e.g. an imported Marian's <pad>) can never be chosen. */
+static void ban_tokens(const tfm_s2s_config *c, float *logits) {
+    for (int i = 0; i < c->n_banned; i++) logits[c->banned[i]] = -INFINITY;
+}
+
 typedef struct {
     int n;                     /* sentences in this batch */
     const int *sent;           /* their indices in the caller's arrays */
@@ -73,6 +78,7 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
                              "--beam, --max-src, --max-output) needs ~%.0f GiB, at most %.0f GiB: lower them", nb, cap / nb,
                              Ts, max_steps - 1, (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)),
                NULL;
+    int eos = tfm_s2s_eos_id(&m->cfg), pad_id = tfm_s2s_pad_id(&m->cfg);
     int *src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * Ts);
     int *valid = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb);
     for (int i = 0; i < nb; i++) {
@@ -81,8 +87,8 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
         if (len > max_src - 1) len = max_src - 1;
         int *row = src + (size_t)i * Ts;
         memcpy(row, ids, sizeof(int) * (size_t)len);
-        row[len] = TFM_EOS;
-        for (int t = len + 1; t < Ts; t++) row[t] = TFM_PAD;
+        row[len] = eos;
+        for (int t = len + 1; t < Ts; t++) row[t] = pad_id;
         valid[i] = len + 1;
     }
     tfm_tensor *enc = m->vt->encode(m, g, src, valid, nb, Ts);
@@ -145,7 +151,8 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb);
         goto end;
     }
-    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = TFM_BOS, len[r] = 0, logp[r] = 0.0f;
+    int bos = tfm_s2s_bos_id(&m->cfg), eos = tfm_s2s_eos_id(&m->cfg);   /* tfm's 1 / 2, or an import's */
+    for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = bos, len[r] = 0, logp[r] = 0.0f;
     int rows = nb;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
@@ -153,8 +160,10 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         double tp = tfm_profile_begin(g);
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
-            const float *x = logits->data + (size_t)r * V;
+            float *x = logits->data + (size_t)r * V;
             if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
+            float lse = row_lse(x, V, scratch);
+            ban_tokens(&m->cfg, x);   /* after the log-softmax's normaliser, as in beam search */
             int s = row_sent[r], best = 0;
             if (step < prefix_len(j, s)) {
                 best = prefix_tok(j, s, step);
@@ -162,9 +171,9 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
                 for (int v = 1; v < V; v++)
                     if (x[v] > x[best]) best = v;
             }
-            if (step == max_len) best = TFM_EOS;   /* cut here: scored as if it ended */
-            logp[s] += x[best] - row_lse(x, V, scratch);
-            if (best == TFM_EOS) {
+            if (step == max_len) best = eos;   /* cut here: scored as if it ended */
+            logp[s] += x[best] - lse;
+            if (best == eos) {
                 len[s] = step;
             } else {
                 hist[(size_t)s * H + step] = best;
@@ -219,14 +228,15 @@ static void offer(finished *f, int s, float ns, const int *h, int len) {
 /* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first; their count, or
  * -1 when a row's logits are not finite. With a forced prefix token, that token is the only candidate of each
  * live row. */
-static int group_candidates(const float *logits, int V, const float *score, int r0, int K, int forced, float *scratch,
-                            cand *top) {
+static int group_candidates(const tfm_s2s_config *cf, float *logits, int V, const float *score, int r0, int K,
+                            int forced, float *scratch, cand *top) {
     int n_top = 0;
     for (int r = r0; r < r0 + K; r++) {
         if (score[r] == -INFINITY) continue;
-        const float *x = logits + (size_t)r * V;
+        float *x = logits + (size_t)r * V;
         float lse = row_lse(x, V, scratch);
         if (!isfinite(lse)) return -1;   /* NaN or infinite logits */
+        ban_tokens(cf, x);   /* after the log-softmax's normaliser, as Hugging Face's bad_words_ids */
         if (forced >= 0) {
             float sc = score[r] + (x[forced] - lse);
             int j = n_top++;
@@ -280,8 +290,9 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         idx[r] = r / K;
         row_sent[r] = r / K;
         score[r] = (r % K) ? -INFINITY : 0.0f;
-        prev[r] = TFM_BOS;
+        prev[r] = tfm_s2s_bos_id(&m->cfg);
     }
+    int eos = tfm_s2s_eos_id(&m->cfg);
     double tp = tfm_profile_begin(g);
     m->vt->reorder(m, st, idx, R);
     tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
@@ -297,7 +308,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
             for (int r = 0; r < rows; r++) {
                 if (score[r] == -INFINITY) continue;
                 const float *x = logits->data + (size_t)r * V;
-                float sc = score[r] + (x[TFM_EOS] - row_lse(x, V, lse_tmp));
+                float sc = score[r] + (x[eos] - row_lse(x, V, lse_tmp));
                 if (!isfinite(sc)) rc = nonfinite_output(step);
                 offer(&fin, row_sent[r], sc / length_penalty(max_len + 1, o->alpha), hist + (size_t)r * H, max_len);
             }
@@ -310,7 +321,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         }
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
         for (int gi = 0; gi < n_groups; gi++)
-            n_tops[gi] = group_candidates(logits->data, V, score, gi * K, K, forced[gi],
+            n_tops[gi] = group_candidates(&m->cfg, logits->data, V, score, gi * K, K, forced[gi],
                                           lse_tmp + (size_t)omp_get_thread_num() * V, tops + (size_t)gi * 2 * K);
         for (int gi = 0; gi < n_groups && !bad; gi++) bad = n_tops[gi] < 0;
         if (bad) {   /* NaN or infinite logits: a diverged model */
@@ -325,7 +336,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
             for (int c = 0; c < n_top && n_live < K; c++) {
                 const cand *cd = &top[c];
                 const int *h = hist + (size_t)cd->row * H;
-                if (cd->tok == TFM_EOS) {
+                if (cd->tok == eos) {
                     if (c >= K) continue;   /* only top-K candidates may finish */
                     offer(&fin, s, cd->score / length_penalty(step + 1, o->alpha), h, step);
                     n_fin[s]++;

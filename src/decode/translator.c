@@ -47,7 +47,6 @@ void tfm_translator_params_default(tfm_translator_params *p) {
 void tfm_translate_options_default(tfm_translate_options *o) {
     memset(o, 0, sizeof *o);
     o->length_penalty = -1.0f;
-    o->max_decoding_length = 50;
     o->max_input_length = 200;
     o->num_hypotheses = 1;
 }
@@ -183,8 +182,11 @@ static int ids_push(id_lists *l, const int *ids, int k) {
 /* One line to ids with the model's tokenizer, on the source or the target side. A word equal to a reserved
  * token (<pad>, <bos>, <eos>) is <unk>: text never ends a sentence or pads it. */
 static int text_ids(const tfm_mt_model *mt, int target, const char *line, id_lists *l) {
-    if (mt->bpe) {   /* raw text: subword ids of the joint model */
-        int k = 0, *e = tfm_bpe_encode(mt->bpe, line, strlen(line), &k);
+    if (mt->marian && target)
+        return tfm_set_error_kind(TFM_ERR_ARG, "target_prefix: not supported for an imported MarianMT"), -1;
+    if (mt->bpe || mt->marian) {   /* raw text: subword ids of the joint model (an imported MarianMT: its vocab.json's) */
+        int k = 0, *e = mt->marian ? tfm_marian_encode(mt->marian, line, strlen(line), &k)
+                                   : tfm_bpe_encode(mt->bpe, line, strlen(line), &k);
         int rc = e ? ids_push(l, e, k) : -1;
         free(e);
         return rc;
@@ -207,6 +209,7 @@ static int text_ids(const tfm_mt_model *mt, int target, const char *line, id_lis
 /* Target ids to text: BPE pieces joined (the whitespace marker -> ' '), Moses tokens detokenized, other word
  * tokens joined by spaces. */
 static char *ids_text(const tfm_mt_model *mt, const int *ids, int n) {
+    if (mt->marian) return tfm_marian_decode(mt->marian, ids, n);
     if (mt->bpe) return tfm_bpe_decode(mt->bpe, ids, n);
     const char **tv = malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
     if (!tv) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
@@ -241,8 +244,10 @@ static int resolve_options(const tfm_translator *t, const tfm_translate_options 
     tfm_translate_options def;
     tfm_translate_options_default(&def);
     *o = in ? *in : def;
-    if (o->beam_size == 0) o->beam_size = t->mt->decode_beam > 0 ? t->mt->decode_beam : 1;
+    const tfm_s2s_config *cf = &t->mt->model->cfg;   /* an import's generation defaults: num_beams, max_length */
+    if (o->beam_size == 0) o->beam_size = t->mt->decode_beam > 0 ? t->mt->decode_beam : cf->gen_beam > 0 ? cf->gen_beam : 1;
     if (o->length_penalty < 0) o->length_penalty = t->mt->decode_beam > 0 ? t->mt->decode_alpha : 0.0f;
+    if (o->max_decoding_length == 0) o->max_decoding_length = cf->gen_max_len > 0 ? cf->gen_max_len : 50;
 #define CHECK(ok, ...) if (!(ok)) return tfm_set_error(__VA_ARGS__), -1;
     CHECK(o->beam_size >= 1 && o->beam_size <= 64, "translate: beam_size must be in 1..64 (0 = the model's), got %d",
           o->beam_size)
@@ -259,6 +264,13 @@ static int resolve_options(const tfm_translator *t, const tfm_translate_options 
 #undef CHECK
     int max_pos = tfm_encdec_max_positions(t->mt->model);
     *max_src = max_pos > 0 && o->max_input_length > max_pos ? max_pos : o->max_input_length;
+    return 0;
+}
+
+int tfm_translator_resolve_options(const tfm_translator *t, const tfm_translate_options *o, tfm_translate_options *out) {
+    int max_src;
+    if (resolve_options(t, o, out, &max_src)) return -1;
+    out->max_input_length = max_src;
     return 0;
 }
 
@@ -361,6 +373,9 @@ static int fill_result(tfm_translator *t, workspace *w, const tfm_translate_opti
         if (r->scores) r->scores[j] = h->score[j];
     }
     if (!o->return_attention || h->n == 0) return 0;
+    if (t->mt->marian)
+        return tfm_set_error_kind(TFM_ERR_ARG, "return_attention: not supported for an imported MarianMT (no word "
+                                  "vocabulary to label the tokens)"), -1;
     return attention_of(t, &w->g, src->ids + src->off[k], n_src - r->source_truncated, h->ids, h->off[1], r);
 }
 

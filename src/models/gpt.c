@@ -16,6 +16,7 @@ int tfm_gpt_config_check(const tfm_gpt_config *c) {
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("dropout must be in [0,1), got %g", c->dropout), -1;
     if (c->attention != TFM_ATTN_CAUSAL && c->attention != TFM_ATTN_SYNTHESIZER)
         return tfm_set_error("unknown attention kind %d", c->attention), -1;
+    if (!(c->ln_eps >= 0 && c->ln_eps < 1)) return tfm_set_error("ln_eps must be in [0,1), got %g", c->ln_eps), -1;
     if (c->n_layer > 256 || c->n_embd > 65536 || c->block_size > 1 << 20 || c->vocab_size > 1 << 24)
         return tfm_set_error("model config too large"), -1;
     return 0;
@@ -69,11 +70,28 @@ int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c) {
         tfm_PositionWiseFFN_init(&b->ffn, p, tfm_name(sub, sizeof sub, name, "ffn"), C, 4 * C, C, TFM_ACT_GELU);
     }
     tfm_LayerNorm_init(&m->ln_f, p, "ln_f", C);
+    if (c->ln_eps > 0) {   /* else LayerNorm's own 1e-5 */
+        for (int l = 0; l < c->n_layer; l++) m->blocks[l].ln1.eps = m->blocks[l].ln2.eps = c->ln_eps;
+        m->ln_f.eps = c->ln_eps;
+    }
     if (tfm_params_alloc(p)) {
         tfm_gpt_free(m);
         return -1;
     }
     return 0;
+}
+
+void tfm_gpt_put_config(tfm_container *c, const tfm_gpt_config *k) {
+    tfm_container_add_str(c, "meta.kind", "gpt");
+    tfm_container_add_str(c, "meta.arch", "gpt");
+    tfm_container_add_int(c, "config.vocab_size", k->vocab_size);
+    tfm_container_add_int(c, "config.block_size", k->block_size);
+    tfm_container_add_int(c, "config.n_layer", k->n_layer);
+    tfm_container_add_int(c, "config.n_head", k->n_head);
+    tfm_container_add_int(c, "config.n_embd", k->n_embd);
+    tfm_container_add_float(c, "config.dropout", k->dropout);
+    tfm_container_add_str(c, "config.attention", k->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal");
+    if (k->ln_eps > 0) tfm_container_add_float(c, "config.ln_eps", k->ln_eps);
 }
 
 /* GPT-2 init: N(0, 0.02) weights, zero biases, unit norms; residual projections scaled by

@@ -105,7 +105,10 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
     } else if (kind) {   /* seq2seq, or an error naming the kind */
         tfm_mt_model t;
         if (!tfm_mt_model_get(&t, &c, tfm_path)) {
-            rc = tfm_mt_model_save_safetensors(st_path, &t);
+            if (t.marian)   /* its vocab.json and SentencePiece files have no place in tfm's safetensors metadata */
+                tfm_set_error("%s: an imported MarianMT: safetensors export is for tfm's own models (the Hugging Face "
+                              "folder it came from is the safetensors form)", tfm_path);
+            else rc = tfm_mt_model_save_safetensors(st_path, &t);
             tfm_mt_model_free(&t);
         }
     }

@@ -72,6 +72,12 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
                    -1;
         RANGE(share_embeddings, 0, 1);
         RANGE(init, 0, 1);
+        RANGE(attn_bias, 0, 1);
+        RANGE(ffn_act, 0, 3);
+        RANGE(pos_halves, 0, 1);
+        RANGE(no_embed_scale, 0, 1);
+        RANGE(gen_beam, 0, 64);
+        RANGE(gen_max_len, 0, 1 << 20);
         if (c->share_embeddings && c->src_vocab != c->tgt_vocab)
             return tfm_set_error("config share_embeddings needs one joint vocabulary, got %d source and %d target "
                                  "tokens", c->src_vocab, c->tgt_vocab), -1;
@@ -83,6 +89,17 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         return tfm_set_error("unknown architecture '%.20s' (transformer, rnn, bahdanau)", c->arch), -1;
     }
     RANGE(pad_len, 0, 1 << 20);
+    RANGE(custom_ids, 0, 1);
+    if (c->custom_ids) {   /* ids the source side (pad, eos) and the target side (all three) must hold */
+        int lim = c->src_vocab < c->tgt_vocab ? c->src_vocab : c->tgt_vocab;
+        RANGE(pad_id, 0, lim - 1);
+        RANGE(eos_id, 0, lim - 1);
+        RANGE(bos_id, 0, c->tgt_vocab - 1);
+    }
+    RANGE(n_banned, 0, TFM_S2S_MAX_BANNED);
+    for (int i = 0; i < c->n_banned; i++)
+        if (c->banned[i] < 0 || c->banned[i] >= c->tgt_vocab)
+            return tfm_set_error("config banned token %d is not in 0..%d", c->banned[i], c->tgt_vocab - 1), -1;
 #undef RANGE
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
     return 0;
@@ -124,7 +141,7 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     int64_t Vs = c->src_vocab, Vt = c->tgt_vocab, L = c->n_layer;
     if (!strcmp(c->arch, "transformer")) {
         int64_t d = c->d_model, f = c->ffn;
-        int64_t ffn = d * f + f + f * d + d, ln = 2 * d, mha = 4 * d * d;   /* attention has no biases */
+        int64_t ffn = d * f + f + f * d + d, ln = 2 * d, mha = 4 * d * d + (c->attn_bias ? 4 * d : 0);
         int64_t enc = mha + ln + ffn + ln, dec = 2 * mha + 3 * ln + ffn;
         int64_t layers = L * enc + L * dec + (c->pre_ln ? 2 * ln : 0);
         if (c->share_embeddings) return Vs * d + layers + Vt;   /* one (V,d) matrix: both embeddings and the output */
@@ -138,6 +155,10 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     int64_t dec = Vt * E + 3 * H * (E + H) + 3 * H * H + 6 * H + deeper + H * Vt + Vt;
     return enc + dec + (bahdanau ? 2 * H * H + H : 0);           /* W_k, W_q, w_v */
 }
+
+int tfm_s2s_pad_id(const tfm_s2s_config *c) { return c->custom_ids ? c->pad_id : TFM_PAD; }
+int tfm_s2s_bos_id(const tfm_s2s_config *c) { return c->custom_ids ? c->bos_id : TFM_BOS; }
+int tfm_s2s_eos_id(const tfm_s2s_config *c) { return c->custom_ids ? c->eos_id : TFM_EOS; }
 
 tfm_encdec *tfm_encdec_replica(const tfm_encdec *m) {
     tfm_encdec *r = tfm_s2s_create(&m->cfg);
@@ -197,16 +218,45 @@ void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
 /* ---------------------------------------------------------------- checkpoints */
 #define INT_FIELDS(X) X(src_vocab) X(tgt_vocab) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(n_layer) \
     X(embed_size) X(hidden_size)
+/* saved only when non-zero (absent = 0): share_embeddings, pad_len, then the imported models' fields */
+#define OPT_FIELDS(X) X(share_embeddings) X(pad_len) X(attn_bias) X(ffn_act) X(pos_halves) X(no_embed_scale) \
+    X(gen_beam) X(gen_max_len)
 
-void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
-    const tfm_s2s_config *cf = &t->model->cfg;
+void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m) {
+    const tfm_s2s_config *cf = &m->cfg;
     tfm_container_add_str(c, "meta.kind", "seq2seq");
     tfm_container_add_str(c, "meta.arch", cf->arch);
 #define PUT(f) tfm_container_add_int(c, "config." #f, cf->f);
     INT_FIELDS(PUT)
 #undef PUT
     tfm_container_add_float(c, "config.dropout", cf->dropout);
-    tfm_ckpt_put_params(c, &t->model->params);
+    tfm_ckpt_put_params(c, &m->params);
+}
+
+void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf) {
+#define PUT_OPT(f) if (cf->f) tfm_container_add_int(c, "config." #f, cf->f);
+    OPT_FIELDS(PUT_OPT)
+#undef PUT_OPT
+    if (cf->custom_ids) {
+        tfm_container_add_int(c, "config.pad_id", cf->pad_id);
+        tfm_container_add_int(c, "config.bos_id", cf->bos_id);
+        tfm_container_add_int(c, "config.eos_id", cf->eos_id);
+    }
+    if (cf->n_banned) tfm_container_add_i32(c, "config.banned", cf->n_banned, cf->banned);
+}
+
+/* The settings stored with a translator: its decoding defaults and language pair (each only when set). */
+static void put_settings(tfm_container *c, const tfm_mt_model *t) {
+    if (t->decode_beam > 0) {
+        tfm_container_add_int(c, "decode.beam", t->decode_beam);
+        tfm_container_add_float(c, "decode.alpha", t->decode_alpha);
+    }
+    if (t->src_lang[0]) tfm_container_add_str(c, "meta.src_lang", t->src_lang);
+    if (t->tgt_lang[0]) tfm_container_add_str(c, "meta.tgt_lang", t->tgt_lang);
+}
+
+void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
+    tfm_s2s_put_model(c, t->model);
     char *s = tfm_vocab_serialize(&t->src_vocab);
     char *u = tfm_vocab_serialize(&t->tgt_vocab);
     if (!s || !u) tfm_fatal("out of memory");
@@ -214,14 +264,8 @@ void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
     tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
     tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
     if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
-    if (cf->share_embeddings) tfm_container_add_int(c, "config.share_embeddings", cf->share_embeddings);
-    if (cf->pad_len) tfm_container_add_int(c, "config.pad_len", cf->pad_len);
-    if (t->decode_beam > 0) {
-        tfm_container_add_int(c, "decode.beam", t->decode_beam);
-        tfm_container_add_float(c, "decode.alpha", t->decode_alpha);
-    }
-    if (t->src_lang[0]) tfm_container_add_str(c, "meta.src_lang", t->src_lang);
-    if (t->tgt_lang[0]) tfm_container_add_str(c, "meta.tgt_lang", t->tgt_lang);
+    tfm_s2s_put_optional_config(c, &t->model->cfg);
+    put_settings(c, t);
     free(s);
     free(u);
 }
@@ -259,21 +303,6 @@ static int get_settings(tfm_mt_model *t, const tfm_container *c, const char *pat
     return 0;
 }
 
-/* tokenizer.kind cross-check: a lowercasing tokenizer (d2l, moses-lower) cannot have produced a
- * vocabulary with an ASCII capital letter */
-static int check_lowercase(const tfm_mt_model *t, const char *path) {
-    if (t->tok_kind != TFM_TOK_D2L && t->tok_kind != TFM_TOK_MOSES_LOWER) return 0;
-    const tfm_vocab *vs[2] = {&t->src_vocab, &t->tgt_vocab};
-    for (int k = 0; k < 2; k++)
-        for (int i = TFM_N_RESERVED; i < vs[k]->n; i++)
-            for (const char *p = vs[k]->tok[i]; *p; p++)
-                if (*p >= 'A' && *p <= 'Z')
-                    return tfm_set_error("%s: tokenizer.kind '%s' lowercases, but tokenizer.%s_vocab holds '%.40s' "
-                                         "(tokenizer.kind edited?)", path, tfm_tok_kind_name((tfm_tok_kind)t->tok_kind),
-                                         k ? "tgt" : "src", vs[k]->tok[i]),
-                           -1;
-    return 0;
-}
 
 int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name) {
     float prev = INFINITY;
@@ -288,6 +317,22 @@ int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name) {
                                  (double)b->score[i], (double)prev), -1;
         prev = b->score[i];
     }
+    return 0;
+}
+
+/* tokenizer.kind cross-check: a lowercasing tokenizer (d2l, moses-lower) cannot have produced a
+ * vocabulary with an ASCII capital letter */
+static int check_lowercase(const tfm_mt_model *t, const char *path) {
+    if (t->tok_kind != TFM_TOK_D2L && t->tok_kind != TFM_TOK_MOSES_LOWER) return 0;
+    const tfm_vocab *vs[2] = {&t->src_vocab, &t->tgt_vocab};
+    for (int k = 0; k < 2; k++)
+        for (int i = TFM_N_RESERVED; i < vs[k]->n; i++)
+            for (const char *p = vs[k]->tok[i]; *p; p++)
+                if (*p >= 'A' && *p <= 'Z')
+                    return tfm_set_error("%s: tokenizer.kind '%s' lowercases, but tokenizer.%s_vocab holds '%.40s' "
+                                         "(tokenizer.kind edited?)", path, tfm_tok_kind_name((tfm_tok_kind)t->tok_kind),
+                                         k ? "tgt" : "src", vs[k]->tok[i]),
+                           -1;
     return 0;
 }
 
@@ -311,6 +356,76 @@ static int get_bpe(tfm_mt_model *t, const tfm_container *c, const char *path) {
     tfm_vocab_free(&v);
     if (!same) return tfm_set_error("%s: %s does not match tokenizer.src_vocab / tgt_vocab", path, TFM_BPE_ENTRY), -1;
     return 0;
+}
+
+/* The config entries written only when set (OPT_FIELDS, the special ids, the banned tokens). */
+static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s_config *cf) {
+#define GET_OPT(f) if (tfm_container_get(c, "config." #f) && tfm_container_int(c, "config." #f, &cf->f)) return -1;
+    OPT_FIELDS(GET_OPT)
+#undef GET_OPT
+    int n_ids = !!tfm_container_get(c, "config.pad_id") + !!tfm_container_get(c, "config.bos_id") +
+                !!tfm_container_get(c, "config.eos_id");
+    if (n_ids && (tfm_container_int(c, "config.pad_id", &cf->pad_id) ||
+                  tfm_container_int(c, "config.bos_id", &cf->bos_id) ||
+                  tfm_container_int(c, "config.eos_id", &cf->eos_id)))
+        return -1;
+    cf->custom_ids = n_ids > 0;
+    const tfm_entry *e = tfm_container_get(c, "config.banned");
+    if (e) {
+        if (e->dtype != TFM_DT_I32 || e->ndim != 1 || e->shape[0] < 1 || e->shape[0] > TFM_S2S_MAX_BANNED)
+            return tfm_set_error("%s: config.banned must be 1..%d int32 token ids", path, TFM_S2S_MAX_BANNED), -1;
+        cf->n_banned = e->shape[0];
+        memcpy(cf->banned, e->data, sizeof(int) * (size_t)cf->n_banned);
+    }
+    return 0;
+}
+
+/* tfm's own tokenizers: tokenizer.src_vocab / tgt_vocab / kind (and tokenizer.bpe) */
+static int get_vocabularies(tfm_mt_model *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
+    const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
+    const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
+    const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
+    if (!tk) return -1;
+    int kind_id = tfm_tok_kind_parse(tk);
+    if (kind_id < 0) return tfm_set_error("%s: unknown tokenizer.kind '%.40s'", path, tk), -1;
+    if (tfm_vocab_deserialize(&t->src_vocab, sv)) return tfm_prefix_error("%s: tokenizer.src_vocab: ", path);
+    if (tfm_vocab_deserialize(&t->tgt_vocab, tv)) {
+        tfm_vocab_free(&t->src_vocab);
+        return tfm_prefix_error("%s: tokenizer.tgt_vocab: ", path);
+    }
+    if (t->src_vocab.n != cf->src_vocab || t->tgt_vocab.n != cf->tgt_vocab) {
+        tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
+                      t->tgt_vocab.n, cf->src_vocab, cf->tgt_vocab);
+        tfm_mt_model_free(t);
+        return -1;
+    }
+    t->tok_kind = kind_id;
+    if (check_lowercase(t, path) || (kind_id == TFM_TOK_BPE && get_bpe(t, c, path))) {
+        tfm_mt_model_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+/* An imported MarianMT (tokenizer.kind "marian"): its SentencePiece models and vocab.json, kept as the
+ * file bytes (tokenizer.marian.source / .target / .vocab) for the tokenizer of the text floor. */
+static int get_marian(tfm_mt_model *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
+    static const char *const names[3] = {"tokenizer.marian.source", "tokenizer.marian.target",
+                                         "tokenizer.marian.vocab"};
+    const tfm_entry *e[3];
+    for (int k = 0; k < 3; k++) {
+        e[k] = tfm_container_get(c, names[k]);
+        if (!e[k] || e[k]->dtype != TFM_DT_BYTES || e[k]->nbytes == 0)
+            return tfm_set_error("%s: %s missing (tokenizer.kind 'marian')", path, names[k]), -1;
+    }
+    t->tok_kind = -1;
+    int n_model = cf->src_vocab < cf->tgt_vocab ? cf->src_vocab : cf->tgt_vocab;
+    char nm[3][600];
+    for (int k = 0; k < 3; k++) snprintf(nm[k], sizeof nm[k], "%s: %s", path, names[k]);
+    const char *const np[3] = {nm[0], nm[1], nm[2]};
+    t->marian = tfm_marian_tok_from_bytes(e[0]->data, e[0]->nbytes, e[1]->data, e[1]->nbytes, e[2]->data,
+                                          e[2]->nbytes, n_model, np);
+    return t->marian ? 0 : -1;
 }
 
 /* train-mt stores its flags in every checkpoint (run.<flag> text entries, include/tfm/train.h). Where a flag set a
@@ -366,33 +481,10 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
     INT_FIELDS(GET)
 #undef GET
     if (tfm_container_float(c, "config.dropout", &cf.dropout)) return -1;
-    if (tfm_container_get(c, "config.share_embeddings") &&
-        tfm_container_int(c, "config.share_embeddings", &cf.share_embeddings))
-        return -1;
-    if (tfm_container_get(c, "config.pad_len") && tfm_container_int(c, "config.pad_len", &cf.pad_len)) return -1;
-    const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
-    const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
-    const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
-    if (!tk) return -1;
-    int kind_id = tfm_tok_kind_parse(tk);
-    if (kind_id < 0) return tfm_set_error("%s: unknown tokenizer.kind '%.40s'", path, tk), -1;
-    if (tfm_vocab_deserialize(&t->src_vocab, sv)) return tfm_prefix_error("%s: tokenizer.src_vocab: ", path);
-    if (tfm_vocab_deserialize(&t->tgt_vocab, tv)) {
-        tfm_vocab_free(&t->src_vocab);
-        return tfm_prefix_error("%s: tokenizer.tgt_vocab: ", path);
-    }
-    if (t->src_vocab.n != cf.src_vocab || t->tgt_vocab.n != cf.tgt_vocab) {
-        tfm_set_error("%s: vocabulary sizes (%d, %d) do not match config (%d, %d)", path, t->src_vocab.n,
-                      t->tgt_vocab.n, cf.src_vocab, cf.tgt_vocab);
-        tfm_mt_model_free(t);
-        return -1;
-    }
-    t->tok_kind = kind_id;
-    if (check_lowercase(t, path)) {
-        tfm_mt_model_free(t);
-        return -1;
-    }
-    if (get_settings(t, c, path) || (kind_id == TFM_TOK_BPE && get_bpe(t, c, path))) {
+    if (get_optional_config(c, path, &cf)) return -1;
+    const char *tk = tfm_container_get(c, "tokenizer.kind") ? tfm_container_str(c, "tokenizer.kind") : NULL;
+    if (tk && !strcmp(tk, "marian") ? get_marian(t, c, path, &cf) : get_vocabularies(t, c, path, &cf)) return -1;
+    if (get_settings(t, c, path)) {
         tfm_mt_model_free(t);
         return -1;
     }
@@ -439,5 +531,6 @@ void tfm_mt_model_free(tfm_mt_model *t) {
     if (t->tgt_vocab.tok) tfm_vocab_free(&t->tgt_vocab);
     if (t->bpe) tfm_bpe_free(t->bpe);
     free(t->bpe);
+    tfm_marian_tok_free(t->marian);
     memset(t, 0, sizeof *t);
 }

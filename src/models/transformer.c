@@ -10,6 +10,9 @@
  *   pre_ln:  X = X + dropout(sublayer(LN(X))) with the AddNorm's LayerNorm, and a final LayerNorm
  *            (encoder.ln_f / decoder.ln_f) at the end of each stack.
  * MHA projections have no bias (d2l); FFN and the output layer do.
+ * Imported MarianMT models (config attn_bias, ffn_act, pos_halves, no_embed_scale; include/tfm/seq2seq.h) add
+ * biases to the attention projections, another FFN activation, sines-then-cosines positions and, if their
+ * config says so, unscaled embeddings: Marian is the post-LN Transformer otherwise.
  *
  * Incremental decoding keeps, per decoder layer, the projected self-attention keys/values of every
  * earlier position in a cache (one slot per row: rows x H x max_steps x d_k) and the encoder keys/values
@@ -98,6 +101,11 @@ static drop_saved rows_begin(tfm_graph *g, const tf_packing *p, int side) {
 }
 static void rows_end(tfm_graph *g, drop_saved sv) { g->drop_sample0 = sv.s0, g->drop_samples = sv.n; }
 
+/* embeddings * sqrt(d_model), unless the config says not to scale them (no_embed_scale) */
+static tfm_tensor *embed_scale(tfm_graph *g, const tfm_encdec *m, tfm_tensor *x) {
+    return m->cfg.no_embed_scale ? x : tfm_scale(g, x, sqrtf((float)m->cfg.d_model));
+}
+
 /* embed() on the packed positions: (n, d), row i = embedding(ids[rows[i]]) * sqrt(d) + PE(pos[i]) */
 static tfm_tensor *embed_packed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids,
                                 const tf_packing *p) {
@@ -110,7 +118,7 @@ static tfm_tensor *embed_packed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding
         id[i] = ids[p->rows[i]];
         memcpy(pe + (size_t)i * d, P + (size_t)p->pos[i] * d, sizeof(float) * (size_t)d);
     }
-    tfm_tensor *x = tfm_scale(g, tfm_embedding(g, e->weight, id, 1, (int[]){p->n}), sqrtf((float)d));
+    tfm_tensor *x = embed_scale(g, m, tfm_embedding(g, e->weight, id, 1, (int[]){p->n}));
     x = tfm_add(g, x, tfm_constant(g, pe, 2, (int[]){p->n, d}));
     drop_saved sv = rows_begin(g, p, p->side);
     x = tfm_dropout(g, x, m->cfg.dropout);
@@ -128,8 +136,7 @@ static tfm_tensor *mha(tfm_graph *g, tfm_MultiHeadAttention *a, tfm_tensor *xq, 
 /* embedding * sqrt(d) + positional encoding (from `offset`), dropout */
 static tfm_tensor *embed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids, int B, int T,
                          int offset) {
-    float d = (float)m->cfg.d_model;
-    tfm_tensor *x = tfm_scale(g, tfm_Embedding_forward(g, e, ids, B, T), sqrtf(d));
+    tfm_tensor *x = embed_scale(g, m, tfm_Embedding_forward(g, e, ids, B, T));
     x = tfm_PositionalEncoding_forward(g, &IMPL(m)->pe, x, offset);
     return tfm_dropout(g, x, m->cfg.dropout);
 }
@@ -492,9 +499,10 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         enc_block *b = &t->eb[l];
         snprintf(name, sizeof name, "encoder.blocks.%d", l);
         tfm_MultiHeadAttention_init(&b->attention, P, tfm_name(sub, sizeof sub, name, "attention"), d, d, d, H, hd,
-                                    hd, d, 0, p);
+                                    hd, d, c->attn_bias, p);
         tfm_AddNorm_init(&b->addnorm1, P, tfm_name(sub, sizeof sub, name, "addnorm1"), d, p);
-        tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d, TFM_ACT_RELU);
+        tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d,
+                                 (tfm_activation)c->ffn_act);
         tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->enc_lnf, P, "encoder.ln_f", d);
@@ -504,12 +512,13 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         dec_block *b = &t->db[l];
         snprintf(name, sizeof name, "decoder.blocks.%d", l);
         tfm_MultiHeadAttention_init(&b->attention1, P, tfm_name(sub, sizeof sub, name, "attention1"), d, d, d, H,
-                                    hd, hd, d, 0, p);
+                                    hd, hd, d, c->attn_bias, p);
         tfm_AddNorm_init(&b->addnorm1, P, tfm_name(sub, sizeof sub, name, "addnorm1"), d, p);
         tfm_MultiHeadAttention_init(&b->attention2, P, tfm_name(sub, sizeof sub, name, "attention2"), d, d, d, H,
-                                    hd, hd, d, 0, p);
+                                    hd, hd, d, c->attn_bias, p);
         tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
-        tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d, TFM_ACT_RELU);
+        tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d,
+                                 (tfm_activation)c->ffn_act);
         tfm_AddNorm_init(&b->addnorm3, P, tfm_name(sub, sizeof sub, name, "addnorm3"), d, p);
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->dec_lnf, P, "decoder.ln_f", d);
@@ -519,7 +528,9 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     } else {
         tfm_Linear_init(&t->dense, P, "decoder.dense", d, c->tgt_vocab, 1);
     }
-    if (tfm_params_alloc(P) || tfm_PositionalEncoding_init(&t->pe, c->max_len, d)) {
+    int pe = c->pos_halves ? tfm_PositionalEncoding_init_halves(&t->pe, c->max_len, d)
+                           : tfm_PositionalEncoding_init(&t->pe, c->max_len, d);
+    if (tfm_params_alloc(P) || pe) {
         tf_destroy(m);
         return NULL;
     }

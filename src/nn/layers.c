@@ -51,6 +51,21 @@ int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
     return 0;
 }
 
+int tfm_PositionalEncoding_init_halves(tfm_PositionalEncoding *m, int max_len, int d) {
+    m->max_len = max_len;
+    m->d = d;
+    m->P = malloc(sizeof(float) * (size_t)max_len * d);
+    if (!m->P) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
+    int half = d / 2;
+    for (int pos = 0; pos < max_len; pos++)
+        for (int k = 0; k < half; k++) {   /* in double, then rounded: what numpy computes before the float cast */
+            double angle = pos / pow(10000.0, (double)(2 * k) / d);
+            m->P[(size_t)pos * d + k] = (float)sin(angle);
+            m->P[(size_t)pos * d + half + k] = (float)cos(angle);
+        }
+    return 0;
+}
+
 void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m) {
     free(m->P);
     m->P = NULL;
@@ -74,8 +89,13 @@ void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char 
 }
 
 tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x) {
-    tfm_tensor *h = m->act == TFM_ACT_GELU ? tfm_linear_gelu(g, x, m->dense1.W, m->dense1.b)
-                                           : tfm_linear_relu(g, x, m->dense1.W, m->dense1.b);
+    tfm_tensor *h;
+    switch (m->act) {
+    case TFM_ACT_GELU: h = tfm_linear_gelu(g, x, m->dense1.W, m->dense1.b); break;
+    case TFM_ACT_SILU: h = tfm_silu(g, tfm_Linear_forward(g, &m->dense1, x)); break;
+    case TFM_ACT_GELU_ERF: h = tfm_gelu_erf(g, tfm_Linear_forward(g, &m->dense1, x)); break;
+    default: h = tfm_linear_relu(g, x, m->dense1.W, m->dense1.b); break;
+    }
     return tfm_Linear_forward(g, &m->dense2, h);
 }
 

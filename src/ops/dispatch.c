@@ -11,7 +11,7 @@ void tfm_op_backward(tfm_node *n) {
     case TFM_OP_SCALE: tfm_bw_scale(n); break;
     case TFM_OP_ADD_SCALAR: tfm_bw_add_scalar(n); break;
     case TFM_OP_GELU: case TFM_OP_RELU: case TFM_OP_TANH: case TFM_OP_SIGMOID: case TFM_OP_EXP:
-    case TFM_OP_SQUARE: tfm_bw_unary(n); break;
+    case TFM_OP_SQUARE: case TFM_OP_SILU: case TFM_OP_GELU_ERF: tfm_bw_unary(n); break;
     case TFM_OP_SUM: case TFM_OP_MEAN: tfm_bw_reduce(n); break;
     case TFM_OP_DROPOUT: tfm_bw_dropout(n); break;
     case TFM_OP_EMBEDDING: tfm_bw_embedding(n); break;

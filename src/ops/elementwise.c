@@ -137,6 +137,8 @@ static inline float unary_f(tfm_op op, float x) {
     case TFM_OP_TANH: return tanhf(x);
     case TFM_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case TFM_OP_EXP: return expf(x);
+    case TFM_OP_SILU: return x / (1.0f + expf(-x));
+    case TFM_OP_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     default: return x * x; /* square */
     }
 }
@@ -152,6 +154,12 @@ static inline float unary_df(tfm_op op, float x, float y) {
     case TFM_OP_TANH: return 1.0f - y * y;
     case TFM_OP_SIGMOID: return y * (1.0f - y);
     case TFM_OP_EXP: return y;
+    case TFM_OP_SILU: { /* s + x s (1 - s), s = sigmoid(x) */
+        float sg = 1.0f / (1.0f + expf(-x));
+        return sg * (1.0f + x * (1.0f - sg));
+    }
+    case TFM_OP_GELU_ERF: /* Phi(x) + x phi(x) */
+        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
     default: return 2.0f * x;
     }
 }
@@ -195,6 +203,8 @@ tfm_tensor *tfm_tanh(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_TA
 tfm_tensor *tfm_sigmoid(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_SIGMOID); }
 tfm_tensor *tfm_exp(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_EXP); }
 tfm_tensor *tfm_square(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_SQUARE); }
+tfm_tensor *tfm_silu(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_SILU); }
+tfm_tensor *tfm_gelu_erf(tfm_graph *g, tfm_tensor *x) { return unary(g, x, TFM_OP_GELU_ERF); }
 
 void tfm_bw_unary(tfm_node *n) {
     tfm_tensor *x = n->in[0], *y = n->out;

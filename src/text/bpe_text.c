@@ -62,7 +62,7 @@ static int put_fffd(char *out) { return memcpy(out, "\xef\xbf\xbd", 3), 3; }
 static int utf8_need(unsigned char lead) { return lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2; }
 
 /* One byte through the UTF-8 check: whole characters out, an invalid sequence as U+FFFD. */
-static int put_byte(tfm_bpe_text_decoder *d, unsigned char b, char *out) {
+int tfm_bpe_text_put_byte(tfm_bpe_text_decoder *d, unsigned char b, char *out) {
     int k = 0;
     if (d->n_pend && (b & 0xC0) != 0x80) {   /* an unfinished character, then not a continuation */
         k += put_fffd(out);
@@ -91,7 +91,7 @@ int tfm_bpe_text_decode_id(const tfm_bpe *m, tfm_bpe_text_decoder *d, int id, ch
         while (b < 256 && m->byte_id[b] != id) b++;
         if (b == 256) return 0;
         d->line_start = b == '\n';
-        return put_byte(d, (unsigned char)b, out);
+        return tfm_bpe_text_put_byte(d, (unsigned char)b, out);
     }
     if (type == TFM_PIECE_CONTROL || type == TFM_PIECE_UNKNOWN) return 0;   /* never in encoded text */
     const char *w = m->piece[id];
@@ -100,10 +100,10 @@ int tfm_bpe_text_decode_id(const tfm_bpe *m, tfm_bpe_text_decoder *d, int id, ch
     d->line_start = 0;
     for (size_t i = 0; i < n; i++) {
         if (i + WS_LEN <= n && !memcmp(w + i, WS, WS_LEN)) {
-            k += put_byte(d, ' ', out + k);
+            k += tfm_bpe_text_put_byte(d, ' ', out + k);
             i += WS_LEN - 1;
         } else {
-            k += put_byte(d, (unsigned char)w[i], out + k);
+            k += tfm_bpe_text_put_byte(d, (unsigned char)w[i], out + k);
         }
     }
     return k;

@@ -226,6 +226,30 @@ tfm_gpt2_bpe *tfm_gpt2_bpe_load_files(const char *vocab_json, const char *merges
     return t;
 }
 
+/* (interop: an imported GPT-2's checkpoint keeps the two files as bytes) */
+tfm_gpt2_bpe *tfm_gpt2_bpe_from_bytes(const char *vocab_json, size_t vocab_len, const char *merges, size_t merges_len,
+                                      const char *vocab_name, const char *merges_name) {
+    tfm_gpt2_bpe *t = calloc(1, sizeof *t);
+    char *text = merges_len <= MAX_MERGES_BYTES ? malloc(merges_len + 1) : NULL;
+    if (!t || !text) {
+        free(t), free(text);
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", merges_name), NULL;
+    }
+    memcpy(text, merges, merges_len);
+    text[merges_len] = 0;
+    int rc = tfm_token_map_parse(&t->map, vocab_json, vocab_len, vocab_name);
+    if (!rc) rc = build_bytes(t, vocab_name);
+    if (!rc && tfm_utf8_first_invalid(text, merges_len) >= 0) rc = (tfm_set_error("%s: not valid UTF-8 text", merges_name), -1);
+    if (!rc) rc = parse_merges(t, text, merges_len, merges_name);
+    free(text);
+    if (rc) {
+        tfm_error_in_data();
+        tfm_gpt2_bpe_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 static int is_dir(const char *p) {
     struct stat st;
     return !stat(p, &st) && S_ISDIR(st.st_mode);

@@ -1,5 +1,6 @@
 /* GPT checkpoints (entry names in include/tfm/checkpoint.h). */
 #include "tfm/checkpoint.h"
+#include "tfm/tokenizers.h"
 #include "tfm/train.h"
 #include <limits.h>
 #include <math.h>
@@ -22,15 +23,7 @@ int tfm_gpt_save_tok(const char *path, const tfm_gpt *m, const tfm_char_vocab *v
     tfm_container c;
     tfm_container_init(&c);
     const tfm_gpt_config *k = &m->cfg;
-    tfm_container_add_str(&c, "meta.kind", "gpt");
-    tfm_container_add_str(&c, "meta.arch", "gpt");
-    tfm_container_add_int(&c, "config.vocab_size", k->vocab_size);
-    tfm_container_add_int(&c, "config.block_size", k->block_size);
-    tfm_container_add_int(&c, "config.n_layer", k->n_layer);
-    tfm_container_add_int(&c, "config.n_head", k->n_head);
-    tfm_container_add_int(&c, "config.n_embd", k->n_embd);
-    tfm_container_add_float(&c, "config.dropout", k->dropout);
-    tfm_container_add_str(&c, "config.attention", k->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal");
+    tfm_gpt_put_config(&c, k);
     if (bpe) {
         tfm_container_add_str(&c, "tokenizer.kind", "bpe");
         tfm_bpe_to_container(bpe, &c, NULL);
@@ -138,6 +131,22 @@ int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt
     return rc ? tfm_error_in_data() : 0;
 }
 
+/* tokenizer.chars, the character vocabulary of vocab_size characters (a checkpoint with another tokenizer,
+ * an imported GPT-2, is named as such) */
+static int get_chars(const tfm_container *cp, const char *path, tfm_char_vocab *v, int vocab_size) {
+    const char *kind = tfm_container_get(cp, "tokenizer.kind") ? tfm_container_str(cp, "tokenizer.kind") : NULL;
+    if (kind && !tfm_container_get(cp, "tokenizer.chars"))
+        return tfm_set_error("%s: the model's tokenizer is '%.40s', not a character vocabulary", path, kind), -1;
+    const char *chars = tfm_container_str(cp, "tokenizer.chars");
+    if (!chars) return -1;
+    if (tfm_char_vocab_from_string(v, chars)) return tfm_prefix_error("%s: bad tokenizer: ", path);
+    if (v->n != vocab_size) {
+        tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", path, v->n, vocab_size);
+        tfm_char_vocab_free(v);
+        return -1;
+    }
+    return 0;
+}
 
 int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st) {
@@ -178,7 +187,7 @@ static int get_bpe(const tfm_container *cp, const char *path, int vocab_size, tf
 int tfm_gpt_get_tok(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
                     tfm_adamw *opt, tfm_lm_train_state *st) {
     int rc = -1;
-    memset(v, 0, sizeof *v);
+    if (v) memset(v, 0, sizeof *v);
     if (bpe) *bpe = NULL;
     const char *kind = tfm_container_str(cp, "meta.kind");
     if (!kind) goto done;
@@ -203,38 +212,29 @@ int tfm_gpt_get_tok(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_c
         goto done;
     }
     cfg.attention = !strcmp(attn, "synthesizer") ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL;
+    if (tfm_container_get(cp, "config.ln_eps") && tfm_container_float(cp, "config.ln_eps", &cfg.ln_eps)) goto done;
     if (tfm_gpt_config_check(&cfg)) {
         tfm_prefix_error("%s: bad config: ", path);
         goto done;
     }
-    const tfm_entry *tk = tfm_container_get(cp, "tokenizer.kind");
-    const char *tok_kind = tk ? tfm_container_str(cp, "tokenizer.kind") : "char";
-    if (!tok_kind) goto done;
-    if (strcmp(tok_kind, "char") && strcmp(tok_kind, "bpe")) {
-        tfm_set_error("%s: tokenizer.kind must be char or bpe, got '%.40s'", path, tok_kind);
-        goto done;
-    }
-    const char *chars = strcmp(tok_kind, "bpe") ? tfm_container_str(cp, "tokenizer.chars") : NULL;
-    if (!strcmp(tok_kind, "bpe")) {
-        if (get_bpe(cp, path, cfg.vocab_size, bpe)) goto done;
-    } else if (!chars) {
-        goto done;
-    } else if (tfm_char_vocab_from_string(v, chars)) {
-        tfm_prefix_error("%s: bad tokenizer: ", path);
-        goto done;
-    }
-    if (chars && v->n != cfg.vocab_size) {
-        tfm_set_error("%s: tokenizer has %d characters but config.vocab_size is %d", path, v->n, cfg.vocab_size);
-        tfm_char_vocab_free(v);
-        goto done;
+    if (v) {   /* v NULL: the model only, whatever its tokenizer (an imported GPT-2's is read by tfm_lm_load) */
+        const tfm_entry *tk = tfm_container_get(cp, "tokenizer.kind");
+        const char *tok_kind = tk ? tfm_container_str(cp, "tokenizer.kind") : "char";
+        if (!tok_kind) goto done;
+        if (strcmp(tok_kind, "char") && strcmp(tok_kind, "bpe") && strcmp(tok_kind, "gpt2")) {
+            tfm_set_error("%s: tokenizer.kind must be char, bpe or gpt2, got '%.40s'", path, tok_kind);
+            goto done;
+        }
+        if (!strcmp(tok_kind, "bpe") ? get_bpe(cp, path, cfg.vocab_size, bpe) : get_chars(cp, path, v, cfg.vocab_size))
+            goto done;
     }
     if (tfm_ckpt_check_param_budget(cp, tfm_gpt_n_params(&cfg), path)) {
-        tfm_char_vocab_free(v);
+        if (v) tfm_char_vocab_free(v);
         goto done;
     }
     if (tfm_gpt_init(m, &cfg)) {   /* out of memory (the config was checked above) */
         tfm_prefix_error("%s: ", path);
-        tfm_char_vocab_free(v);
+        if (v) tfm_char_vocab_free(v);
         goto done;
     }
     if (tfm_ckpt_get_params(cp, &m->params, path)) goto fail_model;
@@ -259,8 +259,69 @@ int tfm_gpt_get_tok(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_c
     goto done;
 fail_model:
     tfm_gpt_free(m);
-    tfm_char_vocab_free(v);
+    if (v) tfm_char_vocab_free(v);
 done:
     if (rc && bpe && *bpe) tfm_bpe_free(*bpe), free(*bpe), *bpe = NULL;
     return rc;
+}
+
+/* ---------------------------------------------------------------- a GPT with whichever tokenizer */
+
+/* tokenizer.kind "gpt2": the byte-level BPE of an imported GPT-2; its ids must be the model's */
+static int get_gpt2(tfm_lm *lm, const tfm_container *c, const char *path) {
+    const tfm_entry *v = tfm_container_get(c, "tokenizer.gpt2.vocab");
+    const tfm_entry *m = tfm_container_get(c, "tokenizer.gpt2.merges");
+    if (!v || !m || v->dtype != TFM_DT_BYTES || m->dtype != TFM_DT_BYTES)
+        return tfm_set_error("%s: tokenizer.gpt2.vocab / .merges missing (tokenizer.kind 'gpt2')", path), -1;
+    char vn[600], mn[600];
+    snprintf(vn, sizeof vn, "%s: tokenizer.gpt2.vocab", path);
+    snprintf(mn, sizeof mn, "%s: tokenizer.gpt2.merges", path);
+    lm->gpt2 = tfm_gpt2_bpe_from_bytes(v->data, v->nbytes, m->data, m->nbytes, vn, mn);
+    if (!lm->gpt2) return -1;
+    if (tfm_gpt2_bpe_n_vocab(lm->gpt2) > lm->model.cfg.vocab_size)
+        return tfm_set_error("%s: has ids up to %d but config.vocab_size is %d", vn, tfm_gpt2_bpe_n_vocab(lm->gpt2) - 1,
+                             lm->model.cfg.vocab_size), -1;
+    lm->eos = tfm_gpt2_bpe_id(lm->gpt2, "<|endoftext|>");
+    return 0;
+}
+
+int tfm_lm_get(tfm_lm *lm, const tfm_container *c, const char *path) {
+    memset(lm, 0, sizeof *lm);
+    lm->eos = -1;
+    const char *kind = tfm_container_get(c, "tokenizer.kind") ? tfm_container_str(c, "tokenizer.kind") : NULL;
+    int gpt2 = kind && !strcmp(kind, "gpt2");
+    int rc = tfm_gpt_get(c, path, &lm->model, gpt2 ? NULL : &lm->chars, NULL, NULL);
+    if (!rc && gpt2 && get_gpt2(lm, c, path)) {
+        tfm_gpt2_bpe_free(lm->gpt2);
+        tfm_gpt_free(&lm->model);
+        rc = -1;
+    }
+    return rc;
+}
+
+int tfm_lm_load(tfm_lm *lm, const char *path) {
+    tfm_container c;
+    memset(lm, 0, sizeof *lm);
+    if (tfm_container_load_except(&c, path, "adam.")) return tfm_container_free(&c), -1;
+    int rc = tfm_lm_get(lm, &c, path);
+    tfm_container_free(&c);
+    return rc ? tfm_error_in_data() : 0;
+}
+
+void tfm_lm_free(tfm_lm *lm) {
+    if (lm->gpt2) tfm_gpt2_bpe_free(lm->gpt2);
+    else tfm_char_vocab_free(&lm->chars);
+    tfm_gpt_free(&lm->model);
+    memset(lm, 0, sizeof *lm);
+}
+
+int *tfm_lm_encode(tfm_lm *lm, const char *text, size_t len, int *n) {
+    return lm->gpt2 ? tfm_gpt2_bpe_encode(lm->gpt2, text, len, n) : tfm_char_encode(&lm->chars, text, len, n);
+}
+
+const char *tfm_lm_token_bytes(const tfm_lm *lm, int id, char buf[4], size_t *len) {
+    if (lm->gpt2) return (const char *)tfm_gpt2_bpe_token_bytes(lm->gpt2, id, len);
+    if (id < 0 || id >= lm->chars.n) return NULL;
+    *len = (size_t)tfm_utf8_encode(lm->chars.cps[id], buf);
+    return buf;
 }

@@ -137,7 +137,8 @@ static int check_options(lm_run *x) {
     s->min_lr = o->min_lr, s->weight_decay = o->weight_decay, s->beta1 = o->beta1, s->beta2 = o->beta2;
     s->grad_clip = o->grad_clip;
     tfm_lm_train_state_init(s);
-    x->cfg = (tfm_gpt_config){0, o->block_size, o->n_layer, o->n_head, o->n_embd, o->dropout, TFM_ATTN_CAUSAL};
+    x->cfg = (tfm_gpt_config){.block_size = o->block_size, .n_layer = o->n_layer, .n_head = o->n_head,
+                              .n_embd = o->n_embd, .dropout = o->dropout, .attention = TFM_ATTN_CAUSAL};
 #define BAD(...) return tfm_set_error_kind(TFM_ERR_ARG, __VA_ARGS__), -1
     if (!o->data) BAD("--data FILE is required");
     if (!o->out) BAD("--out MODEL.tfm (or --resume MODEL.tfm) is required");

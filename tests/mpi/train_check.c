@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < CORPUS; i++) corpus[i] = (i * 7 + (i / 13) % 5 + (int)(tfm_rng_u32(&cr) % 3)) % VOCAB;
 
     tfm_gpt m;
-    tfm_gpt_config c = {VOCAB, BLOCK, 2, 2, 32, dropout, 0};
+    tfm_gpt_config c = {VOCAB, BLOCK, 2, 2, 32, dropout, 0, 0.0f};
     if (tfm_gpt_init(&m, &c)) fail(d, "model");
     tfm_gpt_init_weights(&m, 5);
     tfm_params *p = &m.params;

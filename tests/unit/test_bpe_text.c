@@ -84,7 +84,7 @@ int main(void) {
           "id %d: %d / %d bytes", sp, a, b);
 
     /* a BPE GPT checkpoint: saved, read back by tfm_gpt_load_tok, refused by the character-only reader */
-    tfm_gpt_config cfg = {m.n, 16, 1, 2, 16, 0.0f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {m.n, 16, 1, 2, 16, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt g;
     tfm_gpt_init(&g, &cfg);
     tfm_gpt_init_weights(&g, 7);

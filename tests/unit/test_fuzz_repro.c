@@ -10,7 +10,7 @@
 
 static const char *const targets[] = {"container", "gpt", "transformer", "rnn", "bahdanau", "vocab",
                                       "text", "tsv", "parallel", "lmdata", "bpe", "safetensors",
-                                      "unigram", "gpt2bpe"};
+                                      "unigram", "gpt2bpe", "hfconfig"};
 #define N_TARGETS (int)(sizeof targets / sizeof *targets)
 
 static void replay_reproducers(void) {

@@ -19,7 +19,7 @@ static const char *CHARS = "\n !,.:?ERabdeilmnorstuwé€";
 static void make_model(void) {
     tfm_char_vocab v;
     if (tfm_char_vocab_from_string(&v, CHARS)) printf("FAIL vocab: %s\n", tfm_last_error()), exit(1);
-    tfm_gpt_config c = {v.n, 16, 2, 2, 16, 0.0f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config c = {v.n, 16, 2, 2, 16, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt m;
     if (tfm_gpt_init(&m, &c)) printf("FAIL gpt: %s\n", tfm_last_error()), exit(1);
     tfm_gpt_init_weights(&m, 7);

@@ -121,6 +121,8 @@ static tfm_tensor *f_gelu(tfm_graph *g, tfm_tensor **x) { return tfm_gelu(g, x[0
 static tfm_tensor *f_relu(tfm_graph *g, tfm_tensor **x) { return tfm_relu(g, x[0]); }
 static tfm_tensor *f_tanh(tfm_graph *g, tfm_tensor **x) { return tfm_tanh(g, x[0]); }
 static tfm_tensor *f_sigmoid(tfm_graph *g, tfm_tensor **x) { return tfm_sigmoid(g, x[0]); }
+static tfm_tensor *f_silu(tfm_graph *g, tfm_tensor **x) { return tfm_silu(g, x[0]); }
+static tfm_tensor *f_gelu_erf(tfm_graph *g, tfm_tensor **x) { return tfm_gelu_erf(g, x[0]); }
 static tfm_tensor *f_exp(tfm_graph *g, tfm_tensor **x) { return tfm_exp(g, x[0]); }
 static tfm_tensor *f_square(tfm_graph *g, tfm_tensor **x) { return tfm_square(g, x[0]); }
 static tfm_tensor *f_mean(tfm_graph *g, tfm_tensor **x) { return tfm_mean(g, tfm_square(g, x[0])); }
@@ -240,6 +242,8 @@ int main(void) {
     GC("grad relu", f_relu, 1, 1.0f, {{4, 6}});
     GC("grad tanh", f_tanh, 1, 1.0f, {{4, 6}});
     GC("grad sigmoid", f_sigmoid, 1, 1.0f, {{4, 6}});
+    GC("grad silu", f_silu, 1, 1.5f, {{4, 6}});
+    GC("grad gelu_erf", f_gelu_erf, 1, 1.5f, {{4, 6}});
     GC("grad exp", f_exp, 1, 0.5f, {{4, 6}});
     GC("grad square", f_square, 1, 1.0f, {{4, 6}});
     GC("grad mean", f_mean, 1, 1.0f, {{4, 6}});

@@ -29,8 +29,8 @@ static const char *tpath(const char *name) {
 /* ---------------------------------------------------------------- parameter-count formulas */
 static void test_param_counts(void) {
     tfm_gpt_config g[] = {
-        {13, 8, 2, 2, 16, 0.0f, TFM_ATTN_CAUSAL}, {5, 4, 1, 1, 4, 0.1f, TFM_ATTN_CAUSAL},
-        {13, 8, 3, 4, 16, 0.0f, TFM_ATTN_SYNTHESIZER}, {7, 9, 1, 3, 12, 0.0f, TFM_ATTN_SYNTHESIZER},
+        {13, 8, 2, 2, 16, 0.0f, TFM_ATTN_CAUSAL, 0.0f}, {5, 4, 1, 1, 4, 0.1f, TFM_ATTN_CAUSAL, 0.0f},
+        {13, 8, 3, 4, 16, 0.0f, TFM_ATTN_SYNTHESIZER, 0.0f}, {7, 9, 1, 3, 12, 0.0f, TFM_ATTN_SYNTHESIZER, 0.0f},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
@@ -78,7 +78,7 @@ static void test_param_counts(void) {
 
 /* ---------------------------------------------------------------- GPT checkpoints */
 static void save_gpt(const char *path, int synth) {
-    tfm_gpt_config cfg = {5, 4, 1, 2, 8, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {5, 4, 1, 2, 8, 0.0f, synth ? TFM_ATTN_SYNTHESIZER : TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt m;
     tfm_char_vocab v;
     if (tfm_gpt_init(&m, &cfg) || tfm_char_vocab_from_string(&v, "abcde")) tfm_fatal("test: %s", tfm_last_error());

@@ -35,7 +35,7 @@ static void parity(const char *fixture, int attention, const char *label) {
         exit(1);
     }
     tfm_gpt_config cfg = {geti("config.vocab_size"), geti("config.block_size"), geti("config.n_layer"),
-                          geti("config.n_head"), geti("config.n_embd"), getf("config.dropout"), attention};
+                          geti("config.n_head"), geti("config.n_embd"), getf("config.dropout"), attention, 0.0f};
     tfm_gpt m;
     CHECK(NAME("config valid"), tfm_gpt_init(&m, &cfg) == 0, "%s", tfm_last_error());
     for (int i = 0; i < m.params.n; i++) {

@@ -31,7 +31,7 @@ static long file_size(const char *p) {
 }
 
 static void make_gpt(tfm_gpt *m, tfm_char_vocab *v, int C, int T) {
-    tfm_gpt_config cfg = {12, T, 2, 2, C, 0.0f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {12, T, 2, 2, C, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
     if (tfm_char_vocab_from_string(v, "\n !,.?abcdeé") || tfm_gpt_init(m, &cfg)) tfm_fatal("%s", tfm_last_error());
     tfm_gpt_init_weights(m, 7);
 }

@@ -241,8 +241,10 @@ static void bad_input(void) {
     rewrite(G, X, "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[8,16],\"data_offsets\":[2304,2816]}",
             "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[8,16],\"data_offsets\":[1792,2304]}", SIZE_MAX, 0);
     expect_bad("bad: overlapping tensors", X, "overlap", "'wte.weight'");
+    rewrite(G, X, "\"wpe.weight\":{\"dtype\":\"F32\"", "\"wpe.weight\":{\"dtype\":\"F64\"", SIZE_MAX, 0);
+    expect_bad("bad: wrong dtype", X, "tensor 'wpe.weight'", "dtype 'F64' not supported");
     rewrite(G, X, "\"wpe.weight\":{\"dtype\":\"F32\"", "\"wpe.weight\":{\"dtype\":\"F16\"", SIZE_MAX, 0);
-    expect_bad("bad: wrong dtype", X, "tensor 'wpe.weight'", "dtype 'F16' not supported");
+    expect_bad("bad: F16 with an F32 tensor's span", X, "tensor 'wpe.weight'", "span 512 bytes but F16 shape needs 256");
     rewrite(G, X, "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[8,16]", "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[16,8]",
             SIZE_MAX, 0);
     expect_bad("bad: wrong shape (right size)", X, "tensor 'wpe.weight' has shape (16,8) but the config needs (8,16)",
@@ -442,6 +444,34 @@ static void twin_fixtures(void) {
     tfm_container_free(&fx);
 }
 
+/* F16 and BF16 tensors (Hugging Face checkpoints saved in half precision) read as the exact floats they hold */
+static void half_dtypes(void) {
+    static const uint16_t h[6] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000, 0x3555};   /* 1 -2 2^-24 65504 -0 ~1/3 */
+    static const uint16_t bf[3] = {0x3f80, 0xc2f7, 0x0001};                           /* 1 -123.5 1 subnormal */
+    const float want_h[6] = {1.0f, -2.0f, 5.9604644775390625e-08f, 65504.0f, -0.0f, 0.333251953125f};
+    const char *head = "{\"h\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+                       "\"b\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[12,18]}}";
+    const char *path = tmp("half.safetensors");
+    FILE *f = fopen(path, "wb");
+    uint64_t n = strlen(head);
+    fwrite(&n, 8, 1, f), fwrite(head, 1, n, f), fwrite(h, 2, 6, f), fwrite(bf, 2, 3, f);
+    fclose(f);
+    tfm_st_file st;
+    int ok = !tfm_st_load(&st, path) && st.n == 2;
+    float got[6];
+    if (ok) tfm_st_read_f32(tfm_st_find(&st, "h"), got);
+    int same = ok;
+    for (int i = 0; same && i < 6; i++) same = !memcmp(&got[i], &want_h[i], 4);
+    CHECK("F16 tensors read exactly (normal, negative, subnormal, largest, -0)", same, "%s", ok ? "values" : tfm_last_error());
+    if (ok) tfm_st_read_f32(tfm_st_find(&st, "b"), got);
+    uint32_t tiny = 1u << 16;
+    float t;
+    memcpy(&t, &tiny, 4);
+    CHECK("BF16 tensors read exactly (the top half of a float)", ok && got[0] == 1.0f && got[1] == -123.5f && got[2] == t,
+          "%g %g %g", got[0], got[1], got[2]);
+    tfm_st_free(&st);
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "--logits")) return tool_logits(argv[2], argv[3], argv[4]);
     if (check_tmpdir(tmpdir, sizeof tmpdir, "test_safetensors")) return 1;
@@ -450,6 +480,7 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) round_trip(kinds[k]);
     bad_input();
     bad_bpe_tied();
+    half_dtypes();
     twin_fixtures();
     check_rm_tmpdir(tmpdir);
     return check_failures ? 1 : 0;

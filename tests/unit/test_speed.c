@@ -270,7 +270,7 @@ static void test_attention_fd(void) {
 
 /* ---------------------------------------------------------------- GPT */
 static void gpt_make(tfm_gpt *m, int block) {
-    tfm_gpt_config cfg = {13, block, 2, 2, 16, 0.0f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config cfg = {13, block, 2, 2, 16, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt_init(m, &cfg);
     tfm_gpt_init_weights(m, 5);
     for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += 0.05f * tfm_rng_normal(&rng);

@@ -183,7 +183,7 @@ static void test_out_of_memory(void) {
 #if defined(__SANITIZE_ADDRESS__)
     printf("NOTRUN out of memory is a tfm error: ASan's allocator aborts on huge requests\n");
 #else
-    tfm_gpt_config big = {256, 1024, 64, 8, 65536, 0.0f, TFM_ATTN_CAUSAL};   /* ~3e12 parameters */
+    tfm_gpt_config big = {256, 1024, 64, 8, 65536, 0.0f, TFM_ATTN_CAUSAL, 0.0f};   /* ~3e12 parameters */
     tfm_gpt m;
     /* refused by the parameter budget (TFM_MAX_PARAMS) before allocating, or by the allocator */
     CHECK("GPT too large for memory: tfm_gpt_init returns an error", tfm_gpt_init(&m, &big) == -1 &&
@@ -206,7 +206,7 @@ static void test_out_of_memory(void) {
 /* Two replicas of a GPT each do forward+backward on a chunk of a batch (loss scaled by chunk/B, dropout
  * keyed by the global sample); tfm_train_chunks_reduce gives the whole batch's gradient. */
 static void test_replicas(void) {
-    tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL, 0.0f};
     tfm_gpt m, r[3], other;
     tfm_gpt_init(&m, &gc);
     tfm_gpt_init_weights(&m, 7);
@@ -374,7 +374,7 @@ int main(void) {
     test_replicas();
     test_reduce_norm_blocks();
     test_grad_sq_block();
-    tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL};
+    tfm_gpt_config gc = {20, 16, 2, 2, 16, 0.1f, TFM_ATTN_CAUSAL, 0.0f};
     gpt_job gj;
     memset(&gj, 0, sizeof gj);
     gj.h.run = gpt_run;

@@ -218,7 +218,7 @@ static void test_blank_and_errors(tfm_translator *tr) {
     for (int s = 0; !rc && s < 3; s++) tfm_translation_free(&r[s]);
     struct { const char *field; int beam, n_hyp, max_out, max_in; const char *text, *prefix; } bad[] = {
         {"beam_size", 65, 1, 50, 200, "s5", NULL}, {"num_hypotheses", 2, 3, 50, 200, "s5", NULL},
-        {"max_decoding_length", 1, 1, 0, 200, "s5", NULL}, {"max_input_length", 1, 1, 50, 1, "s5", NULL},
+        {"max_decoding_length", 1, 1, -1, 200, "s5", NULL}, {"max_input_length", 1, 1, 50, 1, "s5", NULL},
         {"source[0]: invalid UTF-8 at byte 2", 1, 1, 50, 200, "s\xff", NULL},
         {"target_prefix[0]: 3 tokens, max_decoding_length is 3", 1, 1, 3, 200, "s5", "t5 t6 t7"},
     };
