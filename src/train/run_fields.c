@@ -67,7 +67,7 @@ void tfm_field_format(const tfm_field *f, const void *opts, char *buf, size_t n)
         break;
     }
     case TFM_FIELD_BOOL: snprintf(buf, n, "%d", *CVALUE(f, opts, int) ? 1 : 0); break;
-    default: snprintf(buf, n, "%s", *CVALUE(f, opts, const char *) ? *CVALUE(f, opts, const char *) : ""); break;
+    default: snprintf(buf, n, "%s", *CVALUE(f, opts, char *) ? *CVALUE(f, opts, char *) : ""); break;
     }
 }
 
@@ -90,7 +90,7 @@ int tfm_run_config_from(const tfm_field *f, int n, const void *opts, tfm_run_con
 static int data_differs(const tfm_field *f, const void *opts, const tfm_run_config *stored, char *buf, size_t n) {
     char key[96];
     snprintf(key, sizeof key, "data:%s", f->name);
-    const char *fp = tfm_run_config_find(stored, key), *path = *CVALUE(f, opts, const char *);
+    const char *fp = tfm_run_config_find(stored, key), *path = *CVALUE(f, opts, char *);
     if (!fp || !path) return 0;
     if (tfm_file_fingerprint(path, buf, n)) return -1;
     if (!strcmp(buf, fp)) return 0;
