@@ -100,6 +100,7 @@ typedef struct {
     int epoch;               /* translation runs: the epoch the next step belongs to */
     double train_s;          /* seconds spent in training steps */
     long tokens;             /* tokens trained on by this call */
+    float val_loss;          /* the run's last validation loss (NAN: none measured yet) */
     char log_error[256];     /* log_failed: why */
 } tfm_run_result;
 
@@ -126,6 +127,8 @@ typedef struct {
  * (batch 12, 2000 steps, lr 1e-3 -> 1e-4 cosine after 100 warmup steps, weight decay 0.1, betas 0.9/0.99,
  * clip 1, eval every 500 over 20 batches, 10% validation), seed 1, all CPUs. */
 TFM_API void tfm_lm_run_opts_default(tfm_lm_run_opts *o);
+/* sizeof(tfm_lm_run_opts), for bindings that set the options by name (tfm_field_parse) without mirroring it. */
+TFM_API size_t tfm_lm_run_opts_size(void);
 /* The fields of tfm_lm_run_opts, in train-lm's flag order. */
 TFM_API const tfm_field *tfm_lm_run_fields(int *n);
 /* The whole run: the options checked (errors name the field as a flag, "--lr must be > 0"), every file checked

@@ -13,7 +13,7 @@ installed one (docs/PYTHON.md).
 from ._lib import path as library_path
 from ._lib import lib as _l
 from .bpe import BPETokenizer
-from .errors import DataError, Error, IOError, OutOfMemoryError, TrainingInterrupted
+from .errors import ArgumentError, DataError, Error, IOError, OutOfMemoryError, TrainingInterrupted
 from .generator import Generation, GenerationStream, Generator
 from .metrics import BLEUScore, CHRFScore, bleu, chrf
 from .training import LMProgress, MTProgress, TrainResult, train_lm, train_mt
@@ -31,7 +31,7 @@ def default_threads() -> int:
 
 
 __all__ = [
-    "BLEUScore", "BPETokenizer", "CHRFScore", "DataError", "Error", "Generation", "GenerationStream", "Generator",
+    "ArgumentError", "BLEUScore", "BPETokenizer", "CHRFScore", "DataError", "Error", "Generation", "GenerationStream", "Generator",
     "LMProgress", "MTProgress", "OutOfMemoryError", "TrainResult", "TrainingInterrupted",
     "TranslationResult", "Translator", "bleu", "chrf", "default_threads", "library_path", "library_version",
     "train_lm", "train_mt",

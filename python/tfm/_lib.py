@@ -103,7 +103,7 @@ class Translation(Structure):        # tfm_translation (translator.h)
 class MTModel(Structure):            # tfm_mt_model (seq2seq.h)
     _fields_ = [("model", c_void_p), ("src_vocab", Vocab), ("tgt_vocab", Vocab), ("tok_kind", c_int),
                 ("bpe", c_void_p), ("decode_beam", c_int), ("decode_alpha", c_float),
-                ("src_lang", c_char * 16), ("tgt_lang", c_char * 16)]
+                ("src_lang", c_char * 16), ("tgt_lang", c_char * 16), ("marian", c_void_p)]
 
 
 MAX_STOP = 8                         # TFM_MAX_STOP (generator.h)
@@ -124,7 +124,7 @@ class Generation(Structure):         # tfm_generation (generator.h)
 
 class GptConfig(Structure):          # tfm_gpt_config (gpt.h)
     _fields_ = [("vocab_size", c_int), ("block_size", c_int), ("n_layer", c_int), ("n_head", c_int),
-                ("n_embd", c_int), ("dropout", c_float), ("attention", c_int)]
+                ("n_embd", c_int), ("dropout", c_float), ("attention", c_int), ("ln_eps", c_float)]
 
 
 class Gpt(Structure):
@@ -138,22 +138,18 @@ class AdamW(Structure):              # tfm_adamw (train.h)
                 ("m", POINTER(c_float)), ("v", POINTER(c_float)), ("n", c_size_t), ("t", c_int)]
 
 
-class LMData(Structure):             # tfm_lm_data (train.h)
-    _fields_ = [("vocab", CharVocab), ("ids", POINTER(c_int)), ("n", c_int), ("n_train", c_int),
-                ("chars_train", c_long), ("chars_val", c_long)]
-
-
-class LMTrainState(Structure):       # tfm_lm_train_state (train.h)
-    _fields_ = [("iters", c_int), ("batch_size", c_int), ("grad_accum", c_int), ("warmup", c_int),
-                ("eval_every", c_int), ("eval_iters", c_int), ("seed", c_int), ("lr", c_float),
-                ("min_lr", c_float), ("weight_decay", c_float), ("beta1", c_float), ("beta2", c_float),
-                ("grad_clip", c_float), ("iter", c_int), ("batch_rng", c_uint64), ("dropout_rng", c_uint64),
-                ("last_val_loss", c_float)]
+NoteFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)       # tfm_train_ctl.note, tfm_run_hooks.on_message
+MessageFn = NoteFn
 
 
 class TrainCtl(Structure):           # tfm_train_ctl (train.h); stop points at a sig_atomic_t (an int here)
-    _fields_ = [("stop", POINTER(c_int)), ("save_every", c_int), ("skip_nonfinite", c_int), ("dist", c_void_p),
-                ("parallel", c_int), ("bf16", c_int)]
+    _fields_ = [("stop", POINTER(c_int)), ("stop_self", POINTER(c_int)), ("save_every", c_int),
+                ("skip_nonfinite", c_int), ("dist", c_void_p), ("parallel", c_int), ("bf16", c_int),
+                ("note", NoteFn), ("note_user", c_void_p)]
+
+
+class Field(Structure):              # tfm_field (run.h): one option of a run, set by name
+    _fields_ = [("name", c_char_p), ("type", c_int), ("cls", c_int), ("offset", c_size_t), ("help", c_char_p)]
 
 
 class LMReport(Structure):           # tfm_lm_report (train.h)
@@ -162,15 +158,40 @@ class LMReport(Structure):           # tfm_lm_report (train.h)
                 ("train_s", c_double)]
 
 
+class LMProgress(Structure):         # tfm_lm_progress (run.h)
+    _fields_ = [("r", POINTER(LMReport)), ("mean_loss", c_float), ("n_mean", c_int), ("line", c_int),
+                ("train_per_char", c_float), ("val_per_char", c_float)]
+
+
+LMProgressFn = ctypes.CFUNCTYPE(None, POINTER(LMProgress), c_void_p)
+
+
+class RunHooks(Structure):           # tfm_run_hooks (run.h); stop points at a sig_atomic_t (an int here)
+    _fields_ = [("on_message", MessageFn), ("on_lm_progress", LMProgressFn), ("stop", POINTER(c_int)),
+                ("given", POINTER(c_uint8)), ("dist", c_void_p), ("user", c_void_p)]
+
+
+class RunResult(Structure):          # tfm_run_result (run.h)
+    _fields_ = [("start_step", c_int), ("step", c_int), ("steps", c_int), ("saved_step", c_int),
+                ("stopped_by", c_int), ("log_failed", c_int), ("epoch", c_int), ("train_s", c_double),
+                ("tokens", c_long), ("val_loss", c_float), ("log_error", c_char * 256)]
+
+
 class RunConfig(Structure):          # tfm_run_config (train.h)
     _fields_ = [("name", POINTER(c_char_p)), ("value", POINTER(c_char_p)), ("n", c_int), ("cap", c_int)]
+
+
+S2S_MAX_BANNED = 16                  # TFM_S2S_MAX_BANNED (seq2seq.h)
 
 
 class S2SConfig(Structure):          # tfm_s2s_config (seq2seq.h)
     _fields_ = [("arch", c_char * 16), ("src_vocab", c_int), ("tgt_vocab", c_int), ("d_model", c_int),
                 ("n_head", c_int), ("ffn", c_int), ("pre_ln", c_int), ("max_len", c_int), ("n_layer", c_int),
                 ("embed_size", c_int), ("hidden_size", c_int), ("dropout", c_float), ("share_embeddings", c_int),
-                ("init", c_int), ("pad_len", c_int)]
+                ("init", c_int), ("pad_len", c_int), ("attn_bias", c_int), ("ffn_act", c_int), ("pos_halves", c_int),
+                ("no_embed_scale", c_int), ("custom_ids", c_int), ("pad_id", c_int), ("bos_id", c_int),
+                ("eos_id", c_int), ("n_banned", c_int), ("banned", c_int * S2S_MAX_BANNED), ("gen_beam", c_int),
+                ("gen_max_len", c_int)]
 
 
 class EncDec(Structure):             # struct tfm_encdec (seq2seq.h): the head, up to the parameter set
@@ -265,8 +286,8 @@ STRUCTS = {
     "tfm_translator_params": TranslatorParams, "tfm_translate_options": TranslateOptions,
     "tfm_translation": Translation, "tfm_mt_model": MTModel, "tfm_generator_params": GeneratorParams,
     "tfm_generate_options": GenerateOptions, "tfm_generation": Generation, "tfm_gpt_config": GptConfig,
-    "tfm_gpt": Gpt, "tfm_adamw": AdamW, "tfm_lm_data": LMData, "tfm_lm_train_state": LMTrainState,
-    "tfm_train_ctl": TrainCtl, "tfm_lm_report": LMReport, "tfm_run_config": RunConfig,
+    "tfm_gpt": Gpt, "tfm_adamw": AdamW, "tfm_train_ctl": TrainCtl, "tfm_lm_report": LMReport, "tfm_run_config": RunConfig,
+    "tfm_field": Field, "tfm_lm_progress": LMProgress, "tfm_run_hooks": RunHooks, "tfm_run_result": RunResult,
     "tfm_s2s_config": S2SConfig, "struct tfm_encdec": EncDec, "tfm_toklist": TokList, "tfm_parallel_text": ParallelText,
     "tfm_nmt_arrays": NmtArrays, "tfm_mt_progress": MTProgress, "tfm_mt_train_opts": MTTrainOptions,
     "tfm_mt_report": MTReport, "tfm_bleu_result": BleuResult, "tfm_bleu_stats": BleuStats,
@@ -278,8 +299,6 @@ OPAQUE_TAIL = {"tfm_gpt", "struct tfm_encdec"}
 
 # ---------------------------------------------------------------------------------------------- callbacks
 TextFn = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p)            # tfm_text_fn
-LMReportFn = ctypes.CFUNCTYPE(None, POINTER(LMReport), c_void_p)          # tfm_lm_report_fn
-LMSaveFn = ctypes.CFUNCTYPE(c_int, POINTER(LMTrainState), c_void_p)       # tfm_lm_save_fn
 MTReportFn = ctypes.CFUNCTYPE(None, POINTER(MTReport), c_void_p)          # tfm_mt_report_fn
 MTEpochFn = ctypes.CFUNCTYPE(c_int, POINTER(MTProgress), c_void_p)        # tfm_mt_epoch_fn
 
@@ -350,10 +369,6 @@ _FUNCTIONS = {
     "tfm_parallel_load_tsv": (c_int, [P(ParallelText), c_char_p, c_int, c_int]),
     "tfm_parallel_text_free": (None, [P(ParallelText)]),
     "tfm_nmt_arrays_free": (None, [P(NmtArrays)]),
-    # gpt.h
-    "tfm_gpt_init": (c_int, [P(Gpt), P(GptConfig)]),
-    "tfm_gpt_init_weights": (None, [P(Gpt), c_uint64]),
-    "tfm_gpt_free": (None, [P(Gpt)]),
     # seq2seq.h
     "tfm_s2s_config_default": (None, [P(S2SConfig)]),
     "tfm_mt_model_free": (None, [P(MTModel)]),
@@ -367,17 +382,14 @@ _FUNCTIONS = {
     "tfm_run_config_free": (None, [P(RunConfig)]),
     "tfm_run_config_load": (c_int, [c_char_p, P(RunConfig)]),
     "tfm_file_fingerprint": (c_int, [c_char_p, c_char_p, c_size_t]),
-    # train.h: language models
-    "tfm_lm_data_load": (c_int, [P(LMData), c_char_p, c_char_p, c_float, c_int]),
-    "tfm_lm_data_free": (None, [P(LMData)]),
-    "tfm_lm_train_state_default": (None, [P(LMTrainState)]),
-    "tfm_lm_train_state_init": (None, [P(LMTrainState)]),
-    "tfm_lm_train_state_check": (c_int, [P(LMTrainState), P(GptConfig)]),
-    "tfm_gpt_config_check": (c_int, [P(GptConfig)]),
-    "tfm_gpt_save_run": (c_int, [c_char_p, P(Gpt), P(CharVocab), P(AdamW), P(LMTrainState), P(RunConfig)]),
-    "tfm_gpt_load": (c_int, [c_char_p, P(Gpt), P(CharVocab), P(AdamW), P(LMTrainState)]),
-    "tfm_lm_train": (c_int, [P(Gpt), P(LMData), P(AdamW), P(LMTrainState), c_int, c_int, P(TrainCtl), LMReportFn,
-                             LMSaveFn, c_void_p]),
+    # run.h: whole runs, options set by name
+    "tfm_field_find": (c_int, [P(Field), c_int, c_char_p]),
+    "tfm_field_parse": (c_int, [P(Field), c_void_p, c_char_p]),
+    "tfm_field_format": (None, [P(Field), c_void_p, c_char_p, c_size_t]),
+    "tfm_lm_run_opts_size": (c_size_t, []),
+    "tfm_lm_run_opts_default": (None, [c_void_p]),
+    "tfm_lm_run_fields": (P(Field), [P(c_int)]),
+    "tfm_lm_run": (c_int, [c_void_p, P(RunHooks), P(RunResult)]),
     # train.h: translation models
     "tfm_mt_train_opts_default": (None, [P(MTTrainOptions)]),
     "tfm_mt_progress_init": (None, [P(MTProgress), c_uint64]),

@@ -8,14 +8,14 @@ from __future__ import annotations
 import builtins
 
 # tfm_error_kind (core.h)
-ERR_OTHER, ERR_DATA, ERR_IO, ERR_NOMEM = 0, 1, 2, 3
-KIND_NAMES = {ERR_OTHER: "other", ERR_DATA: "data", ERR_IO: "io", ERR_NOMEM: "nomem"}
+ERR_OTHER, ERR_DATA, ERR_IO, ERR_NOMEM, ERR_ARG = 0, 1, 2, 3, 4
+KIND_NAMES = {ERR_OTHER: "other", ERR_DATA: "data", ERR_IO: "io", ERR_NOMEM: "nomem", ERR_ARG: "arg"}
 
 
 class Error(Exception):
     """A failure reported by libtfm: ``str(e)`` is its one-line message (naming the file, field or option),
-    ``e.kind`` one of ``"other"``, ``"data"``, ``"io"``, ``"nomem"``. Invalid arguments and anything not
-    below are ``Error`` itself (TFM_ERR_OTHER)."""
+    ``e.kind`` one of ``"other"``, ``"data"``, ``"io"``, ``"nomem"``, ``"arg"``. Anything not below is
+    ``Error`` itself (TFM_ERR_OTHER)."""
 
     kind = "other"
 
@@ -52,6 +52,13 @@ class OutOfMemoryError(Error, builtins.MemoryError):
     kind = "nomem"
 
 
+class ArgumentError(Error, ValueError):
+    """An argument or option the caller gave is invalid, named in the message (TFM_ERR_ARG; the CLI's usage
+    error). Also a ``ValueError``."""
+
+    kind = "arg"
+
+
 class TrainingInterrupted(KeyboardInterrupt):
     """Raised by :func:`tfm.train_lm` / :func:`tfm.train_mt` after SIGINT (Ctrl-C) or SIGTERM stopped the run
     at a step boundary and the checkpoint was saved: ``checkpoint`` (its path), ``step`` (the run's
@@ -64,7 +71,8 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.checkpoint, self.step, self.signal = checkpoint, step, signal
 
 
-_BY_KIND = {ERR_OTHER: Error, ERR_DATA: DataError, ERR_IO: IOError, ERR_NOMEM: OutOfMemoryError}
+_BY_KIND = {ERR_OTHER: Error, ERR_DATA: DataError, ERR_IO: IOError, ERR_NOMEM: OutOfMemoryError,
+            ERR_ARG: ArgumentError}
 
 
 def _last_error(lib) -> Error:

@@ -13,6 +13,7 @@ the CLI does. The handlers in place before the call are restored after it.
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import os
 import signal
@@ -21,11 +22,15 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
+from ctypes import c_uint8
 from typing import Callable, Dict, List, Optional
 
 from . import _lib
 from ._lib import lib
 from .errors import DataError, TrainingInterrupted, _last_error
+from .errors import IOError as _IOError
+
+_logger = logging.getLogger("tfm")
 
 
 # ---------------------------------------------------------------------------------------------- run configuration
@@ -325,177 +330,151 @@ class MTProgress:
         return s + (f"  valid loss {self.valid_loss:.4f}" if self.valid_loss >= 0 else "")
 
 
-# ---------------------------------------------------------------------------------------------- train_lm
-# tfm train-lm's recorded flags, in its table's order, with its defaults (src/cli/cmd_train_lm.c)
-_LM_FLAGS = [
-    _Flag("data", str, None, data=True), _Flag("n-layer", int, 4), _Flag("n-head", int, 4), _Flag("n-embd", int, 128),
-    _Flag("block-size", int, 64), _Flag("attention", str, "causal"), _Flag("tokenizer", str, "char"),
-    _Flag("vocab-size", int, 0), _Flag("dropout", float, 0.0), _Flag("batch-size", int, 12), _Flag("grad-accum", int, 1), _Flag("iters", int, 2000, changeable=True),
-    _Flag("lr", float, 1e-3), _Flag("min-lr", float, 1e-4), _Flag("warmup", int, 100),
-    _Flag("weight-decay", float, 0.1), _Flag("beta1", float, 0.9), _Flag("beta2", float, 0.99),
-    _Flag("grad-clip", float, 1.0), _Flag("eval-every", int, 500), _Flag("eval-iters", int, 20),
-    _Flag("val-frac", float, 0.1), _Flag("seed", int, 1), _Flag("precision", str, "fp32"),
-    _Flag("save-every", int, 0, changeable=True), _Flag("keep-last", int, 0, changeable=True),
-    _Flag("skip-nonfinite", int, 0, changeable=True),
-]
+# ---------------------------------------------------------------------------------------------- library runs
+class _RunOptions:
+    """A run's options block (tfm_<kind>_run_opts), allocated at the size the library reports and set BY NAME
+    through its field table (tfm_field_find / tfm_field_parse: the CLI's flags and parsing), so the package
+    does not mirror the struct. ``given`` marks the fields the caller set (a resume checks those and takes
+    the checkpoint's values for the rest)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.buf = ctypes.create_string_buffer(getattr(lib, f"tfm_{kind}_run_opts_size")())
+        getattr(lib, f"tfm_{kind}_run_opts_default")(self.buf)
+        n = ctypes.c_int(0)
+        self.fields = getattr(lib, f"tfm_{kind}_run_fields")(ctypes.byref(n))
+        self.n = n.value
+        self.given = (c_uint8 * max(self.n, 1))()
+        self._keep: list = []   # the bytes string fields point into
+
+    def index(self, name: str) -> int:
+        return lib.tfm_field_find(self.fields, self.n, name.encode())
+
+    def names(self) -> list:
+        return [self.fields[i].name.decode().replace("-", "_") for i in range(self.n)]
+
+    def set(self, name: str, value) -> None:
+        i = self.index(name)
+        if i < 0:
+            raise TypeError(f"train_{self.kind}() got an unexpected keyword argument {name!r} "
+                            f"(options: {', '.join(self.names())})")
+        if isinstance(value, bool):
+            text = "1" if value else "0"
+        elif isinstance(value, float):
+            text = repr(value)
+        elif isinstance(value, (int, str, os.PathLike)):
+            text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+        else:
+            raise TypeError(f"{name} must be int, float, bool or str, got {type(value).__name__}")
+        b = _lib.enc(text, name)
+        self._keep.append(b)
+        _lib.check(lib.tfm_field_parse(ctypes.byref(self.fields[i]), self.buf, b))
+        self.given[i] = 1
+
+    def get(self, name: str) -> str:
+        out = ctypes.create_string_buffer(4200)
+        lib.tfm_field_format(ctypes.byref(self.fields[self.index(name)]), self.buf, out, len(out))
+        return out.value.decode("utf-8", "replace")
 
 
-def _lm_check(v: dict) -> None:
-    """train-lm's range checks (lm_validate in src/cli/train_lm_flags.c), naming the argument."""
-    _check(v["lr"] > 0, f"lr must be > 0, got {v['lr']}")
-    _check(0 <= v["min_lr"] <= v["lr"], f"min_lr must be in [0, lr], got {v['min_lr']}")
-    _check(1 <= v["batch_size"] <= 65536, f"batch_size must be in 1..65536, got {v['batch_size']}")
-    _check(1 <= v["iters"] <= 100000000, f"iters must be in 1..1e8, got {v['iters']}")
-    _check(0 <= v["warmup"] <= 100000000, f"warmup must be in 0..1e8, got {v['warmup']}")
-    _check(v["eval_every"] >= 1, f"eval_every must be >= 1, got {v['eval_every']}")
-    _check(1 <= v["eval_iters"] <= 1000000, f"eval_iters must be in 1..1e6, got {v['eval_iters']}")
-    _check(1 <= v["grad_accum"] <= 65536, f"grad_accum must be in 1..65536, got {v['grad_accum']}")
-    for k in ("save_every", "keep_last", "skip_nonfinite"):
-        _check(v[k] >= 0, f"{k} must be >= 0, got {v[k]}")
-    _check(v["weight_decay"] >= 0, f"weight_decay must be >= 0, got {v['weight_decay']}")
-    _check(v["grad_clip"] >= 0, f"grad_clip must be >= 0 (0 = off), got {v['grad_clip']}")
-    _check(0 <= v["beta1"] < 1 and 0 <= v["beta2"] < 1, "beta1/beta2 must be in [0,1)")
-    _check(0 < v["val_frac"] < 1, f"val_frac must be in (0,1), got {v['val_frac']}")
-    _check(v["attention"] in ("causal", "synthesizer"), f"attention must be causal or synthesizer, got {v['attention']!r}")
-
-
-def train_lm(data: str | os.PathLike, out: str | os.PathLike | None = None, *,
-             resume: str | os.PathLike | None = None,
-             n_layer: Optional[int] = None, n_head: Optional[int] = None, n_embd: Optional[int] = None,
-             block_size: Optional[int] = None, attention: Optional[str] = None, dropout: Optional[float] = None,
-             batch_size: Optional[int] = None, grad_accum: Optional[int] = None, iters: Optional[int] = None,
-             lr: Optional[float] = None, min_lr: Optional[float] = None, warmup: Optional[int] = None,
-             weight_decay: Optional[float] = None, beta1: Optional[float] = None, beta2: Optional[float] = None,
-             grad_clip: Optional[float] = None, eval_every: Optional[int] = None, eval_iters: Optional[int] = None,
-             val_frac: Optional[float] = None, seed: Optional[int] = None, precision: Optional[str] = None,
-             save_every: Optional[int] = None, keep_last: Optional[int] = None,
-             skip_nonfinite: Optional[int] = None, threads: int = 0, parallel: str = "auto", max_steps: int = 0,
-             allow_new_data: bool = False, progress: Optional[Callable[[LMProgress], None]] = None,
-             handle_signals: bool = True) -> TrainResult:
-    """Train a character-level GPT on a UTF-8 text file, as ``tfm train-lm --data DATA --out OUT`` with the
-    same options (``n_layer`` for ``--n-layer`` ...): the same seed and thread count give the same checkpoint,
-    byte for byte. Returns a :class:`TrainResult`.
-
-    The checkpoint is written (atomically) at every evaluation (every ``eval_every`` steps and at the end), every
-    ``save_every`` steps, and when the run stops. Every hyperparameter left None takes tfm train-lm's default
-    (below) or, with ``resume``, the checkpoint's: a resume continues the stored run exactly; only ``iters``,
-    ``save_every``, ``keep_last``, ``skip_nonfinite``, ``threads``, ``parallel`` and ``max_steps`` may differ
-    (another value raises ValueError), and ``data`` must have the same contents unless ``allow_new_data``.
-
-    Model: n_layer 4, n_head 4, n_embd 128, block_size 64 (context), attention "causal" (or "synthesizer"),
-    dropout 0. Optimization: batch_size 12, grad_accum 1, iters 2000, lr 1e-3 cosine-decayed to min_lr 1e-4
-    after warmup 100 steps, weight_decay 0.1, beta1 0.9, beta2 0.99, grad_clip 1 (0 = off), seed 1,
-    precision "fp32" (or "bf16": the linear layers' GEMMs with bfloat16 operands). Evaluation: every
-    eval_every 500 steps over eval_iters 20 batches; the last val_frac 0.1 of the text is validation.
-    Checkpoints: save_every 0 (only at evaluations), keep_last 0 (K > 0: also keep OUT.step<N>.tfm copies of
-    the last K), skip_nonfinite 0 (batches with a non-finite loss skipped before the run fails).
-    Not stored: threads 0 (0 = OMP_NUM_THREADS or the CPUs available), parallel "auto" | "batch" | "ops",
-    max_steps 0 (> 0: stop, with a checkpoint, once the run's step reaches it).
-
-    progress: called with an :class:`LMProgress` after every step and every evaluation; an exception it raises
-    stops the run at the step boundary (the checkpoint is saved) and is re-raised. handle_signals: Ctrl-C
-    (SIGINT) and SIGTERM stop the run at a step boundary with a checkpoint and raise
-    :class:`tfm.TrainingInterrupted` (module docstring); only when called from the main thread.
-    Errors of the library (unreadable data, a diverged run, a failed save) raise :class:`tfm.Error`.
-    """
-    resume = os.fspath(resume) if resume is not None else None
-    out = os.fspath(out) if out is not None else resume
-    _check(out is not None, "out (or resume) is required")
-    values = _run_values(_LM_FLAGS, _given(_LM_FLAGS, dict(locals(), data=os.fspath(data))), resume, allow_new_data)
-    _lm_check(values)
-    _check(max_steps >= 0, f"max_steps must be >= 0 (0 = no limit), got {max_steps}")
-    ctl = _lib.TrainCtl(None, values["save_every"], values["skip_nonfinite"], None, _parallel(parallel),
-                        _bf16(values["precision"]))
-    run = _run_config(_LM_FLAGS, values)
-    with _Threads(int(threads)):
-        try:
-            return _lm_run(values, out, resume, iters, max_steps, ctl, run, progress, handle_signals)
-        finally:
-            lib.tfm_run_config_free(ctypes.byref(run))
-
-
-def _lm_setup(v: dict, resume: Optional[str], iters: Optional[int], m, vocab, opt, st, d) -> list:
-    """Model, vocabulary, optimizer, state and data, fresh or from the checkpoint. Returns the free calls."""
-    frees = []
-    data = _lib.enc(v["data"], "data")
-    if resume:
-        _lib.check(lib.tfm_gpt_load(_lib.enc(resume, "resume"), m, vocab, opt, st))
-        frees += [lambda: lib.tfm_adamw_free(opt), lambda: lib.tfm_gpt_free(m), lambda: lib.tfm_char_vocab_free(vocab)]
-        if iters is not None:
-            st.iters = int(iters)
-        _lib.check(lib.tfm_lm_data_load(d, data, vocab.contents.chars, 1.0 - _f32(v["val_frac"]),
-                                        m.contents.cfg.block_size))
-        frees.append(lambda: lib.tfm_lm_data_free(d))
-        return frees
-    _lib.check(lib.tfm_lm_data_load(d, data, None, 1.0 - _f32(v["val_frac"]), v["block_size"]))
-    frees.append(lambda: lib.tfm_lm_data_free(d))
-    cfg = _lib.GptConfig(d.contents.vocab.n, v["block_size"], v["n_layer"], v["n_head"], v["n_embd"], v["dropout"],
-                         1 if v["attention"] == "synthesizer" else 0)
-    _lib.check(lib.tfm_gpt_init(m, ctypes.byref(cfg)))
-    frees.append(lambda: lib.tfm_gpt_free(m))
-    lib.tfm_gpt_init_weights(m, v["seed"] % (1 << 64))
-    _lib.check(lib.tfm_char_vocab_from_string(vocab, d.contents.vocab.chars))
-    frees.append(lambda: lib.tfm_char_vocab_free(vocab))
-    _lib.check(lib.tfm_adamw_init(opt, ctypes.byref(m.contents.params), v["beta1"], v["beta2"], 1e-8, v["weight_decay"]))
-    frees.append(lambda: lib.tfm_adamw_free(opt))
-    return frees
-
-
-def _lm_state(v: dict) -> _lib.LMTrainState:
-    st = _lib.LMTrainState()
-    lib.tfm_lm_train_state_default(ctypes.byref(st))
-    for k in ("iters", "batch_size", "grad_accum", "warmup", "eval_every", "eval_iters", "seed", "lr", "min_lr",
-              "weight_decay", "beta1", "beta2", "grad_clip"):
-        setattr(st, k, v[k])
-    lib.tfm_lm_train_state_init(ctypes.byref(st))
-    return st
-
-
-def _lm_run(v, out, resume, iters, max_steps, ctl, run, progress, handle_signals) -> TrainResult:
-    m, vocab, opt, d = _lib.Gpt(), _lib.CharVocab(), _lib.AdamW(), _lib.LMData()
-    st = _lm_state(v)
-    pm, pv, po, pst, pd = (ctypes.pointer(x) for x in (m, vocab, opt, st, d))
-    frees = []
+def _options_doc(kind: str) -> str:
+    """Every option of a run, its default and its meaning, from the library's field table."""
     try:
-        frees = _lm_setup(v, resume, iters, pm, pv, po, pst, pd)
-        _lib.check(lib.tfm_lm_train_state_check(pst, ctypes.byref(m.cfg)))
-        lib.tfm_ckpt_remove_stale_tmp(_lib.enc(out, "out"))
-        out_b, keep_last = _lib.enc(out, "out"), v["keep_last"]
-        train_s = [0.0]
-        stop = _Stop(handle_signals)
+        o = _RunOptions(kind)
+    except (AttributeError, OSError):
+        return ""
+    rows = []
+    for i in range(o.n):
+        f = o.fields[i]
+        name = f.name.decode().replace("-", "_")
+        rows.append(f"    {name} = {o.get(name) or None!s}: {f.help.decode()}")
+    return "\n".join(rows)
 
-        def on_report(r, _user):
-            r = r.contents
-            train_s[0] = r.train_s
-            if progress is not None and stop.error is None:
-                try:
-                    progress(LMProgress(r.step, r.steps, r.loss, r.lr, r.tokens_per_s, r.eta_s, bool(r.eval),
-                                        r.train_loss, r.val_loss, r.train_s))
-                except BaseException as e:   # noqa: B902 - re-raised after the run
-                    stop.fail(e)
 
-        def on_save(s, _user):
-            if lib.tfm_gpt_save_run(out_b, pm, pv, po, s, ctypes.byref(run)):
-                return -1
-            return lib.tfm_ckpt_keep_step(out_b, s.contents.iter, keep_last) if keep_last > 0 else 0
+def _library_run(kind: str, options: dict, progress_hook, progress, on_message, handle_signals: bool):
+    """tfm_<kind>_run with the options given by name, messages and progress through callbacks, SIGINT/SIGTERM
+    through the hooks' stop flag. Returns (options, tfm_run_result)."""
+    o = _RunOptions(kind)
+    for k, v in options.items():
+        if v is not None:
+            o.set(k, v)
+    stop = _Stop(handle_signals)
+    log = on_message if on_message is not None else _logger.info
 
-        report_fn, save_fn = _lib.LMReportFn(on_report), _lib.LMSaveFn(on_save)
-        ctl.stop = ctypes.pointer(stop.flag)
-        start = st.iter
-        with stop:
-            steps = lib.tfm_lm_train(pm, pd, po, pst, int(max_steps), 0, ctypes.byref(ctl), report_fn, save_fn, None)
-            err = _last_error(lib) if steps < 0 else None
-        if err is not None:
-            raise err
-        if stop.error is not None:
-            raise stop.error
-        if stop.signal:
-            raise TrainingInterrupted(out, st.iter, stop.signal)
-        val = st.last_val_loss
-        return TrainResult(out, st.iter, st.iter - start, st.iters, val if math.isfinite(val) else math.nan, train_s[0])
-    finally:
-        for f in reversed(frees):
-            f()
+    def message(line, _user):
+        try:
+            log(line.decode("utf-8", "replace"))
+        except BaseException as e:   # noqa: B902 - re-raised after the run
+            stop.fail(e)
+
+    def on_progress(p, _user):
+        if progress is None or stop.error is not None:
+            return
+        try:
+            progress_hook(p.contents, progress)
+        except BaseException as e:   # noqa: B902 - re-raised after the run
+            stop.fail(e)
+
+    hooks = _lib.RunHooks()
+    hooks.on_message = _lib.MessageFn(message)
+    setattr(hooks, f"on_{kind}_progress", getattr(_lib, f"{kind.upper()}ProgressFn")(on_progress))
+    hooks.stop = ctypes.pointer(stop.flag)
+    hooks.given = ctypes.cast(o.given, ctypes.POINTER(c_uint8))
+    r = _lib.RunResult()
+    with stop:
+        rc = getattr(lib, f"tfm_{kind}_run")(o.buf, ctypes.byref(hooks), ctypes.byref(r))
+        err = _last_error(lib) if rc < 0 else None
+    if err is not None:
+        raise err
+    if stop.error is not None:
+        raise stop.error
+    if r.log_failed:
+        raise _IOError(r.log_error.decode("utf-8", "replace"))
+    if stop.signal:
+        raise TrainingInterrupted(o.get("out"), r.step, stop.signal)
+    return o, r
+
+
+# ---------------------------------------------------------------------------------------------- train_lm
+def _lm_progress(p, progress) -> None:
+    r = p.r.contents
+    progress(LMProgress(r.step, r.steps, r.loss, r.lr, r.tokens_per_s, r.eta_s, bool(r.eval), r.train_loss,
+                        r.val_loss, r.train_s))
+
+
+def train_lm(data: str | os.PathLike | None = None, out: str | os.PathLike | None = None, *,
+             resume: str | os.PathLike | None = None, progress: Optional[Callable[[LMProgress], None]] = None,
+             on_message: Optional[Callable[[str], None]] = None, handle_signals: bool = True,
+             **options) -> TrainResult:
+    """Train a GPT on a UTF-8 text file: ``tfm train-lm --data DATA --out OUT`` as one library call
+    (tfm_lm_run), with the same options by name (``n_layer`` for ``--n-layer`` ...) parsed as the CLI parses
+    them: the same seed and thread count give the same checkpoint, byte for byte. Returns a
+    :class:`TrainResult`.
+
+    The checkpoint is written (atomically) at every evaluation, every ``save_every`` steps, and when the run
+    stops. Every option not given takes train-lm's default (below) or, with ``resume``, the run's stored value:
+    a resume continues the stored run exactly; only the run's length, threads, logging and checkpoint options
+    may differ (another value raises :class:`tfm.ArgumentError`), and ``data`` must have the same contents
+    unless ``allow_new_data=True``.
+
+    progress: called with an :class:`LMProgress` after every step and every evaluation. on_message: called with
+    each line the run has to say (its shape and data, its configuration, a resume); default: the ``tfm``
+    logger at INFO. An exception either raises stops the run at the step boundary (the checkpoint is saved)
+    and is re-raised. handle_signals: Ctrl-C (SIGINT) and SIGTERM stop the run at a step boundary with a
+    checkpoint and raise :class:`tfm.TrainingInterrupted` (module docstring); only from the main thread.
+    Errors (unreadable data, a diverged run, a failed save) raise :class:`tfm.Error` subclasses naming the
+    option or file.
+
+    Options (name = default: meaning):
+    """
+    options.update(data=data, out=out, resume=resume)
+    o, r = _library_run("lm", options, _lm_progress, progress, on_message, handle_signals)
+    val = r.val_loss
+    return TrainResult(o.get("out"), r.step, r.steps, int(o.get("iters")), val if math.isfinite(val) else math.nan,
+                       r.train_s)
+
+
+train_lm.__doc__ += _options_doc("lm")
 
 
 # ---------------------------------------------------------------------------------------------- train_mt

@@ -87,12 +87,18 @@ int tfm_run_config_from(const tfm_field *f, int n, const void *opts, tfm_run_con
 
 /* A DATA field's file against the fingerprint stored for it: 0 the same (or nothing to compare), 1 different,
  * -1 unreadable (error set). */
-static int data_differs(const tfm_field *f, const void *opts, const tfm_run_config *stored, char *buf, size_t n) {
+static int data_differs(const tfm_field *f, const void *opts, const tfm_run_config *stored, int is_given,
+                        const char *ckpt, char *buf, size_t n) {
     char key[96];
     snprintf(key, sizeof key, "data:%s", f->name);
     const char *fp = tfm_run_config_find(stored, key), *path = *CVALUE(f, opts, char *);
     if (!fp || !path) return 0;
-    if (tfm_file_fingerprint(path, buf, n)) return -1;
+    if (tfm_file_fingerprint(path, buf, n)) {   /* a stored path is relative to where the run started */
+        if (!is_given)
+            tfm_set_error("--resume %s: --%s %s (the run's, stored in the checkpoint) cannot be read from here; give "
+                          "--%s PATH to name it", ckpt, f->name, path, f->name);
+        return -1;
+    }
     if (!strcmp(buf, fp)) return 0;
     return tfm_set_error("--resume: --%s %s is not the data of the run (%s; the checkpoint's: %s); allow_new_data "
                          "(--allow-new-data) to train on it anyway", f->name, path, buf, fp), 1;
@@ -115,7 +121,7 @@ int tfm_run_config_resume(const tfm_field *f, int n, void *opts, const unsigned 
                                  "stored run; only --threads, --log-every, the length and checkpoint flags may "
                                  "change)", f[i].name, buf, f[i].name, v), -1;
         if (f[i].cls != TFM_FIELD_DATA) continue;
-        int d = data_differs(&f[i], opts, stored, buf, sizeof buf);
+        int d = data_differs(&f[i], opts, stored, is_given, path, buf, sizeof buf);
         if (d < 0 || (d > 0 && !allow_new_data)) return -1;
         if (d > 0 && new_data) *new_data = i;
     }

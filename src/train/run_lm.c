@@ -42,11 +42,13 @@ static const tfm_field LM_FIELDS[] = {
     F(eval_iters, "eval-iters", INT, FIXED, "batches averaged per evaluation")
     F(val_frac, "val-frac", FLOAT, FIXED, "fraction of the text held out for validation")
     F(seed, "seed", INT, FIXED, "random seed (init, batches, dropout)")
-    F(threads, "threads", INT, LOCAL, "threads (0 = OMP_NUM_THREADS, else the CPUs tfm may use: affinity, cgroup CPU quota)")
+    F(threads, "threads", INT, CHANGEABLE, "threads (0 = OMP_NUM_THREADS, else the CPUs tfm may use: affinity, cgroup CPU "
+      "quota); stored: a resume uses the run's count unless given (the numbers depend on it)")
     F(parallel, "parallel", STR, LOCAL, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)")
     F(precision, "precision", STR, FIXED, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)")
     F(log_every, "log-every", INT, LOCAL, "progress line every N steps when stderr is not a terminal (0 = none)")
-    F(log_file, "log-file", STR, LOCAL, "write one JSON object per log line (docs/LOGS.md; tfm plot)")
+    F(log_file, "log-file", STR, CHANGEABLE, "write one JSON object per log line (docs/LOGS.md; tfm plot); a resume "
+      "appends to it, and to the run's log file unless given")
     F(max_steps, "max-steps", INT, LOCAL, "stop (with a checkpoint) once the run's step reaches N (0 = no limit)")
     F(profile, "profile", BOOL, LOCAL, "at the end, print time per op kind and phase per step")
     F(allow_new_data, "allow-new-data", BOOL, LOCAL, "--resume on a different --data (fine-tuning; logged)")
@@ -56,6 +58,8 @@ static const tfm_field LM_FIELDS[] = {
 };
 #undef F
 #define N_FIELDS ((int)(sizeof LM_FIELDS / sizeof LM_FIELDS[0]))
+
+size_t tfm_lm_run_opts_size(void) { return sizeof(tfm_lm_run_opts); }
 
 const tfm_field *tfm_lm_run_fields(int *n) {
     *n = N_FIELDS;
@@ -297,6 +301,18 @@ static void say_start(lm_run *x) {
     if (n > 0) say(x, "tfm train-lm: removed %d stale %s.tmp.* file%s of an interrupted save", n, x->o->out, n == 1 ? "" : "s");
 }
 
+/* The thread count is part of the run (the numbers depend on it): 0 stored as the count it means here; a resume
+ * that takes the run's count says so when it is not this machine's default. */
+static void say_threads(lm_run *x) {
+    int f = tfm_field_find(LM_FIELDS, N_FIELDS, "threads"), dflt = tfm_default_threads();
+    int from_run = x->o->resume && !(x->h && x->h->given && x->h->given[f]) &&
+                   tfm_run_config_find(&x->stored, "threads");
+    if (!x->o->threads) x->o->threads = dflt;
+    if (from_run && x->o->threads != dflt)
+        say(x, "--threads %d: the run's thread count (this machine's default is %d; the numbers depend on it, "
+            "give --threads N to change it)", x->o->threads, dflt);
+}
+
 /* The resume's stored run configuration applied to the options not given, and the files checked. */
 static int prepare(lm_run *x) {
     tfm_lm_run_opts *o = x->o;
@@ -316,6 +332,7 @@ static int prepare(lm_run *x) {
     if (new_data >= 0) say(x, "tfm train-lm: --allow-new-data: --data %s (%s) replaces the run's data (%s)", o->data, now, was);
     if (!o->out && o->resume) o->out = o->resume;
     if (check_options(x)) return -1;
+    say_threads(x);
     tfm_file_use files[] = {{"--data", o->data, TFM_FILE_IN}, {"--resume", o->resume, TFM_FILE_IN_PLACE},
                             {"--out", o->out, TFM_FILE_OUT}, {"--log-file", o->log_file, TFM_FILE_OUT_STREAM}};
     if (tfm_check_files(files, 4)) return tfm_last_error_kind() == TFM_ERR_IO ? -1 : arg_error();
@@ -332,7 +349,7 @@ static int train(lm_run *x) {
             return arg_error();
     }
     say_start(x);
-    if (x->o->log_file && writer && !(x->log = fopen(x->o->log_file, "w")))
+    if (x->o->log_file && writer && !(x->log = fopen(x->o->log_file, x->o->resume ? "a" : "w")))
         return tfm_set_error_kind(TFM_ERR_IO, "--log-file: cannot write %s", x->o->log_file), -1;
     x->ctl.stop = x->h ? x->h->stop : NULL, x->ctl.stop_self = &x->stop, x->ctl.dist = dist;
     x->ctl.note = note, x->ctl.note_user = x;
@@ -340,6 +357,7 @@ static int train(lm_run *x) {
     int steps = tfm_lm_train(&x->m, &x->d, &x->opt, &x->st, x->o->max_steps, x->o->profile, &x->ctl, on_report,
                              on_save, x);
     x->r->step = x->st.iter;
+    x->r->val_loss = x->st.last_val_loss;
     errno = 0;
     if (x->log && fclose(x->log) && !x->r->log_failed) log_failed(x);
     x->log = NULL;
@@ -365,7 +383,7 @@ int tfm_lm_run(tfm_lm_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     lm_run x;
     memset(&x, 0, sizeof x);
     memset(r, 0, sizeof *r);
-    r->saved_step = -1;
+    r->saved_step = -1, r->val_loss = NAN;
     x.o = o, x.h = hooks, x.r = r;
     int saved_threads = tfm_get_threads(), rc = prepare(&x);
     if (!rc) {

@@ -88,3 +88,28 @@ expect_ok "tfm --help" $TFM --help
 for c in train-lm generate info; do
     $TFM $c --help >"$TMP/h" 2>&1 && grep -q "usage: tfm $c" "$TMP/h" && pass "$c --help" || fail "$c --help" "$(head -3 "$TMP/h")"
 done
+
+# A resume takes the run's thread count (the numbers depend on it), appends to the run's --log-file, and names
+# the flag to give when the stored relative --data path cannot be read from here (issue 32, item 4).
+T1="--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 2 --iters 20 --eval-every 10"
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/t1.tfm" $T1 --threads 1 --log-file "$TMP/t1r.jsonl" --log-every 1 \
+    2>/dev/null   # the same --log-file: it is part of the run configuration in the checkpoint
+rm -f "$TMP/t1r.jsonl"
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/t1r.tfm" $T1 --threads 1 --max-steps 7 --log-file "$TMP/t1r.jsonl" \
+    --log-every 1 2>/dev/null
+before=$(wc -l <"$TMP/t1r.jsonl")
+expect_ok "train-lm --resume without --threads" $TFM train-lm --resume "$TMP/t1r.tfm" --data "$TMP/small.txt"
+cmp -s "$TMP/t1.tfm" "$TMP/t1r.tfm" && pass "resume uses the run's thread count (1-thread run resumed: bit-identical)" \
+    || fail "resume uses the run's thread count" "checkpoints differ"
+after=$(wc -l <"$TMP/t1r.jsonl")
+[ "$before" -ge 7 ] && [ "$after" -gt "$before" ] && head -n 1 "$TMP/t1r.jsonl" | grep -q '"step": *1[,}]' \
+    && pass "resume appends to the run's --log-file ($before -> $after lines, the first kept)" \
+    || fail "resume appends to the run's --log-file" "$before -> $after lines: $(head -n 1 "$TMP/t1r.jsonl")"
+mkdir -p "$TMP/run" "$TMP/else"
+cp "$TMP/small.txt" "$TMP/run/small.txt"
+(cd "$TMP/run" && $TFM train-lm --data small.txt --out r.tfm $T1 --threads 1 --max-steps 5 2>/dev/null)
+(cd "$TMP/else" && $TFM train-lm --resume ../run/r.tfm >"$TMP/out" 2>"$TMP/err"); rc=$?
+[ "$rc" -ne 0 ] && grep -q -- "--data small.txt (the run's, stored in the checkpoint) cannot be read from here; give --data PATH" "$TMP/err" \
+    && pass "resume from another directory names --data to give" || fail "resume: relative --data hint" "rc $rc: $(cat "$TMP/err")"
+(cd "$TMP/else" && $TFM train-lm --resume ../run/r.tfm --data ../run/small.txt 2>/dev/null) \
+    && pass "resume from another directory with --data" || fail "resume with --data from elsewhere" "failed"

@@ -107,7 +107,8 @@ def t_layout() -> None:
         print("SKIP python_struct_layout: no C compiler")
         return
     lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "tfm/tfm.h"', '#include "tfm/translator.h"',
-             '#include "tfm/generator.h"', '#include "tfm/bpe.h"', '#include "tfm/train.h"', "int main(void) {"]
+             '#include "tfm/generator.h"', '#include "tfm/bpe.h"', '#include "tfm/train.h"', '#include "tfm/run.h"',
+             "int main(void) {"]
     want = []
     for cname, cls in _lib.STRUCTS.items():
         lines.append(f'printf("%zu\\n", sizeof({cname}));')
