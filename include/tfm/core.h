@@ -235,19 +235,8 @@ typedef enum {
 } tfm_op;
 TFM_API const char *tfm_op_name(tfm_op op);
 
-typedef struct tfm_node {
-    tfm_op op;
-    tfm_tensor *out;
-    tfm_tensor *in[4];
-    int n_in;
-    int ip[8];                /* op-specific integer parameters */
-    float fp[4];              /* op-specific float parameters */
-    void *saved;              /* op-specific saved buffer (arena) */
-    const void *aux;          /* op-specific auxiliary data copied into the arena (ids, lengths) */
-    const void *aux2;
-    unsigned fresh;           /* set by tfm_backward: bit k = in[k]'s grad holds nothing yet, so the op
-                                 assigns it instead of adding to it (and it was not zeroed) */
-} tfm_node;
+/* One recorded op of the tape (its fields: src/core/graph_impl.h, for the ops and the backward pass). */
+typedef struct tfm_node tfm_node;
 
 /* --profile: the parts of a step that are not ops, timed by the loops that run them. */
 typedef enum {
@@ -308,8 +297,6 @@ TFM_API void tfm_graph_free(tfm_graph *g);
  * a batch of sentences to decode): tfm_graph_init, with g's attention settings and profiling. */
 TFM_API void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g);
 TFM_API void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
-/* Internal (tfm_backward with recycle_grads): points the grads of g's intermediate tensors into g's pool. */
-TFM_API void tfm_grad_plan(tfm_graph *g, tfm_tensor *loss);
 TFM_API void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
 /* --profile: time since t0 is added to phase ph when g->profile is set (t0 from tfm_profile_begin). */
 TFM_API double tfm_profile_begin(const tfm_graph *g);
@@ -342,8 +329,6 @@ TFM_API tfm_tensor *tfm_reshape2(tfm_graph *g, tfm_tensor *x, int d0, int d1);
 TFM_API tfm_tensor *tfm_reshape3(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2);
 TFM_API tfm_tensor *tfm_reshape4(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2, int d3);
 
-/* Internal for op implementations: append a node (returns NULL if no grad is tracked). */
-TFM_API tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in);
 TFM_API double tfm_now(void);   /* seconds, monotonic */
 
 #endif

@@ -8,6 +8,8 @@
 #include "tfm/export.h"
 #include "tfm/io.h"
 #include "tfm/nn.h"
+#include "tfm/bpe.h"
+#include "tfm/text.h"
 
 typedef enum { TFM_ATTN_CAUSAL = 0, TFM_ATTN_SYNTHESIZER = 1 } tfm_attn_kind;
 
@@ -88,5 +90,39 @@ TFM_API tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cac
 TFM_API void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
                                    int n_head, int block_size, float dropout);
 TFM_API tfm_tensor *tfm_SynthesizerAttention_forward(tfm_graph *g, const tfm_SynthesizerAttention *s, tfm_tensor *x);
+
+
+/* ---------------------------------------------------------------- checkpoints (src/models/gpt_checkpoint.c) */
+/* The model's entries of a checkpoint (entry names in tfm/checkpoint.h): meta and config.*, the tokenizer (bpe
+ * when non-NULL: tokenizer.kind "bpe" and tokenizer.bpe; else v's characters, tokenizer.chars) and the
+ * parameters. The training floor adds the optimizer and training state (tfm_gpt_save_tok, train.h). 0 or -1. */
+TFM_API int tfm_gpt_put(tfm_container *c, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe);
+/* A GPT checkpoint's model from a loaded container (path: for messages): meta.kind, the config (checked), the
+ * tokenizer and the parameters. v NULL: the model only, whatever its tokenizer; bpe NULL: a character model
+ * only (a BPE one is refused, naming tfm_gpt_load_tok); else *bpe = NULL and v filled for a character model,
+ * or *bpe malloc'd (free with tfm_bpe_free + free) and v empty. 0, or -1 with nothing left allocated. */
+TFM_API int tfm_gpt_get_model(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe);
+/* The model only, as a file: weights, config and tokenizer, no training state (an export's import, a copy). */
+TFM_API int tfm_gpt_model_save(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe, const char *path);
+/* Any GPT checkpoint's model (its optimizer state is skipped, not read): tfm_gpt_get_model's contract. */
+TFM_API int tfm_gpt_model_load(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, const char *path);
+
+/* A GPT checkpoint with its tokenizer, whichever it is: train-lm's characters, or an imported GPT-2's byte-level
+ * BPE (tokenizer.kind "gpt2": the checkpoint's tokenizer.gpt2.vocab / .merges, include/tfm/tokenizers.h). */
+typedef struct {
+    tfm_gpt model;
+    tfm_char_vocab chars;            /* gpt2 == NULL */
+    struct tfm_gpt2_bpe *gpt2;       /* an imported GPT-2's tokenizer, or NULL */
+    int eos;                         /* the id generation stops at (GPT-2's <|endoftext|>), or -1 (none) */
+} tfm_lm;
+TFM_API int tfm_lm_load(tfm_lm *lm, const char *path);
+/* The same from a loaded container (path: for messages). */
+TFM_API int tfm_lm_get(tfm_lm *lm, const tfm_container *c, const char *path);
+TFM_API void tfm_lm_free(tfm_lm *lm);
+/* text[0..len) -> ids (malloc'd, *n). Characters: an error names a character the vocabulary lacks. */
+TFM_API int *tfm_lm_encode(tfm_lm *lm, const char *text, size_t len, int *n);
+/* The bytes token id stands for (a character's UTF-8, or a GPT-2 token's bytes: maybe part of a character);
+ * buf (4 bytes) holds a character's. NULL for an id out of range. */
+TFM_API const char *tfm_lm_token_bytes(const tfm_lm *lm, int id, char buf[4], size_t *len);
 
 #endif

@@ -29,7 +29,7 @@
 #ifndef TFM_INTERCHANGE_H
 #define TFM_INTERCHANGE_H
 
-#include "tfm/lm.h"
+#include "tfm/gpt.h"
 #include "tfm/seq2seq.h"
 
 /* Any tfm model checkpoint -> safetensors (atomic write). 0, or -1 with a tfm error naming the file. */

@@ -266,24 +266,6 @@ TFM_API int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tf
 TFM_API int tfm_gpt_get_tok(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
                             tfm_adamw *opt, tfm_lm_train_state *st);
 
-/* A GPT checkpoint with its tokenizer, whichever it is: train-lm's characters, or an imported GPT-2's byte-level
- * BPE (tokenizer.kind "gpt2": the checkpoint's tokenizer.gpt2.vocab / .merges, include/tfm/tokenizers.h). */
-typedef struct {
-    tfm_gpt model;
-    tfm_char_vocab chars;            /* gpt2 == NULL */
-    struct tfm_gpt2_bpe *gpt2;       /* an imported GPT-2's tokenizer, or NULL */
-    int eos;                         /* the id generation stops at (GPT-2's <|endoftext|>), or -1 (none) */
-} tfm_lm;
-TFM_API int tfm_lm_load(tfm_lm *lm, const char *path);
-/* The same from a loaded container (path: for messages). */
-TFM_API int tfm_lm_get(tfm_lm *lm, const tfm_container *c, const char *path);
-TFM_API void tfm_lm_free(tfm_lm *lm);
-/* text[0..len) -> ids (malloc'd, *n). Characters: an error names a character the vocabulary lacks. */
-TFM_API int *tfm_lm_encode(tfm_lm *lm, const char *text, size_t len, int *n);
-/* The bytes token id stands for (a character's UTF-8, or a GPT-2 token's bytes: maybe part of a character);
- * buf (4 bytes) holds a character's. NULL for an id out of range. */
-TFM_API const char *tfm_lm_token_bytes(const tfm_lm *lm, int id, char buf[4], size_t *len);
-
 /* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {
     int step, steps;         /* steps done (this and earlier runs), total */
