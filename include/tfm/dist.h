@@ -30,6 +30,8 @@ typedef struct {
     size_t bucket_bytes;   /* all-reduce bucket size; 0: 8 MB. Clamped to 4 KB .. 1 GB, whole floats */
     double timeout_s;      /* longest wait in one collective before giving up; 0: 300 s */
 } tfm_dist_opts;
+/* The defaults: 8 MB buckets, 300 s timeout (what 0 means in each field). */
+TFM_API void tfm_dist_opts_default(tfm_dist_opts *o);
 
 /* Start (MPI_Init_thread, MPI_THREAD_FUNNELED; only the thread that calls tfm_dist functions may use
  * MPI, OpenMP workers never do). argc/argv may be NULL. opts NULL: defaults. NULL on error. */

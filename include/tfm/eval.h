@@ -137,6 +137,8 @@ typedef struct {
     float vmin, vmax;                   /* colour range; vmin >= vmax means "min/max over all maps" */
     int cell;                           /* cell size in pixels (<= 0: chosen automatically) */
 } tfm_heatmap_opts;
+/* No titles, one row of maps, the colour range over all maps, automatic cell size (all fields 0 / NULL). */
+TFM_API void tfm_heatmap_opts_default(tfm_heatmap_opts *o);
 
 /* A grid of heatmaps with a shared 'Reds' colour scale and a colour bar, written atomically
  * (temporary file + rename). Labels are XML-escaped. Returns 0 or -1 with an error. */
@@ -156,6 +158,8 @@ typedef struct {
     const char *title, *xlabel, *ylabel;  /* may be NULL */
     int width, height;                    /* pixels (<= 0: 640 x 420) */
 } tfm_plot_opts;
+/* No titles or labels, 640 x 420 pixels. */
+TFM_API void tfm_plot_opts_default(tfm_plot_opts *o);
 
 /* A line plot of several series with axes, ticks, grid and a legend; points style draws circles
  * (training samples). Non-finite values are skipped. Written atomically. */

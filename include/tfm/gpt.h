@@ -51,6 +51,9 @@ typedef struct {
 TFM_API void tfm_gpt_put_config(tfm_container *c, const tfm_gpt_config *k);
 
 /* Validate a config; returns 0 or -1 with a one-line tfm error naming the field. */
+/* train-lm's model: the GPT baby config (4 layers, 4 heads, width 128, context 64, no dropout, causal
+ * attention, LayerNorm epsilon 1e-5); vocab_size 0: set it from the tokenizer. */
+TFM_API void tfm_gpt_config_default(tfm_gpt_config *c);
 TFM_API int tfm_gpt_config_check(const tfm_gpt_config *c);
 /* Estimated float elements of the activations of one training step on B rows of T tokens (per layer ~32
  * (B,T,C) tensors and two (B,H,T,T) attention maps, plus 3 (B,T,V) for the logits); saturates, never wraps.

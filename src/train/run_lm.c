@@ -71,7 +71,9 @@ void tfm_lm_run_opts_default(tfm_lm_run_opts *o) {
     memset(o, 0, sizeof *o);
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
-    o->n_layer = 4, o->n_head = 4, o->n_embd = 128, o->block_size = 64;
+    tfm_gpt_config cfg;
+    tfm_gpt_config_default(&cfg);
+    o->n_layer = cfg.n_layer, o->n_head = cfg.n_head, o->n_embd = cfg.n_embd, o->block_size = cfg.block_size;
     o->attention = "causal", o->tokenizer = "char", o->parallel = "auto", o->precision = "fp32";
     o->batch_size = st.batch_size, o->grad_accum = st.grad_accum, o->iters = st.iters, o->warmup = st.warmup;
     o->lr = st.lr, o->min_lr = st.min_lr, o->weight_decay = st.weight_decay, o->beta1 = st.beta1, o->beta2 = st.beta2;
