@@ -83,7 +83,9 @@ TFM_API int tfm_import_hf(const char *dir, const char *tfm_path);
  * attn_norm, attn_qkv (W_q | W_k | W_v fused), attn_output, ffn_norm, ffn_up, ffn_down (weights and biases),
  * output_norm, output (a copy of the tied token embedding); gpt2.context_length = block_size, the layer
  * norm epsilon. outtype TFM_GGUF_F16 stores the matrices as IEEE halves (round to nearest even), the
- * vectors stay F32, as llama.cpp's converter does.
+ * vectors stay F32, as llama.cpp's converter does; TFM_GGUF_Q8_0 stores them as llama.cpp's Q8_0 (blocks of 32
+ * weights along a row with one half scale, d = max|x| / 127, q = roundf(x / d)), matrices whose rows are not
+ * whole blocks as F16, and the position table F32 (what llama.cpp's converter does for --outtype q8_0).
  * Tokenizer (tokenizer.ggml.model "gpt2", pre "gpt-2", no BOS/EOS added):
  *   an imported GPT-2: its vocabulary and merges; ids the vocabulary lacks are "[PAD<id>]" (unused), tokens
  *     outside the byte alphabet are control tokens, "<|endoftext|>" is BOS/EOS;
@@ -91,7 +93,7 @@ TFM_API int tfm_import_hf(const char *dir, const char *tfm_path);
  *     multi-byte character, so llama.cpp splits any text of vocabulary characters into those characters, as
  *     tfm does. A character outside the vocabulary is refused by tfm and cannot be tokenized by llama.cpp.
  * The output path may not be the input file (error before anything is read); written atomically. */
-enum { TFM_GGUF_F32 = 0, TFM_GGUF_F16 = 1 };
+enum { TFM_GGUF_F32 = 0, TFM_GGUF_F16 = 1, TFM_GGUF_Q8_0 = 2 };
 TFM_API int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype);
 
 /* The same for models in memory. */

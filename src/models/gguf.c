@@ -22,7 +22,8 @@
 
 #define GGUF_ALIGN 32
 enum { G_U32 = 4, G_I32 = 5, G_F32 = 6, G_BOOL = 7, G_STRING = 8, G_ARRAY = 9 };
-enum { GGML_F32 = 0, GGML_F16 = 1 };
+enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q8_0 = 8 };
+#define Q8_0_BLOCK 32         /* Q8_0: blocks of 32 weights along a row, one fp16 scale each (34 bytes) */
 enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_UNUSED = 5 };
 
 /* ------------------------------------------------------------------ the byte buffer of header and metadata */
@@ -221,7 +222,7 @@ typedef struct {
     char name[64];
     int ndim;
     uint64_t dims[2];        /* innermost first: a (out, in) matrix is {in, out} */
-    int type;                /* GGML_F32 / GGML_F16 */
+    int type;                /* GGML_F32 / GGML_F16 / GGML_Q8_0 */
     const float *part[3];    /* the rows, in up to three pieces written one after another (fused q|k|v) */
     size_t part_n[3];
     uint64_t offset;
@@ -234,10 +235,20 @@ typedef struct {
 } gguf_file;
 
 static size_t numel(const gguf_tensor *t) { return t->part_n[0] + t->part_n[1] + t->part_n[2]; }
+static uint64_t data_bytes(const gguf_tensor *t) {
+    size_t n = numel(t);
+    return t->type == GGML_Q8_0 ? n / Q8_0_BLOCK * (2 + Q8_0_BLOCK) : n * (t->type == GGML_F16 ? 2 : 4);
+}
 static uint64_t pad_to(uint64_t x) { return (x + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN; }
 
-/* 1-D tensors (norms, biases) stay F32, as llama.cpp's converter keeps them; matrices take outtype. */
-static void add(gguf_file *g, int f16, const char *name, const tfm_tensor *a, const tfm_tensor *b,
+/* The type of a tensor, as llama.cpp's converter chooses: 1-D tensors (norms, biases) and the position table stay
+ * F32; matrices take outtype, and q8_0 falls back to F16 for rows that are not whole blocks of 32. */
+static int tensor_type(int outtype, const char *name, int ndim, uint64_t row) {
+    if (ndim != 2 || outtype == TFM_GGUF_F32 || !strcmp(name, "position_embd.weight")) return GGML_F32;
+    return outtype == TFM_GGUF_Q8_0 && row % Q8_0_BLOCK == 0 ? GGML_Q8_0 : GGML_F16;
+}
+
+static void add(gguf_file *g, int outtype, const char *name, const tfm_tensor *a, const tfm_tensor *b,
                 const tfm_tensor *c) {
     gguf_tensor *t = &g->t[g->n++];
     memset(t, 0, sizeof *t);
@@ -251,12 +262,12 @@ static void add(gguf_file *g, int f16, const char *name, const tfm_tensor *a, co
     t->ndim = a->ndim;
     if (a->ndim == 2) t->dims[0] = (uint64_t)a->shape[1], t->dims[1] = (uint64_t)rows;
     else t->dims[0] = (uint64_t)rows;
-    t->type = a->ndim == 2 && f16 ? GGML_F16 : GGML_F32;
+    t->type = tensor_type(outtype, name, t->ndim, t->dims[0]);
 }
 
-static void add_block(gguf_file *g, int f16, int l, const tfm_gpt_block *b) {
+static void add_block(gguf_file *g, int outtype, int l, const tfm_gpt_block *b) {
     char n[64];
-#define ADD(suffix, x, y, z) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), add(g, f16, n, x, y, z))
+#define ADD(suffix, x, y, z) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), add(g, outtype, n, x, y, z))
     ADD("attn_norm.weight", b->ln1.weight, NULL, NULL);
     ADD("attn_norm.bias", b->ln1.bias, NULL, NULL);
     ADD("attn_qkv.weight", b->attn.W_q.W, b->attn.W_k.W, b->attn.W_v.W);
@@ -273,10 +284,11 @@ static void add_block(gguf_file *g, int f16, int l, const tfm_gpt_block *b) {
 }
 
 /* metadata: the architecture's hyperparameters and the tokenizer */
-static void put_metadata(bytes *h, const tfm_gpt_config *c, int f16, const gguf_vocab *v, const char *name) {
+static void put_metadata(bytes *h, const tfm_gpt_config *c, int outtype, const gguf_vocab *v, const char *name) {
     kv_str(h, "general.architecture", "gpt2");
     kv_str(h, "general.name", name);
-    kv_u32(h, "general.file_type", f16 ? 1 : 0);   /* llama_ftype: ALL_F32, MOSTLY_F16 */
+    static const uint32_t ftype[] = {0, 1, 7};      /* llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0 */
+    kv_u32(h, "general.file_type", ftype[outtype]);
     kv_u32(h, "general.alignment", GGUF_ALIGN);
     kv_u32(h, "gpt2.context_length", (uint32_t)c->block_size);
     kv_u32(h, "gpt2.embedding_length", (uint32_t)c->n_embd);
@@ -327,11 +339,31 @@ static int write_zeros(FILE *f, size_t n) {
     return n == 0 || fwrite(z, 1, n, f) == n;
 }
 
+/* Q8_0 blocks of n floats (a multiple of 32), as llama.cpp's reference quantizer: d = max|x| / 127 (stored as a
+ * half), q = x / d rounded half away from zero (C roundf). */
+static int write_q8_0(FILE *f, const float *p, size_t n) {
+    unsigned char blk[2 + Q8_0_BLOCK];
+    for (size_t i = 0; i < n; i += Q8_0_BLOCK) {
+        float amax = 0;
+        for (int j = 0; j < Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(p[i + j]));
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        uint16_t h = f32_to_f16(d);
+        memcpy(blk, &h, 2);
+        for (int j = 0; j < Q8_0_BLOCK; j++) blk[2 + j] = (unsigned char)(signed char)roundf(p[i + j] * id);
+        if (fwrite(blk, 1, sizeof blk, f) != sizeof blk) return 0;
+    }
+    return 1;
+}
+
 static int write_tensor(FILE *f, const gguf_tensor *t) {
     for (int k = 0; k < 3; k++) {
         const float *p = t->part[k];
         size_t n = t->part_n[k];
         if (!n) continue;
+        if (t->type == GGML_Q8_0) {   /* each part is whole rows, so whole blocks */
+            if (!write_q8_0(f, p, n)) return 0;
+            continue;
+        }
         if (t->type == GGML_F32) {
             if (fwrite(p, 4, n, f) != n) return 0;
             continue;
@@ -354,24 +386,24 @@ static int write_gguf(FILE *f, const void *ctx) {
     for (int i = 0; i < g->n; i++) {
         const gguf_tensor *t = &g->t[i];
         if (!write_zeros(f, (size_t)(t->offset - at)) || !write_tensor(f, t)) return 0;
-        at = t->offset + numel(t) * (t->type == GGML_F16 ? 2 : 4);
+        at = t->offset + data_bytes(t);
     }
     return write_zeros(f, (size_t)(pad_to(at) - at));
 }
 
 /* The header: magic, version, counts, metadata, tensor infos with their offsets. */
-static int build_head(gguf_file *g, const tfm_gpt *m, const gguf_vocab *v, int f16, const char *name) {
+static int build_head(gguf_file *g, const tfm_gpt *m, const gguf_vocab *v, int outtype, const char *name) {
     int L = m->cfg.n_layer;
     g->t = calloc((size_t)(4 + 12 * L + 3), sizeof *g->t);
     if (!g->t) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (GGUF)"), -1;
-    add(g, f16, "token_embd.weight", m->wte.weight, NULL, NULL);
-    add(g, f16, "position_embd.weight", m->wpe.weight, NULL, NULL);
-    for (int l = 0; l < L; l++) add_block(g, f16, l, &m->blocks[l]);
-    add(g, f16, "output_norm.weight", m->ln_f.weight, NULL, NULL);
-    add(g, f16, "output_norm.bias", m->ln_f.bias, NULL, NULL);
-    add(g, f16, "output.weight", m->wte.weight, NULL, NULL);   /* the tied LM head */
+    add(g, outtype, "token_embd.weight", m->wte.weight, NULL, NULL);
+    add(g, outtype, "position_embd.weight", m->wpe.weight, NULL, NULL);
+    for (int l = 0; l < L; l++) add_block(g, outtype, l, &m->blocks[l]);
+    add(g, outtype, "output_norm.weight", m->ln_f.weight, NULL, NULL);
+    add(g, outtype, "output_norm.bias", m->ln_f.bias, NULL, NULL);
+    add(g, outtype, "output.weight", m->wte.weight, NULL, NULL);   /* the tied LM head */
     bytes meta = {0}, *h = &g->head;
-    put_metadata(&meta, &m->cfg, f16, v, name);
+    put_metadata(&meta, &m->cfg, outtype, v, name);
     put(h, "GGUF", 4);
     put_u32(h, 3);
     put_u64(h, (uint64_t)g->n);
@@ -388,7 +420,7 @@ static int build_head(gguf_file *g, const tfm_gpt *m, const gguf_vocab *v, int f
         for (int d = 0; d < t->ndim; d++) put_u64(h, t->dims[d]);
         put_u32(h, (uint32_t)t->type);
         put_u64(h, t->offset);
-        off = pad_to(off + numel(t) * (t->type == GGML_F16 ? 2 : 4));
+        off = pad_to(off + data_bytes(t));
     }
     return h->oom ? (tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (GGUF header)"), -1) : 0;
 }
@@ -403,7 +435,7 @@ static int same_file(const char *a, const char *b) {
 int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype) {
     if (same_file(tfm_path, gguf_path))
         return tfm_set_error("%s: the GGUF file would overwrite the input checkpoint", gguf_path), -1;
-    if (outtype != TFM_GGUF_F32 && outtype != TFM_GGUF_F16)
+    if (outtype != TFM_GGUF_F32 && outtype != TFM_GGUF_F16 && outtype != TFM_GGUF_Q8_0)
         return tfm_set_error("unknown GGUF outtype %d", outtype), -1;
     tfm_container c;
     if (tfm_container_load_except(&c, tfm_path, "adam.")) return tfm_container_free(&c), -1;
@@ -444,7 +476,7 @@ int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype) {
         goto done;
     }
     const char *base = strrchr(tfm_path, '/');
-    if (build_head(&g, &m, &v, outtype == TFM_GGUF_F16, base ? base + 1 : tfm_path)) goto done;
+    if (build_head(&g, &m, &v, outtype, base ? base + 1 : tfm_path)) goto done;
     rc = tfm_save_atomic(gguf_path, write_gguf, &g);
 done:
     free(g.t);

@@ -233,6 +233,62 @@ static void check_file(const char *model, int f16) {
     free(b);
 }
 
+/* q8_0 blocks of a row-major src (n floats from element at of tensor t): each block of 32 has the half nearest to
+ * max|x| / 127 as its scale d and q = roundf(x / d) (llama.cpp's reference quantizer), so |q dh - x| <= d / 2 +
+ * 127 |dh - d| with dh the stored half */
+static int same_q8_0(const gguf *g, const tinfo *t, const float *src, size_t n, size_t at, double *max_err) {
+    const unsigned char *p = g->data + t->offset + at / 32 * 34;
+    for (size_t i = 0; i < n; i += 32, p += 34) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(src[i + j]));
+        float d = amax / 127.0f;
+        uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+        if (!nearest_half(d, h)) return 0;
+        double dh = half(h);
+        for (int j = 0; j < 32; j++) {
+            int q = (signed char)p[2 + j];
+            if (q != (int)roundf(src[i + j] * (d != 0 ? 1.0f / d : 0.0f))) return 0;
+            double e = fabs(q * dh - src[i + j]);
+            if (e > d / 2.0 + 127 * fabs(dh - d) + 1e-12) return 0;
+            if (e > *max_err) *max_err = e;
+        }
+    }
+    return 1;
+}
+
+/* --outtype q8_0 on the tinyshakespeare fixture (width 48): rows of 48 are not whole blocks of 32, so those
+ * matrices fall back to f16; ffn_down (rows of 192) is q8_0; the position table and the vectors stay f32 */
+static void check_q8_0(const char *model) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/m8.gguf", tmpdir);
+    CHECK("gguf q8_0: export", !tfm_export_gguf(model, path, TFM_GGUF_Q8_0), "%s", tfm_last_error());
+    size_t n = 0;
+    unsigned char *b = check_read_file(path, &n);
+    static gguf g;
+    memset(&g, 0, sizeof g);
+    CHECK("gguf q8_0: a GGUF v3 file that parses to its end", b && !parse(b, n, &g), "%zu bytes", n);
+    tfm_gpt m;
+    tfm_char_vocab v;
+    if (!b || tfm_gpt_load(model, &m, &v, NULL, NULL)) return free(b);
+    const kv *ft = get(&g, "general.file_type");
+    const tinfo *te = tensor(&g, "token_embd.weight"), *pe = tensor(&g, "position_embd.weight"),
+                *down = tensor(&g, "blk.1.ffn_down.weight"), *norm = tensor(&g, "blk.0.ffn_norm.weight");
+    int C = m.cfg.n_embd;
+    CHECK("gguf q8_0: file type MOSTLY_Q8_0; ffn_down q8_0, rows of 48 f16, position table and vectors f32",
+          ft && ft->u == 7 && te && te->type == 1 && pe && pe->type == 0 && down && down->type == 8 && norm &&
+              norm->type == 0 && C % 32 != 0,
+          "types differ (file type %llu)", ft ? (unsigned long long)ft->u : 0ULL);
+    double err = 0;
+    const tfm_tensor *w = m.blocks[1].ffn.dense2.W;   /* (C, 4C): rows of 4C along which the blocks run */
+    CHECK("gguf q8_0: blocks = llama.cpp's rule (scale the half nearest max|x|/127, q = roundf(x/d), |q dh - x| bounded)",
+          down && down->type == 8 && same_q8_0(&g, down, w->data, w->size, 0, &err) &&
+              same_values(&g, te, m.wte.weight->data, m.wte.weight->size, 0),
+          "values differ");
+    tfm_gpt_free(&m);
+    tfm_char_vocab_free(&v);
+    free(b);
+}
+
 /* a vocabulary with 2-, 3- and 4-byte characters: the merges join each character's bytes, prefix by prefix */
 static void check_merges(void) {
     tfm_char_vocab v;
@@ -273,6 +329,7 @@ int main(void) {
     if (check_tmpdir(tmpdir, sizeof tmpdir, "test_gguf")) return 1;
     check_file("tests/fixtures/lm_shakespeare_tiny.tfm", 0);
     check_file("tests/fixtures/lm_shakespeare_tiny.tfm", 1);
+    check_q8_0("tests/fixtures/lm_shakespeare_tiny.tfm");
     check_merges();
     check_rm_tmpdir(tmpdir);
     CHECK_EXIT();
