@@ -162,22 +162,16 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
     if (n == 1) return tfm_translator_load(paths[0], p);
     tfm_mt_model *ms = calloc((size_t)n, sizeof *ms);
     if (!ms) return tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory"), NULL;
-    int k = 0;
-    for (; k < n; k++) {
+    int k = 0, failed = 0;   /* ms[0..k) loaded */
+    for (; k < n && !failed; k++) {
         if (tfm_mt_model_load(&ms[k], paths[k])) break;
-        if (ms[k].marian) {
-            tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s is an imported MarianMT: ensembles take models trained by "
-                               "tfm (decode it alone)", paths[k]);
-            k++;
-            break;
-        }
-        if (k > 0 && same_tokenizer(&ms[0], &ms[k], paths[0], paths[k])) {
-            k++;
-            break;
-        }
+        if (ms[k].marian)
+            failed = 1, tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s is an imported MarianMT: ensembles take models "
+                                           "trained by tfm (decode it alone)", paths[k]);
+        else failed = k > 0 && same_tokenizer(&ms[0], &ms[k], paths[0], paths[k]);
     }
     tfm_translator *t = NULL;
-    if (k == n) {
+    if (k == n && !failed) {
         tfm_mt_model *more = malloc(sizeof *more * (size_t)(n - 1));
         t = more ? make(&ms[0], 1, p) : NULL;   /* takes ms[0] (freed on failure too) */
         if (!more) tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory");
