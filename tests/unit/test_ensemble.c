@@ -220,7 +220,8 @@ static void test_mean_of_steps(tfm_mt_model *a, tfm_mt_model *b) {
     c.tgt_vocab += 1;
     tfm_encdec *bigger = tfm_s2s_create(&c);
     ms[2] = bigger;
-    int rc3 = bigger ? tfm_search_nbest_ensemble(ms, 3, &g, NULL, 0, src, src_off, n, 100, 4, &o, ens) : 0;
+    tfm_hyps none[64];
+    int rc3 = bigger ? tfm_search_nbest_ensemble(ms, 3, &g, NULL, 0, src, src_off, n, 100, 4, &o, none) : 0;
     CHECK("search: a member with another target vocabulary size is refused", rc3 == -1 &&
           strstr(tfm_last_error(), "model 3") && strstr(tfm_last_error(), "tgt_vocab"), "rc %d: %s", rc3, tfm_last_error());
     tfm_encdec_free(bigger);
