@@ -50,6 +50,9 @@ TFM_API tfm_translator *tfm_translator_load_ensemble(const char *const *paths, i
 /* Models decoded together (1, or an ensemble's n), and model i of them (NULL out of range). */
 TFM_API int tfm_translator_n_models(const tfm_translator *t);
 TFM_API const tfm_mt_model *tfm_translator_member(const tfm_translator *t, int i);
+/* The longest source or target the models take, in tokens (<eos> included): the shortest position table of
+ * them (config.max_len), or 0 when none has one. */
+TFM_API int tfm_translator_max_positions(const tfm_translator *t);
 /* Wrap a model already in memory. The translator takes ownership of *m's contents (model, vocabularies,
  * tokenizer) and clears *m; on failure *m is freed too. */
 TFM_API tfm_translator *tfm_translator_from_model(tfm_mt_model *m, const tfm_translator_params *p);

@@ -299,8 +299,8 @@ static void offer(finished *f, int s, float ns, const int *h, int len) {
 }
 
 /* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first; their count, or
- * -1 when a row's logits are not finite. normalized: the rows are log-probabilities (an ensemble's mean). With a forced prefix token, that token is the only candidate of each
- * live row. */
+ * -1 when a row's logits are not finite. normalized: the rows are log-probabilities (an ensemble's mean). With
+ * a forced prefix token, that token is the only candidate of each live row. */
 static int group_candidates(const tfm_s2s_config *cf, float *logits, int normalized, int V, const float *score, int r0,
                             int K, int forced, float *scratch, cand *top) {
     int n_top = 0;

@@ -180,7 +180,8 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
             memset(ms + 1, 0, sizeof *ms * (size_t)(n - 1));
             t->more = more, more = NULL;
             const tfm_params *params[TFM_MAX_ENSEMBLE];
-            for (int i = 0; i < n; i++) t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
+            for (int i = 0; i < n; i++)
+                t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
             t->n_models = n;
             if (t->packed) {   /* one set over every member's weights */
                 tfm_weight_packs_free(&t->packs);
@@ -196,6 +197,15 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
 }
 
 int tfm_translator_n_models(const tfm_translator *t) { return t->n_models; }
+
+int tfm_translator_max_positions(const tfm_translator *t) {
+    int most = 0;
+    for (int k = 0; k < t->n_models; k++) {
+        int p = tfm_encdec_max_positions(t->models[k]);
+        if (p > 0 && (most == 0 || p < most)) most = p;
+    }
+    return most;
+}
 
 const tfm_mt_model *tfm_translator_member(const tfm_translator *t, int i) {
     return i == 0 ? t->mt : i > 0 && i < t->n_models ? &t->more[i - 1] : NULL;
@@ -370,14 +380,12 @@ static int resolve_options(const tfm_translator *t, const tfm_translate_options 
           o->max_batch_size)
     CHECK(o->num_hypotheses >= 1 && o->num_hypotheses <= o->beam_size,
           "translate: num_hypotheses must be in 1..beam_size (%d), got %d", o->beam_size, o->num_hypotheses)
-    CHECK(!o->return_attention || t->n_models == 1,
-          "translate: return_attention is not supported for an ensemble (%d models)", t->n_models)
 #undef CHECK
-    *max_src = o->max_input_length;
-    for (int k = 0; k < t->n_models; k++) {   /* the shortest position table bounds the sources */
-        int max_pos = tfm_encdec_max_positions(t->models[k]);
-        if (max_pos > 0 && *max_src > max_pos) *max_src = max_pos;
-    }
+    if (o->return_attention && t->n_models > 1)
+        return tfm_set_error_kind(TFM_ERR_ARG, "return_attention (--alignment): not supported for an "
+                                  "ensemble of %d models", t->n_models), -1;
+    int max_pos = tfm_translator_max_positions(t);
+    *max_src = max_pos > 0 && o->max_input_length > max_pos ? max_pos : o->max_input_length;
     return 0;
 }
 

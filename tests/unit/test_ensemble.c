@@ -33,7 +33,8 @@ static const int *geta(const char *name) {
 /* "<pad> <bos> <eos> <unk> s4 s5 ..." (side 's'/'t'); token `renamed` (if > 0) is "u<id>" instead */
 static void vocab(tfm_vocab *v, char side, int n, int renamed) {
     char buf[1024] = "<pad>\n<bos>\n<eos>\n<unk>";
-    for (int i = 4; i < n; i++) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "\n%c%d", i == renamed ? 'u' : side, i);
+    for (int i = 4; i < n; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "\n%c%d", i == renamed ? 'u' : side, i);
     if (tfm_vocab_deserialize(v, buf)) printf("FAIL vocab: %s\n", tfm_last_error()), exit(1);
 }
 
@@ -222,8 +223,9 @@ static void test_mean_of_steps(tfm_mt_model *a, tfm_mt_model *b) {
     ms[2] = bigger;
     tfm_hyps none[64];
     int rc3 = bigger ? tfm_search_nbest_ensemble(ms, 3, &g, NULL, 0, src, src_off, n, 100, 4, &o, none) : 0;
-    CHECK("search: a member with another target vocabulary size is refused", rc3 == -1 &&
-          strstr(tfm_last_error(), "model 3") && strstr(tfm_last_error(), "tgt_vocab"), "rc %d: %s", rc3, tfm_last_error());
+    CHECK("search: a member with another target vocabulary size is refused",
+          rc3 == -1 && strstr(tfm_last_error(), "model 3") && strstr(tfm_last_error(), "tgt_vocab"), "rc %d: %s", rc3,
+          tfm_last_error());
     tfm_encdec_free(bigger);
     for (int i = 0; i < n; i++) {
         if (!rc) tfm_hyps_free(&ens[i]);
