@@ -40,8 +40,8 @@ TFM_API void tfm_translator_params_default(tfm_translator_params *p);
  * naming the file. */
 TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p);
 /* An ensemble of n checkpoints (1..TFM_MAX_ENSEMBLE, 16): every step of the search ranks by the mean of the
- * models' log-probabilities (each one's log-softmax, weighted equally, as Marian and fairseq ensemble), each
- * model with its own key/value caches. The models must share the tokenizer: the same tokenizer kind, BPE model
+ * models' log-probabilities (each one's log-softmax, weighted equally, as Marian ensembles; fairseq averages the
+ * probabilities instead), each model with its own key/value caches. The models must share the tokenizer: the same tokenizer kind, BPE model
  * and source and target vocabularies, else NULL with one line naming both files and the first difference.
  * The source is tokenized and the output detokenized by the first model, whose stored settings (decode.beam,
  * decode.alpha) are the defaults; tfm_translator_model is the first model. Imported MarianMT models are refused,

@@ -16,7 +16,7 @@
  *
  * Ensembles (tfm_search_nbest_ensemble): every member encodes the batch and keeps its own incremental state;
  * each step decodes every member and the search ranks by the mean of their log-softmax outputs (Marian's
- * weighted sum of log-probabilities with equal weights), not renormalised. Row reorders apply to every state.
+ * weighted sum of log-probabilities with equal weights; fairseq averages probabilities), not renormalised. Row reorders apply to every state.
  */
 #include <math.h>
 #include <omp.h>
