@@ -41,11 +41,11 @@ TFM_API void tfm_translator_params_default(tfm_translator_params *p);
 TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p);
 /* An ensemble of n checkpoints (1..TFM_MAX_ENSEMBLE, 16): every step of the search ranks by the mean of the
  * models' log-probabilities (each one's log-softmax, weighted equally, as Marian ensembles; fairseq averages the
- * probabilities instead), each model with its own key/value caches. The models must share the tokenizer: the same tokenizer kind, BPE model
- * and source and target vocabularies, else NULL with one line naming both files and the first difference.
- * The source is tokenized and the output detokenized by the first model, whose stored settings (decode.beam,
- * decode.alpha) are the defaults; tfm_translator_model is the first model. Imported MarianMT models are refused,
- * and so is return_attention. n == 1 is tfm_translator_load. */
+ * probabilities instead), each model with its own key/value caches. The models must share the tokenizer: the
+ * same tokenizer kind, BPE model and source and target vocabularies, else NULL with one line naming both files
+ * and the first difference. The source is tokenized and the output detokenized by the first model, whose
+ * stored settings (decode.beam, decode.alpha) are the defaults; tfm_translator_model is the first model.
+ * Imported MarianMT models are refused, and so is return_attention. n == 1 is tfm_translator_load. */
 TFM_API tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, const tfm_translator_params *p);
 /* Models decoded together (1, or an ensemble's n), and model i of them (NULL out of range). */
 TFM_API int tfm_translator_n_models(const tfm_translator *t);

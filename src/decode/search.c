@@ -15,8 +15,9 @@
  * every score includes one <eos>. Greedy search is the same with one beam.
  *
  * Ensembles (tfm_search_nbest_ensemble): every member encodes the batch and keeps its own incremental state;
- * each step decodes every member and the search ranks by the mean of their log-softmax outputs (Marian's
- * weighted sum of log-probabilities with equal weights; fairseq averages probabilities), not renormalised. Row reorders apply to every state.
+ * each step decodes every member and the search ranks by the mean of their log-softmax outputs, not
+ * renormalised (Marian's weighted sum of log-probabilities with equal weights; fairseq averages probabilities
+ * instead). Row reorders apply to every member's state.
  */
 #include <math.h>
 #include <omp.h>
@@ -528,21 +529,25 @@ void tfm_hyps_free(tfm_hyps *h) {
     memset(h, 0, sizeof *h);
 }
 
+/* The first config field in which two models' outputs differ in meaning (NULL: none). */
+static const char *output_difference(const tfm_s2s_config *a, const tfm_s2s_config *b) {
+    if (a->tgt_vocab != b->tgt_vocab) return "tgt_vocab";
+    if (tfm_s2s_bos_id(a) != tfm_s2s_bos_id(b)) return "bos_id";
+    if (tfm_s2s_eos_id(a) != tfm_s2s_eos_id(b)) return "eos_id";
+    if (tfm_s2s_pad_id(a) != tfm_s2s_pad_id(b)) return "pad_id";
+    if (a->n_banned != b->n_banned) return "banned";
+    for (int i = 0; i < a->n_banned && i < TFM_S2S_MAX_BANNED; i++)
+        if (a->banned[i] != b->banned[i]) return "banned";
+    return NULL;
+}
+
 /* Can models decode together: 1..TFM_MAX_ENSEMBLE of them, with one target vocabulary and the same special and
  * banned ids? 0, or -1 with an error naming the member and the field. */
 static int check_members(tfm_encdec *const *ms, int n) {
     if (n < 1 || n > TFM_MAX_ENSEMBLE)
         return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 1..%d", n, TFM_MAX_ENSEMBLE), -1;
-    const tfm_s2s_config *a = &ms[0]->cfg;
     for (int k = 1; k < n; k++) {
-        const tfm_s2s_config *b = &ms[k]->cfg;
-        const char *bad = a->tgt_vocab != b->tgt_vocab ? "tgt_vocab"
-                          : tfm_s2s_bos_id(a) != tfm_s2s_bos_id(b) ? "bos_id"
-                          : tfm_s2s_eos_id(a) != tfm_s2s_eos_id(b) ? "eos_id"
-                          : tfm_s2s_pad_id(a) != tfm_s2s_pad_id(b) ? "pad_id"
-                          : a->n_banned != b->n_banned ||
-                                    memcmp(a->banned, b->banned, sizeof(int) * (size_t)(a->n_banned > 0 ? a->n_banned : 0))
-                              ? "banned" : NULL;
+        const char *bad = output_difference(&ms[0]->cfg, &ms[k]->cfg);
         if (bad)
             return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: model %d differs from model 1 in config.%s: the members "
                                       "must share the target vocabulary", k + 1, bad), -1;

@@ -108,8 +108,8 @@ int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *par
     memset(p, 0, sizeof *p);
     if (!tfm_gemm_packed_b_floats(1, 1)) return 0; /* the OpenBLAS build: nothing to pack */
     int n = 0;
-    for (int k = 0; k < n_params; k++)
-        for (int i = 0; i < params[k]->n; i++) n += params[k]->t[i]->ndim == 2 && !params[k]->t[i]->q8;   /* int8: tfm_gemm_q8 */
+    for (int k = 0; k < n_params; k++)   /* int8 weights are not packed: tfm_gemm_q8 */
+        for (int i = 0; i < params[k]->n; i++) n += params[k]->t[i]->ndim == 2 && !params[k]->t[i]->q8;
     if (!n) return 0;
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
