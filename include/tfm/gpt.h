@@ -53,19 +53,19 @@ TFM_API int tfm_gpt_config_check(const tfm_gpt_config *c);
 /* Estimated float elements of the activations of one training step on B rows of T tokens (per layer ~32
  * (B,T,C) tensors and two (B,H,T,T) attention maps, plus 3 (B,T,V) for the logits); saturates, never wraps.
  * Compared with TFM_MAX_STEP_ELEMS before a run allocates anything. */
-int64_t tfm_gpt_step_elems(const tfm_gpt_config *c, int64_t B, int64_t T);
+TFM_API int64_t tfm_gpt_step_elems(const tfm_gpt_config *c, int64_t B, int64_t T);
 /* Number of parameters tfm_gpt_init would allocate for a checked config (computed, not built;
  * tests/unit/test_loaders.c checks it equals params.total). */
-int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
+TFM_API int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
 /* Build the parameter set (zeroed); call tfm_gpt_init_weights for a fresh model. */
 TFM_API int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
 TFM_API void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
 TFM_API void tfm_gpt_free(tfm_gpt *m);
 /* A second GPT of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
  * gradients: one per chunk of the batch in thread data parallelism. Free it (tfm_gpt_free) before m. */
-int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m);
+TFM_API int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m);
 /* idx (B,T) token ids, T <= block_size -> logits (B,T,vocab) */
-tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int T);
+TFM_API tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, int B, int T);
 
 /* KV cache for generation (batch 1, causal attention): per layer, the projected keys and values of the
  * positions seen so far, (block_size, n_embd) each, in the (T, H*d) layout the projections produce, so the
@@ -78,15 +78,15 @@ typedef struct {
     float *k, *v;            /* n_layer * max_len * C each (malloc'd once) */
 } tfm_gpt_cache;
 /* 0, or -1 with a tfm error (synthesizer attention has no cache; out of memory). */
-int tfm_gpt_cache_init(tfm_gpt_cache *c, const tfm_gpt *m);
-void tfm_gpt_cache_free(tfm_gpt_cache *c);
+TFM_API int tfm_gpt_cache_init(tfm_gpt_cache *c, const tfm_gpt *m);
+TFM_API void tfm_gpt_cache_free(tfm_gpt_cache *c);
 /* Feed T tokens at positions len..len+T-1 (len + T <= block_size); appends their keys/values and returns
  * their logits (1,T,vocab), equal to the last T rows of a full forward over all len+T tokens. Inference only
  * (records no tape). */
-tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
+TFM_API tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
 
-void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
+TFM_API void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
                                    int n_head, int block_size, float dropout);
-tfm_tensor *tfm_SynthesizerAttention_forward(tfm_graph *g, const tfm_SynthesizerAttention *s, tfm_tensor *x);
+TFM_API tfm_tensor *tfm_SynthesizerAttention_forward(tfm_graph *g, const tfm_SynthesizerAttention *s, tfm_tensor *x);
 
 #endif
