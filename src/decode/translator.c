@@ -172,8 +172,13 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
     }
     tfm_translator *t = NULL;
     if (k == n && !failed) {
+        tfm_translator_params q;   /* the first member's translator, unpacked: one set packs every member below */
+        if (p) q = *p;
+        else tfm_translator_params_default(&q);
+        int pack = q.pack_weights;
+        q.pack_weights = 0;
         tfm_mt_model *more = malloc(sizeof *more * (size_t)(n - 1));
-        t = more ? make(&ms[0], 1, p) : NULL;   /* takes ms[0] (freed on failure too) */
+        t = more ? make(&ms[0], 1, &q) : NULL;   /* takes ms[0] (freed on failure too) */
         if (!more) tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory");
         if (t) {
             memcpy(more, ms + 1, sizeof *more * (size_t)(n - 1));
@@ -183,13 +188,10 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
             for (int i = 0; i < n; i++)
                 t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
             t->n_models = n;
-            if (t->packed) {   /* one set over every member's weights */
-                tfm_weight_packs_free(&t->packs);
-                t->packed = tfm_weight_packs_init_many(&t->packs, params, n) == 0;
-            }
+            t->p.pack_weights = pack;
+            t->packed = pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
         }
         free(more);
-        k = n;
     }
     for (int i = 0; i < k; i++) tfm_mt_model_free(&ms[i]);   /* those not taken (NULL-safe on cleared ones) */
     free(ms);
