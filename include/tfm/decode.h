@@ -44,6 +44,16 @@ TFM_API void tfm_hyps_free(tfm_hyps *h);   /* zeroes h */
 TFM_API int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
                              const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
                              const tfm_search_opts *o, tfm_hyps *out);
+/* An ensemble: the same search over the mean of n_models models' log-probabilities at every step (each model's
+ * log-softmax, weighted equally, not renormalised: Marian's decoding-time ensembles; fairseq averages probabilities
+ * instead). Every model encodes each batch and keeps its own key/value caches; beam reorders apply to all of
+ * them. The models must share the target vocabulary (config.tgt_vocab, the special and banned ids; else -1 with
+ * an error naming the field) and take the same source ids; the shortest position table bounds both sides.
+ * n_models == 1 is tfm_search_nbest. */
+#define TFM_MAX_ENSEMBLE 16
+TFM_API int tfm_search_nbest_ensemble(tfm_encdec *const *models, int n_models, tfm_graph *g,
+                                      tfm_graph *const *workers, int n_workers, const int *src_ids, const int *src_off,
+                                      int n, int max_src, int batch_size, const tfm_search_opts *o, tfm_hyps *out);
 /* The best hypothesis only: out[i] malloc'd ids, out_len[i] their count. */
 TFM_API int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
                                const int *src_ids, const int *src_off, int n, int max_src, int batch_size,

@@ -30,6 +30,8 @@ typedef struct tfm_weight_packs {
     float **packed;           /* tfm_gemm_pack_b(1, out, in, W) of each */
 } tfm_weight_packs;
 TFM_API int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params);   /* 0, or -1 (out of memory) */
+/* One set over the weights of several models (an ensemble decoding on one graph). */
+TFM_API int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *params, int n_params);
 TFM_API void tfm_weight_packs_refresh(tfm_weight_packs *p);
 TFM_API void tfm_weight_packs_free(tfm_weight_packs *p);
 

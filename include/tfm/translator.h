@@ -20,6 +20,7 @@
 #ifndef TFM_TRANSLATOR_H
 #define TFM_TRANSLATOR_H
 
+#include "tfm/decode.h"
 #include "tfm/export.h"
 #include "tfm/seq2seq.h"
 
@@ -38,6 +39,20 @@ TFM_API void tfm_translator_params_default(tfm_translator_params *p);
 /* Load a checkpoint written by tfm train-mt (or tfm import). p NULL = defaults. NULL with a tfm error
  * naming the file. */
 TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p);
+/* An ensemble of n checkpoints (1..TFM_MAX_ENSEMBLE, 16): every step of the search ranks by the mean of the
+ * models' log-probabilities (each one's log-softmax, weighted equally, as Marian ensembles; fairseq averages the
+ * probabilities instead), each model with its own key/value caches. The models must share the tokenizer: the
+ * same tokenizer kind, BPE model and source and target vocabularies, else NULL with one line naming both files
+ * and the first difference. The source is tokenized and the output detokenized by the first model, whose
+ * stored settings (decode.beam, decode.alpha) are the defaults; tfm_translator_model is the first model.
+ * Imported MarianMT models are refused, and so is return_attention. n == 1 is tfm_translator_load. */
+TFM_API tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, const tfm_translator_params *p);
+/* Models decoded together (1, or an ensemble's n), and model i of them (NULL out of range). */
+TFM_API int tfm_translator_n_models(const tfm_translator *t);
+TFM_API const tfm_mt_model *tfm_translator_member(const tfm_translator *t, int i);
+/* The longest source or target the models take, in tokens (<eos> included): the shortest position table of
+ * them (config.max_len), or 0 when none has one. */
+TFM_API int tfm_translator_max_positions(const tfm_translator *t);
 /* Wrap a model already in memory. The translator takes ownership of *m's contents (model, vocabularies,
  * tokenizer) and clears *m; on failure *m is freed too. */
 TFM_API tfm_translator *tfm_translator_from_model(tfm_mt_model *m, const tfm_translator_params *p);
@@ -65,7 +80,8 @@ typedef struct {
                                 position table); longer sources are cut: tfm_translation.source_truncated */
     int num_hypotheses;      /* 1..beam_size hypotheses per sentence, best first (default 1) */
     int return_scores;       /* fill tfm_translation.scores */
-    int return_attention;    /* fill tfm_translation.attention and the token lists (Transformer, Bahdanau) */
+    int return_attention;    /* fill tfm_translation.attention and the token lists (Transformer, Bahdanau; not
+                                for an ensemble) */
     const char *const *target_prefix; /* NULL, or one entry per input (NULL or "" = none): the translation
                                 starts with this text (tokenized as the target side), decoding continues it */
     int max_batch_size;      /* sentences one worker decodes together in this call (0 = params.max_batch_size);

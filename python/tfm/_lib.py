@@ -315,6 +315,7 @@ _FUNCTIONS = {
     # translator.h
     "tfm_translator_params_default": (None, [P(TranslatorParams)]),
     "tfm_translator_load": (c_void_p, [c_char_p, P(TranslatorParams)]),
+    "tfm_translator_load_ensemble": (c_void_p, [P(c_char_p), c_int, P(TranslatorParams)]),
     "tfm_translator_free": (None, [c_void_p]),
     "tfm_translator_model": (P(MTModel), [c_void_p]),
     "tfm_translate_options_default": (None, [P(TranslateOptions)]),

@@ -57,6 +57,9 @@ class Translator:
     """A translation checkpoint written by ``tfm train-mt`` (or ``tfm import``), ready to translate.
 
     ``Translator(path, threads=0, max_batch_size=32)`` loads the model, its tokenizer and its packed weights.
+    ``path`` may be a list of checkpoints that share one tokenizer: an ensemble, whose search ranks by the mean
+    of the models' log-probabilities at each step (``tfm translate A.tfm B.tfm``); the first model tokenizes and
+    gives the stored settings; ``return_attention`` is refused for it.
     ``threads``: threads per call (0 = OMP_NUM_THREADS, else the CPUs this process may use).
     ``max_batch_size``: sentences decoded together by one worker (a call with more inputs is cut into
     batches of this size, decoded in parallel), as ``tfm translate --batch-size``.
@@ -67,13 +70,19 @@ class Translator:
     ``DataError`` for a malformed one), the message naming the file.
     """
 
-    def __init__(self, path: str | os.PathLike, threads: int = 0, max_batch_size: int = 32):
+    def __init__(self, path: str | os.PathLike | Sequence[str | os.PathLike], threads: int = 0,
+                 max_batch_size: int = 32):
         p = _lib.TranslatorParams()
         lib.tfm_translator_params_default(ctypes.byref(p))
         p.threads, p.max_batch_size = int(threads), int(max_batch_size)
         self._t = None
-        self.path = os.fspath(path)
-        self._t = _lib.check_ptr(lib.tfm_translator_load(_lib.enc(self.path, "path"), ctypes.byref(p)))
+        one = isinstance(path, (str, bytes, os.PathLike))
+        self.paths: List[str] = [os.fspath(path)] if one else [os.fspath(q) for q in path]
+        if not self.paths:
+            raise ValueError("Translator: an empty list of checkpoints")
+        self.path = self.paths[0]
+        names = (ctypes.c_char_p * len(self.paths))(*[_lib.enc(q, "path") for q in self.paths])
+        self._t = _lib.check_ptr(lib.tfm_translator_load_ensemble(names, len(self.paths), ctypes.byref(p)))
         m = lib.tfm_translator_model(self._t).contents
         self.default_beam_size: int = m.decode_beam if m.decode_beam > 0 else 1
         self.default_length_penalty: float = float(m.decode_alpha) if m.decode_beam > 0 else 0.0

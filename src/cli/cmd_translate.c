@@ -1,7 +1,7 @@
-/* tfm translate MODEL.tfm: one source sentence a line on stdin -> one translation a line on stdout, through
- * the translator object (include/tfm/translator.h). Lines are batched while more input is immediately
- * available (a pipe fills whole batches; an interactive terminal gets each line translated at once); output
- * keeps the input order and is flushed after every batch. */
+/* tfm translate MODEL.tfm [MORE.tfm ...]: one source sentence a line on stdin -> one translation a line on stdout,
+ * through the translator object (include/tfm/translator.h); several models are an ensemble. Lines are batched
+ * while more input is immediately available (a pipe fills whole batches; an interactive terminal gets each line
+ * translated at once); output keeps the input order and is flushed after every batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +33,7 @@ typedef struct {
     tfm_translate_options o;
     FILE *pf;
     const char *pf_name;
-    int cap, n_best, scores, alignment;
+    int cap, n_best, scores;
     char **lines, **prefixes;
     tfm_translation *res;
     long n_lines, n_cut;
@@ -64,7 +64,7 @@ static int translate_some(run *r, int *eof) {
         rc = cli_fail(C, "%s", tfm_last_error());
     for (int i = 0; i < n; i++) {
         if (!rc) {
-            print_result(&r->res[i], r->n_lines - n + i, r->n_best, r->scores, r->alignment);
+            print_result(&r->res[i], r->n_lines - n + i, r->n_best, r->scores, r->o.return_attention);
             r->n_cut += r->res[i].source_truncated > 0;
             if (r->res[i].source_truncated > r->most_cut) r->most_cut = r->res[i].source_truncated;
             tfm_translation_free(&r->res[i]);
@@ -78,7 +78,6 @@ static int translate_some(run *r, int *eof) {
 int cmd_translate(int argc, char **argv) {
     int threads = 0, batch = 32, profile = 0;
     run r = {0};
-    const char *prefix_file = NULL;
     tfm_translate_options_default(&r.o);
     cli_flag flags[] = {
         {"beam", FLAG_INT, &r.o.beam_size, "beam size (1 = greedy; 0 = the model's decode.beam, greedy if none)", 0},
@@ -89,24 +88,25 @@ int cmd_translate(int argc, char **argv) {
         {"max-src", FLAG_INT, &r.o.max_input_length, "source tokens kept (incl. <eos>); longer lines are cut", 0},
         {"n-best", FLAG_INT, &r.n_best, "print K hypotheses a line as 'INDEX ||| TEXT ||| SCORE' (K <= beam)", 0},
         {"scores", FLAG_BOOL, &r.scores, "append ' ||| SCORE' (log-probability / length penalty) to each line", 0},
-        {"alignment", FLAG_BOOL, &r.alignment,
+        {"alignment", FLAG_BOOL, &r.o.return_attention,
          "append ' ||| s-t ...': the source token each target token attends to most (last layer, heads averaged)", 0},
-        {"prefix-file", FLAG_STR, &prefix_file, "file with one target prefix a line: translation i starts with line i", 0},
+        {"prefix-file", FLAG_STR, &r.pf_name, "file with one target prefix a line: translation i starts with line i", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
         {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
         {"profile", FLAG_BOOL, &profile,
          "at the end, print time per sentence by op kind and phase (kv_cache, search) to stderr", 0},
     };
-    cli_spec spec = {C, "MODEL.tfm [--beam K] [--alpha A] [--max-output N] [--n-best K] [--scores] [--alignment]\n"
-                        "          [--prefix-file F] [--threads N] [--profile] < source.txt",
+    cli_spec spec = {C, "MODEL.tfm [MODEL2.tfm ...] [--beam K] [--alpha A] [--max-output N] [--n-best K] [--scores]\n"
+                        "          [--alignment] [--prefix-file F] [--threads N] [--profile] < source.txt",
                      "Translate stdin, one sentence a line, with a checkpoint written by tfm train-mt (or tfm import).\n"
                      "Greedy or beam search; the decoder caches keys/values so each new token costs O(length).\n"
-                     "Without --beam/--alpha the model's stored decoding settings are used (tfm info shows them).\n"
+                     "Without --beam/--alpha the (first) model's stored decoding settings are used (tfm info).\n"
+                     "Several models sharing one tokenizer are an ensemble: the search ranks by their mean log-prob.\n"
                      "--profile prints, at the end, milliseconds per sentence spent in each op kind and in the\n"
                      "decoding phases kv_cache (cache appends, beam reorders) and search (top-k, scores,\n"
                      "hypotheses), with the untracked rest (tokenizing, I/O); stdout is unchanged.",
-                     flags, (int)(sizeof flags / sizeof flags[0]), 1, 1};
-    const char *pos[1];
+                     flags, (int)(sizeof flags / sizeof flags[0]), 1, TFM_MAX_ENSEMBLE};
+    const char *pos[TFM_MAX_ENSEMBLE];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? 0 : rc;
     tfm_translate_options *o = &r.o;
@@ -117,17 +117,17 @@ int cmd_translate(int argc, char **argv) {
     if (!(o->length_penalty <= 10) || (o->length_penalty < 0 && o->length_penalty != -1))
         return cli_error(C, "--alpha must be in [0, 10] (-1 = the model's), got %g", o->length_penalty);
     tfm_translator_params tp = {threads, batch, 1, profile};
-    if (prefix_file && !(r.pf = fopen(prefix_file, "r"))) return cli_error(C, "--prefix-file: cannot read %s", prefix_file), CLI_EXIT_IO;
-    if (!(r.tr = tfm_translator_load(pos[0], &tp))) rc = cli_fail(C, "%s", tfm_last_error());
+    if (r.pf_name && !(r.pf = fopen(r.pf_name, "r"))) return cli_error(C, "--prefix-file: cannot read %s", r.pf_name), CLI_EXIT_IO;
+    if (!(r.tr = tfm_translator_load_ensemble(pos, n_pos, &tp))) rc = cli_fail(C, "%s", tfm_last_error());
     tfm_translate_options use;   /* what the calls use (the model's settings filled in); its positions bound both sides */
-    int max_pos = r.tr ? tfm_encdec_max_positions(tfm_translator_model(r.tr)->model) : 0;
-    if (!rc && (tfm_translator_resolve_options(r.tr, o, &use) || use.beam_size < r.n_best))
+    int max_pos = r.tr ? tfm_translator_max_positions(r.tr) : 0;
+    if (!rc && tfm_translator_resolve_options(r.tr, o, &use)) rc = cli_fail(C, "%s", tfm_last_error());
+    else if (!rc && use.beam_size < r.n_best)
         rc = cli_error(C, "--n-best %d needs a beam of at least %d (--beam %d)", r.n_best, r.n_best, use.beam_size);
     if (!rc && max_pos > 0 && use.max_decoding_length >= max_pos)
         fprintf(stderr, "tfm %s: warning: the model has %d positions (config.max_len): outputs stop at %d tokens, "
                 "not --max-output %d\n", C, max_pos, max_pos - 1, use.max_decoding_length);
-    o->num_hypotheses = r.n_best ? r.n_best : 1, o->return_scores = r.scores || r.n_best, o->return_attention = r.alignment;
-    r.pf_name = prefix_file;
+    o->num_hypotheses = r.n_best ? r.n_best : 1, o->return_scores = r.scores || r.n_best;
     r.cap = batch * (threads > 0 ? threads : tfm_default_threads());   /* the batches of all threads, decoded in parallel */
     r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *));
     r.res = calloc((size_t)r.cap, sizeof *r.res);

@@ -13,6 +13,11 @@
  * hypotheses or reaches max_len tokens: its live beams are then finished as they are, each scored as if
  * <eos> came next (its log-probability there is added), so every hypothesis has at most max_len tokens and
  * every score includes one <eos>. Greedy search is the same with one beam.
+ *
+ * Ensembles (tfm_search_nbest_ensemble): every member encodes the batch and keeps its own incremental state;
+ * each step decodes every member and the search ranks by the mean of their log-softmax outputs, not
+ * renormalised (Marian's weighted sum of log-probabilities with equal weights; fairseq averages probabilities
+ * instead). Row reorders apply to every member's state.
  */
 #include <math.h>
 #include <omp.h>
@@ -96,8 +101,71 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
     return m->vt->init_state(m, g, enc, valid, nb, Ts, max_steps, cap);
 }
 
-/* What one batch decodes: sentences sent[0..nb) of the request, into out[sent[i]]. */
+/* The models decoded together: one, or an ensemble's members, each with its own incremental state (encoder
+ * keys/values, self-attention caches) for the batch. */
 typedef struct {
+    tfm_encdec *const *m;
+    int n;
+    void *st[TFM_MAX_ENSEMBLE];
+} members;
+
+static void free_states(members *e) {
+    for (int k = 0; k < e->n; k++)
+        if (e->st[k]) e->m[k]->vt->free_state(e->m[k], e->st[k]), e->st[k] = NULL;
+}
+
+/* start_batch for every member (each pads the sources its own way); 0, or -1 with nothing left to free */
+static int start_members(members *e, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent, int nb,
+                         int max_src, int max_steps, int cap) {
+    int Ts;
+    for (int k = 0; k < e->n; k++) e->st[k] = NULL;
+    for (int k = 0; k < e->n; k++)
+        if (!(e->st[k] = start_batch(e->m[k], g, src_ids, src_off, sent, nb, max_src, max_steps, cap, &Ts)))
+            return free_states(e), -1;
+    return 0;
+}
+
+static void reorder_members(members *e, const int *idx, int n) {
+    for (int k = 0; k < e->n; k++) e->m[k]->vt->reorder(e->m[k], e->st[k], idx, n);
+}
+
+/* One decoding step of every member for `rows` rows (prev: each row's last token): x[k] = member k's logits,
+ * (rows, V) in g's arena until the next reset. */
+static void decode_members(members *e, tfm_graph *g, const int *prev, int rows, float **x) {
+    for (int k = 0; k < e->n; k++) x[k] = e->m[k]->vt->decode(e->m[k], g, e->st[k], prev, rows, 1)->data;
+}
+
+/* The scores the search ranks one step by, (rows, V): a single model's logits, whose log-softmax the search
+ * takes itself (*normalized = 0), or an ensemble's mean log-probabilities written over x[0],
+ * (sum_k (x_k - lse_k)) / n (*normalized = 1; two equal members give x - lse exactly). Rows split over nt
+ * threads, each row summed in a fixed order (the same bits for any thread count); scratch: nt * V floats.
+ * NULL when a member's output is not finite. */
+static float *step_scores(int n, float **x, int rows, int V, int nt, float *scratch, int *normalized) {
+    *normalized = n > 1;
+    if (n == 1) return x[0];
+    int bad = 0;
+    float inv = 1.0f / (float)n;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V * n >= 65536) reduction(|:bad)
+    for (int r = 0; r < rows; r++) {
+        float *o = x[0] + (size_t)r * V, *tmp = scratch + (size_t)omp_get_thread_num() * V;
+        float lse = row_lse(o, V, tmp);
+        bad |= !isfinite(lse);
+        for (int v = 0; v < V; v++) o[v] -= lse;
+        for (int k = 1; k < n; k++) {
+            const float *xk = x[k] + (size_t)r * V;
+            lse = row_lse(xk, V, tmp);
+            bad |= !isfinite(lse);
+            for (int v = 0; v < V; v++) o[v] += xk[v] - lse;
+        }
+        for (int v = 0; v < V; v++) o[v] *= inv;
+    }
+    return bad ? NULL : x[0];
+}
+
+/* What one batch decodes: sentences sent[0..nb) of the request, with n_models models, into out[sent[i]]. */
+typedef struct {
+    tfm_encdec *const *models;
+    int n_models;
     const int *src_ids, *src_off;
     const int *sent;
     int nb, max_src;
@@ -135,17 +203,18 @@ static int put_hyps(tfm_hyps *out, const int *h, int H, const int *len, const fl
 
 /* Greedy: each row takes its most likely token (or its prefix's); the score is the sum of the chosen tokens'
  * log-probabilities (<eos> included when the sentence ended with it) over the length penalty. */
-static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
-    int nb = j->nb, max_len = j->o->max_len, Ts;
-    void *st = start_batch(m, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb, &Ts);
-    if (!st) return -1;
-    int V = m->cfg.tgt_vocab, H = max_len + 1;
+static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
+    tfm_encdec *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
+    int nb = j->nb, max_len = j->o->max_len;
+    if (start_members(e, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb)) return -1;
+    int V = m->cfg.tgt_vocab, H = max_len + 1, nt = e->n > 1 ? tfm_get_threads() : 1;
+    float *x_k[TFM_MAX_ENSEMBLE];
     int *row_sent = malloc(sizeof(int) * (size_t)nb);      /* row -> position in batch */
     int *hist = malloc(sizeof(int) * (size_t)nb * H);
     int *prev = malloc(sizeof(int) * (size_t)nb);
     int *keep = malloc(sizeof(int) * (size_t)nb);
     int *len = malloc(sizeof(int) * (size_t)nb);
-    float *logp = malloc(sizeof(float) * (size_t)nb), *scratch = malloc(sizeof(float) * (size_t)V);
+    float *logp = malloc(sizeof(float) * (size_t)nb), *scratch = malloc(sizeof(float) * (size_t)V * (size_t)nt);
     int rc = 0;
     if (!row_sent || !hist || !prev || !keep || !len || !logp || !scratch) {
         rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb);
@@ -156,13 +225,18 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
     int rows = nb;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
-        tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);   /* (rows,1,V) */
+        decode_members(e, g, prev, rows, x_k);   /* (rows,1,V) each */
         double tp = tfm_profile_begin(g);
-        int n_keep = 0;
+        int n_keep = 0, normalized;
+        float *scores = step_scores(e->n, x_k, rows, V, nt, scratch, &normalized);
+        if (!scores) {
+            rc = nonfinite_output(step);
+            break;
+        }
         for (int r = 0; r < rows; r++) {
-            float *x = logits->data + (size_t)r * V;
+            float *x = scores + (size_t)r * V;
             if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
-            float lse = row_lse(x, V, scratch);
+            float lse = normalized ? 0.0f : row_lse(x, V, scratch);
             ban_tokens(&m->cfg, x);   /* after the log-softmax's normaliser, as in beam search */
             int s = row_sent[r], best = 0;
             if (step < prefix_len(j, s)) {
@@ -186,7 +260,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
         if (rc) break;
         tp = tfm_profile_begin(g);
-        if (n_keep < rows && n_keep > 0) m->vt->reorder(m, st, keep, n_keep);
+        if (n_keep < rows && n_keep > 0) reorder_members(e, keep, n_keep);
         tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         rows = n_keep;
     }
@@ -195,7 +269,7 @@ static int greedy_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         rc = put_hyps(&j->out[j->sent[s]], hist + (size_t)s * H, H, &len[s], &sc, 1);
     }
 end:
-    m->vt->free_state(m, st);
+    free_states(e);
     free(row_sent), free(hist), free(prev), free(keep), free(len), free(logp), free(scratch);
     return rc;
 }
@@ -226,15 +300,15 @@ static void offer(finished *f, int s, float ns, const int *h, int len) {
 }
 
 /* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first; their count, or
- * -1 when a row's logits are not finite. With a forced prefix token, that token is the only candidate of each
- * live row. */
-static int group_candidates(const tfm_s2s_config *cf, float *logits, int V, const float *score, int r0, int K,
-                            int forced, float *scratch, cand *top) {
+ * -1 when a row's logits are not finite. normalized: the rows are log-probabilities (an ensemble's mean). With
+ * a forced prefix token, that token is the only candidate of each live row. */
+static int group_candidates(const tfm_s2s_config *cf, float *logits, int normalized, int V, const float *score, int r0,
+                            int K, int forced, float *scratch, cand *top) {
     int n_top = 0;
     for (int r = r0; r < r0 + K; r++) {
         if (score[r] == -INFINITY) continue;
         float *x = logits + (size_t)r * V;
-        float lse = row_lse(x, V, scratch);
+        float lse = normalized ? 0.0f : row_lse(x, V, scratch);   /* normalized: log-probabilities already */
         if (!isfinite(lse)) return -1;   /* NaN or infinite logits */
         ban_tokens(cf, x);   /* after the log-softmax's normaliser, as Hugging Face's bad_words_ids */
         if (forced >= 0) {
@@ -260,12 +334,13 @@ static int group_candidates(const tfm_s2s_config *cf, float *logits, int V, cons
     return n_top;
 }
 
-static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
+static int beam_batch(members *e, tfm_graph *g, const batch_job *j) {
+    tfm_encdec *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
     const tfm_search_opts *o = j->o;
-    int nb = j->nb, K = o->beam, max_len = o->max_len, V = m->cfg.tgt_vocab, Ts;
+    int nb = j->nb, K = o->beam, max_len = o->max_len, V = m->cfg.tgt_vocab;
     int N = o->num_hypotheses < 1 ? 1 : o->num_hypotheses > K ? K : o->num_hypotheses;
-    void *st = start_batch(m, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb * K, &Ts);
-    if (!st) return -1;
+    if (start_members(e, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb * K)) return -1;
+    float *x_k[TFM_MAX_ENSEMBLE];
     int H = max_len + 1, R = nb * K;
     int *row_sent = malloc(sizeof(int) * R), *new_row_sent = malloc(sizeof(int) * R);
     float *score = malloc(sizeof(float) * R), *new_score = malloc(sizeof(float) * R);
@@ -294,21 +369,27 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
     }
     int eos = tfm_s2s_eos_id(&m->cfg);
     double tp = tfm_profile_begin(g);
-    m->vt->reorder(m, st, idx, R);
+    reorder_members(e, idx, R);
     tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
     int rows = R;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
-        tfm_tensor *logits = m->vt->decode(m, g, st, prev, rows, 1);
+        decode_members(e, g, prev, rows, x_k);
         tp = tfm_profile_begin(g);
+        int normalized;
+        float *logits = step_scores(e->n, x_k, rows, V, nt, lse_tmp, &normalized);
+        if (!logits) {   /* an ensemble member's output is not finite */
+            rc = nonfinite_output(step);
+            break;
+        }
         /* rows come in groups of K per live sentence; groups split over threads (each group's scan is
          * sequential: the same bits for any thread count) */
         int n_groups = rows / K, bad = 0;
         if (step == max_len) {   /* the live beams end here, scored as if <eos> came next */
             for (int r = 0; r < rows; r++) {
                 if (score[r] == -INFINITY) continue;
-                const float *x = logits->data + (size_t)r * V;
-                float sc = score[r] + (x[eos] - row_lse(x, V, lse_tmp));
+                const float *x = logits + (size_t)r * V;
+                float sc = score[r] + (x[eos] - (normalized ? 0.0f : row_lse(x, V, lse_tmp)));
                 if (!isfinite(sc)) rc = nonfinite_output(step);
                 offer(&fin, row_sent[r], sc / length_penalty(max_len + 1, o->alpha), hist + (size_t)r * H, max_len);
             }
@@ -321,7 +402,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         }
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
         for (int gi = 0; gi < n_groups; gi++)
-            n_tops[gi] = group_candidates(&m->cfg, logits->data, V, score, gi * K, K, forced[gi],
+            n_tops[gi] = group_candidates(&m->cfg, logits, normalized, V, score, gi * K, K, forced[gi],
                                           lse_tmp + (size_t)omp_get_thread_num() * V, tops + (size_t)gi * 2 * K);
         for (int gi = 0; gi < n_groups && !bad; gi++) bad = n_tops[gi] < 0;
         if (bad) {   /* NaN or infinite logits: a diverged model */
@@ -369,7 +450,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         ti = row_sent; row_sent = new_row_sent; new_row_sent = ti;
         tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
         tp = tfm_profile_begin(g);
-        if (n_new > 0) m->vt->reorder(m, st, idx, n_new);
+        if (n_new > 0) reorder_members(e, idx, n_new);
         tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
         rows = n_new;
     }
@@ -377,7 +458,7 @@ static int beam_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
         rc = put_hyps(&j->out[j->sent[s]], fin.hyp + (size_t)s * N * H, H, fin.len + (size_t)s * N,
                       fin.score + (size_t)s * N, fin.n[s]);
 end:
-    m->vt->free_state(m, st);
+    free_states(e);
     free(row_sent), free(new_row_sent), free(score), free(new_score), free(hist), free(new_hist);
     free(prev), free(idx), free(tops), free(n_tops), free(forced), free(fin.score), free(fin.len), free(fin.hyp),
         free(fin.n), free(n_fin), free(done), free(lse_tmp);
@@ -391,9 +472,10 @@ static int by_len(const void *a, const void *b, void *lens) {
     return la != lb ? (la > lb ? -1 : 1) : (ia > ib) - (ia < ib);
 }
 
-static int decode_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
+static int decode_batch(tfm_graph *g, const batch_job *j) {
+    members e = {j->models, j->n_models, {0}};
     tfm_graph_reset(g);
-    int rc = j->o->beam == 1 ? greedy_batch(m, g, j) : beam_batch(m, g, j);
+    int rc = j->o->beam == 1 ? greedy_batch(&e, g, j) : beam_batch(&e, g, j);
     tfm_graph_reset(g);
     return rc;
 }
@@ -401,7 +483,7 @@ static int decode_batch(tfm_encdec *m, tfm_graph *g, const batch_job *j) {
 /* One batch of sentences per thread, each thread on its own worker graph with single-threaded kernels
  * (longest batches first, handed out one at a time, so a slow thread holds up one batch, not half). The
  * kernels give the same bits for any thread count, so the outputs equal those of the serial loop. */
-static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int k, const batch_job *all,
+static int decode_batches_parallel(tfm_graph *g, tfm_graph *const *workers, int k, const batch_job *all,
                                    int batch_size) {
     int n = all->nb, n_batches = (n + batch_size - 1) / batch_size, failed = 0;
     char err[512] = "";
@@ -420,7 +502,7 @@ static int decode_batches_parallel(tfm_encdec *m, tfm_graph *g, tfm_graph *const
             batch_job j = *all;
             j.sent = all->sent + b * batch_size;
             j.nb = n - b * batch_size < batch_size ? n - b * batch_size : batch_size;
-            if (decode_batch(m, w, &j)) {
+            if (decode_batch(w, &j)) {
 #pragma omp critical(tfm_decode_error)
                 if (!err[0]) snprintf(err, sizeof err, "%s", tfm_last_error()[0] ? tfm_last_error() : "out of memory");
 #pragma omp atomic write
@@ -447,8 +529,42 @@ void tfm_hyps_free(tfm_hyps *h) {
     memset(h, 0, sizeof *h);
 }
 
+/* The first config field in which two models' outputs differ in meaning (NULL: none). */
+static const char *output_difference(const tfm_s2s_config *a, const tfm_s2s_config *b) {
+    if (a->tgt_vocab != b->tgt_vocab) return "tgt_vocab";
+    if (tfm_s2s_bos_id(a) != tfm_s2s_bos_id(b)) return "bos_id";
+    if (tfm_s2s_eos_id(a) != tfm_s2s_eos_id(b)) return "eos_id";
+    if (tfm_s2s_pad_id(a) != tfm_s2s_pad_id(b)) return "pad_id";
+    if (a->n_banned != b->n_banned) return "banned";
+    for (int i = 0; i < a->n_banned && i < TFM_S2S_MAX_BANNED; i++)
+        if (a->banned[i] != b->banned[i]) return "banned";
+    return NULL;
+}
+
+/* Can models decode together: 1..TFM_MAX_ENSEMBLE of them, with one target vocabulary and the same special and
+ * banned ids? 0, or -1 with an error naming the member and the field. */
+static int check_members(tfm_encdec *const *ms, int n) {
+    if (n < 1 || n > TFM_MAX_ENSEMBLE)
+        return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 1..%d", n, TFM_MAX_ENSEMBLE), -1;
+    for (int k = 1; k < n; k++) {
+        const char *bad = output_difference(&ms[0]->cfg, &ms[k]->cfg);
+        if (bad)
+            return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: model %d differs from model 1 in config.%s: the members "
+                                      "must share the target vocabulary", k + 1, bad), -1;
+    }
+    return 0;
+}
+
 int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
                      const int *src_off, int n, int max_src, int batch_size, const tfm_search_opts *o, tfm_hyps *out) {
+    return tfm_search_nbest_ensemble(&m, 1, g, workers, n_workers, src_ids, src_off, n, max_src, batch_size, o, out);
+}
+
+int tfm_search_nbest_ensemble(tfm_encdec *const *models, int n_models, tfm_graph *g, tfm_graph *const *workers,
+                              int n_workers, const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
+                              const tfm_search_opts *o, tfm_hyps *out) {
+    for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
+    if (check_members(models, n_models)) return -1;
     tfm_search_opts op = *o;
     if (op.beam < 1) op.beam = 1;
     if (op.max_len < 1) op.max_len = 1;
@@ -456,12 +572,13 @@ int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int
     if (op.num_hypotheses > op.beam) op.num_hypotheses = op.beam;
     if (max_src < 2) max_src = 2;
     if (batch_size < 1) batch_size = 1;
-    int max_pos = tfm_encdec_max_positions(m);   /* e.g. a positional-encoding table bounds both sides */
-    if (max_pos > 0) {
-        if (max_src > max_pos) max_src = max_pos;
-        if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
+    for (int k = 0; k < n_models; k++) {   /* e.g. a positional-encoding table bounds both sides */
+        int max_pos = tfm_encdec_max_positions(models[k]);
+        if (max_pos > 0) {
+            if (max_src > max_pos) max_src = max_pos;
+            if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
+        }
     }
-    for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
     int *order = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     int *lens = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (!order || !lens) {
@@ -473,10 +590,10 @@ int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int
     int n_batches = (n + batch_size - 1) / batch_size, nt = tfm_get_threads();
     int k = n_workers < n_batches ? n_workers : n_batches;
     if (k > nt) k = nt;
-    batch_job all = {src_ids, src_off, order, n, max_src, &op, out};
+    batch_job all = {models, n_models, src_ids, src_off, order, n, max_src, &op, out};
     int rc = 0;
     if (k >= 2) {
-        rc = decode_batches_parallel(m, g, workers, k, &all, batch_size);
+        rc = decode_batches_parallel(g, workers, k, &all, batch_size);
     } else {   /* one batch (or one worker): every op split over the threads */
         int saved_grad = g->grad_enabled, saved_train = g->training;
         g->grad_enabled = 0;
@@ -485,7 +602,7 @@ int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int
             batch_job j = all;
             j.sent = order + i0;
             j.nb = n - i0 < batch_size ? n - i0 : batch_size;
-            rc = decode_batch(m, g, &j);
+            rc = decode_batch(g, &j);
         }
         g->grad_enabled = saved_grad;
         g->training = saved_train;

@@ -2,7 +2,11 @@
  *
  * A call: tokenize every source line (and target prefix) to ids, search (tfm_search_nbest: batches decoded in
  * parallel on the workspace's worker graphs), detokenize each hypothesis; with return_attention, one
- * teacher-forced pass per sentence over its best hypothesis reads the encoder-decoder attention. */
+ * teacher-forced pass per sentence over its best hypothesis reads the encoder-decoder attention.
+ *
+ * An ensemble (tfm_translator_load_ensemble) holds several models that share one tokenizer: the text is
+ * tokenized and detokenized by the first, and the search ranks by the mean of the members' log-probabilities
+ * (tfm_search_nbest_ensemble); one weight-pack set covers every member's weights. */
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -26,8 +30,11 @@ typedef struct workspace {
 } workspace;
 
 struct tfm_translator {
-    tfm_mt_model *mt;        /* &own, or the model of tfm_translator_view */
+    tfm_mt_model *mt;        /* &own, or the model of tfm_translator_view; an ensemble's first member */
     tfm_mt_model own;
+    tfm_mt_model *more;      /* an ensemble's other members (n_models - 1, owned), else NULL */
+    tfm_encdec *models[TFM_MAX_ENSEMBLE];   /* the models the search decodes with: mt's, then more's */
+    int n_models;
     tfm_translator_params p;
     int threads;
     tfm_weight_packs packs;
@@ -75,6 +82,7 @@ static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_param
     }
     t->p = *p;
     t->threads = p->threads > 0 ? p->threads : tfm_default_threads();
+    t->models[0] = t->mt->model, t->n_models = 1;
     t->packed = p->pack_weights && tfm_weight_packs_init(&t->packs, &t->mt->model->params) == 0;   /* else unpacked */
     omp_init_lock(&t->lock);
     pthread_rwlock_init(&t->model_lock, NULL);
@@ -94,6 +102,117 @@ tfm_translator *tfm_translator_load(const char *path, const tfm_translator_param
     return tfm_translator_from_model(&m, p);
 }
 
+/* ---------------------------------------------------------------- ensembles */
+#define VOCAB_ERR(...) (tfm_set_error_kind(TFM_ERR_DATA, __VA_ARGS__), -1)
+
+/* The first difference of two word vocabularies (side: "source" / "target"); 0 when equal. */
+static int same_vocab(const tfm_vocab *a, const tfm_vocab *b, const char *side, const char *pa, const char *pb) {
+    if (a->n != b->n) return VOCAB_ERR("ensemble: %s has %d %s tokens, %s has %d: the members must share the "
+                                       "vocabularies", pa, a->n, side, pb, b->n);
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->tok[i], b->tok[i]))
+            return VOCAB_ERR("ensemble: %s token %d is '%.40s' in %s, '%.40s' in %s: the members must share the "
+                             "vocabularies", side, i, a->tok[i], pa, b->tok[i], pb);
+    return 0;
+}
+
+/* The first difference of two joint subword models: their pieces, then the rest of the model (scores,
+ * normalizer: what segments the text); 0 when equal. */
+static int same_bpe(const tfm_bpe *a, const tfm_bpe *b, const char *pa, const char *pb) {
+    if (a->n != b->n) return VOCAB_ERR("ensemble: %s has %d BPE pieces, %s has %d: the members must share the "
+                                       "tokenizer", pa, a->n, pb, b->n);
+    for (int i = 0; i < a->n; i++)
+        if (a->len[i] != b->len[i] || memcmp(a->piece[i], b->piece[i], (size_t)a->len[i]))
+            return VOCAB_ERR("ensemble: BPE piece %d is '%.40s' in %s, '%.40s' in %s: the members must share the "
+                             "tokenizer", i, a->piece[i], pa, b->piece[i], pb);
+    if (a->proto_len != b->proto_len || memcmp(a->proto, b->proto, a->proto_len))
+        return VOCAB_ERR("ensemble: %s and %s have the same BPE pieces but different BPE models (scores or "
+                         "normalization): the members must share the tokenizer", pa, pb);
+    return 0;
+}
+
+/* Can b join an ensemble whose first member is a (pa, pb: their files)? 0, or -1 with one line naming both
+ * files and what differs. */
+static int same_tokenizer(const tfm_mt_model *a, const tfm_mt_model *b, const char *pa, const char *pb) {
+    if (a->tok_kind != b->tok_kind)
+        return VOCAB_ERR("ensemble: %s and %s have different tokenizers (tokenizer.kind %s vs %s): the members must "
+                         "share the tokenizer", pa, pb, tfm_tok_kind_name((tfm_tok_kind)a->tok_kind),
+                         tfm_tok_kind_name((tfm_tok_kind)b->tok_kind));
+    if (!a->bpe != !b->bpe)
+        return VOCAB_ERR("ensemble: %s has %s BPE model, %s has %s: the members must share the tokenizer", pa,
+                         a->bpe ? "a" : "no", pb, b->bpe ? "one" : "none");
+    if (a->bpe && same_bpe(a->bpe, b->bpe, pa, pb)) return -1;
+    if (same_vocab(&a->src_vocab, &b->src_vocab, "source", pa, pb) ||
+        same_vocab(&a->tgt_vocab, &b->tgt_vocab, "target", pa, pb))
+        return -1;
+    const tfm_s2s_config *ca = &a->model->cfg, *cb = &b->model->cfg;
+    if (ca->src_vocab != cb->src_vocab || ca->tgt_vocab != cb->tgt_vocab)
+        return VOCAB_ERR("ensemble: %s has %d x %d vocabulary rows, %s has %d x %d (config.src_vocab x tgt_vocab)", pa,
+                         ca->src_vocab, ca->tgt_vocab, pb, cb->src_vocab, cb->tgt_vocab);
+    if (tfm_s2s_bos_id(ca) != tfm_s2s_bos_id(cb) || tfm_s2s_eos_id(ca) != tfm_s2s_eos_id(cb) ||
+        tfm_s2s_pad_id(ca) != tfm_s2s_pad_id(cb))
+        return VOCAB_ERR("ensemble: %s and %s have different special ids (config.bos_id/eos_id/pad_id)", pa, pb);
+    return 0;
+}
+#undef VOCAB_ERR
+
+tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, const tfm_translator_params *p) {
+    if (n < 1 || n > TFM_MAX_ENSEMBLE)
+        return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 1..%d", n, TFM_MAX_ENSEMBLE), NULL;
+    if (n == 1) return tfm_translator_load(paths[0], p);
+    tfm_mt_model *ms = calloc((size_t)n, sizeof *ms);
+    if (!ms) return tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory"), NULL;
+    int k = 0, failed = 0;   /* ms[0..k) loaded */
+    for (; k < n && !failed; k++) {
+        if (tfm_mt_model_load(&ms[k], paths[k])) break;
+        if (ms[k].marian)
+            failed = 1, tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s is an imported MarianMT: ensembles take models "
+                                           "trained by tfm (decode it alone)", paths[k]);
+        else failed = k > 0 && same_tokenizer(&ms[0], &ms[k], paths[0], paths[k]);
+    }
+    tfm_translator *t = NULL;
+    if (k == n && !failed) {
+        tfm_translator_params q;   /* the first member's translator, unpacked: one set packs every member below */
+        if (p) q = *p;
+        else tfm_translator_params_default(&q);
+        int pack = q.pack_weights;
+        q.pack_weights = 0;
+        tfm_mt_model *more = malloc(sizeof *more * (size_t)(n - 1));
+        t = more ? make(&ms[0], 1, &q) : NULL;   /* takes ms[0] (freed on failure too) */
+        if (!more) tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory");
+        if (t) {
+            memcpy(more, ms + 1, sizeof *more * (size_t)(n - 1));
+            memset(ms + 1, 0, sizeof *ms * (size_t)(n - 1));
+            t->more = more, more = NULL;
+            const tfm_params *params[TFM_MAX_ENSEMBLE];
+            for (int i = 0; i < n; i++)
+                t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
+            t->n_models = n;
+            t->p.pack_weights = pack;
+            t->packed = pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
+        }
+        free(more);
+    }
+    for (int i = 0; i < k; i++) tfm_mt_model_free(&ms[i]);   /* those not taken (NULL-safe on cleared ones) */
+    free(ms);
+    return t;
+}
+
+int tfm_translator_n_models(const tfm_translator *t) { return t->n_models; }
+
+int tfm_translator_max_positions(const tfm_translator *t) {
+    int most = 0;
+    for (int k = 0; k < t->n_models; k++) {
+        int p = tfm_encdec_max_positions(t->models[k]);
+        if (p > 0 && (most == 0 || p < most)) most = p;
+    }
+    return most;
+}
+
+const tfm_mt_model *tfm_translator_member(const tfm_translator *t, int i) {
+    return i == 0 ? t->mt : i > 0 && i < t->n_models ? &t->more[i - 1] : NULL;
+}
+
 static void workspace_free(workspace *w) {
     for (int i = 0; i < w->n_workers; i++) tfm_graph_free(&w->workers[i]);
     tfm_graph_free(&w->g);
@@ -111,6 +230,8 @@ void tfm_translator_free(tfm_translator *t) {
     omp_destroy_lock(&t->lock);
     pthread_rwlock_destroy(&t->model_lock);
     tfm_mt_model_free(&t->own);
+    for (int i = 0; t->more && i < t->n_models - 1; i++) tfm_mt_model_free(&t->more[i]);
+    free(t->more);
     free(t);
 }
 
@@ -262,7 +383,10 @@ static int resolve_options(const tfm_translator *t, const tfm_translate_options 
     CHECK(o->num_hypotheses >= 1 && o->num_hypotheses <= o->beam_size,
           "translate: num_hypotheses must be in 1..beam_size (%d), got %d", o->beam_size, o->num_hypotheses)
 #undef CHECK
-    int max_pos = tfm_encdec_max_positions(t->mt->model);
+    if (o->return_attention && t->n_models > 1)
+        return tfm_set_error_kind(TFM_ERR_ARG, "return_attention (--alignment): not supported for an "
+                                  "ensemble of %d models", t->n_models), -1;
+    int max_pos = tfm_translator_max_positions(t);
     *max_src = max_pos > 0 && o->max_input_length > max_pos ? max_pos : o->max_input_length;
     return 0;
 }
@@ -452,8 +576,9 @@ int tfm_translator_translate_batch(tfm_translator *t, const char *const *source,
     tfm_search_opts so = {o.beam_size, o.length_penalty, o.max_decoding_length, o.num_hypotheses,
                           o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL};
     pthread_rwlock_rdlock(&t->model_lock);
-    int failed = m && tfm_search_nbest(t->mt->model, &w->g, w->wp, w->n_workers, src.ids, src.off, m, max_src,
-                                       o.max_batch_size ? o.max_batch_size : t->p.max_batch_size, &so, hyps);
+    int failed = m && tfm_search_nbest_ensemble(t->models, t->n_models, &w->g, w->wp, w->n_workers, src.ids, src.off,
+                                                m, max_src, o.max_batch_size ? o.max_batch_size : t->p.max_batch_size,
+                                                &so, hyps);
     pthread_rwlock_unlock(&t->model_lock);
     if (failed) goto end;
     rc = 0;

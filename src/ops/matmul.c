@@ -101,22 +101,28 @@ static tfm_tensor *linear_output(tfm_graph *g, const char *op, tfm_tensor *x, tf
 
 /* ---------------------------------------------------------------- weights packed for decoding */
 int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params) {
+    return tfm_weight_packs_init_many(p, &params, 1);
+}
+
+int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *params, int n_params) {
     memset(p, 0, sizeof *p);
     if (!tfm_gemm_packed_b_floats(1, 1)) return 0; /* the OpenBLAS build: nothing to pack */
     int n = 0;
-    for (int i = 0; i < params->n; i++) n += params->t[i]->ndim == 2 && !params->t[i]->q8;   /* int8: tfm_gemm_q8 */
+    for (int k = 0; k < n_params; k++)   /* int8 weights are not packed: tfm_gemm_q8 */
+        for (int i = 0; i < params[k]->n; i++) n += params[k]->t[i]->ndim == 2 && !params[k]->t[i]->q8;
     if (!n) return 0;
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
     if (!p->t || !p->packed) goto fail;
-    for (int i = 0; i < params->n; i++) {
-        const tfm_tensor *W = params->t[i];
-        if (W->ndim != 2 || W->q8) continue;
-        p->t[p->n] = W;
-        size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
-        p->packed[p->n] = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the kernels load B panels aligned */
-        if (!p->packed[p->n++]) goto fail;
-    }
+    for (int k = 0; k < n_params; k++)
+        for (int i = 0; i < params[k]->n; i++) {
+            const tfm_tensor *W = params[k]->t[i];
+            if (W->ndim != 2 || W->q8) continue;
+            p->t[p->n] = W;
+            size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
+            p->packed[p->n] = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the kernels load B panels aligned */
+            if (!p->packed[p->n++]) goto fail;
+        }
     tfm_weight_packs_refresh(p);
     return 0;
 fail:

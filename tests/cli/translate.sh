@@ -3,7 +3,9 @@
 # (train-mt --decode-beam/--decode-alpha) are the defaults and flags override them; --n-best prints Moses/
 # Marian n-best lines whose first hypothesis is the 1-best output and whose scores are sorted; --scores and
 # --alignment append fields; --prefix-file forces the start; long sources are cut with one warning; bad
-# combinations are one-line errors. Uses $TFM; run from the repo root.
+# combinations are one-line errors; ensembles (`tfm translate A.tfm B.tfm`): two copies of a model translate as
+# the model, two models differently from each, the first model's stored settings are the defaults, mismatched
+# vocabularies and --alignment are one-line errors. Uses $TFM; run from the repo root.
 source "$(dirname "$0")/lib.bash"
 TFM=${TFM:-build/tfm}
 FRA=../shared/data/fra-eng/fra.txt
@@ -70,3 +72,30 @@ expect_exit "--n-best above the beam" 2 "n-best 4 needs a beam of at least 4" \
     sh -c "echo go | $TFM translate $TMP/m.tfm --n-best 4"
 expect_exit "--prefix-file missing" 74 "prefix-file: cannot read" \
     sh -c "echo go | $TFM translate $TMP/m.tfm --prefix-file $TMP/none"
+
+# ensembles: A A = A (hypotheses and scores); A B differs from A and from B; the first model's decode.beam/alpha
+if ! $TFM train-mt --tsv "$TMP/fra.txt" --out "$TMP/m2.tfm" --epochs 3 --threads 2 --log-every 0 --seed 2 >/dev/null \
+        2>"$TMP/err"; then
+    fail "train a second model" "$(tail -n 2 "$TMP/err")"; exit 0
+fi
+run2() { local a=$1 b=$2; shift 2; $TFM translate "$a" "$b" --threads 2 "$@" <"$TMP/src.txt" 2>>"$TMP/err"; }
+run2 "$TMP/m.tfm" "$TMP/m.tfm" >"$TMP/e_aa"; run2 "$TMP/m.tfm" "$TMP/m.tfm" --n-best 3 >"$TMP/e_aa_nbest"
+run2 "$TMP/m.tfm" "$TMP/m.tfm" --beam 1 --alpha 0 --scores >"$TMP/e_aa_greedy"; run --beam 1 --alpha 0 --scores >"$TMP/greedy_sc"
+cmp -s "$TMP/e_aa" "$TMP/default" && cmp -s "$TMP/e_aa_nbest" "$TMP/nbest" && cmp -s "$TMP/e_aa_greedy" "$TMP/greedy_sc" \
+    && pass "ensemble of two copies = the model (beam 3 1-best, 3-best with scores, greedy with scores)" \
+    || fail "ensemble of two copies" "$(diff "$TMP/e_aa_nbest" "$TMP/nbest" | head -n 4)"
+run2 "$TMP/m.tfm" "$TMP/m2.tfm" >"$TMP/e_ab"; run2 "$TMP/m.tfm" "$TMP/m2.tfm" --beam 3 --alpha 0.6 >"$TMP/e_ab3"
+$TFM translate "$TMP/m2.tfm" --threads 2 --beam 3 --alpha 0.6 <"$TMP/src.txt" >"$TMP/b3_m2" 2>>"$TMP/err"
+[ "$(wc -l <"$TMP/e_ab")" -eq "$n" ] && ! cmp -s "$TMP/e_ab" "$TMP/default" && ! cmp -s "$TMP/e_ab" "$TMP/b3_m2" \
+    && pass "ensemble of two models: one line per input, unlike either model's output" \
+    || fail "ensemble of two models" "$(diff "$TMP/e_ab" "$TMP/default" | head -n 4)"
+run2 "$TMP/m2.tfm" "$TMP/m.tfm" >"$TMP/e_ba"; run2 "$TMP/m2.tfm" "$TMP/m.tfm" --beam 1 --alpha 0 >"$TMP/e_ba1"
+cmp -s "$TMP/e_ab" "$TMP/e_ab3" && cmp -s "$TMP/e_ba" "$TMP/e_ba1" \
+    && pass "ensemble: the first model's stored settings are the defaults (A B: beam 3; B A: greedy)" \
+    || fail "ensemble defaults" "$(diff "$TMP/e_ab" "$TMP/e_ab3" | head -n 4)"
+head -n 600 "$TMP/fra.txt" >"$TMP/small.txt"
+$TFM train-mt --tsv "$TMP/small.txt" --out "$TMP/m3.tfm" --epochs 1 --threads 2 --log-every 0 >/dev/null 2>&1
+expect_exit "ensemble of models with other vocabularies" 65 "ensemble: .*m.tfm has [0-9]+ source tokens, .*m3.tfm has [0-9]+" \
+    sh -c "echo go | $TFM translate $TMP/m.tfm $TMP/m3.tfm"
+expect_exit "ensemble with --alignment" 2 "alignment.*not supported for an ensemble of 2 models" \
+    sh -c "echo go | $TFM translate $TMP/m.tfm $TMP/m2.tfm --alignment"

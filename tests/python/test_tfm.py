@@ -266,6 +266,20 @@ def t_translate() -> None:
     check("python_translate_target_prefix_equals_cli (--prefix-file)", got == want, f"{got[:3]} vs {want[:3]}")
     check("python_translate_prefix_starts_the_translation",
           all(h.startswith("green") for h, p, x in zip(got, prefixes, src) if p and x), str(got[:4]))
+    ens = tfm.Translator([model, model], threads=1)
+    two = ens.translate_batch(src, beam_size=4, num_hypotheses=3)
+    want = cli("translate", model, model, "--beam", "4", "--n-best", "3", stdin=text).splitlines()
+    check("python_translate_ensemble_of_two_copies_equals_cli_and_the_model (--n-best 3)",
+          nbest_lines(two) == want and nbest_lines(two) == nbest_lines(tr.translate_batch(src, beam_size=4,
+                                                                                         num_hypotheses=3)),
+          f"{nbest_lines(two)[:3]} vs {want[:3]}")
+    try:
+        ens.translate_batch(src[:1], return_attention=True)
+        refused = "accepted"
+    except tfm.Error as e:
+        refused = str(e)
+    check("python_translate_ensemble_refuses_return_attention", "not supported for an ensemble" in refused, refused)
+    ens.close()
     short = tr.translate_batch(src, max_input_length=5)
     want = cli("translate", model, "--max-src", "5", stdin=text).splitlines()
     check("python_translate_max_input_length_equals_cli (--max-src 5)", [r.hypotheses[0] for r in short] == want, "")
