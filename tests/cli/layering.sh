@@ -20,7 +20,7 @@ declare -A FLOOR_OF=(
 declare -A ALLOWED=(
     [core]="core" [ops]="core ops" [nn]="core ops nn" [text]="core text"
     [models]="core ops nn text models" [eval]="core text eval"
-    [train]="core ops nn text models workflow" [decode]="core ops nn text models workflow"
+    [train]="core ops nn text models eval workflow" [decode]="core ops nn text models workflow"
     [serve]="core ops nn text models workflow"
     [http]="core text workflow http"   # the HTTP layer of tfm serve: the engine's API, never the models below it
 )
