@@ -172,8 +172,10 @@ static int train(mt_run *x) {
                x->prog.epoch, x->prog.step, o->epochs, o->max_steps);
         return 0;
     }
+    double t0 = tfm_now();
     int rc = tfm_mt_train(x->tr.model, &x->atrain, x->have_valid ? &x->avalid : NULL, &x->to, &x->opt, &x->prog,
                           mt_on_report, on_save, x);
+    x->r->train_s = tfm_now() - t0;   /* the loop's time, its validations and checkpoints included */
     x->r->step = x->prog.step;
     x->r->epoch = x->prog.batch > 0 ? x->prog.epoch + 1 : x->prog.epoch;
     errno = 0;
