@@ -1,7 +1,7 @@
 # The floors of docs/ARCHITECTURE.md, checked on the sources: a file may include headers of its own floor
 # and the floors below it, never above. And every src/cli file stays short (flag parsing + library calls).
 #   core  <  ops  <  nn  <  models  <  train, decode, serve (workflows)  <  http, cli
-#   core  <  text <  models;   core, text  <  eval  <  cli
+#   core  <  text <  models;   core, text  <  eval  <  train (validation BLEU), cli
 source "$(dirname "$0")/lib.bash"
 cd "$(dirname "$0")/../.."
 
