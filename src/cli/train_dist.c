@@ -1,5 +1,5 @@
-/* train-lm / train-mt under mpirun (docs/DISTRIBUTED.md): start the ranks, check they got the same run and
- * weights, let rank 0 alone print and write, and stop every rank on an error (src/cli/train_run.h). */
+/* train-lm / train-mt under mpirun (docs/DISTRIBUTED.md): start the ranks (the runs check they got the same run
+ * and weights and let rank 0 alone print and write), and stop every rank on an error (src/cli/train_run.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

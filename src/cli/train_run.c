@@ -1,14 +1,11 @@
 /* train-lm / train-mt: clean stops on SIGINT and SIGTERM (include: src/cli/train_run.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/train_run.h"
-#include "tfm/checkpoint.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "tfm/kernels.h"
 #include "tfm/train.h"
 
 static volatile sig_atomic_t stop_signal;   /* the CLI's flag; the library only reads it through a pointer */
