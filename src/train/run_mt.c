@@ -200,7 +200,6 @@ int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     r->saved_step = -1, r->val_loss = NAN;
     if (!x) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     x->o = o, x->h = hooks, x->r = r;
-    tfm_mt_progress_init(&x->prog, (uint64_t)o->seed);
     int saved_threads = tfm_get_threads(), rc = prepare(x);
     if (!rc) {
         tfm_set_threads(o->threads);
