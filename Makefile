@@ -14,7 +14,7 @@ OPT     ?= -O3 -fno-math-errno
 ifeq ($(NATIVE),1)
   OPT   += -march=native
 endif
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp $(OPT) -Iinclude -Isrc $(EXTRA_CFLAGS)
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fvisibility=hidden $(OPT) -Iinclude -Isrc $(EXTRA_CFLAGS)
 LDLIBS  := -fopenmp -lm
 ifeq ($(SAN),1)
   OPT     := -O1 -g -fno-omit-frame-pointer

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export reference numbers for tests/unit/test_rnn_parity.c:
+"""Export reference numbers for tests/unit/test_parity_rnn.c:
 
   tests/fixtures/rnn_small.tfm       GRU seq2seq (gru_twin.make_rnn)
   tests/fixtures/bahdanau_small.tfm  Bahdanau decoder (bahdanau_twin.make_bahdanau)

@@ -114,12 +114,12 @@ TFM_API int tfm_bpe_learn_files(tfm_bpe *m, const char *const *paths, int n_path
  * treat_whitespace_as_suffix, inconsistent pieces. */
 TFM_API int tfm_bpe_load(tfm_bpe *m, const char *path);
 /* Parse a serialized ModelProto (name is used in error messages). The bytes are copied. */
-int tfm_bpe_from_bytes(tfm_bpe *m, const void *data, size_t n, const char *name);
+TFM_API int tfm_bpe_from_bytes(tfm_bpe *m, const void *data, size_t n, const char *name);
 /* Write m->proto to path atomically (PATH.tmp.PID, fsync, rename). */
 TFM_API int tfm_bpe_save(const tfm_bpe *m, const char *path);
 /* Store / read the model as one raw-bytes entry of a tfm container (entry NULL = TFM_BPE_ENTRY). */
-int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
-int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
+TFM_API int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
+TFM_API int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
 TFM_API void tfm_bpe_free(tfm_bpe *m);
 
 /* The `tfm bpe encode|decode` filter on a whole text: every line of text (len bytes, split at '\n' in
@@ -127,18 +127,18 @@ TFM_API void tfm_bpe_free(tfm_bpe *m);
  * one output line per input line. Every line is checked (UTF-8, no NUL, known pieces/ids) before
  * anything is returned, so an error leaves nothing half-written. Returns the malloc'd output (length in
  * *out_len), or NULL with an error naming name:LINE. */
-char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size_t len, const char *name,
+TFM_API char *tfm_bpe_code_lines(const tfm_bpe *m, int decode, int ids, char *text, size_t len, const char *name,
                          size_t *out_len);
 
 /* 1 if ids 0..3 are <pad> <s> </s> <unk> as in tfm's word vocabularies (TFM_PAD/BOS/EOS/UNK): true
  * for tfm's models and for spm_train --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3. */
-int tfm_bpe_has_tfm_specials(const tfm_bpe *m);
+TFM_API int tfm_bpe_has_tfm_specials(const tfm_bpe *m);
 
 /* The model's pieces as a word vocabulary (id = piece id), for translators (train-mt --tokenizer bpe):
  * ids 0..3 get tfm's reserved names <pad> <bos> <eos> <unk>, so the model must have the tfm specials
  * (else an error telling how to train one). Errors also for a piece holding a newline or equal to a
  * reserved name at another id. (src/text/bpe_vocab.c) */
-int tfm_bpe_vocab(const tfm_bpe *m, tfm_vocab *v);
+TFM_API int tfm_bpe_vocab(const tfm_bpe *m, tfm_vocab *v);
 
 /* ---------------------------------------------------------------- encoding and decoding */
 /* id of a piece string as SentencePiece's PieceToId: reserved pieces, then the others, else unk_id. */

@@ -17,29 +17,29 @@
 
 #define TFM_Q8_SCALE_PREFIX "qscale."
 /* Every parameter as param.<name>: f32, or, for one held in int8 (t->q8), i8 + qscale.<name>. */
-void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p);
+TFM_API void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p);
 /* Copies every param.<name> into p; an i8 one is held in int8 (tfm_params_set_q8: p->data gets the dequantized
  * values). Returns 0, or -1 with "PATH: ..." error (missing / wrong shape / a non-finite value / a param.*
  * entry that is not a parameter of p / an int8 value -128 / missing, misshapen, negative or non-finite
  * scales / a qscale.* entry of no int8 parameter), before p is changed. */
-int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path);
+TFM_API int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path);
 /* The number of int8 (i8) param.* entries of a file: > 0 for a model written by tfm quantize. */
 TFM_API int tfm_ckpt_n_q8(const tfm_container *c);
 /* Any block parallel to p->data (optimizer moments): entry <prefix><name> per parameter. get checks every
  * entry (presence, shape, finite values; with nonneg also >= 0, for Adam's second moments) before
  * copying anything. */
-void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block);
-int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
+TFM_API void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *p, const float *block);
+TFM_API int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_params *p, float *block,
                        const char *path, int nonneg);
 /* Before a save: 0 if every value of the block (parallel to p->data: the weights, an optimizer moment) is
  * finite, and >= 0 with nonneg; else -1 with "<what> '<name>' holds <value> at index <i>" (the first). */
 TFM_API int tfm_ckpt_check_block(const tfm_params *p, const float *block, const char *what, int nonneg);
 /* Total elements of the file's f32 and i8 param.* entries (bounded by the file size). */
-int64_t tfm_ckpt_stored_params(const tfm_container *c);
+TFM_API int64_t tfm_ckpt_stored_params(const tfm_container *c);
 /* Before building a model from a loaded config: -1 with "PATH: the config implies N parameters but
  * the file holds M" if need (the config's parameter count, < 0 = overflow) exceeds what is stored,
  * so an edited config cannot make the loader allocate more than the file's size. */
-int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path);
+TFM_API int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char *path);
 /* Strings, ints and floats: use tfm_container_str / _int / _float (their errors name the file). */
 
 /* The meta.kind of the checkpoint at path ("gpt": train-lm, "seq2seq": train-mt) into kind[n], so a command

@@ -25,7 +25,7 @@
 
 /* ---------------------------------------------------------------- errors */
 /* Library functions that can fail on user input return NULL / -1 and set a one-line message. */
-void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TFM_API void tfm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 TFM_API const char *tfm_last_error(void);
 /* What kind of failure the current error is, so a program can react (the tfm CLI maps it to its exit
  * status: man tfm, EXIT STATUS). tfm_set_error() sets TFM_ERR_OTHER; tfm_prefix_error() keeps the kind. */
@@ -36,19 +36,19 @@ typedef enum {
     TFM_ERR_NOMEM,     /* out of memory */
     TFM_ERR_ARG,       /* an argument or option the caller gave is invalid (the CLI's usage error, exit 2) */
 } tfm_error_kind;
-void tfm_set_error_kind(tfm_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TFM_API void tfm_set_error_kind(tfm_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 TFM_API tfm_error_kind tfm_last_error_kind(void);
 /* For loaders, on their failure path once a file was opened: an unclassified (TFM_ERR_OTHER) error becomes
  * TFM_ERR_DATA (I/O and out-of-memory errors stay what they are). Returns -1. */
-int tfm_error_in_data(void);
+TFM_API int tfm_error_in_data(void);
 /* Put formatted text in front of the current error ("PATH: " + "bad config: ..."); returns -1, so a
  * failing call can end with `return tfm_prefix_error("%s: ", path);`. */
-int tfm_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TFM_API int tfm_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* All of an open stream (a FILE*, e.g. stdin) into one NUL-terminated malloc'd buffer, at most max
  * bytes; NULL with an error naming name (read error, too large, out of memory). */
-char *tfm_read_stream(void *file, const char *name, size_t max, size_t *len);
+TFM_API char *tfm_read_stream(void *file, const char *name, size_t max, size_t *len);
 /* Abort with a message: for programming errors (shape mismatch inside the library), never user input. */
-void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+TFM_API void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 #define TFM_ASSERT(cond, ...) do { if (!(cond)) tfm_fatal(__VA_ARGS__); } while (0)
 
 /* ---------------------------------------------------------------- threads */
@@ -62,8 +62,8 @@ void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
  * TFM_MAX_STEP_ELEMS: the most float elements of activations one training step or one decoding batch may
  * need by the models' estimates (tfm_gpt_step_elems, tfm_s2s_step_elems): 2^31 = 8 GiB. Beyond it the
  * workflows refuse with an error naming the flags, before allocating. */
-int tfm_mul_size_overflow(size_t a, size_t b, size_t *out);
-int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
+TFM_API int tfm_mul_size_overflow(size_t a, size_t b, size_t *out);
+TFM_API int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
 #define TFM_MAX_STEP_ELEMS ((int64_t)1 << 31)
 /* The most parameters a model may have (8 GiB of f32 weights); tfm_gpt_init and tfm_s2s_create check it
  * before allocating. */
@@ -75,7 +75,7 @@ typedef enum {
     TFM_SCRATCH_GEMM, TFM_SCRATCH_ATTENTION, TFM_SCRATCH_NORM, TFM_SCRATCH_BF16_A, TFM_SCRATCH_BF16_B, TFM_SCRATCH_Q8,
     TFM_SCRATCH_COUNT
 } tfm_scratch_slot;
-float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
+TFM_API float *tfm_thread_scratch(tfm_scratch_slot slot, size_t n);
 
 /* n <= 0: tfm_default_threads(); n > TFM_MAX_THREADS is clamped (per-thread scratch buffers are sized
  * by the thread count). */
@@ -91,9 +91,9 @@ TFM_API int tfm_default_threads(void);
 /* The CPUs a cgroup CPU quota grants this process (docker --cpus, Kubernetes CPU limits, systemd CPUQuota=):
  * quota / period, the smallest from its cgroup up to the root, in cgroup v2 (cpu.max) or v1's cpu controller
  * (cpu.cfs_quota_us); 0 if there is none. tfm_default_threads uses at most ceil of it. */
-double tfm_cpu_quota(void);
+TFM_API double tfm_cpu_quota(void);
 /* The same with /proc/self and the cgroup mounts read under PREFIX ("" = the real ones; tests: a made-up tree). */
-double tfm_cpu_quota_at(const char *prefix);
+TFM_API double tfm_cpu_quota_at(const char *prefix);
 /* Call first thing in main (argv as given to main). Makes idle OpenMP threads sleep after a short spin
  * (~0.3 ms) instead of the runtime's default (GNU libgomp: 300000 pause loops, ~10 ms; LLVM libomp: 200 ms),
  * so on a busy machine a waiting thread frees its core for the thread it waits for. Does nothing if
@@ -103,15 +103,15 @@ double tfm_cpu_quota_at(const char *prefix);
  * GOMP_SPINCOUNT there; with binding asked for, the new image gets the places' CPUs back, not the one CPU
  * libgomp bound this thread to). Returns 0 when no re-exec is needed, -1 if it failed (the program carries on). */
 #define TFM_SPINCOUNT "10000"
-int tfm_threads_short_spin(char **argv);
+TFM_API int tfm_threads_short_spin(char **argv);
 
 /* ---------------------------------------------------------------- RNG */
 /* xorshift-based, deterministic across platforms. */
 typedef struct { uint64_t s; } tfm_rng;
-void tfm_rng_seed(tfm_rng *r, uint64_t seed);
-uint32_t tfm_rng_u32(tfm_rng *r);
-float tfm_rng_uniform(tfm_rng *r);            /* [0,1) */
-float tfm_rng_normal(tfm_rng *r);             /* N(0,1), Box-Muller */
+TFM_API void tfm_rng_seed(tfm_rng *r, uint64_t seed);
+TFM_API uint32_t tfm_rng_u32(tfm_rng *r);
+TFM_API float tfm_rng_uniform(tfm_rng *r);            /* [0,1) */
+TFM_API float tfm_rng_normal(tfm_rng *r);             /* N(0,1), Box-Muller */
 
 /* ---------------------------------------------------------------- arena */
 /* A list of chunks kept for the arena's lifetime. Allocation bumps the current chunk and moves on to the
@@ -128,11 +128,11 @@ typedef struct {
     size_t cap_total;        /* bytes in all chunks */
     size_t n_mallocs;        /* number of chunk mallocs (tests check this stops growing) */
 } tfm_arena;
-void tfm_arena_init(tfm_arena *a, size_t initial_bytes);
-void *tfm_arena_alloc(tfm_arena *a, size_t bytes);        /* 64-byte aligned, NOT zeroed */
-void *tfm_arena_calloc(tfm_arena *a, size_t bytes);       /* zeroed */
-void tfm_arena_reset(tfm_arena *a);  /* rewinds to the first chunk; keeps every chunk */
-void tfm_arena_free(tfm_arena *a);
+TFM_API void tfm_arena_init(tfm_arena *a, size_t initial_bytes);
+TFM_API void *tfm_arena_alloc(tfm_arena *a, size_t bytes);        /* 64-byte aligned, NOT zeroed */
+TFM_API void *tfm_arena_calloc(tfm_arena *a, size_t bytes);       /* zeroed */
+TFM_API void tfm_arena_reset(tfm_arena *a);  /* rewinds to the first chunk; keeps every chunk */
+TFM_API void tfm_arena_free(tfm_arena *a);
 
 /* ---------------------------------------------------------------- tensors */
 typedef struct tfm_tensor {
@@ -152,10 +152,10 @@ typedef struct tfm_tensor {
     const struct tfm_q8_weight *q8;
 } tfm_tensor;
 
-size_t tfm_shape_size(int ndim, const int *shape);
-int tfm_same_shape(const tfm_tensor *a, const tfm_tensor *b);
+TFM_API size_t tfm_shape_size(int ndim, const int *shape);
+TFM_API int tfm_same_shape(const tfm_tensor *a, const tfm_tensor *b);
 /* "(2,3,4)" into buf */
-const char *tfm_shape_str(const tfm_tensor *t, char *buf, size_t n);
+TFM_API const char *tfm_shape_str(const tfm_tensor *t, char *buf, size_t n);
 /* last dim and product of the others */
 static inline int tfm_last_dim(const tfm_tensor *t) { return t->shape[t->ndim - 1]; }
 static inline size_t tfm_rows(const tfm_tensor *t) { return t->size / (size_t)t->shape[t->ndim - 1]; }
@@ -190,30 +190,30 @@ typedef struct {
     tfm_q8_weight *q8;        /* NULL, or n entries: q8[i].q is set where t[i] is held in int8 (t[i]->q8) */
 } tfm_params;
 
-void tfm_params_init(tfm_params *p);
+TFM_API void tfm_params_init(tfm_params *p);
 /* Register a parameter. Its data pointer is valid only after tfm_params_alloc(). Name is copied. */
-tfm_tensor *tfm_param(tfm_params *p, const char *name, int ndim, const int *shape);
-tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
-tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
-int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -1: out of memory (tfm error) */
-void tfm_params_zero_grad(tfm_params *p);
+TFM_API tfm_tensor *tfm_param(tfm_params *p, const char *name, int ndim, const int *shape);
+TFM_API tfm_tensor *tfm_param1(tfm_params *p, const char *name, int d0);
+TFM_API tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1);
+TFM_API int tfm_params_alloc(tfm_params *p);   /* data (zeroed) and grad blocks; 0, or -1: out of memory (tfm error) */
+TFM_API void tfm_params_zero_grad(tfm_params *p);
 /* Declare p's grads empty without writing them (the training step, after the optimizer has read them):
  * the next tfm_backward's first writer of each grad assigns it instead of adding to zeros (a linear's
  * dW GEMM then never reads the old grad), or, where the first op only adds, zeroes it right before.
  * Until tfm_params_settle_grad, p->grad holds stale values wherever no backward has written since:
  * a parameter the graph did not use. */
-void tfm_params_release_grad(tfm_params *p);
+TFM_API void tfm_params_release_grad(tfm_params *p);
 /* Zero the released grads no backward has written (a no-op when every parameter was used): p->grad is
  * then the sum of the backwards since the release, as after tfm_params_zero_grad. */
-void tfm_params_settle_grad(tfm_params *p);
+TFM_API void tfm_params_settle_grad(tfm_params *p);
 /* Makes `replica` (a parameter set built the same way as `src`, after tfm_params_alloc) use src's weights:
  * its own data block is freed and every tensor's data points at the same element of src's block; its
  * gradient block stays its own. Thread data parallelism (tfm_parallel, include/tfm/train.h) runs one
  * replica per chunk of the batch. 0, or -1 with a tfm error if the two sets differ in count, order, names or shapes. The
  * replica must be freed before src (tfm_params_free does not free a shared block). */
-int tfm_params_share_data(tfm_params *replica, const tfm_params *src);
-tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
-void tfm_params_free(tfm_params *p);
+TFM_API int tfm_params_share_data(tfm_params *replica, const tfm_params *src);
+TFM_API tfm_tensor *tfm_params_find(const tfm_params *p, const char *name);
+TFM_API void tfm_params_free(tfm_params *p);
 /* int8 parameters (tfm quantize; see tfm_q8_weight). tfm_params_quantize holds the 2-D parameter i in int8
  * from its current values (one scale per row) and replaces those with the dequantized ones.
  * tfm_params_set_q8 does the same from stored rows * cols bytes q (each in [-127, 127]) and rows scales
@@ -233,21 +233,10 @@ typedef enum {
     TFM_OP_ATTENTION, TFM_OP_ADD_OUTER, TFM_OP_LINEAR_GELU, TFM_OP_LINEAR_RELU, TFM_OP_ADD_LAYERNORM,
     TFM_OP_GATHER_ROWS, TFM_OP_SCATTER_ROWS, TFM_OP_SILU, TFM_OP_GELU_ERF, TFM_OP_COUNT
 } tfm_op;
-const char *tfm_op_name(tfm_op op);
+TFM_API const char *tfm_op_name(tfm_op op);
 
-typedef struct tfm_node {
-    tfm_op op;
-    tfm_tensor *out;
-    tfm_tensor *in[4];
-    int n_in;
-    int ip[8];                /* op-specific integer parameters */
-    float fp[4];              /* op-specific float parameters */
-    void *saved;              /* op-specific saved buffer (arena) */
-    const void *aux;          /* op-specific auxiliary data copied into the arena (ids, lengths) */
-    const void *aux2;
-    unsigned fresh;           /* set by tfm_backward: bit k = in[k]'s grad holds nothing yet, so the op
-                                 assigns it instead of adding to it (and it was not zeroed) */
-} tfm_node;
+/* One recorded op of the tape (its fields: src/core/graph_impl.h, for the ops and the backward pass). */
+typedef struct tfm_node tfm_node;
 
 /* --profile: the parts of a step that are not ops, timed by the loops that run them. */
 typedef enum {
@@ -256,7 +245,7 @@ typedef enum {
     TFM_PHASE_CHUNKS, TFM_PHASE_REDUCE,   /* thread data parallel: the chunks' forward+backward (wall), their grad sum */
     TFM_PHASE_COUNT
 } tfm_phase;
-const char *tfm_phase_name(tfm_phase ph);
+TFM_API const char *tfm_phase_name(tfm_phase ph);
 
 typedef struct tfm_graph {
     tfm_arena arena;
@@ -301,49 +290,45 @@ typedef struct tfm_graph {
     size_t grad_pool_cap;     /* its floats */
 } tfm_graph;
 
-void tfm_graph_init(tfm_graph *g, uint64_t seed);
-void tfm_graph_reset(tfm_graph *g);          /* rewinds arena and tape; keeps rng state */
-void tfm_graph_free(tfm_graph *g);
+TFM_API void tfm_graph_init(tfm_graph *g, uint64_t seed);
+TFM_API void tfm_graph_reset(tfm_graph *g);          /* rewinds arena and tape; keeps rng state */
+TFM_API void tfm_graph_free(tfm_graph *g);
 /* A worker graph for thread data parallelism (one thread's share of g's work: a chunk of a training batch,
  * a batch of sentences to decode): tfm_graph_init, with g's attention settings and profiling. */
-void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g);
-void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
-/* Internal (tfm_backward with recycle_grads): points the grads of g's intermediate tensors into g's pool. */
-void tfm_grad_plan(tfm_graph *g, tfm_tensor *loss);
-void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
+TFM_API void tfm_graph_init_worker(tfm_graph *w, const tfm_graph *g);
+TFM_API void tfm_backward(tfm_graph *g, tfm_tensor *loss);   /* loss must be a scalar (size 1) */
+TFM_API void tfm_graph_print(const tfm_graph *g, void *file /* FILE* */);
 /* --profile: time since t0 is added to phase ph when g->profile is set (t0 from tfm_profile_begin). */
-double tfm_profile_begin(const tfm_graph *g);
-void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0);
+TFM_API double tfm_profile_begin(const tfm_graph *g);
+TFM_API void tfm_profile_end(tfm_graph *g, tfm_phase ph, double t0);
 /* --profile of work split over worker graphs: their op and phase times are thread time; they are added to
  * g's rows scaled so that they split the wall time g spent in the parallel part (TFM_PHASE_CHUNKS, then
  * cleared), like the rows of work split per op; the workers' times are cleared. */
-void tfm_profile_merge(tfm_graph *g, tfm_graph *const *workers, int k);
+TFM_API void tfm_profile_merge(tfm_graph *g, tfm_graph *const *workers, int k);
 /* Print ms per `unit` (a step, a sentence, a token) by op kind and phase, sorted by time, with the
  * share of `wall` seconds each takes and the untracked remainder (data, bookkeeping, I/O). */
 /* kernels: the kernel path to name in the header (tfm_isa_name() from tfm/kernels.h), or NULL. */
-void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, const char *kernels,
+TFM_API void tfm_profile_print(const tfm_graph *g, long units, const char *unit, double wall, const char *kernels,
                        void *file /* FILE* */);
 
 /* New arena tensor in this graph (data uninitialised; grad allocated if grad_enabled && want_grad, and
  * zeroed by tfm_backward right before the first op that uses it: read a graph tensor's grad after
  * tfm_backward, or call tfm_tensor_zero_grad_once first). */
-tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad);
-void tfm_tensor_alloc_grad(tfm_graph *g, tfm_tensor *t);   /* t->grad from the arena, zeroed on first use */
-void tfm_tensor_zero_grad_once(tfm_tensor *t);             /* zero t->grad if not done yet */
-tfm_tensor *tfm_new1(tfm_graph *g, int d0);
-tfm_tensor *tfm_new2(tfm_graph *g, int d0, int d1);
-tfm_tensor *tfm_new3(tfm_graph *g, int d0, int d1, int d2);
-tfm_tensor *tfm_new4(tfm_graph *g, int d0, int d1, int d2, int d3);
+TFM_API tfm_tensor *tfm_tensor_new(tfm_graph *g, int ndim, const int *shape, int want_grad);
+TFM_API void tfm_tensor_alloc_grad(tfm_graph *g, tfm_tensor *t);   /* t->grad from the arena, zeroed on first use */
+TFM_API void tfm_tensor_zero_grad_once(tfm_tensor *t);             /* zero t->grad if not done yet */
+TFM_API tfm_tensor *tfm_new1(tfm_graph *g, int d0);
+TFM_API tfm_tensor *tfm_new2(tfm_graph *g, int d0, int d1);
+TFM_API tfm_tensor *tfm_new3(tfm_graph *g, int d0, int d1, int d2);
+TFM_API tfm_tensor *tfm_new4(tfm_graph *g, int d0, int d1, int d2, int d3);
 /* Wrap caller data as a constant input (no grad). The data is NOT copied. */
-tfm_tensor *tfm_constant(tfm_graph *g, float *data, int ndim, const int *shape);
+TFM_API tfm_tensor *tfm_constant(tfm_graph *g, float *data, int ndim, const int *shape);
 /* A view with another shape of the same data and grad (no node, no copy). */
-tfm_tensor *tfm_reshape(tfm_graph *g, tfm_tensor *x, int ndim, const int *shape);
-tfm_tensor *tfm_reshape2(tfm_graph *g, tfm_tensor *x, int d0, int d1);
-tfm_tensor *tfm_reshape3(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2);
-tfm_tensor *tfm_reshape4(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2, int d3);
+TFM_API tfm_tensor *tfm_reshape(tfm_graph *g, tfm_tensor *x, int ndim, const int *shape);
+TFM_API tfm_tensor *tfm_reshape2(tfm_graph *g, tfm_tensor *x, int d0, int d1);
+TFM_API tfm_tensor *tfm_reshape3(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2);
+TFM_API tfm_tensor *tfm_reshape4(tfm_graph *g, tfm_tensor *x, int d0, int d1, int d2, int d3);
 
-/* Internal for op implementations: append a node (returns NULL if no grad is tracked). */
-tfm_node *tfm_graph_push(tfm_graph *g, tfm_op op, tfm_tensor *out, int n_in, tfm_tensor **in);
-double tfm_now(void);   /* seconds, monotonic */
+TFM_API double tfm_now(void);   /* seconds, monotonic */
 
 #endif

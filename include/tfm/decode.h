@@ -54,11 +54,11 @@ TFM_API int tfm_search_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, cons
 /* ---------------------------------------------------------------- language models (src/decode/) */
 /* Sample one token from logits (V): temperature > 0 scales, top_k > 0 keeps the k largest.
  * temperature 0 = greedy (argmax). scratch: V floats. */
-int tfm_sample_logits(const float *logits, int V, float temperature, int top_k, tfm_rng *r, float *scratch);
+TFM_API int tfm_sample_logits(const float *logits, int V, float temperature, int top_k, tfm_rng *r, float *scratch);
 /* The same with nucleus sampling: top_p in (0,1) keeps the smallest set of most likely tokens (after
  * temperature and top-k) whose probability reaches top_p; top_p >= 1 (or <= 0) is off and gives the same
  * draws as tfm_sample_logits. scratch: 2 V floats. */
-int tfm_sample_logits_p(const float *logits, int V, float temperature, int top_k, float top_p, tfm_rng *r,
+TFM_API int tfm_sample_logits_p(const float *logits, int V, float temperature, int top_k, float top_p, tfm_rng *r,
                         float *scratch);
 
 typedef struct {
@@ -68,7 +68,7 @@ typedef struct {
     uint64_t seed;
     int no_cache;            /* recompute the whole window for every token (for comparison; slow) */
 } tfm_sample_opts;
-void tfm_sample_opts_default(tfm_sample_opts *o);   /* temperature 1, top_k 0, top_p 1, seed 1 */
+TFM_API void tfm_sample_opts_default(tfm_sample_opts *o);   /* temperature 1, top_k 0, top_p 1, seed 1 */
 
 /* Called with every generated token id; a non-zero return stops generation (that token is kept). */
 typedef int (*tfm_token_fn)(int id, void *user);
@@ -100,7 +100,7 @@ TFM_API void tfm_gpt_stream_free(tfm_gpt_stream *s);
  * NULL) receives the n_new ids. g is used with grad disabled (reset between tokens; g->profile adds the
  * sampling time to the "search" phase). Returns the number of tokens generated, or -1 with a tfm error
  * (n_prompt < 1, an id out of range, out of memory). */
-int tfm_gpt_generate(tfm_gpt *m, tfm_graph *g, const int *prompt, int n_prompt, int n_new,
+TFM_API int tfm_gpt_generate(tfm_gpt *m, tfm_graph *g, const int *prompt, int n_prompt, int n_new,
                      const tfm_sample_opts *o, tfm_token_fn on_token, void *user, int *out);
 
 #endif

@@ -45,16 +45,16 @@ TFM_API void tfm_bleu_init(tfm_bleu_stats *s, int lowercase);
 TFM_API int tfm_bleu_add(tfm_bleu_stats *s, const char *hyp, const char *const *refs, int n_refs);
 TFM_API void tfm_bleu_compute(const tfm_bleu_stats *s, tfm_bleu_result *r);
 /* Corpus BLEU of n hypotheses against one reference each. */
-int tfm_corpus_bleu(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_bleu_result *r);
+TFM_API int tfm_corpus_bleu(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_bleu_result *r);
 /* sacreBLEU's line: "BLEU = 34.12 65.3/41.0/28.3/20.1 (BP = 0.981 ratio = 0.981 hyp_len = 12345 ref_len = 12580)" */
 TFM_API const char *tfm_bleu_format(const tfm_bleu_result *r, char *buf, size_t n);
 /* The 13a tokenizer on one segment (malloc'd, tokens separated by single spaces). */
-char *tfm_tokenize_13a(const char *line);
+TFM_API char *tfm_tokenize_13a(const char *line);
 
 /* d2l's bleu(pred_seq, label_seq, k): both split on ' ' exactly like Python's str.split(' ');
  * exp(min(0, 1 - len_label/len_pred)) * prod_{n=1..min(k, len_pred)} p_n^(1/2^n), p_n = clipped
  * matches / (len_pred - n + 1). */
-double tfm_bleu_d2l(const char *pred, const char *label, int k);
+TFM_API double tfm_bleu_d2l(const char *pred, const char *label, int k);
 
 /* The sacreBLEU release whose metrics and signature strings tfm reproduces. */
 #define TFM_SACREBLEU_VERSION "2.6.0"
@@ -93,7 +93,7 @@ TFM_API void tfm_chrf_init(tfm_chrf_stats *s, int lowercase);
 /* Add one segment against n_refs >= 1 references. Returns 0, or -1 with an error. */
 TFM_API int tfm_chrf_add(tfm_chrf_stats *s, const char *hyp, const char *const *refs, int n_refs);
 TFM_API void tfm_chrf_compute(const tfm_chrf_stats *s, tfm_chrf_result *r);
-int tfm_corpus_chrf(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_chrf_result *r);
+TFM_API int tfm_corpus_chrf(const char *const *hyps, const char *const *refs, int n, int lowercase, tfm_chrf_result *r);
 /* "chrF2 = 59.27" */
 TFM_API const char *tfm_chrf_format(const tfm_chrf_result *r, char *buf, size_t n);
 /* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
@@ -118,7 +118,7 @@ TFM_API const char *tfm_chrf_signature(int lowercase, int n_refs, char *buf, siz
  * value, first differing vocabulary line) before anything is written; out_path equal to an input
  * (same path or same inode) is refused. The output is written atomically (tfm_container_save).
  * Memory: the first input, one other input at a time, and a double per parameter. */
-int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_path);
+TFM_API int tfm_checkpoint_average(const char *const *inputs, int n, const char *out_path);
 
 /* ---------------------------------------------------------------- SVG */
 /* One matrix of a heatmap grid (e.g. one attention head). */
@@ -137,10 +137,12 @@ typedef struct {
     float vmin, vmax;                   /* colour range; vmin >= vmax means "min/max over all maps" */
     int cell;                           /* cell size in pixels (<= 0: chosen automatically) */
 } tfm_heatmap_opts;
+/* No titles, one row of maps, the colour range over all maps, automatic cell size (all fields 0 / NULL). */
+TFM_API void tfm_heatmap_opts_default(tfm_heatmap_opts *o);
 
 /* A grid of heatmaps with a shared 'Reds' colour scale and a colour bar, written atomically
  * (temporary file + rename). Labels are XML-escaped. Returns 0 or -1 with an error. */
-int tfm_svg_heatmaps(const char *path, const tfm_heatmap *maps, int n_maps, const tfm_heatmap_opts *opts);
+TFM_API int tfm_svg_heatmaps(const char *path, const tfm_heatmap *maps, int n_maps, const tfm_heatmap_opts *opts);
 
 /* LINE_MARKERS: a line with a dot on every point (sparse curves such as per-epoch validation). */
 typedef enum { TFM_SERIES_LINE = 0, TFM_SERIES_DASHED, TFM_SERIES_POINTS, TFM_SERIES_LINE_MARKERS } tfm_series_style;
@@ -156,10 +158,12 @@ typedef struct {
     const char *title, *xlabel, *ylabel;  /* may be NULL */
     int width, height;                    /* pixels (<= 0: 640 x 420) */
 } tfm_plot_opts;
+/* No titles or labels, 640 x 420 pixels. */
+TFM_API void tfm_plot_opts_default(tfm_plot_opts *o);
 
 /* A line plot of several series with axes, ticks, grid and a legend; points style draws circles
  * (training samples). Non-finite values are skipped. Written atomically. */
-int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts);
+TFM_API int tfm_svg_lines(const char *path, const tfm_series *series, int n_series, const tfm_plot_opts *opts);
 
 /* Several line plots side by side in one SVG (each panel opts.width x opts.height, default 640 x 420),
  * under an optional figure title. Written atomically. */
@@ -169,7 +173,7 @@ typedef struct {
     tfm_plot_opts opts;
     float xmin, xmax;                   /* x axis range, e.g. shared by all panels (xmin >= xmax: from the data) */
 } tfm_line_panel;
-int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_panels, const char *title);
+TFM_API int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_panels, const char *title);
 
 /* ---------------------------------------------------------------- training logs (docs/LOGS.md)
  * A JSON-lines log: one flat JSON object a line (blank lines skipped). The fields below are read
@@ -192,15 +196,15 @@ typedef struct {
 
 /* JSON key of a field: "step", "epoch", "loss", "lr", "tokens_per_s", "valid_loss", "valid_bleu",
  * "valid_chrf". */
-const char *tfm_train_log_field_name(int field);
+TFM_API const char *tfm_train_log_field_name(int field);
 /* Returns 0, or -1 with an error naming the file (and line); also an error if no line has a step. */
-int tfm_train_log_load(const char *path, tfm_train_log *log);
-void tfm_train_log_free(tfm_train_log *log);
+TFM_API int tfm_train_log_load(const char *path, tfm_train_log *log);
+TFM_API void tfm_train_log_free(tfm_train_log *log);
 /* SVG of the curves vs step, one panel each where there is data: loss (train loss, valid loss),
  * BLEU (valid_bleu, valid_chrf), learning rate. Error if no curve has a point. */
-int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const char *title);
+TFM_API int tfm_train_log_plot(const tfm_train_log *log, const char *svg_path, const char *title);
 
 /* XML-escape s (& < > " ') into a malloc'd string. */
-char *tfm_xml_escape(const char *s);
+TFM_API char *tfm_xml_escape(const char *s);
 
 #endif

@@ -29,15 +29,15 @@
 #ifndef TFM_INTERCHANGE_H
 #define TFM_INTERCHANGE_H
 
-#include "tfm/lm.h"
+#include "tfm/gpt.h"
 #include "tfm/seq2seq.h"
 
 /* Any tfm model checkpoint -> safetensors (atomic write). 0, or -1 with a tfm error naming the file. */
-int tfm_export_safetensors(const char *tfm_path, const char *st_path);
+TFM_API int tfm_export_safetensors(const char *tfm_path, const char *st_path);
 /* safetensors (as written by tfm_export_safetensors or by scripts/safetensors_check.py) -> a weights-only
  * tfm checkpoint (atomic write). Validates everything first (format, metadata, config, tokenizer, every
  * tensor present with the config's shape, no unknown tensor); on error nothing is written. */
-int tfm_import_safetensors(const char *st_path, const char *tfm_path);
+TFM_API int tfm_import_safetensors(const char *st_path, const char *tfm_path);
 
 /* ---------------------------------------------------------------- Hugging Face model folders (issue 31)
  * tfm_import_hf(DIR, OUT): DIR holds a Hugging Face model as save_pretrained writes it, config.json +
@@ -95,7 +95,7 @@ enum { TFM_GGUF_F32 = 0, TFM_GGUF_F16 = 1 };
 TFM_API int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype);
 
 /* The same for models in memory. */
-int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v);
-int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t);
+TFM_API int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v);
+TFM_API int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t);
 
 #endif

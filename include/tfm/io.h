@@ -45,35 +45,35 @@ typedef struct {
     char *path;              /* file it was loaded from (NULL if built in memory): used in error messages */
 } tfm_container;
 
-void tfm_container_init(tfm_container *c);
-void tfm_container_free(tfm_container *c);
+TFM_API void tfm_container_init(tfm_container *c);
+TFM_API void tfm_container_free(tfm_container *c);
 /* Add an entry (data is copied; data == NULL gives zeros). An existing entry of the same name is
  * replaced. Returns the entry, or NULL with tfm error set if name/dtype/shape/nbytes are invalid.
  * Adding may move the entry array: earlier returned tfm_entry pointers become invalid. */
-tfm_entry *tfm_container_add(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
+TFM_API tfm_entry *tfm_container_add(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
                              const void *data, size_t nbytes);
-tfm_entry *tfm_container_add_f32(tfm_container *c, const char *name, int ndim, const int *shape, const float *data);
-tfm_entry *tfm_container_add_i32(tfm_container *c, const char *name, int n, const int *data);
-tfm_entry *tfm_container_add_str(tfm_container *c, const char *name, const char *s);
-tfm_entry *tfm_container_add_int(tfm_container *c, const char *name, int v);      /* i32 scalar, shape (1) */
-tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v);  /* f32 scalar, shape (1) */
+TFM_API tfm_entry *tfm_container_add_f32(tfm_container *c, const char *name, int ndim, const int *shape, const float *data);
+TFM_API tfm_entry *tfm_container_add_i32(tfm_container *c, const char *name, int n, const int *data);
+TFM_API tfm_entry *tfm_container_add_str(tfm_container *c, const char *name, const char *s);
+TFM_API tfm_entry *tfm_container_add_int(tfm_container *c, const char *name, int v);      /* i32 scalar, shape (1) */
+TFM_API tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, float v);  /* f32 scalar, shape (1) */
 /* A 64-bit value (an RNG state) as i32 (2): low half, then high half. Both trainers store theirs so. */
-tfm_entry *tfm_container_add_u64(tfm_container *c, const char *name, uint64_t v);
-tfm_entry *tfm_container_get(const tfm_container *c, const char *name);
+TFM_API tfm_entry *tfm_container_add_u64(tfm_container *c, const char *name, uint64_t v);
+TFM_API tfm_entry *tfm_container_get(const tfm_container *c, const char *name);
 /* Typed getters: return -1 and set tfm error ("FILE: entry NAME missing / has wrong type") on failure. */
-int tfm_container_int(const tfm_container *c, const char *name, int *out);
-int tfm_container_float(const tfm_container *c, const char *name, float *out);   /* also accepts an i32 scalar */
-int tfm_container_u64(const tfm_container *c, const char *name, uint64_t *out);  /* tfm_container_add_u64's */
+TFM_API int tfm_container_int(const tfm_container *c, const char *name, int *out);
+TFM_API int tfm_container_float(const tfm_container *c, const char *name, float *out);   /* also accepts an i32 scalar */
+TFM_API int tfm_container_u64(const tfm_container *c, const char *name, uint64_t *out);  /* tfm_container_add_u64's */
 /* Raw-bytes entry as a NUL-terminated string, or NULL with tfm error set. */
-const char *tfm_container_str(const tfm_container *c, const char *name);
+TFM_API const char *tfm_container_str(const tfm_container *c, const char *name);
 
 /* Write atomically: to PATH.tmp.PID, fsync, rename. Returns 0, or -1 with tfm error set. */
-int tfm_container_save(const tfm_container *c, const char *path);
+TFM_API int tfm_container_save(const tfm_container *c, const char *path);
 /* The writer under every tfm file save: write(f, ctx) (1 = written, else 0 with errno set) fills
  * PATH.tmp.PID, which is flushed, fsynced and renamed over PATH; then the directory is fsynced (best
  * effort). A reader sees the old file or the new one, never a part. Returns 0, or -1 with an I/O error
  * "PATH: save failed (write PATH.tmp.PID): reason" (the temp file removed). */
-int tfm_save_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx);
+TFM_API int tfm_save_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx);
 /* The files of one command, for tfm_check_files: what each is to the command. */
 typedef enum {
     TFM_FILE_IN = 0,      /* read */
@@ -96,15 +96,15 @@ typedef struct {
 TFM_API int tfm_check_files(const tfm_file_use *files, int n);
 /* Load and validate. c is treated as uninitialised output (previous contents are NOT freed).
  * Returns 0, or -1 with tfm error set (names the file); either way tfm_container_free(c) is safe after. */
-int tfm_container_load(tfm_container *c, const char *path);
+TFM_API int tfm_container_load(tfm_container *c, const char *path);
 /* The same without the entries whose name starts with skip_prefix (NULL or "": none): they are read and
  * verified (sizes, checksums) like the rest, but not kept. For a reader that needs only part of a file,
  * e.g. the weights of a checkpoint without its optimizer state ("adam."): a fraction of the memory. */
-int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix);
+TFM_API int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix);
 /* The same from n bytes in memory; `name` stands for the file in error messages and c->path. */
-int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name);
+TFM_API int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name);
 /* CRC-32 as stored in version-2 containers (IEEE polynomial, = zlib crc32). Running: start with 0,
  * pass the previous result to continue over the next chunk. */
-uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n);
+TFM_API uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n);
 
 #endif

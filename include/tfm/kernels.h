@@ -15,26 +15,26 @@
  * op(B) is (K,N): B is stored (K,N) with row stride ldb, or (N,K) if trans_b.
  * C is (M,N) with row stride ldc. beta == 0 means C is overwritten (never read).
  * Threaded internally with OpenMP over output blocks. Deterministic for a fixed thread count. */
-void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+TFM_API void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 /* A B that many GEMMs multiply (weights while decoding) packed once: tfm_gemm_pack_b writes op(B) (K,N)
  * into the tfm_gemm_packed_b_floats(N, K) floats of Bp in the layout tfm_gemm packs B to on every call,
  * and tfm_gemm_pb then skips that packing: the same bits as tfm_gemm with B (which it still reads where
  * M or N is 1). The OpenBLAS build has no packed layout: the size is 0 and tfm_gemm_pb ignores Bp. */
-size_t tfm_gemm_packed_b_floats(int N, int K);
-void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp);
-void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+TFM_API size_t tfm_gemm_packed_b_floats(int N, int K);
+TFM_API void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp);
+TFM_API void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                  const float *B, int ldb, const float *Bp, float beta, float *C, int ldc);
 
 /* C = alpha op(A) op(B) + bias, bias one value per column of C (a linear layer's forward); Bp as in
  * tfm_gemm_pb (or NULL). The same bits as copying bias into every row of C and calling tfm_gemm with
  * beta 1, without that separate pass over C. */
-void tfm_gemm_bias(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+TFM_API void tfm_gemm_bias(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, const float *Bp, const float *bias, float *C, int ldc);
 
 /* Batched: `batch` independent GEMMs; operand i starts at A + i*stride_a etc. (stride 0 = shared). */
-void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
+TFM_API void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, float alpha,
                       const float *A, int lda, size_t stride_a, const float *B, int ldb, size_t stride_b,
                       float beta, float *C, int ldc, size_t stride_c);
 
@@ -50,13 +50,13 @@ void tfm_gemm_batched(int batch, int trans_a, int trans_b, int M, int N, int K, 
  * the results are the same bits whoever computes a block. The desk is set per thread (thread-local),
  * for the duration of an item only. A desk serves at most `slots` threads (numbered 0..slots-1). */
 typedef struct tfm_gemm_desk tfm_gemm_desk;
-tfm_gemm_desk *tfm_gemm_desk_new(int slots);   /* NULL: out of memory */
-void tfm_gemm_desk_free(tfm_gemm_desk *d);
-void tfm_gemm_desk_open(tfm_gemm_desk *d, int items);
-void tfm_gemm_share_begin(tfm_gemm_desk *d, int slot);
-void tfm_gemm_share_end(tfm_gemm_desk *d);
-void tfm_gemm_help(tfm_gemm_desk *d, int slot);
-long tfm_gemm_desk_helped(const tfm_gemm_desk *d);   /* row blocks computed by helping threads so far */
+TFM_API tfm_gemm_desk *tfm_gemm_desk_new(int slots);   /* NULL: out of memory */
+TFM_API void tfm_gemm_desk_free(tfm_gemm_desk *d);
+TFM_API void tfm_gemm_desk_open(tfm_gemm_desk *d, int items);
+TFM_API void tfm_gemm_share_begin(tfm_gemm_desk *d, int slot);
+TFM_API void tfm_gemm_share_end(tfm_gemm_desk *d);
+TFM_API void tfm_gemm_help(tfm_gemm_desk *d, int slot);
+TFM_API long tfm_gemm_desk_helped(const tfm_gemm_desk *d);   /* row blocks computed by helping threads so far */
 
 /* GEMM with bfloat16 operands and fp32 sums (--precision bf16): C = alpha bf16(op(A)) bf16(op(B)) + beta C,
  * or + bias (one value per column; beta ignored) if bias is not NULL. Operands are rounded to bfloat16
@@ -65,12 +65,12 @@ long tfm_gemm_desk_helped(const tfm_gemm_desk *d);   /* row blocks computed by h
  * the kernels' path is avx512); elsewhere a portable emulation gives the same bits (up to products or sums
  * below 2^-126, which the hardware flushes to zero). Threaded over row panels of C outside a parallel
  * region; the same bits for any thread count. src/ops/gemm_bf16.c */
-void tfm_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+TFM_API void tfm_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, const float *bias, float beta, float *C, int ldc);
 /* x rounded to bfloat16 (nearest even; a denormal becomes a zero of its sign; NaN stays NaN), as a float */
-float tfm_bf16_round(float x);
+TFM_API float tfm_bf16_round(float x);
 /* 1 if tfm_gemm_bf16 runs on AVX512_BF16 hardware here, 0 if it runs the emulation */
-int tfm_bf16_hw(void);
+TFM_API int tfm_bf16_hw(void);
 
 /* The GEMM of int8 models (tfm quantize; W a tfm_q8_weight of N = W->rows rows of K = W->cols, core.h):
  * C (M,N) = A (M,K) W^T, A's rows (stride lda) quantized on the fly, one scale each (tfm_q8_quantize_row:
@@ -85,25 +85,25 @@ TFM_API void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W,
 TFM_API const char *tfm_gemm_q8_backend(void);
 
 /* Name of the GEMM path in use ("avx512", "avx2-fma", "portable", "openblas"). */
-const char *tfm_gemm_backend(void);
+TFM_API const char *tfm_gemm_backend(void);
 
 /* The instruction-set path of the kernels in use: "avx512", "avx2" or "generic". Chosen once per process
  * from cpuid; the environment variable TFM_ISA=avx512|avx2|generic forces one (if the CPU lacks it, the
  * first kernel call exits with a one-line error naming TFM_ISA; call tfm_isa_check first to get it as
  * an error instead). */
-const char *tfm_isa_name(void);
+TFM_API const char *tfm_isa_name(void);
 /* 0 if TFM_ISA is unset or names a path this CPU runs; else -1 with tfm_last_error() saying why. */
-int tfm_isa_check(void);
+TFM_API int tfm_isa_check(void);
 
 /* LayerNorm over rows of length C (biased variance). w, b may be NULL. mean/rstd: (rows). */
-void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+TFM_API void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps);
 /* Accumulates into dx, dw, db (each may be NULL). */
-void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+TFM_API void tfm_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                             const float *mean, const float *rstd, int rows, int C);
 
 #include "tfm/ops.h"
 /* Row softmax of x viewed as (rows/Tq, Tq, Tk) with an optional mask (see tfm_mask in ops.h). */
-void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m);
+TFM_API void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m);
 
 #endif

@@ -11,35 +11,35 @@
 #include "tfm/ops.h"
 
 /* Weight init helpers (used by models' init_weights). */
-void tfm_init_normal(tfm_tensor *t, tfm_rng *r, float std);
-void tfm_init_const(tfm_tensor *t, float v);
+TFM_API void tfm_init_normal(tfm_tensor *t, tfm_rng *r, float std);
+TFM_API void tfm_init_const(tfm_tensor *t, float v);
 /* PyTorch nn.Linear default: U(-1/sqrt(in), 1/sqrt(in)) */
-void tfm_init_uniform(tfm_tensor *t, tfm_rng *r, float bound);
+TFM_API void tfm_init_uniform(tfm_tensor *t, tfm_rng *r, float bound);
 /* Xavier/Glorot uniform (d2l's init for seq2seq) */
-void tfm_init_xavier(tfm_tensor *t, tfm_rng *r);
+TFM_API void tfm_init_xavier(tfm_tensor *t, tfm_rng *r);
 
 /* ---------------------------------------------------------------- Linear: y = x W^T + b */
 typedef struct {
     tfm_tensor *W;   /* (out, in) "<name>.weight" */
     tfm_tensor *b;   /* (out) "<name>.bias", or NULL */
 } tfm_Linear;
-void tfm_Linear_init(tfm_Linear *m, tfm_params *p, const char *name, int in, int out, int bias);
-tfm_tensor *tfm_Linear_forward(tfm_graph *g, const tfm_Linear *m, tfm_tensor *x);  /* (...,in) -> (...,out) */
+TFM_API void tfm_Linear_init(tfm_Linear *m, tfm_params *p, const char *name, int in, int out, int bias);
+TFM_API tfm_tensor *tfm_Linear_forward(tfm_graph *g, const tfm_Linear *m, tfm_tensor *x);  /* (...,in) -> (...,out) */
 
 /* ---------------------------------------------------------------- Embedding */
 typedef struct {
     tfm_tensor *weight;  /* (num, dim) "<name>.weight" */
 } tfm_Embedding;
-void tfm_Embedding_init(tfm_Embedding *m, tfm_params *p, const char *name, int num, int dim);
-tfm_tensor *tfm_Embedding_forward(tfm_graph *g, const tfm_Embedding *m, const int *ids, int B, int T); /* (B,T,dim) */
+TFM_API void tfm_Embedding_init(tfm_Embedding *m, tfm_params *p, const char *name, int num, int dim);
+TFM_API tfm_tensor *tfm_Embedding_forward(tfm_graph *g, const tfm_Embedding *m, const int *ids, int B, int T); /* (B,T,dim) */
 
 /* ---------------------------------------------------------------- LayerNorm */
 typedef struct {
     tfm_tensor *weight, *bias;   /* (C) */
     float eps;
 } tfm_LayerNorm;
-void tfm_LayerNorm_init(tfm_LayerNorm *m, tfm_params *p, const char *name, int C);
-tfm_tensor *tfm_LayerNorm_forward(tfm_graph *g, const tfm_LayerNorm *m, tfm_tensor *x);
+TFM_API void tfm_LayerNorm_init(tfm_LayerNorm *m, tfm_params *p, const char *name, int C);
+TFM_API tfm_tensor *tfm_LayerNorm_forward(tfm_graph *g, const tfm_LayerNorm *m, tfm_tensor *x);
 
 /* ---------------------------------------------------------------- PositionalEncoding (sinusoidal)
  * P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(pos / 10000^(2i/d)). No parameters. */
@@ -47,20 +47,20 @@ typedef struct {
     float *P;        /* (max_len, d) */
     int max_len, d;
 } tfm_PositionalEncoding;
-int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d);   /* -1: out of memory */
+TFM_API int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d);   /* -1: out of memory */
 /* MarianMT's layout (Hugging Face's MarianSinusoidalPositionalEmbedding): the same angles, sines in the
  * first half of the vector and cosines in the second: P[pos, k] = sin(pos / 10000^(2k/d)),
  * P[pos, d/2 + k] = cos(pos / 10000^(2k/d)), k < d/2 (d even). */
 TFM_API int tfm_PositionalEncoding_init_halves(tfm_PositionalEncoding *m, int max_len, int d);
-void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m);
+TFM_API void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m);
 /* x (B,T,d) + P[offset : offset+T]; dropout applied by the caller. */
-tfm_tensor *tfm_PositionalEncoding_forward(tfm_graph *g, const tfm_PositionalEncoding *m, tfm_tensor *x, int offset);
+TFM_API tfm_tensor *tfm_PositionalEncoding_forward(tfm_graph *g, const tfm_PositionalEncoding *m, tfm_tensor *x, int offset);
 
 /* ---------------------------------------------------------------- attention scoring */
 /* d2l's DotProductAttention: softmax(mask(Q K^T / sqrt(d))) (dropout) V.
  * q (N,Tq,d), k (N,Tk,d), v (N,Tk,dv) where N = B*H; mask rows follow tfm_mask (n_heads = H).
  * If weights_out is non-NULL it receives the (N,Tq,Tk) attention weights (before dropout). */
-tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,
+TFM_API tfm_tensor *tfm_scaled_dot_product_attention(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tfm_tensor *v,
                                              const tfm_mask *mask, float dropout, tfm_tensor **weights_out);
 
 /* ---------------------------------------------------------------- MultiHeadAttention
@@ -75,27 +75,27 @@ typedef struct {
     tfm_tensor *weights;     /* (B*H, Tq, Tk), valid until the graph is reset */
 } tfm_MultiHeadAttention;
 /* query_size/key_size/value_size: input feature sizes; d_out: output size. */
-void tfm_MultiHeadAttention_init(tfm_MultiHeadAttention *m, tfm_params *p, const char *name, int query_size,
+TFM_API void tfm_MultiHeadAttention_init(tfm_MultiHeadAttention *m, tfm_params *p, const char *name, int query_size,
                                  int key_size, int value_size, int n_head, int d_k, int d_v, int d_out,
                                  int bias, float dropout);
 /* queries (B,Tq,query_size), keys (B,Tk,key_size), values (B,Tk,value_size) -> (B,Tq,d_out).
  * mask: causal and/or key valid lengths (n_heads is filled in here). */
-tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
+TFM_API tfm_tensor *tfm_MultiHeadAttention_forward(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                            tfm_tensor *keys, tfm_tensor *values, const tfm_mask *mask);
 /* On packed rows: xq (nq, query_size) holds the valid positions q_rows[i] = b*Tq + t of a padded (B,Tq)
  * batch, xkv (nk, key_size) those of the (B,Tk) key/value batch (kv_rows; keys = values). The projections
  * run on the packed rows only; the attention kernel sees the padded (B,T,H*d) layout with zeros at the
  * padding (hidden by the mask, or discarded query rows). -> (nq, d_out), the same rows as the padded
  * forward's. */
-tfm_tensor *tfm_MultiHeadAttention_forward_packed(tfm_graph *g, tfm_MultiHeadAttention *m, int B, tfm_tensor *xq,
+TFM_API tfm_tensor *tfm_MultiHeadAttention_forward_packed(tfm_graph *g, tfm_MultiHeadAttention *m, int B, tfm_tensor *xq,
                                                   const int *q_rows, int Tq, tfm_tensor *xkv, const int *kv_rows,
                                                   int Tk, const tfm_mask *mask);
 /* The two halves, for decoders that cache keys/values:
  * project keys/values to heads: (B,Tk,*) -> K (B,H,Tk,d_k), V (B,H,Tk,d_v) */
-void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttention *m, tfm_tensor *keys,
+TFM_API void tfm_MultiHeadAttention_project_kv(tfm_graph *g, const tfm_MultiHeadAttention *m, tfm_tensor *keys,
                                        tfm_tensor *values, tfm_tensor **K, tfm_tensor **V);
 /* attend with projected K (B,H,Tk,d_k), V (B,H,Tk,d_v): queries (B,Tq,query_size) -> (B,Tq,d_out) */
-tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
+TFM_API tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *m, tfm_tensor *queries,
                                           tfm_tensor *K, tfm_tensor *V, const tfm_mask *mask);
 /* The fused attention op (tfm_attention) is used instead of the exact path (scores, masked softmax,
  * weights @ V, head permutes) when weights are not kept and attention dropout is inactive. Set
@@ -103,8 +103,8 @@ tfm_tensor *tfm_MultiHeadAttention_attend(tfm_graph *g, tfm_MultiHeadAttention *
  * force the exact path for that graph (tests compare the two). */
 
 /* (B,T,H*d) <-> (B,H,T,d) */
-tfm_tensor *tfm_split_heads(tfm_graph *g, tfm_tensor *x, int n_head);
-tfm_tensor *tfm_merge_heads(tfm_graph *g, tfm_tensor *x);
+TFM_API tfm_tensor *tfm_split_heads(tfm_graph *g, tfm_tensor *x, int n_head);
+TFM_API tfm_tensor *tfm_merge_heads(tfm_graph *g, tfm_tensor *x);
 
 /* ---------------------------------------------------------------- PositionWiseFFN */
 /* GELU is the tanh approximation (GPT-2's gelu_new); SILU (swish) and GELU_ERF (the exact GELU) serve
@@ -114,20 +114,20 @@ typedef struct {
     tfm_Linear dense1, dense2;
     tfm_activation act;
 } tfm_PositionWiseFFN;
-void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char *name, int d_in, int d_hidden,
+TFM_API void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char *name, int d_in, int d_hidden,
                               int d_out, tfm_activation act);
-tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x);
+TFM_API tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x);
 
 /* ---------------------------------------------------------------- AddNorm: LayerNorm(dropout(Y) + X) */
 typedef struct {
     tfm_LayerNorm ln;
     float dropout;
 } tfm_AddNorm;
-void tfm_AddNorm_init(tfm_AddNorm *m, tfm_params *p, const char *name, int C, float dropout);
-tfm_tensor *tfm_AddNorm_forward(tfm_graph *g, const tfm_AddNorm *m, tfm_tensor *X, tfm_tensor *Y);
+TFM_API void tfm_AddNorm_init(tfm_AddNorm *m, tfm_params *p, const char *name, int C, float dropout);
+TFM_API tfm_tensor *tfm_AddNorm_forward(tfm_graph *g, const tfm_AddNorm *m, tfm_tensor *X, tfm_tensor *Y);
 
 /* Join a prefix and a suffix into a parameter name: "blocks.0" + "attn" -> "blocks.0.attn". */
-const char *tfm_name(char *buf, size_t n, const char *prefix, const char *suffix);
+TFM_API const char *tfm_name(char *buf, size_t n, const char *prefix, const char *suffix);
 
 /* ---------------------------------------------------------------- KV cache (src/nn/kv_cache.c)
  * Buffers that persist across decoding steps (key/value caches).
@@ -157,16 +157,16 @@ typedef struct {
 
 /* n_slot slots, up to cap_rows batch rows (row r starts in slot r, so rows >= n_slot must be created by
  * reorder/select before use). 0, or -1 with a tfm error (out of memory / too large). */
-int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d);
-void tfm_kv_cache_free(tfm_kv_cache *c);
+TFM_API int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d);
+TFM_API void tfm_kv_cache_free(tfm_kv_cache *c);
 /* Write K, V of shape (rows, T, H*d) (the layout the projections produce; graph tensors) at positions
  * pos..pos+T-1 of layer l, row r into its slot. */
-void tfm_kv_cache_append(tfm_kv_cache *c, int layer, const tfm_tensor *K, const tfm_tensor *V, int rows, int pos);
+TFM_API void tfm_kv_cache_append(tfm_kv_cache *c, int layer, const tfm_tensor *K, const tfm_tensor *V, int rows, int pos);
 /* Positions 0..len-1 of layer l for tfm_attention_kv, in place (valid until the next reorder/select). */
-tfm_kv_ref tfm_kv_cache_ref(const tfm_kv_cache *c, int layer, int len);
+TFM_API tfm_kv_ref tfm_kv_cache_ref(const tfm_kv_cache *c, int layer, int len);
 /* new row i = old row idx[i] (i < n_new; idx values < old_rows): see above. */
-void tfm_kv_cache_reorder(tfm_kv_cache *c, const int *idx, int old_rows, int n_new);
-void tfm_kv_cache_select(tfm_kv_cache *c, const int *idx, int old_rows, int n_new);
+TFM_API void tfm_kv_cache_reorder(tfm_kv_cache *c, const int *idx, int old_rows, int n_new);
+TFM_API void tfm_kv_cache_select(tfm_kv_cache *c, const int *idx, int old_rows, int n_new);
 
 
 #endif

@@ -28,17 +28,17 @@ typedef struct {
     tfm_tensor *b_ih[TFM_GRU_MAX_LAYERS], *b_hh[TFM_GRU_MAX_LAYERS];
 } tfm_GRU;
 
-void tfm_GRU_init(tfm_GRU *m, tfm_params *p, const char *name, int input_size, int hidden_size, int num_layers,
+TFM_API void tfm_GRU_init(tfm_GRU *m, tfm_params *p, const char *name, int input_size, int hidden_size, int num_layers,
                   float dropout);
 /* d2l's init_seq2seq: Xavier-uniform weights; biases keep PyTorch's default U(-1/sqrt(H), 1/sqrt(H)). */
-void tfm_GRU_init_weights(tfm_GRU *m, tfm_rng *r);
+TFM_API void tfm_GRU_init_weights(tfm_GRU *m, tfm_rng *r);
 /* One step of one layer: x (B,in_k), h (B,H) -> h' (B,H). gi = W_ih x + b_ih may be precomputed
  * (pass x = NULL and gi (B,3H)). */
-tfm_tensor *tfm_GRU_cell(tfm_graph *g, const tfm_GRU *m, int layer, tfm_tensor *x, tfm_tensor *gi, tfm_tensor *h);
+TFM_API tfm_tensor *tfm_GRU_cell(tfm_graph *g, const tfm_GRU *m, int layer, tfm_tensor *x, tfm_tensor *gi, tfm_tensor *h);
 /* X (T,B,in), h0 (L,B,H) or NULL (zeros) -> outputs of the top layer (T,B,H); *h_n (L,B,H) if non-NULL. */
-tfm_tensor *tfm_GRU_forward(tfm_graph *g, const tfm_GRU *m, tfm_tensor *X, tfm_tensor *h0, tfm_tensor **h_n);
+TFM_API tfm_tensor *tfm_GRU_forward(tfm_graph *g, const tfm_GRU *m, tfm_tensor *X, tfm_tensor *h0, tfm_tensor **h_n);
 /* Concatenate any number of tensors along axis (a tree of tfm_concat, which takes at most 4).
  * Overwrites xs[]. */
-tfm_tensor *tfm_concat_many(tfm_graph *g, tfm_tensor **xs, int n, int axis);
+TFM_API tfm_tensor *tfm_concat_many(tfm_graph *g, tfm_tensor **xs, int n, int axis);
 
 #endif

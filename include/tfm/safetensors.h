@@ -45,7 +45,7 @@ typedef struct {
 /* Write atomically (PATH.tmp.PID, fsync, rename). Tensors are laid out in the given order. Returns 0, or
  * -1 with a tfm error naming the file (invalid name/shape, text that is not UTF-8, I/O failure); nothing
  * is left at PATH on failure. */
-int tfm_st_save(const char *path, const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta);
+TFM_API int tfm_st_save(const char *path, const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta);
 
 typedef struct {
     char *path;
@@ -59,12 +59,12 @@ typedef struct {
 } tfm_st_file;
 
 /* Load and validate. Returns 0, or -1 with a tfm error; tfm_st_free is safe either way. */
-int tfm_st_load(tfm_st_file *f, const char *path);
-void tfm_st_free(tfm_st_file *f);
-const tfm_st_tensor *tfm_st_find(const tfm_st_file *f, const char *name);
-const char *tfm_st_meta_get(const tfm_st_file *f, const char *key);   /* NULL if absent */
-size_t tfm_st_numel(const tfm_st_tensor *t);
+TFM_API int tfm_st_load(tfm_st_file *f, const char *path);
+TFM_API void tfm_st_free(tfm_st_file *f);
+TFM_API const tfm_st_tensor *tfm_st_find(const tfm_st_file *f, const char *name);
+TFM_API const char *tfm_st_meta_get(const tfm_st_file *f, const char *key);   /* NULL if absent */
+TFM_API size_t tfm_st_numel(const tfm_st_tensor *t);
 /* Copy a loaded tensor's elements into host floats (F16 and BF16 converted exactly). */
-void tfm_st_read_f32(const tfm_st_tensor *t, float *dst);
+TFM_API void tfm_st_read_f32(const tfm_st_tensor *t, float *dst);
 
 #endif

@@ -117,7 +117,7 @@ typedef enum { TFM_INIT_D2L = 0, TFM_INIT_XAVIER = 1 } tfm_init_kind;
 TFM_API void tfm_s2s_config_default(tfm_s2s_config *c);
 /* Range and cross checks for c->arch (n_head divides d_model, max_len * d_model bounded, ...);
  * returns 0 or -1 with a one-line error naming the field. */
-int tfm_s2s_config_check(const tfm_s2s_config *c);
+TFM_API int tfm_s2s_config_check(const tfm_s2s_config *c);
 /* Sets the fields c->arch does not use to the defaults above (rnn/bahdanau: d_model, n_head, ffn, pre_ln,
  * max_len, share_embeddings, init; transformer: embed_size, hidden_size). tfm_s2s_create builds from such a
  * copy, so a model's cfg, its checkpoints and exports hold the defaults there; a checkpoint holding anything
@@ -125,15 +125,15 @@ int tfm_s2s_config_check(const tfm_s2s_config *c);
 TFM_API void tfm_s2s_config_clear_unused(tfm_s2s_config *c);
 /* Parameters the constructor of c->arch allocates for a checked config (-1: unknown arch), computed
  * without building anything (tests/unit/test_loaders.c checks it equals params.total). */
-int64_t tfm_s2s_n_params(const tfm_s2s_config *c);
+TFM_API int64_t tfm_s2s_n_params(const tfm_s2s_config *c);
 /* Estimated float elements of the activations of one step on `rows` pairs of Ts source and Tt target
  * tokens (transformer: per layer ~(12 d + 2 ffn) per token plus the (H,T,T) attention maps; RNNs: the
  * gates; 3 (Tt,V) for the logits); saturates, never wraps. Compared with TFM_MAX_STEP_ELEMS. */
-int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt);
+TFM_API int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt);
 /* The same for decoding nb sentences as `rows` hypotheses (nb x beam) of up to max_steps tokens from Ts
  * source tokens: the encoder's activations, the key/value caches, one step's activations (the graph is
  * reset per step) and the histories. */
-int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps);
+TFM_API int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps);
 
 /* ---------------------------------------------------------------- attention maps */
 typedef enum { TFM_MAP_ENC_SELF = 0, TFM_MAP_DEC_SELF = 1, TFM_MAP_ENC_DEC = 2 } tfm_attn_map_kind;
@@ -176,28 +176,28 @@ struct tfm_encdec {
 
 /* Constructors (params registered and allocated, zeroed; call vt->init_weights for a fresh model).
  * NULL with a tfm error on a bad config. */
-tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c);   /* src/models/transformer.c */
-tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c);       /* issue 4: GRU seq2seq */
-tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahdanau decoder */
+TFM_API tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c);   /* src/models/transformer.c */
+TFM_API tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c);       /* issue 4: GRU seq2seq */
+TFM_API tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahdanau decoder */
 /* Dispatch on c->arch ("unknown architecture ..." error otherwise). */
-tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
-void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
+TFM_API tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
+TFM_API void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
 /* A second model of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
  * gradients: one per chunk of the batch in thread data parallelism. Free it before m. NULL on error. */
-tfm_encdec *tfm_encdec_replica(const tfm_encdec *m);
+TFM_API tfm_encdec *tfm_encdec_replica(const tfm_encdec *m);
 /* m->vt->max_positions(m), or 0 (no bound) when the architecture has none. */
-int tfm_encdec_max_positions(const tfm_encdec *m);
+TFM_API int tfm_encdec_max_positions(const tfm_encdec *m);
 
 /* Teacher-forced forward: encode + init_state(max_steps 0) + decode. tgt_in (B,Tt). -> logits (B,Tt,V) */
-tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+TFM_API tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                                const int *tgt_in, int Tt);
 /* Teacher-forced training loss: mean label-smoothed cross-entropy over the target tokens != <pad> (a scalar
  * tensor), equal to tfm_cross_entropy(tfm_encdec_forward(...), tgt, TFM_PAD, label_smoothing). Architectures
  * with vt->loss (the Transformer) compute it on packed rows: every row-wise op skips the padding. */
-tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+TFM_API tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                             const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
 /* Decoder input for teacher forcing: row b = <bos>, tgt[b][0 .. T-2]  (tgt padded (B,T)). */
-void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in);
+TFM_API void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in);
 
 /* ---------------------------------------------------------------- checkpoints */
 /* A trained translator with its vocabularies. */
@@ -235,7 +235,7 @@ TFM_API int *tfm_marian_encode(const tfm_marian_tok *t, const char *text, size_t
 TFM_API char *tfm_marian_decode(const tfm_marian_tok *t, const int *ids, int n);
 
 /* Adds meta.*, config.*, param.*, tokenizer.* to c (not optimizer / training state). */
-void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
+TFM_API void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t);
 /* A translator's BPE model: every score finite, and the scores of its merged (normal) pieces non-increasing in id
  * order, as tfm bpe learn and spm_train write them: the merge order is the learned order (an edited score that
  * passes the checksum and the vocabulary check would otherwise change every tokenization). name: for the error. */
@@ -248,9 +248,9 @@ TFM_API void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config 
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (train-lm; meta.kind 'gpt'), not a translation model: ..."), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */
-int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path);
+TFM_API int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path);
 /* Load from a file (container load + get). */
-int tfm_mt_model_load(tfm_mt_model *t, const char *path);
+TFM_API int tfm_mt_model_load(tfm_mt_model *t, const char *path);
 TFM_API void tfm_mt_model_free(tfm_mt_model *t);
 
 #endif

@@ -17,33 +17,33 @@
 
 /* ---------------------------------------------------------------- UTF-8 */
 /* 1 if s[0..n) is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), else 0. */
-int tfm_utf8_valid(const char *s, size_t n);
+TFM_API int tfm_utf8_valid(const char *s, size_t n);
 /* Byte offset of the first invalid sequence, or -1 if s[0..n) is valid. */
-long tfm_utf8_first_invalid(const char *s, size_t n);
+TFM_API long tfm_utf8_first_invalid(const char *s, size_t n);
 /* Decode one code point from s (n bytes available). Returns its length 1..4 and sets *cp, or 0 if
  * the bytes at s are not a valid sequence. */
-int tfm_utf8_decode(const char *s, size_t n, uint32_t *cp);
+TFM_API int tfm_utf8_decode(const char *s, size_t n, uint32_t *cp);
 /* Encode cp (<= U+10FFFF, not a surrogate) into out; returns 1..4, or 0 for an invalid code point. */
-int tfm_utf8_encode(uint32_t cp, char out[4]);
+TFM_API int tfm_utf8_encode(uint32_t cp, char out[4]);
 /* Python's str.isspace() for one code point (what str.split() splits on): \t \n \v \f \r,
  * U+001C..U+001F, space, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000. */
-int tfm_unicode_space(uint32_t cp);
+TFM_API int tfm_unicode_space(uint32_t cp);
 /* Lowercase one code point with a fixed table (no locale): ASCII, Latin-1, Latin Extended-A, basic
  * Greek (no final-sigma rule) and Cyrillic. Other code points are returned unchanged.
  * U+0130 (I with dot above) maps to 'i' here; tfm_utf8_lower() writes "i\u0307" like Python. */
-uint32_t tfm_lower_cp(uint32_t cp);
+TFM_API uint32_t tfm_lower_cp(uint32_t cp);
 /* Lowercased copy of valid UTF-8 text s[0..n) (NUL-terminated; *out_len may be NULL). */
-char *tfm_utf8_lower(const char *s, size_t n, size_t *out_len);
+TFM_API char *tfm_utf8_lower(const char *s, size_t n, size_t *out_len);
 
 /* ---------------------------------------------------------------- files */
 /* Read a whole text file into a NUL-terminated buffer. Errors (NULL + tfm_set_error, naming the file):
  * cannot open / read, empty file, NUL bytes ("looks binary", with the byte offset), invalid UTF-8
  * (with the line number), larger than 1 GiB. */
-char *tfm_read_text_file(const char *path, size_t *len);
+TFM_API char *tfm_read_text_file(const char *path, size_t *len);
 /* Split buf (length len, as returned above) into lines IN PLACE: each '\n' becomes NUL and a '\r'
  * just before it is removed. A final newline does not start an extra empty line. Returns a malloc'd
  * array of *n_lines pointers into buf (NULL only if out of memory). */
-char **tfm_split_lines(char *buf, size_t len, int *n_lines);
+TFM_API char **tfm_split_lines(char *buf, size_t len, int *n_lines);
 
 /* ---------------------------------------------------------------- character tokenizer (GPT) */
 /* Vocabulary = the sorted distinct Unicode code points of a corpus; id = rank. Serialized as the
@@ -55,16 +55,16 @@ typedef struct {
 } tfm_char_vocab;
 
 /* From valid UTF-8 text (must not contain NUL). Returns 0, or -1 with an error (empty/invalid text). */
-int tfm_char_vocab_build(tfm_char_vocab *v, const char *text, size_t len);
+TFM_API int tfm_char_vocab_build(tfm_char_vocab *v, const char *text, size_t len);
 /* From a serialized string: must be valid UTF-8, non-empty, strictly increasing code points. */
 TFM_API int tfm_char_vocab_from_string(tfm_char_vocab *v, const char *chars);
 /* id of a code point, or -1 (binary search). */
-int tfm_char_vocab_id(const tfm_char_vocab *v, uint32_t cp);
+TFM_API int tfm_char_vocab_id(const tfm_char_vocab *v, uint32_t cp);
 /* Encode text into ids (*n_ids = number of code points). An invalid byte or a character outside the
  * vocabulary is an error naming it: "character 'é' (U+00E9) at offset 12 is not in the vocabulary". */
-int *tfm_char_encode(const tfm_char_vocab *v, const char *text, size_t len, int *n_ids);
+TFM_API int *tfm_char_encode(const tfm_char_vocab *v, const char *text, size_t len, int *n_ids);
 /* Decode ids into a NUL-terminated UTF-8 string; an id outside [0, n) is an error. */
-char *tfm_char_decode(const tfm_char_vocab *v, const int *ids, int n_ids);
+TFM_API char *tfm_char_decode(const tfm_char_vocab *v, const int *ids, int n_ids);
 TFM_API void tfm_char_vocab_free(tfm_char_vocab *v);
 
 /* ---------------------------------------------------------------- word tokenizers */
@@ -84,15 +84,15 @@ typedef enum {
 } tfm_tok_kind;
 /* "d2l", "moses", "moses-lower", "space", "bpe" -> kind, or -1. */
 TFM_API int tfm_tok_kind_parse(const char *name);
-const char *tfm_tok_kind_name(tfm_tok_kind k);
+TFM_API const char *tfm_tok_kind_name(tfm_tok_kind k);
 
 /* d2l's preprocess_nmt on one line: U+00A0 and U+202F become spaces, the text is lowercased
  * (tfm_utf8_lower), and a space is inserted before each of , . ! ? that follows a non-space. */
-char *tfm_preprocess_d2l(const char *s);
+TFM_API char *tfm_preprocess_d2l(const char *s);
 /* Split on ' ' (empty tokens dropped, unlike d2l's str.split(' ') which keeps them). */
-int tfm_tokenize_d2l(const char *line, tfm_toklist *out);
+TFM_API int tfm_tokenize_d2l(const char *line, tfm_toklist *out);
 /* Split on whitespace (tfm_unicode_space). */
-int tfm_tokenize_space(const char *line, tfm_toklist *out);
+TFM_API int tfm_tokenize_space(const char *line, tfm_toklist *out);
 /* Moses-like tokenizer that keeps case. Letters are ASCII letters and every non-ASCII code point
  * that is not listed as punctuation (so German/French accented letters are letters).
  *  - words are runs of letters/digits;
@@ -102,14 +102,14 @@ int tfm_tokenize_space(const char *line, tfm_toklist *out);
  *  - '.' or ',' between two digits stays inside: "3.14", "1,000";
  *  - every other punctuation character is its own token, except that a run of the same character
  *    ("...", "!!", "--") is one token. */
-int tfm_tokenize_moses(const char *line, tfm_toklist *out);
+TFM_API int tfm_tokenize_moses(const char *line, tfm_toklist *out);
 /* Tokenize with the given kind (MOSES_LOWER lowercases first). */
-int tfm_tokenize(tfm_tok_kind kind, const char *line, tfm_toklist *out);
+TFM_API int tfm_tokenize(tfm_tok_kind kind, const char *line, tfm_toklist *out);
 /* Join tokens for output: one space between tokens, except none before closing punctuation
  * (. , ! ? ; : ) ] } % … » and runs of those), none after opening ones (( [ { ¿ ¡ «), and straight
  * double quotes alternate opening/closing. Returns a malloc'd string. */
-char *tfm_detokenize(const char *const *tokens, int n);
-void tfm_toklist_free(tfm_toklist *t);
+TFM_API char *tfm_detokenize(const char *const *tokens, int n);
+TFM_API void tfm_toklist_free(tfm_toklist *t);
 
 /* ---------------------------------------------------------------- word vocabulary */
 enum { TFM_PAD = 0, TFM_BOS = 1, TFM_EOS = 2, TFM_UNK = 3, TFM_N_RESERVED = 4 };
@@ -124,19 +124,19 @@ typedef struct {
 /* Reserved tokens <pad> <bos> <eos> <unk> get ids 0..3; then every token seen at least min_freq
  * times, by descending frequency, ties in byte order (deterministic). Tokens equal to a reserved
  * token are not added twice. */
-int tfm_vocab_build(tfm_vocab *v, const tfm_toklist *lists, int n_lists, int min_freq);
+TFM_API int tfm_vocab_build(tfm_vocab *v, const tfm_toklist *lists, int n_lists, int min_freq);
 /* id of tok, or TFM_UNK. */
-int tfm_vocab_id(const tfm_vocab *v, const char *tok);
+TFM_API int tfm_vocab_id(const tfm_vocab *v, const char *tok);
 /* id of tok, or -1. */
-int tfm_vocab_find(const tfm_vocab *v, const char *tok);
+TFM_API int tfm_vocab_find(const tfm_vocab *v, const char *tok);
 /* token of id, or NULL if out of range. */
-const char *tfm_vocab_token(const tfm_vocab *v, int id);
+TFM_API const char *tfm_vocab_token(const tfm_vocab *v, int id);
 /* Tokens joined by '\n' (NUL-terminated). */
-char *tfm_vocab_serialize(const tfm_vocab *v);
+TFM_API char *tfm_vocab_serialize(const tfm_vocab *v);
 /* Inverse of serialize. Validates (untrusted): the 4 reserved tokens first, no empty or duplicate
  * tokens, valid UTF-8. */
-int tfm_vocab_deserialize(tfm_vocab *v, const char *s);
-void tfm_vocab_free(tfm_vocab *v);
+TFM_API int tfm_vocab_deserialize(tfm_vocab *v, const char *s);
+TFM_API void tfm_vocab_free(tfm_vocab *v);
 
 /* ---------------------------------------------------------------- parallel corpora */
 typedef struct {
@@ -162,15 +162,15 @@ typedef struct {
     int *src_off, *tgt_off;   /* n + 1 offsets */
     int *src_ids, *tgt_ids;
 } tfm_parallel_ids;
-int tfm_parallel_encode(const tfm_parallel_text *p, const tfm_vocab *src_vocab, const tfm_vocab *tgt_vocab,
+TFM_API int tfm_parallel_encode(const tfm_parallel_text *p, const tfm_vocab *src_vocab, const tfm_vocab *tgt_vocab,
                         tfm_parallel_ids *out);
-void tfm_parallel_ids_free(tfm_parallel_ids *ids);
+TFM_API void tfm_parallel_ids_free(tfm_parallel_ids *ids);
 
 /* ---------------------------------------------------------------- batching */
 /* d2l's build_array_nmt for one sentence: ids + <eos>, then truncated or padded with <pad> to
  * num_steps (so a sentence of >= num_steps tokens loses its <eos>). Writes num_steps ids to out and
  * returns the valid length (non-pad count). *truncated (may be NULL) = 1 if tokens were cut. */
-int tfm_truncate_pad(const int *ids, int n_ids, int num_steps, int *out, int *truncated);
+TFM_API int tfm_truncate_pad(const int *ids, int n_ids, int num_steps, int *out, int *truncated);
 
 /* A whole corpus as fixed-size arrays (row i = pair i). */
 typedef struct {
@@ -179,7 +179,7 @@ typedef struct {
     int *src_valid, *tgt_valid;   /* n */
     int n_truncated_src, n_truncated_tgt;
 } tfm_nmt_arrays;
-int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arrays *out);
+TFM_API int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arrays *out);
 TFM_API void tfm_nmt_arrays_free(tfm_nmt_arrays *a);
 
 /* A list of batches of example indices: batch b is idx[off[b] .. off[b+1]). */
@@ -193,7 +193,7 @@ typedef struct {
  *  - bucket > 0: within consecutive chunks of bucket * batch_size examples, indices are sorted by
  *    lengths[i] (stable), so batches hold sentences of similar length (lengths may be NULL if bucket == 0).
  * rng == NULL and bucket == 0 gives 0..n-1 in order. */
-int tfm_batches_make(tfm_batches *b, int n, int batch_size, const int *lengths, int bucket, tfm_rng *rng);
-void tfm_batches_free(tfm_batches *b);
+TFM_API int tfm_batches_make(tfm_batches *b, int n, int batch_size, const int *lengths, int bucket, tfm_rng *rng);
+TFM_API void tfm_batches_free(tfm_batches *b);
 
 #endif

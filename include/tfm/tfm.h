@@ -20,27 +20,16 @@
  *     if (g && tfm_generator_generate(g, "ROMEO:", &o, NULL, NULL, &r) == 0) puts(r.text), tfm_generation_free(&r);
  *     tfm_generator_free(g);
  *
- * ---- Train a small character language model, then sample from it ----
+ * ---- Train a language model: what tfm train-lm does, as one call (include/tfm/run.h) ----
  *
- *     tfm_lm_data d;                                   // text file -> vocabulary, ids, 90/10 split
- *     if (tfm_lm_data_load(&d, "input.txt", NULL, 0.9f, 64)) { ...tfm_last_error()... }
- *     tfm_gpt_config c = {d.vocab.n, 64, 4, 4, 128, 0.0f, TFM_ATTN_CAUSAL};   // vocab, block, layers, heads, width
- *     tfm_gpt m;
- *     tfm_gpt_init(&m, &c);
- *     tfm_gpt_init_weights(&m, 1337);
- *     tfm_lm_train_state st;
- *     tfm_lm_train_state_default(&st);                 // train-lm's hyperparameters, iter 0, RNGs from seed
- *     st.iters = 500;
- *     tfm_adamw opt;
- *     tfm_adamw_init(&opt, &m.params, st.beta1, st.beta2, 1e-8f, st.weight_decay);
- *     tfm_lm_train(&m, &d, &opt, &st, 0, 0, NULL, NULL, NULL, NULL);   // max_steps 0: all; no ctl, callbacks
- *     tfm_gpt_save("lm.tfm", &m, &d.vocab, &opt, &st);           // opt/st NULL: weights only
- *     tfm_sample_opts so;
- *     tfm_sample_opts_default(&so);                    // temperature 1, top_k 0, top_p 1, seed 1
- *     int prompt[1] = {0}, out[200];
- *     tfm_graph g;
- *     tfm_graph_init(&g, 0);
- *     tfm_gpt_generate(&m, &g, prompt, 1, 200, &so, NULL, NULL, out);   // ids; tfm_char_decode -> text
+ *     tfm_lm_run_opts o;
+ *     tfm_lm_run_opts_default(&o);                     // train-lm's defaults (the GPT baby config)
+ *     o.data = "input.txt", o.out = "lm.tfm", o.iters = 500;
+ *     tfm_run_result r;
+ *     if (tfm_lm_run(&o, NULL, &r)) fprintf(stderr, "%s\n", tfm_last_error());   // NULL hooks: silent
+ *
+ * The layers below (tfm_gpt, tfm_lm_train, tfm_gpt_generate, the ops) are public too, for programs that build
+ * their own models and loops: docs/API.md.
  *
  * docs/API.md lists the functions by task; docs/ARCHITECTURE.md explains the floors.
  *
@@ -60,6 +49,18 @@
  * training loops' batch buffers) report failure as an error ("out of memory ..."), not an abort.
  * The graph arena's growth inside a forward pass is the exception: it aborts, because a half-built
  * graph cannot be unwound; its size is fixed by the first step of a loop (warm-up).
+ *
+ * Ownership. The caller owns what it passes in; a call borrows its arguments for its duration only, unless
+ * the function says otherwise (tfm_constant wraps caller data without copying; the string fields of a run's
+ * options must outlive the run). Opaque objects (tfm_translator, tfm_generator, tfm_gen_stream, tfm_serve,
+ * tfm_dist) come from their _load / _create / _init / _start function and go back with the matching _free
+ * (tfm_dist: tfm_dist_finalize), which
+ * takes NULL. Structs whose storage the caller provides (tfm_gpt, tfm_bpe, tfm_container, tfm_lm_data,
+ * tfm_adamw, tfm_run_config, ...) are filled by their _init / _load / _get / _build function and release what
+ * they hold with their _free; after a failed fill there is nothing to free. Results written into a caller's
+ * struct (tfm_translation, tfm_generation) are released with their _free. A returned `const char *` or const
+ * pointer points into the object it came from and lives as long as it; a returned non-const buffer (`char *`,
+ * `int *`) is malloc'd and the caller free()s it. Pointers a callback receives are valid during the call.
  *
  * Threads. There is no mutable global state: the error message is thread-local, kernel scratch is per
  * thread (tfm_thread_scratch, freed when the thread exits), and every setting (profile, dropout RNG, exact/tiled attention) lives in the
@@ -94,5 +95,8 @@
 #include "tfm/translator.h"
 #include "tfm/generator.h"
 #include "tfm/quantize.h"
+#include "tfm/tokenizers.h"
+#include "tfm/run.h"
+#include "tfm/serve.h"
 
 #endif

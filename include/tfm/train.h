@@ -33,31 +33,31 @@ typedef struct {
 
 /* 0, or -1 with a tfm error (out of memory; an int8 model, which cannot be trained). */
 TFM_API int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, float eps, float weight_decay);
-void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
+TFM_API void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
 /* The training loops' step: AdamW on grad * grad_scale (the same float products as scaling the grads
  * first, so the same bits as tfm_clip_grad_norm + tfm_adamw_step), and with zero_grad the grads are
  * zeroed as they are read: one pass over the parameters instead of three. */
-void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad);
+TFM_API void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad);
 TFM_API void tfm_adamw_free(tfm_adamw *o);
 /* adam.m.<name>, adam.v.<name>, adam.t in a checkpoint; o must already be initialised for p. */
-void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
-int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);
+TFM_API void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
+TFM_API int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);
 
 /* Global L2 norm of all grads; if it exceeds max_norm (> 0), scale grads by max_norm/(norm+1e-6)
  * (torch.nn.utils.clip_grad_norm_). Returns the norm before clipping. */
-float tfm_clip_grad_norm(tfm_params *p, float max_norm);
+TFM_API float tfm_clip_grad_norm(tfm_params *p, float max_norm);
 /* The norm alone (fixed block order: the same bits for any thread count), and the factor
  * clip_grad_norm_ multiplies the grads by: max_norm / (norm + 1e-6) if norm > max_norm > 0, else 1. */
-float tfm_grad_norm(const tfm_params *p);
-float tfm_clip_coef(float norm, float max_norm);
+TFM_API float tfm_grad_norm(const tfm_params *p);
+TFM_API float tfm_clip_coef(float norm, float max_norm);
 
 /* Linear warmup then cosine decay (nanoGPT):
  *   it < warmup:      lr * (it+1) / (warmup+1)
  *   it > max_iters:   min_lr
  *   otherwise:        min_lr + 0.5 (1 + cos(pi (it-warmup)/(max_iters-warmup))) (lr - min_lr) */
-float tfm_lr_cosine(int it, float lr, float min_lr, int warmup, int max_iters);
+TFM_API float tfm_lr_cosine(int it, float lr, float min_lr, int warmup, int max_iters);
 /* "Noam" inverse-square-root schedule: scale * d_model^-0.5 * min((it+1)^-0.5, (it+1) warmup^-1.5) */
-float tfm_lr_noam(int it, float scale, int d_model, int warmup);
+TFM_API float tfm_lr_noam(int it, float scale, int d_model, int warmup);
 
 /* ---------------------------------------------------------------- the shared training step */
 /* After the backward of a step: clip coefficient from the global grad norm (grad_clip > 0), then fused
@@ -65,34 +65,34 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup);
  * the next backward assigns them; tfm_params_settle_grad, which this step and the reductions below call
  * first, zeroes any that no backward wrote). Times the clip and optimizer phases when g->profile. Both
  * training loops call this; before the first step of a run they zero the grads (tfm_train_zero_grad). */
-void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
+TFM_API void tfm_train_zero_grad(tfm_graph *g, tfm_params *p);
 /* Thread data parallelism, after the chunks (begun at t0 = tfm_profile_begin(g)): their wall time goes to
  * the profile, then grads of p += the k replicas' grads (summed in replica order, so the bits do not depend
  * on which thread ran which chunk), which are then released for the next step. A replica may be p itself (its
  * chunk computed straight into p's grads, which saves reading and zeroing one copy of the gradients): it is
  * skipped. Returns the global grad norm of the sum (tfm_grad_norm's bits, computed block by block as the sum
  * is formed), for tfm_train_step_norm; stale once anything else changes the grads (a distributed sum). */
-float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
+TFM_API float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params *const *reps, int k);
 /* Thread data parallelism's per-chunk state: *chunks = k zeroed 64-byte-aligned elements of `size` bytes
  * (a multiple of 64), *params = k pointers, *desk = a GEMM desk of k slots for tfm_train_chunks_run (free
  * it with tfm_gemm_desk_free); 0, or -1 (out of memory, tfm error, nothing allocated). */
-int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, tfm_gemm_desk **desk, int k);
+TFM_API int tfm_train_chunks_alloc(void **chunks, size_t size, tfm_params ***params, tfm_gemm_desk **desk, int k);
 /* A chunk's graph is tfm_graph_init_worker(chunk, g); tfm_profile_merge moves its --profile times into g. */
 /* Runs run(ctx, i) for the k chunks i of a step on tfm_get_threads() threads (each chunk on one thread,
  * its kernels single-threaded, threads taking chunks as they become free). With a desk
  * (tfm_gemm_desk_new(k), kernels.h), a thread that has no chunk left helps the others with their GEMMs
  * until every chunk is done; NULL: it waits. */
 typedef void (*tfm_chunk_fn)(void *ctx, int i);
-void tfm_train_chunks_run(tfm_gemm_desk *desk, int k, tfm_chunk_fn run, void *ctx);
+TFM_API void tfm_train_chunks_run(tfm_gemm_desk *desk, int k, tfm_chunk_fn run, void *ctx);
 /* Chunk c of k of the samples [start, start + count): [*c0, *c0 + *cn), sizes differing by at most one. */
-void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
+TFM_API void tfm_train_chunk(int start, int count, int k, int c, int *c0, int *cn);
 /* Returns 0; or, when the global grad norm is not finite, -1 without touching the weights or the optimizer
  * (the grads are zeroed for the next step), so a non-finite gradient never reaches a checkpoint. After a 0,
  * p->grad is released (see above): call tfm_params_settle_grad before reading it after the next backward. */
-int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
+TFM_API int tfm_train_step(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip);
 /* The same with p's global grad norm already known (tfm_train_chunks_reduce returns it, with the bits
  * tfm_grad_norm gives), or NULL: computed here. */
-int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip, const float *known);
+TFM_API int tfm_train_step_norm(tfm_graph *g, tfm_params *p, tfm_adamw *opt, float lr, float grad_clip, const float *known);
 
 /* Before any checkpoint save: the weights, and the AdamW moments when opt is not NULL, all finite (and the
  * second moments >= 0). 0, or -1 with an error naming the tensor, the value and its index (a diverged run: the
@@ -127,9 +127,9 @@ typedef struct {
     void *note_user;
 } tfm_train_ctl;
 /* Has either stop flag been raised? */
-int tfm_train_stop_requested(const tfm_train_ctl *ctl);
+TFM_API int tfm_train_stop_requested(const tfm_train_ctl *ctl);
 /* ctl->note(formatted line) when there is a note callback. */
-void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TFM_API void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* TFM_PARALLEL_BATCH: thread data parallelism. The (rank's) batch is cut into one chunk per thread, each
  * computed by one thread with single-threaded kernels on its own replica of the model (shared weights, its
@@ -139,7 +139,7 @@ void tfm_train_note(const tfm_train_ctl *ctl, const char *fmt, ...) __attribute_
  * threads split every op. TFM_PARALLEL_AUTO (0): batch with >= 2 threads and >= 2 samples per rank, else ops. */
 typedef enum { TFM_PARALLEL_AUTO = 0, TFM_PARALLEL_OPS = 1, TFM_PARALLEL_BATCH = 2 } tfm_parallel;
 /* The number of chunks a step of `slice` samples is cut into (0: the ops are split instead). */
-int tfm_train_chunks(int parallel, int threads, int slice);
+TFM_API int tfm_train_chunks(int parallel, int threads, int slice);
 
 /* Checkpoint files around PATH (src/train/ckpt_files.c). Removes PATH.tmp.<pid> files left by processes
  * that no longer run (a kill during a save); returns how many were removed. */
@@ -160,29 +160,29 @@ typedef struct {
 TFM_API int tfm_run_config_set(tfm_run_config *c, const char *name, const char *value);
 TFM_API const char *tfm_run_config_find(const tfm_run_config *c, const char *name);   /* NULL if absent */
 TFM_API void tfm_run_config_free(tfm_run_config *c);
-void tfm_run_config_put(tfm_container *k, const tfm_run_config *c);
-int tfm_run_config_get(const tfm_container *k, tfm_run_config *c);   /* empty for older checkpoints */
+TFM_API void tfm_run_config_put(tfm_container *k, const tfm_run_config *c);
+TFM_API int tfm_run_config_get(const tfm_container *k, tfm_run_config *c);   /* empty for older checkpoints */
 TFM_API int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.* entries of a checkpoint */
 /* "N bytes, fnv1a64 HEX" of a file's contents. 0, or -1 with a tfm error naming the file. */
 TFM_API int tfm_file_fingerprint(const char *path, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- data parallel (src/train/dist_train.c) */
 /* d if it has more than one rank, else NULL (the loops then run exactly the one-process code). */
-tfm_dist *tfm_train_dist(const tfm_train_ctl *ctl);
+TFM_API tfm_dist *tfm_train_dist(const tfm_train_ctl *ctl);
 /* Start of a run on every rank: the configuration (every run.* pair and the step it starts from) must hash
  * equally on every rank, then rank 0's parameters and AdamW state go to all. 0 or -1 (tfm error). */
-int tfm_train_dist_start(tfm_dist *d, const tfm_run_config *run, long step, tfm_params *p, tfm_adamw *opt);
+TFM_API int tfm_train_dist_start(tfm_dist *d, const tfm_run_config *run, long step, tfm_params *p, tfm_adamw *opt);
 /* After this rank's backward: loss[0] (this rank's share of the step's loss; the sum over ranks is the
  * global loss) and *stop (the local stop request) become the sums over ranks (stop: any rank asked); when
  * the summed loss is finite the gradient block is summed too. Profiled as dist_wait (a barrier, only with
  * g->profile) and allreduce. 0 or -1 (a collective failed: a rank died or hangs). */
-int tfm_train_dist_reduce(tfm_graph *g, tfm_dist *d, tfm_params *p, double *loss, int *stop);
+TFM_API int tfm_train_dist_reduce(tfm_graph *g, tfm_dist *d, tfm_params *p, double *loss, int *stop);
 /* Every rank gets rank 0's value of v (a save's or a validation's result). -1 if the collective failed
  * (then *v is -1 too). */
-int tfm_train_dist_agree(tfm_dist *d, int *v);
+TFM_API int tfm_train_dist_agree(tfm_dist *d, int *v);
 /* The end of a run: every rank hashes its parameters (FNV-1a 64 of the bytes, written to hash as 16 hex
  * digits) and the hashes must be equal; -1 with "parameters differ between ranks ..." otherwise. */
-int tfm_train_dist_check_params(tfm_dist *d, const tfm_params *p, char *hash, size_t n);
+TFM_API int tfm_train_dist_check_params(tfm_dist *d, const tfm_params *p, char *hash, size_t n);
 
 /* ---------------------------------------------------------------- language models (src/train/lm_data.c, train_lm.c) */
 /* A corpus split into train (first frac) and validation (rest): characters, or BPE pieces. */
@@ -208,13 +208,13 @@ TFM_API int tfm_lm_data_load_bpe(tfm_lm_data *d, const char *path, const tfm_bpe
  * text at path (the part tfm_lm_data_load_bpe trains on). 0, or -1 with a tfm error naming the file. */
 TFM_API int tfm_lm_bpe_learn(tfm_bpe *bpe, const char *path, float train_frac, int vocab_size);
 /* B random windows of T+1 tokens from the split (0 train, 1 val): x (B,T) inputs, y (B,T) next tokens. */
-void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
+TFM_API void tfm_lm_get_batch(const tfm_lm_data *d, int split, tfm_rng *r, int B, int T, int *x, int *y);
 /* 0 if a training step of batch_size rows of block_size tokens fits TFM_MAX_STEP_ELEMS (tfm_gpt_step_elems),
  * else -1 with an error naming --batch-size and --block-size. tfm_lm_train calls it before allocating. */
-int tfm_lm_step_check(const tfm_gpt_config *c, int batch_size);
+TFM_API int tfm_lm_step_check(const tfm_gpt_config *c, int batch_size);
 /* Mean loss over n_batches random batches of the split (eval mode, no grad); NAN with a tfm error if out
  * of memory. */
-float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int split, int n_batches, int B,
+TFM_API float tfm_lm_estimate_loss(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, int split, int n_batches, int B,
                            int T, uint64_t seed);
 
 /* Training hyperparameters and progress, stored in checkpoints so --resume continues exactly. */
@@ -241,7 +241,7 @@ typedef struct {
 TFM_API int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg);
 
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
-int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
+TFM_API int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
                  const tfm_lm_train_state *st);
 /* The same with the run configuration (run.* entries; run may be NULL). */
 TFM_API int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
@@ -253,7 +253,7 @@ TFM_API int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_
 TFM_API int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
 /* The same from an already loaded container (path: for error messages). A BPE language model is refused by
  * these two (their callers hold a character vocabulary): tfm_gpt_load_tok reads both kinds. */
-int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
+TFM_API int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
                 tfm_lm_train_state *st);
 /* BPE language models: tokenizer.kind "bpe" and tokenizer.bpe (the SentencePiece model) instead of
  * tokenizer.chars. save_tok stores bpe when it is non-NULL, else v's characters. load_tok reads either kind:
@@ -265,24 +265,6 @@ TFM_API int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tf
                              tfm_lm_train_state *st);
 TFM_API int tfm_gpt_get_tok(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
                             tfm_adamw *opt, tfm_lm_train_state *st);
-
-/* A GPT checkpoint with its tokenizer, whichever it is: train-lm's characters, or an imported GPT-2's byte-level
- * BPE (tokenizer.kind "gpt2": the checkpoint's tokenizer.gpt2.vocab / .merges, include/tfm/tokenizers.h). */
-typedef struct {
-    tfm_gpt model;
-    tfm_char_vocab chars;            /* gpt2 == NULL */
-    struct tfm_gpt2_bpe *gpt2;       /* an imported GPT-2's tokenizer, or NULL */
-    int eos;                         /* the id generation stops at (GPT-2's <|endoftext|>), or -1 (none) */
-} tfm_lm;
-TFM_API int tfm_lm_load(tfm_lm *lm, const char *path);
-/* The same from a loaded container (path: for messages). */
-TFM_API int tfm_lm_get(tfm_lm *lm, const tfm_container *c, const char *path);
-TFM_API void tfm_lm_free(tfm_lm *lm);
-/* text[0..len) -> ids (malloc'd, *n). Characters: an error names a character the vocabulary lacks. */
-TFM_API int *tfm_lm_encode(tfm_lm *lm, const char *text, size_t len, int *n);
-/* The bytes token id stands for (a character's UTF-8, or a GPT-2 token's bytes: maybe part of a character);
- * buf (4 bytes) holds a character's. NULL for an id out of range. */
-TFM_API const char *tfm_lm_token_bytes(const tfm_lm *lm, int id, char buf[4], size_t *len);
 
 /* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {
@@ -352,7 +334,7 @@ typedef struct {
 } tfm_mt_train_opts;
 TFM_API void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
-float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
+TFM_API float tfm_mt_lr(const tfm_mt_train_opts *o, int it, int total, int d_model);
 
 /* Training state carried by a checkpoint for --resume. */
 typedef struct tfm_mt_progress {
@@ -370,7 +352,7 @@ typedef struct tfm_mt_progress {
  * rows x that length <= max_tokens (source and target tokens of the padded batch, padding included),
  * then the batch order shuffled (rng). The number of batches does not depend on rng. A pair longer
  * than max_tokens is an error. */
-int tfm_batches_by_tokens(tfm_batches *b, int n, const int *src_len, const int *tgt_len, int max_tokens,
+TFM_API int tfm_batches_by_tokens(tfm_batches *b, int n, const int *src_len, const int *tgt_len, int max_tokens,
                           tfm_rng *rng);
 
 /* ---------------------------------------------------------------- validation (src/train/validate.c) */
@@ -382,10 +364,10 @@ typedef struct {
     int patience;            /* stop after this many validations without improvement (0 = never) */
 } tfm_early_stop;
 enum { TFM_VALID_IMPROVED = 1, TFM_VALID_STOP = 2 };
-void tfm_early_stop_init(tfm_early_stop *e, int patience);
+TFM_API void tfm_early_stop_init(tfm_early_stop *e, int patience);
 /* One validation: TFM_VALID_IMPROVED when score is finite and strictly above the best (the best is then
  * updated), else TFM_VALID_STOP once patience validations in a row did not improve, else 0. */
-int tfm_early_stop_update(tfm_early_stop *e, float score, int step);
+TFM_API int tfm_early_stop_update(tfm_early_stop *e, float score, int step);
 
 /* Progress callback (called every log_every steps and at the end of each epoch). */
 typedef struct {
@@ -405,12 +387,12 @@ typedef int (*tfm_mt_epoch_fn)(const tfm_mt_progress *p, void *user);
  * and the checkpoint written, if any), non-finite values as null, flushed per line. f NULL: nothing. Each
  * returns 0, or -1 when the line could not be written (errno: why; a full disk), so a caller can stop the run
  * instead of losing the log silently. */
-int tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
-int tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
+TFM_API int tfm_mt_log_report(FILE *f, const tfm_mt_report *r);
+TFM_API int tfm_mt_log_valid(FILE *f, int step, int epoch, float valid_loss, float valid_bleu, float valid_chrf,
                      float best_bleu, const char *checkpoint);
 /* train-lm's lines in the same schema: a progress report as "train" (step, loss = the mean given since the
  * previous line, lr, tokens_per_s); an evaluation (r->eval) as "valid" (loss = train loss, valid_loss). */
-int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
+TFM_API int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
 
 /* Train m on the arrays (teacher forcing, masked CE with ignore_index <pad>, label smoothing, AdamW,
  * schedule, clipping). valid may be NULL. opt must be initialised for m->params (and may carry
@@ -420,20 +402,20 @@ TFM_API void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
 /* 0 if the largest batch of `a` under o (--batch-size rows, or --max-tokens) fits TFM_MAX_STEP_ELEMS
  * (tfm_s2s_step_elems on the longest source and target row), else -1 with an error naming the flags.
  * tfm_mt_train calls it before allocating. */
-int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o);
+TFM_API int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o);
 TFM_API int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user);
 /* Mean token loss (no label smoothing, no dropout) over a data set. */
-float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size);
+TFM_API float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size);
 
 /* train.* entries for --resume */
-void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
-int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
+TFM_API void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
+TFM_API int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 
 /* The model of a translator whose vocabularies are set: cfg with their sizes, created and initialised
  * from seed. On error t is freed. Used by both builders below. */
-int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed);
+TFM_API int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed);
 /* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
  * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
 TFM_API int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
@@ -442,13 +424,13 @@ TFM_API int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int 
  * becomes both vocabularies and is owned by t from then on (freed with it, also on failure). */
 TFM_API int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
 /* p (loaded with TFM_TOK_BPE: one raw line per side) encoded with t->bpe into padded arrays. */
-int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
+TFM_API int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
 /* p through t's vocabularies (or t->bpe) into padded training arrays of num_steps tokens (truncation
  * counted in a). */
 TFM_API int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
-int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
+TFM_API int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                 const tfm_mt_train_opts *o);
 TFM_API int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
                     const tfm_mt_train_opts *o, const tfm_run_config *run);   /* with run.* entries (run may be NULL) */

@@ -391,3 +391,8 @@ int tfm_dist_sum_i64(tfm_dist *d, int64_t *v, int n) {
     return rc;
 }
 #endif
+
+void tfm_dist_opts_default(tfm_dist_opts *o) {
+    o->bucket_bytes = (size_t)8 << 20;
+    o->timeout_s = 300;
+}

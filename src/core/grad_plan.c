@@ -13,6 +13,7 @@
  * over the pool in backward order, so it is the same every step of a fixed graph; the pool grows only
  * when a plan needs more (warm-up). Values do not change: each grad is still zeroed or assigned right
  * before its first use (tfm_backward's grads_ready). */
+#include "core/graph_impl.h"
 #include "tfm/core.h"
 #include <stdint.h>
 #include <stdlib.h>

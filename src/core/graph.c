@@ -1,5 +1,6 @@
 /* The autodiff tape: nodes appended by ops during the forward pass, replayed in reverse by
  * tfm_backward() (src/ops/dispatch.c, next to the backward kernels it calls). */
+#include "core/graph_impl.h"
 #include "tfm/core.h"
 #include <stdio.h>
 #include <stdlib.h>

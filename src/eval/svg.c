@@ -480,3 +480,10 @@ int tfm_svg_line_panels(const char *path, const tfm_line_panel *panels, int n_pa
     free(b.s);
     return rc;
 }
+
+void tfm_heatmap_opts_default(tfm_heatmap_opts *o) { memset(o, 0, sizeof *o); }
+
+void tfm_plot_opts_default(tfm_plot_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->width = 640, o->height = 420;
+}

@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+void tfm_gpt_config_default(tfm_gpt_config *c) {
+    memset(c, 0, sizeof *c);
+    c->block_size = 64, c->n_layer = 4, c->n_head = 4, c->n_embd = 128, c->attention = TFM_ATTN_CAUSAL;
+}
+
 int tfm_gpt_config_check(const tfm_gpt_config *c) {
     if (c->vocab_size < 1) return tfm_set_error("vocab_size must be >= 1, got %d", c->vocab_size), -1;
     if (c->block_size < 1) return tfm_set_error("block_size must be >= 1, got %d", c->block_size), -1;

@@ -97,7 +97,7 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
     if (kind && !strcmp(kind, "gpt")) {
         tfm_gpt m;
         tfm_char_vocab v;
-        if (!tfm_gpt_load(tfm_path, &m, &v, NULL, NULL)) {
+        if (!tfm_gpt_model_load(&m, &v, NULL, tfm_path)) {
             rc = tfm_gpt_save_safetensors(st_path, &m, &v);
             tfm_gpt_free(&m);
             tfm_char_vocab_free(&v);
@@ -218,7 +218,7 @@ static int import_gpt(const tfm_st_file *f, const char *out) {
         tfm_gpt m;
         if (tfm_gpt_init(&m, &c)) wrap_error(f->path, "tfm.config");
         else {
-            if (!load_params(f, &m.params)) rc = tfm_gpt_save(out, &m, &v, NULL, NULL);
+            if (!load_params(f, &m.params)) rc = tfm_gpt_model_save(&m, &v, NULL, out);
             tfm_gpt_free(&m);
         }
     }

@@ -2,6 +2,7 @@
 #ifndef TFM_OP_IMPL_H
 #define TFM_OP_IMPL_H
 #include "tfm/core.h"
+#include "core/graph_impl.h"
 #include <omp.h>
 #include <stddef.h>
 #include <string.h>

@@ -207,16 +207,11 @@ static int build_bytes(tfm_gpt2_bpe *t, const char *name) {
     return 0;
 }
 
-tfm_gpt2_bpe *tfm_gpt2_bpe_load_files(const char *vocab_json, const char *merges) {
-    tfm_gpt2_bpe *t = calloc(1, sizeof *t);
-    if (!t) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
-    size_t len;
-    char *text = NULL;
-    int rc = tfm_token_map_load(&t->map, vocab_json);
-    if (!rc) rc = build_bytes(t, vocab_json);
-    if (!rc) rc = (text = bpe_read_file(merges, MAX_MERGES_BYTES, &len)) ? 0 : -1;
-    if (!rc && tfm_utf8_first_invalid(text, len) >= 0) rc = (tfm_set_error("%s: not valid UTF-8 text", merges), -1);
-    if (!rc) rc = parse_merges(t, text, len, merges);
+/* The rest of a load once the vocabulary is read (rc 0) or failed: the merges text (owned; freed here) checked
+ * and parsed. t, or NULL with the error (t freed). */
+static tfm_gpt2_bpe *finish_load(tfm_gpt2_bpe *t, int rc, char *text, size_t len, const char *merges_name) {
+    if (!rc && tfm_utf8_first_invalid(text, len) >= 0) rc = (tfm_set_error("%s: not valid UTF-8 text", merges_name), -1);
+    if (!rc) rc = parse_merges(t, text, len, merges_name);
     free(text);
     if (rc) {
         tfm_error_in_data();
@@ -224,6 +219,17 @@ tfm_gpt2_bpe *tfm_gpt2_bpe_load_files(const char *vocab_json, const char *merges
         return NULL;
     }
     return t;
+}
+
+tfm_gpt2_bpe *tfm_gpt2_bpe_load_files(const char *vocab_json, const char *merges) {
+    tfm_gpt2_bpe *t = calloc(1, sizeof *t);
+    if (!t) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
+    size_t len = 0;
+    char *text = NULL;
+    int rc = tfm_token_map_load(&t->map, vocab_json);
+    if (!rc) rc = build_bytes(t, vocab_json);
+    if (!rc) rc = (text = bpe_read_file(merges, MAX_MERGES_BYTES, &len)) ? 0 : -1;
+    return finish_load(t, rc, text, len, merges);
 }
 
 /* (interop: an imported GPT-2's checkpoint keeps the two files as bytes) */
@@ -239,15 +245,7 @@ tfm_gpt2_bpe *tfm_gpt2_bpe_from_bytes(const char *vocab_json, size_t vocab_len, 
     text[merges_len] = 0;
     int rc = tfm_token_map_parse(&t->map, vocab_json, vocab_len, vocab_name);
     if (!rc) rc = build_bytes(t, vocab_name);
-    if (!rc && tfm_utf8_first_invalid(text, merges_len) >= 0) rc = (tfm_set_error("%s: not valid UTF-8 text", merges_name), -1);
-    if (!rc) rc = parse_merges(t, text, merges_len, merges_name);
-    free(text);
-    if (rc) {
-        tfm_error_in_data();
-        tfm_gpt2_bpe_free(t);
-        return NULL;
-    }
-    return t;
+    return finish_load(t, rc, text, merges_len, merges_name);
 }
 
 static int is_dir(const char *p) {

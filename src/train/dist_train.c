@@ -14,13 +14,17 @@ tfm_dist *tfm_train_dist(const tfm_train_ctl *ctl) {
     return ctl && ctl->dist && tfm_dist_size(ctl->dist) > 1 ? ctl->dist : NULL;
 }
 
+/* A data file's resolved path (path:<flag>) may differ between ranks and hosts; its contents (data:<flag>) may not. */
+static int same_on_ranks(const char *name) { return strncmp(name, "path:", 5) != 0; }
+
 /* "name=value\n" for every pair, then the step: what must be equal on every rank */
 static char *config_text(const tfm_run_config *run, long step) {
     size_t n = 64;
     for (int i = 0; run && i < run->n; i++) n += strlen(run->name[i]) + strlen(run->value[i]) + 2;
     char *s = malloc(n), *w = s;
     if (!s) return NULL;
-    for (int i = 0; run && i < run->n; i++) w += sprintf(w, "%s=%s\n", run->name[i], run->value[i]);
+    for (int i = 0; run && i < run->n; i++)
+        if (same_on_ranks(run->name[i])) w += sprintf(w, "%s=%s\n", run->name[i], run->value[i]);
     sprintf(w, "step=%ld\n", step);
     return s;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tfm/run.h"
 
@@ -78,11 +79,23 @@ int tfm_run_config_from(const tfm_field *f, int n, const void *opts, tfm_run_con
         tfm_field_format(&f[i], opts, buf, sizeof buf);
         if (tfm_run_config_set(rc, f[i].name, buf)) return -1;
         if (f[i].cls != TFM_FIELD_DATA || !*buf) continue;
+        char abs[4200];   /* the path as given, and resolved: a resume from another directory finds it */
+        snprintf(key, sizeof key, "path:%s", f[i].name);
+        if (buf[0] != '/' && realpath(buf, abs) && tfm_run_config_set(rc, key, abs)) return -1;
         snprintf(key, sizeof key, "data:%s", f[i].name);
         if (tfm_file_fingerprint(buf, buf, sizeof buf) || tfm_run_config_set(rc, key, buf))
             return tfm_prefix_error("--%s: ", f[i].name);
     }
     return 0;
+}
+
+/* A stored relative data path not found from here: the resolved path stored beside it, if it can be read. */
+static void find_data_again(const tfm_field *f, void *opts, const tfm_run_config *stored) {
+    char key[96];
+    const char *path = *CVALUE(f, opts, char *);
+    snprintf(key, sizeof key, "path:%s", f->name);
+    const char *abs = tfm_run_config_find(stored, key);
+    if (path && abs && access(path, R_OK) && !access(abs, R_OK)) *VALUE(f, opts, const char *) = abs;
 }
 
 /* A DATA field's file against the fingerprint stored for it: 0 the same (or nothing to compare), 1 different,
@@ -121,6 +134,7 @@ int tfm_run_config_resume(const tfm_field *f, int n, void *opts, const unsigned 
                                  "stored run; only --threads, --log-every, the length and checkpoint flags may "
                                  "change)", f[i].name, buf, f[i].name, v), -1;
         if (f[i].cls != TFM_FIELD_DATA) continue;
+        if (!is_given) find_data_again(&f[i], opts, stored);
         int d = data_differs(&f[i], opts, stored, is_given, path, buf, sizeof buf);
         if (d < 0 || (d > 0 && !allow_new_data)) return -1;
         if (d > 0 && new_data) *new_data = i;

@@ -44,7 +44,8 @@ static const tfm_field LM_FIELDS[] = {
     F(seed, "seed", INT, FIXED, "random seed (init, batches, dropout)")
     F(threads, "threads", INT, CHANGEABLE, "threads (0 = OMP_NUM_THREADS, else the CPUs tfm may use: affinity, cgroup CPU "
       "quota); stored: a resume uses the run's count unless given (the numbers depend on it)")
-    F(parallel, "parallel", STR, LOCAL, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)")
+    F(parallel, "parallel", STR, CHANGEABLE, "auto | batch (a chunk of the batch per thread) | ops (threads split each "
+      "op); stored: a resume uses the run's unless given (the numbers depend on it)")
     F(precision, "precision", STR, FIXED, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)")
     F(log_every, "log-every", INT, LOCAL, "progress line every N steps when stderr is not a terminal (0 = none)")
     F(log_file, "log-file", STR, CHANGEABLE, "write one JSON object per log line (docs/LOGS.md; tfm plot); a resume "
@@ -70,7 +71,9 @@ void tfm_lm_run_opts_default(tfm_lm_run_opts *o) {
     memset(o, 0, sizeof *o);
     tfm_lm_train_state st;
     tfm_lm_train_state_default(&st);
-    o->n_layer = 4, o->n_head = 4, o->n_embd = 128, o->block_size = 64;
+    tfm_gpt_config cfg;
+    tfm_gpt_config_default(&cfg);
+    o->n_layer = cfg.n_layer, o->n_head = cfg.n_head, o->n_embd = cfg.n_embd, o->block_size = cfg.block_size;
     o->attention = "causal", o->tokenizer = "char", o->parallel = "auto", o->precision = "fp32";
     o->batch_size = st.batch_size, o->grad_accum = st.grad_accum, o->iters = st.iters, o->warmup = st.warmup;
     o->lr = st.lr, o->min_lr = st.min_lr, o->weight_decay = st.weight_decay, o->beta1 = st.beta1, o->beta2 = st.beta2;
@@ -96,6 +99,7 @@ typedef struct {
     double log_loss;         /* the step losses since the last progress line */
     int log_n;
     volatile sig_atomic_t stop;   /* set when a log write failed (the loop also reads the caller's stop) */
+    int threads_note;        /* a resume runs the run's thread count, not this machine's default (this) */
 } lm_run;
 
 static void say(const lm_run *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -218,6 +222,9 @@ static int resume_model(lm_run *x) {
     if (tfm_run_config_match(LM_FIELDS, N_FIELDS, o, x->h ? x->h->given : NULL, &x->stored, o->resume)) return arg_error();
     if (load_data(x)) return -1;
     say(x, "resuming %s at step %d of %d", o->resume, s->iter, s->iters);
+    if (x->threads_note)
+        say(x, "--threads %d: the run's thread count (this machine's default is %d; the numbers depend on it, give "
+            "--threads N to change it)", o->threads, x->threads_note);
     return 0;
 }
 
@@ -294,7 +301,7 @@ static void say_start(lm_run *x) {
         threads_str(par, sizeof par, x->ctl.parallel, slice), gemm_str(gemm, sizeof gemm, x->ctl.bf16));
     size_t k = (size_t)snprintf(line, sizeof line, "train-lm config:");
     for (int i = 0; i < x->run.n && k < sizeof line; i++)
-        if (strncmp(x->run.name[i], "data:", 5) && *x->run.value[i])
+        if (strncmp(x->run.name[i], "data:", 5) && strncmp(x->run.name[i], "path:", 5) && *x->run.value[i])
             k += (size_t)snprintf(line + k, sizeof line - k, " --%s %s", x->run.name[i], x->run.value[i]);
     say(x, "%s", line);
     int n = tfm_ckpt_remove_stale_tmp(x->o->out);
@@ -303,14 +310,12 @@ static void say_start(lm_run *x) {
 
 /* The thread count is part of the run (the numbers depend on it): 0 stored as the count it means here; a resume
  * that takes the run's count says so when it is not this machine's default. */
-static void say_threads(lm_run *x) {
+static void resolve_threads(lm_run *x) {
     int f = tfm_field_find(LM_FIELDS, N_FIELDS, "threads"), dflt = tfm_default_threads();
     int from_run = x->o->resume && !(x->h && x->h->given && x->h->given[f]) &&
                    tfm_run_config_find(&x->stored, "threads");
     if (!x->o->threads) x->o->threads = dflt;
-    if (from_run && x->o->threads != dflt)
-        say(x, "--threads %d: the run's thread count (this machine's default is %d; the numbers depend on it, "
-            "give --threads N to change it)", x->o->threads, dflt);
+    x->threads_note = from_run && x->o->threads != dflt ? dflt : 0;
 }
 
 /* The resume's stored run configuration applied to the options not given, and the files checked. */
@@ -332,7 +337,7 @@ static int prepare(lm_run *x) {
     if (new_data >= 0) say(x, "tfm train-lm: --allow-new-data: --data %s (%s) replaces the run's data (%s)", o->data, now, was);
     if (!o->out && o->resume) o->out = o->resume;
     if (check_options(x)) return -1;
-    say_threads(x);
+    resolve_threads(x);
     tfm_file_use files[] = {{"--data", o->data, TFM_FILE_IN}, {"--resume", o->resume, TFM_FILE_IN_PLACE},
                             {"--out", o->out, TFM_FILE_OUT}, {"--log-file", o->log_file, TFM_FILE_OUT_STREAM}};
     if (tfm_check_files(files, 4)) return tfm_last_error_kind() == TFM_ERR_IO ? -1 : arg_error();

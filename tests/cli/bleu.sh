@@ -3,11 +3,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 TFM=${TFM:-$PWD/build/tfm}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.bash"   # $TMP (removed at exit), pass, fail, skip
+tmp=$TMP
 fix=tests/fixtures/bleu
 
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 # expect_error NAME PATTERN ARGS...: non-zero exit, exactly one line on stderr matching PATTERN, no stdout
 expect_error() {

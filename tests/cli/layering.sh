@@ -48,6 +48,48 @@ for f in src/*/*.c src/*/*.h; do
 done
 [ $bad -eq 0 ] && pass "layering: every src/ file includes only its own floor and the floors below"
 
+# the public headers follow the floors too, so no chain of includes reaches up: a file's includes are checked
+# above, and every header they pull in may include only its own floor and the floors below it
+declare -A RANK=([core]=0 [ops]=1 [text]=1 [nn]=2 [eval]=2 [models]=3 [workflow]=4 [umbrella]=9)
+hbad=""
+for h in include/tfm/*.h; do
+    hf=${FLOOR_OF[$(basename "$h")]:-unknown}
+    while read -r inc; do
+        fl=$(floor_of_include "$inc")
+        [ "$fl" = local ] && continue
+        if [ "${RANK[$fl]:-99}" -gt "${RANK[$hf]:-0}" ] || { [ "${RANK[$fl]:-99}" -eq "${RANK[$hf]:-0}" ] && [ "$fl" != "$hf" ]; }; then
+            hbad="$hbad $(basename "$h") ($hf) includes $inc ($fl);"
+        fi
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$h")
+done
+[ -z "$hbad" ] && pass "layering: every public header includes only its floor and below (no chain of includes reaches up)" \
+    || fail "layering: headers reach up" "$hbad"
+
+# and the calls: an object of a floor uses no function defined on a higher floor (or a sibling floor), read off
+# the built objects with nm: a declaration borrowed without its header would pass the include checks
+OBJ=${TFM:+${TFM%/tfm}/src}
+if [ -n "$OBJ" ] && [ -d "$OBJ" ] && command -v nm >/dev/null; then
+    declare -A ORANK=([core]=0 [ops]=1 [text]=1 [nn]=2 [eval]=2 [models]=3 [train]=4 [decode]=4 [serve]=4)
+    for fl in "${!ORANK[@]}"; do
+        for o in "$OBJ/$fl"/*.o; do [ -f "$o" ] && nm --defined-only "$o" | awk -v f="$fl" '$2 ~ /^[TDBR]$/ {print $3, f}'; done
+    done | sort -u >"$TMP/defs"
+    up=""
+    for fl in core ops text nn eval models; do
+        for o in "$OBJ/$fl"/*.o; do
+            [ -f "$o" ] || continue
+            while read -r sym dfl; do
+                if [ "${ORANK[$dfl]}" -gt "${ORANK[$fl]}" ] || { [ "${ORANK[$dfl]}" -eq "${ORANK[$fl]}" ] && [ "$dfl" != "$fl" ]; }; then
+                    up="$up $fl/$(basename "$o" .o) calls $sym ($dfl);"
+                fi
+            done < <(nm -u "$o" | awk '{print $2}' | sort -u | join - "$TMP/defs")
+        done
+    done
+    [ -z "$up" ] && pass "layering: no object calls up a floor (nm: core, ops, text, nn, eval, models)" \
+        || fail "layering: calls up a floor" "$up"
+else
+    fail "layering: calls" "no built objects beside $TFM (make builds them) or no nm"
+fi
+
 # the rules of issue 9 spelled out (each would also be caught above)
 n=$(grep -l '#include "tfm/\(train\|decode\|lm\)\.h"' src/models/* 2>/dev/null | wc -l)
 [ "$n" -eq 0 ] && pass "layering: no src/models file includes a workflow header (train.h, decode.h, lm.h)" \

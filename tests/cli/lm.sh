@@ -108,8 +108,13 @@ after=$(wc -l <"$TMP/t1r.jsonl")
 mkdir -p "$TMP/run" "$TMP/else"
 cp "$TMP/small.txt" "$TMP/run/small.txt"
 (cd "$TMP/run" && $TFM train-lm --data small.txt --out r.tfm $T1 --threads 1 --max-steps 5 2>/dev/null)
-(cd "$TMP/else" && $TFM train-lm --resume ../run/r.tfm >"$TMP/out" 2>"$TMP/err"); rc=$?
+cp "$TMP/run/r.tfm" "$TMP/run/r0.tfm"
+(cd "$TMP/else" && $TFM train-lm --resume ../run/r.tfm --max-steps 6 >"$TMP/out" 2>"$TMP/err") \
+    && pass "resume from another directory finds the run's relative --data (its resolved path is stored)" \
+    || fail "resume from another directory" "$(tail -n 2 "$TMP/err")"
+mv "$TMP/run/small.txt" "$TMP/run/moved.txt"
+(cd "$TMP/else" && $TFM train-lm --resume ../run/r0.tfm >"$TMP/out" 2>"$TMP/err"); rc=$?
 [ "$rc" -ne 0 ] && grep -q -- "--data small.txt (the run's, stored in the checkpoint) cannot be read from here; give --data PATH" "$TMP/err" \
-    && pass "resume from another directory names --data to give" || fail "resume: relative --data hint" "rc $rc: $(cat "$TMP/err")"
-(cd "$TMP/else" && $TFM train-lm --resume ../run/r.tfm --data ../run/small.txt 2>/dev/null) \
-    && pass "resume from another directory with --data" || fail "resume with --data from elsewhere" "failed"
+    && pass "resume of a run whose --data moved names --data to give" || fail "resume: moved --data hint" "rc $rc: $(cat "$TMP/err")"
+(cd "$TMP/else" && $TFM train-lm --resume ../run/r0.tfm --data ../run/moved.txt 2>/dev/null) \
+    && pass "resume with --data naming the moved file" || fail "resume with --data of the moved file" "failed"

@@ -41,10 +41,11 @@ expect_exit "generate MT.tfm: use tfm translate" 65 "mt.tfm: is a translation mo
     "$TFM" generate "$TMP/mt.tfm" --prompt hi
 "$TFM" export "$TMP/lm.tfm" --out "$TMP/lm.safetensors" >/dev/null 2>&1 || fail "export" "exit $?"
 cp "$TMP/lm.safetensors" "$TMP/renamed.bin"
-for cmd in "generate X --prompt hi" "info X" "train-lm --resume X" "translate X" "average -o $TMP/avg.tfm X X"; do
+for cmd in "generate @M --prompt hi" "info @M" "train-lm --resume @M" "translate @M" "average -o @O @M @M"; do
+    cmd=${cmd//@O/$TMP/avg.tfm}   # placeholders no temporary directory name contains
     expect_exit "${cmd%% *} given a safetensors file: use tfm import" 65 \
         "lm.safetensors: not a tfm checkpoint: a safetensors file\? convert it first: tfm import .*lm.safetensors --out MODEL.tfm" \
-        "$TFM" ${cmd//X/$TMP/lm.safetensors}
+        "$TFM" ${cmd//@M/$TMP/lm.safetensors}
 done
 expect_exit "a safetensors file by its header, whatever its name" 65 "renamed.bin: not a tfm checkpoint: a safetensors file\?" \
     "$TFM" info "$TMP/renamed.bin"

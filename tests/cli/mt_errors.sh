@@ -3,9 +3,8 @@
 # Prints "PASS name" / "FAIL name: why". Uses $TFM (the built binary).
 set -u
 TFM=${TFM:-build/tfm}
-d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+source "$(dirname "$0")/lib.bash"   # $TMP (removed at exit), pass, fail, skip
+d=$TMP
 # expect_err NAME PATTERN CMD... : non-zero exit, exactly one stderr line matching PATTERN
 expect_err() {
     local name=$1 pat=$2; shift 2

@@ -8,9 +8,8 @@
 set -u
 TFM=${TFM:-build/tfm}
 DATA=../shared/data/fra-eng/fra.txt
-d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+source "$(dirname "$0")/lib.bash"   # $TMP (removed at exit), pass, fail, skip
+d=$TMP
 if [ ! -f "$DATA" ]; then fail "mt recipe" "$DATA not found (run from the repo root)"; exit 1; fi
 
 recipe() { # seed out_model out_text err

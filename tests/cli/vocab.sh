@@ -57,7 +57,8 @@ done
 head -c 20000 ../shared/data/tinyshakespeare/input.txt >"$TMP/s.txt" 2>/dev/null || seq 1 5000 >"$TMP/s.txt"
 LM="--n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --threads 1 --iters 20 --eval-every 10 --eval-iters 2"
 iter_of() { "$TFM" info "$1" | awk '$1 == "iter" || $1 == "step" { print $2; exit }'; }
-"$TFM" train-lm --data "$TMP/s.txt" --out "$TMP/full.tfm" $LM 2>/dev/null
+"$TFM" train-lm --data "$TMP/s.txt" --out "$TMP/full.tfm" $LM --log-file "$TMP/lm.jsonl" 2>/dev/null   # the same log:
+rm -f "$TMP/lm.jsonl"                                                                 # it is part of the run
 "$TFM" train-lm --data "$TMP/s.txt" --out "$TMP/a.tfm" $LM --max-steps 5 --log-file "$TMP/lm.jsonl" 2>/dev/null
 s1=$(iter_of "$TMP/a.tfm")
 "$TFM" train-lm --resume "$TMP/a.tfm" --max-steps 12 --threads 1 2>/dev/null; s2=$(iter_of "$TMP/a.tfm")

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/graph_impl.h"
 #include "tfm/tfm.h"
 
 /* the floats of every intermediate grad the forward allocated: what the pool replaces */

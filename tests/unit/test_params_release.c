@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/graph_impl.h"
 #include "tfm/tfm.h"
 
 enum { N = 5, D = 6 };

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/graph_impl.h"
 #include "tfm/decode.h"
 #include "tfm/train.h"
 #include "tfm/seq2seq.h"
