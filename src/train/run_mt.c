@@ -126,15 +126,15 @@ static void say_start(mt_run *x) {
            o->tsv ? o->tsv : o->src, x->atrain.n, x->ptrain.n_lines, x->tr.src_vocab.n, x->tr.tgt_vocab.n,
            x->tr.model->params.total, x->tr.model->cfg.arch, threads_str(par, sizeof par, x->to.ctl.parallel,
            x->atrain.n), gemm_str(gemm, sizeof gemm, x->to.ctl.bf16));
-    if (x->threads_note)
-        mt_say(x, "--threads %d: the run's thread count (this machine's default is %d; the numbers depend on it, give "
-               "--threads N to change it)", o->threads, x->threads_note);
     if (o->resume)   /* epochs as the progress lines count them: the one the next step belongs to */
         mt_say(x, "resuming %s at step %d (epoch %d, %s)", o->resume, x->prog.step, x->prog.epoch + 1,
                x->prog.batch > 0 ? "inside it" : "from its start");
+    if (x->threads_note)
+        mt_say(x, "--threads %d: the run's thread count (this machine's default is %d; the numbers depend on it, give "
+               "--threads N to change it)", o->threads, x->threads_note);
     size_t k = (size_t)snprintf(line, sizeof line, "train-mt config:");
     for (int i = 0; i < x->run.n && k < sizeof line; i++)
-        if (strncmp(x->run.name[i], "data:", 5) && *x->run.value[i])
+        if (strncmp(x->run.name[i], "data:", 5) && strncmp(x->run.name[i], "path:", 5) && *x->run.value[i])
             k += (size_t)snprintf(line + k, sizeof line - k, " --%s %s", x->run.name[i], x->run.value[i]);
     mt_say(x, "%s", line);
     int n = tfm_ckpt_remove_stale_tmp(o->out);

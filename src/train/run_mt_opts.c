@@ -75,7 +75,8 @@ static const tfm_field MT_FIELDS[] = {
     F(patience, "patience", INT, CHANGEABLE, "stop after N validations without a better BLEU (0 = never)")
     F(log_file, "log-file", STR, CHANGEABLE, "write one JSON object per log line (docs/LOGS.md; tfm plot); a resume "
       "appends to it, and to the run's log file unless given")
-    F(parallel, "parallel", STR, LOCAL, "auto | batch (a chunk of the batch per thread) | ops (threads split each op)")
+    F(parallel, "parallel", STR, CHANGEABLE, "auto | batch (a chunk of the batch per thread) | ops (threads split each "
+      "op); stored: a resume uses the run's unless given (the numbers depend on it)")
     F(precision, "precision", STR, FIXED, "fp32 | bf16 (linear layers' GEMMs with bfloat16 operands, fp32 sums)")
     F(decode_beam, "decode-beam", INT, CHANGEABLE,
       "beam to store in the model: translate, the library and serve use it by default (0 = none: greedy)")

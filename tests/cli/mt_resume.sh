@@ -37,13 +37,17 @@ head -n 1 "$TMP/other.jsonl" | grep -q '"old": 1' && [ "$(wc -l <"$TMP/other.jso
 grep -q "train-mt config: .*--threads 2" "$TMP/err" && pass "a given --threads replaces the run's" \
     || fail "a given --threads replaces the run's" "$(grep config "$TMP/err")"
 
-# a relative data path stored in the checkpoint, resumed from another directory
+# a relative data path stored in the checkpoint (as given and resolved), resumed from another directory
 mkdir -p "$TMP/run" "$TMP/else"
 cp "$TMP/src.txt" "$TMP/tgt.txt" "$TMP/run/"
 (cd "$TMP/run" && $TFM train-mt --src src.txt --tgt tgt.txt --epochs 2 --batch-size 32 --threads 1 --log-every 0 \
     --out r.tfm --max-steps 3 2>/dev/null) || fail "train-mt with relative paths" "failed"
-(cd "$TMP/else" && expect_exit "resume from another directory names the flag to give" 2 \
+cp "$TMP/run/r.tfm" "$TMP/run/r0.tfm"
+(cd "$TMP/else" && expect_ok "resume from another directory finds the run's relative --src / --tgt" \
+    $TFM train-mt --resume ../run/r.tfm --max-steps 5)
+mv "$TMP/run/src.txt" "$TMP/run/moved.txt"
+(cd "$TMP/else" && expect_exit "resume of a run whose --src moved names the flag to give" 2 \
     "--src src.txt \(the run's, stored in the checkpoint\) cannot be read from here; give --src PATH to name it" \
-    $TFM train-mt --resume ../run/r.tfm)
-(cd "$TMP/else" && expect_ok "resume from another directory with --src and --tgt" \
-    $TFM train-mt --resume ../run/r.tfm --src ../run/src.txt --tgt ../run/tgt.txt)
+    $TFM train-mt --resume ../run/r0.tfm)
+(cd "$TMP/else" && expect_ok "resume with --src naming the moved file" \
+    $TFM train-mt --resume ../run/r0.tfm --src ../run/moved.txt)
