@@ -67,6 +67,19 @@ TFM_API int tfm_run_config_match(const tfm_field *f, int n, const void *opts, co
                                  const tfm_run_config *stored, const char *path);
 
 /* ---------------------------------------------------------------- what a run tells its caller */
+/* A progress report of a translation run: the loop's report (every log_every steps and at the end of each epoch),
+ * or a validation with BLEU (every eval_every steps and after each epoch when valid_src / valid_tgt are given):
+ * greedy translations of the raw validation sources scored against the raw references (tfm bleu's metric). */
+typedef struct tfm_mt_run_progress {
+    const tfm_mt_report *r;  /* the loop's report, or NULL: this is a validation (the fields below) */
+    int step, epoch;         /* the validation's step and epoch */
+    float valid_loss, bleu;  /* validation loss and corpus BLEU of the greedy translations */
+    double chrf;             /* their chrF2 */
+    float best_bleu;         /* the best BLEU so far (this one included) and its step */
+    int best_step;
+    const char *wrote;       /* keep_best: the best checkpoint this validation wrote (OUT.best.tfm), else NULL */
+} tfm_mt_run_progress;
+
 /* A progress report of a language-model run: every step and every evaluation (tfm_lm_report), with the mean
  * loss since the previous progress line (the number the CLI and the --log-file print) and, for a BPE model,
  * the losses per character. */
@@ -89,6 +102,7 @@ typedef struct {
                                             it), 0 = a resume takes the stored value; NULL: none given */
     tfm_dist *dist;                      /* the ranks of mpirun (docs/DISTRIBUTED.md), or NULL: one process */
     void *user;
+    void (*on_mt_progress)(const tfm_mt_run_progress *p, void *user);   /* translation; NULL: none */
 } tfm_run_hooks;
 
 typedef struct {
@@ -137,5 +151,54 @@ TFM_API const tfm_field *tfm_lm_run_fields(int *n);
  * and checkpoints to o->out. 0 (see r: it may have stopped early on *hooks->stop), or -1 with a tfm error; after
  * a failure during training the message names the last good checkpoint. hooks NULL: silent, never stopped. */
 TFM_API int tfm_lm_run(tfm_lm_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r);
+
+/* ---------------------------------------------------------------- translation (src/train/run_mt*.c) */
+typedef struct {
+    const char *tsv, *src, *tgt, *valid_src, *valid_tgt, *out;   /* data: tsv, or src + tgt */
+    const char *arch, *preprocess;
+    int num_examples, min_freq, max_len, d_model, n_head, n_layer, ffn, pre_ln, embed_size, hidden_size;
+    float dropout, label_smoothing;
+    const char *loss_norm;
+    float lr, min_lr;
+    const char *schedule;
+    int warmup, batch_size, epochs;
+    float grad_clip, weight_decay, beta1, beta2;
+    int bucket, seed, threads, log_every, max_steps, save_every, keep_last, allow_new_data, skip_nonfinite, profile;
+    const char *resume;
+    int d2l_examples;        /* the CLI's: after training, translate d2l's 4 sentences (tfm_mt_run ignores it) */
+    const char *dump_data;
+    int dump_only;
+    const char *tokenizer;
+    int vocab_size;
+    const char *bpe_model;
+    int share_embeddings, pad_to_max_len;
+    const char *init;
+    int max_tokens, eval_every, keep_best, patience;
+    const char *log_file, *parallel, *precision;   /* parallel NULL: auto; precision NULL: fp32 */
+    int decode_beam;
+    float decode_alpha;
+    const char *src_lang, *tgt_lang;
+    const char *preset;      /* d2l | multi30k; NULL: multi30k for a bpe transformer, else d2l (stored resolved) */
+    int allow_truncation;
+} tfm_mt_run_opts;
+/* train-mt's defaults: the d2l book's toy (word tokens, a 2-layer 32-wide Transformer, --max-len 10, constant lr
+ * 0.005, batch 64, 10 epochs), seed 1, all CPUs. A preset (o->preset, or the one chosen without it) then sets the
+ * fields not given (tfm_run_hooks.given) to its values. */
+TFM_API void tfm_mt_run_opts_default(tfm_mt_run_opts *o);
+/* sizeof(tfm_mt_run_opts), for bindings that set the options by name (tfm_field_parse) without mirroring it. */
+TFM_API size_t tfm_mt_run_opts_size(void);
+/* The fields of tfm_mt_run_opts, in train-mt's flag order. */
+TFM_API const tfm_field *tfm_mt_run_fields(int *n);
+/* train-mt's --help description: what it trains, and the presets. */
+TFM_API const char *tfm_mt_run_about(void);
+/* The whole translation run, what tfm train-mt does: the preset applied to the fields not given, the options
+ * checked (errors name the flag), every file checked before any work, the corpora read (with the run's tokenizer:
+ * word vocabularies, or a joint BPE model learned from the pairs or read from bpe_model), the model built or
+ * taken from o->resume (whose stored run configuration fills the fields not given and refuses given ones that
+ * differ), trained with validation (BLEU, keep_best's OUT.best.tfm, patience) and checkpoints to o->out.
+ * Progress through hooks->on_mt_progress, lines through on_message. hooks->given NULL: the fields whose value
+ * differs from tfm_mt_run_opts_default count as given. 0 (see r: it may have stopped early), or -1 with a tfm
+ * error; after a failure during training the message names the last good checkpoint. */
+TFM_API int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r);
 
 #endif

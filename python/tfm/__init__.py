@@ -16,7 +16,7 @@ from .bpe import BPETokenizer
 from .errors import ArgumentError, DataError, Error, IOError, OutOfMemoryError, TrainingInterrupted
 from .generator import Generation, GenerationStream, Generator
 from .metrics import BLEUScore, CHRFScore, bleu, chrf
-from .training import LMProgress, MTProgress, TrainResult, train_lm, train_mt
+from .training import LMProgress, MTProgress, MTValidation, TrainResult, train_lm, train_mt
 from .translator import TranslationResult, Translator
 
 __version__ = "0.9.0"
@@ -32,7 +32,7 @@ def default_threads() -> int:
 
 __all__ = [
     "ArgumentError", "BLEUScore", "BPETokenizer", "CHRFScore", "DataError", "Error", "Generation", "GenerationStream", "Generator",
-    "LMProgress", "MTProgress", "OutOfMemoryError", "TrainResult", "TrainingInterrupted",
+    "LMProgress", "MTProgress", "MTValidation", "OutOfMemoryError", "TrainResult", "TrainingInterrupted",
     "TranslationResult", "Translator", "bleu", "chrf", "default_threads", "library_path", "library_version",
     "train_lm", "train_mt",
 ]

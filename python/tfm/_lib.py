@@ -79,10 +79,6 @@ class Params(Structure):             # tfm_params (core.h)
                 ("grad", POINTER(c_float)), ("total", c_size_t), ("q8", c_void_p)]
 
 
-class Rng(Structure):                # tfm_rng (core.h)
-    _fields_ = [("s", c_uint64)]
-
-
 class TranslatorParams(Structure):   # tfm_translator_params (translator.h)
     _fields_ = [("threads", c_int), ("max_batch_size", c_int), ("pack_weights", c_int), ("profile", c_int)]
 
@@ -133,19 +129,7 @@ class Gpt(Structure):
     _fields_ = [("cfg", GptConfig), ("params", Params), ("_rest", c_char * 448)]
 
 
-class AdamW(Structure):              # tfm_adamw (train.h)
-    _fields_ = [("beta1", c_float), ("beta2", c_float), ("eps", c_float), ("weight_decay", c_float),
-                ("m", POINTER(c_float)), ("v", POINTER(c_float)), ("n", c_size_t), ("t", c_int)]
-
-
-NoteFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)       # tfm_train_ctl.note, tfm_run_hooks.on_message
-MessageFn = NoteFn
-
-
-class TrainCtl(Structure):           # tfm_train_ctl (train.h); stop points at a sig_atomic_t (an int here)
-    _fields_ = [("stop", POINTER(c_int)), ("stop_self", POINTER(c_int)), ("save_every", c_int),
-                ("skip_nonfinite", c_int), ("dist", c_void_p), ("parallel", c_int), ("bf16", c_int),
-                ("note", NoteFn), ("note_user", c_void_p)]
+MessageFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)    # tfm_run_hooks.on_message
 
 
 class Field(Structure):              # tfm_field (run.h): one option of a run, set by name
@@ -166,75 +150,31 @@ class LMProgress(Structure):         # tfm_lm_progress (run.h)
 LMProgressFn = ctypes.CFUNCTYPE(None, POINTER(LMProgress), c_void_p)
 
 
+class MTReport(Structure):           # tfm_mt_report (train.h)
+    _fields_ = [("epoch", c_int), ("epochs", c_int), ("step", c_int), ("total_steps", c_int), ("loss", c_float),
+                ("lr", c_float), ("tokens_per_s", c_float), ("eta_s", c_float), ("valid_loss", c_float),
+                ("end_of_epoch", c_int)]
+
+
+class MTRunProgress(Structure):      # tfm_mt_run_progress (run.h): a report (r) or a validation
+    _fields_ = [("r", POINTER(MTReport)), ("step", c_int), ("epoch", c_int), ("valid_loss", c_float),
+                ("bleu", c_float), ("chrf", c_double), ("best_bleu", c_float), ("best_step", c_int),
+                ("wrote", c_char_p)]
+
+
+MTProgressFn = ctypes.CFUNCTYPE(None, POINTER(MTRunProgress), c_void_p)
+
+
 class RunHooks(Structure):           # tfm_run_hooks (run.h); stop points at a sig_atomic_t (an int here)
     _fields_ = [("on_message", MessageFn), ("on_lm_progress", LMProgressFn), ("stop", POINTER(c_int)),
-                ("given", POINTER(c_uint8)), ("dist", c_void_p), ("user", c_void_p)]
+                ("given", POINTER(c_uint8)), ("dist", c_void_p), ("user", c_void_p),
+                ("on_mt_progress", MTProgressFn)]
 
 
 class RunResult(Structure):          # tfm_run_result (run.h)
     _fields_ = [("start_step", c_int), ("step", c_int), ("steps", c_int), ("saved_step", c_int),
                 ("stopped_by", c_int), ("log_failed", c_int), ("epoch", c_int), ("train_s", c_double),
                 ("tokens", c_long), ("val_loss", c_float), ("log_error", c_char * 256)]
-
-
-class RunConfig(Structure):          # tfm_run_config (train.h)
-    _fields_ = [("name", POINTER(c_char_p)), ("value", POINTER(c_char_p)), ("n", c_int), ("cap", c_int)]
-
-
-S2S_MAX_BANNED = 16                  # TFM_S2S_MAX_BANNED (seq2seq.h)
-
-
-class S2SConfig(Structure):          # tfm_s2s_config (seq2seq.h)
-    _fields_ = [("arch", c_char * 16), ("src_vocab", c_int), ("tgt_vocab", c_int), ("d_model", c_int),
-                ("n_head", c_int), ("ffn", c_int), ("pre_ln", c_int), ("max_len", c_int), ("n_layer", c_int),
-                ("embed_size", c_int), ("hidden_size", c_int), ("dropout", c_float), ("share_embeddings", c_int),
-                ("init", c_int), ("pad_len", c_int), ("attn_bias", c_int), ("ffn_act", c_int), ("pos_halves", c_int),
-                ("no_embed_scale", c_int), ("custom_ids", c_int), ("pad_id", c_int), ("bos_id", c_int),
-                ("eos_id", c_int), ("n_banned", c_int), ("banned", c_int * S2S_MAX_BANNED), ("gen_beam", c_int),
-                ("gen_max_len", c_int)]
-
-
-class EncDec(Structure):             # struct tfm_encdec (seq2seq.h): the head, up to the parameter set
-    _fields_ = [("vt", c_void_p), ("cfg", S2SConfig), ("params", Params), ("keep_attention", c_int),
-                ("impl", c_void_p)]
-
-
-class TokList(Structure):            # tfm_toklist (text.h)
-    _fields_ = [("n", c_int), ("tok", POINTER(c_char_p))]
-
-
-class ParallelText(Structure):       # tfm_parallel_text (text.h)
-    _fields_ = [("n", c_int), ("src", POINTER(TokList)), ("tgt", POINTER(TokList)), ("n_lines", c_int),
-                ("n_empty", c_int)]
-
-
-class NmtArrays(Structure):          # tfm_nmt_arrays (text.h)
-    _fields_ = [("n", c_int), ("num_steps", c_int), ("src", POINTER(c_int)), ("tgt", POINTER(c_int)),
-                ("src_valid", POINTER(c_int)), ("tgt_valid", POINTER(c_int)), ("n_truncated_src", c_int),
-                ("n_truncated_tgt", c_int)]
-
-
-class MTProgress(Structure):         # tfm_mt_progress (train.h)
-    _fields_ = [("epoch", c_int), ("step", c_int), ("rng", Rng), ("drop_rng", Rng), ("batch", c_int),
-                ("epoch_rng", Rng), ("skipped", c_int)]
-
-
-MTValidateFn = ctypes.CFUNCTYPE(c_int, POINTER(MTProgress), c_int, c_void_p)
-
-
-class MTTrainOptions(Structure):     # tfm_mt_train_opts (train.h)
-    _fields_ = [("epochs", c_int), ("batch_size", c_int), ("num_steps", c_int), ("lr", c_float),
-                ("schedule", c_int), ("warmup", c_int), ("min_lr", c_float), ("label_smoothing", c_float),
-                ("grad_clip", c_float), ("weight_decay", c_float), ("beta1", c_float), ("beta2", c_float),
-                ("eps", c_float), ("seed", c_uint64), ("bucket", c_int), ("loss_norm", c_int),
-                ("log_every", c_int), ("quiet", c_int), ("profile", c_int), ("max_steps", c_int),
-                ("ctl", TrainCtl), ("max_tokens", c_int), ("valid_every", c_int), ("validate", MTValidateFn)]
-
-
-class MTReport(Structure):           # tfm_mt_report (train.h)
-    _fields_ = [("epoch", c_int), ("epochs", c_int), ("step", c_int), ("total_steps", c_int), ("loss", c_float),
-                ("lr", c_float), ("tokens_per_s", c_float), ("eta_s", c_float), ("valid_loss", c_float),
-                ("end_of_epoch", c_int)]
 
 
 BLEU_MAX_ORDER = 4                   # TFM_BLEU_MAX_ORDER (eval.h)
@@ -282,25 +222,21 @@ class BpeLearnOptions(Structure):    # tfm_bpe_learn_opts (bpe.h)
 
 # C names of the mirrored structs, for the layout check (tests/python/check_layout.py).
 STRUCTS = {
-    "tfm_char_vocab": CharVocab, "tfm_vocab": Vocab, "tfm_params": Params, "tfm_rng": Rng,
+    "tfm_char_vocab": CharVocab, "tfm_vocab": Vocab, "tfm_params": Params,
     "tfm_translator_params": TranslatorParams, "tfm_translate_options": TranslateOptions,
     "tfm_translation": Translation, "tfm_mt_model": MTModel, "tfm_generator_params": GeneratorParams,
     "tfm_generate_options": GenerateOptions, "tfm_generation": Generation, "tfm_gpt_config": GptConfig,
-    "tfm_gpt": Gpt, "tfm_adamw": AdamW, "tfm_train_ctl": TrainCtl, "tfm_lm_report": LMReport, "tfm_run_config": RunConfig,
+    "tfm_gpt": Gpt, "tfm_lm_report": LMReport,
     "tfm_field": Field, "tfm_lm_progress": LMProgress, "tfm_run_hooks": RunHooks, "tfm_run_result": RunResult,
-    "tfm_s2s_config": S2SConfig, "struct tfm_encdec": EncDec, "tfm_toklist": TokList, "tfm_parallel_text": ParallelText,
-    "tfm_nmt_arrays": NmtArrays, "tfm_mt_progress": MTProgress, "tfm_mt_train_opts": MTTrainOptions,
-    "tfm_mt_report": MTReport, "tfm_bleu_result": BleuResult, "tfm_bleu_stats": BleuStats,
+    "tfm_mt_report": MTReport, "tfm_mt_run_progress": MTRunProgress, "tfm_bleu_result": BleuResult, "tfm_bleu_stats": BleuStats,
     "tfm_chrf_stats": ChrfStats, "tfm_chrf_result": ChrfResult, "tfm_bpe": Bpe,
     "tfm_bpe_learn_opts": BpeLearnOptions,
 }
 # Structs of which the package reads only a head and reserves at least the C size (the rest is opaque).
-OPAQUE_TAIL = {"tfm_gpt", "struct tfm_encdec"}
+OPAQUE_TAIL = {"tfm_gpt"}
 
 # ---------------------------------------------------------------------------------------------- callbacks
 TextFn = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p)            # tfm_text_fn
-MTReportFn = ctypes.CFUNCTYPE(None, POINTER(MTReport), c_void_p)          # tfm_mt_report_fn
-MTEpochFn = ctypes.CFUNCTYPE(c_int, POINTER(MTProgress), c_void_p)        # tfm_mt_epoch_fn
 
 # ---------------------------------------------------------------------------------------------- functions
 P = POINTER
@@ -365,24 +301,6 @@ _FUNCTIONS = {
     # text.h
     "tfm_char_vocab_from_string": (c_int, [P(CharVocab), c_char_p]),
     "tfm_char_vocab_free": (None, [P(CharVocab)]),
-    "tfm_tok_kind_parse": (c_int, [c_char_p]),
-    "tfm_parallel_load_files": (c_int, [P(ParallelText), c_char_p, c_char_p, c_int, c_int]),
-    "tfm_parallel_load_tsv": (c_int, [P(ParallelText), c_char_p, c_int, c_int]),
-    "tfm_parallel_text_free": (None, [P(ParallelText)]),
-    "tfm_nmt_arrays_free": (None, [P(NmtArrays)]),
-    # seq2seq.h
-    "tfm_s2s_config_default": (None, [P(S2SConfig)]),
-    "tfm_mt_model_free": (None, [P(MTModel)]),
-    # train.h: optimizer, checkpoint files, run configuration
-    "tfm_adamw_init": (c_int, [P(AdamW), P(Params), c_float, c_float, c_float, c_float]),
-    "tfm_adamw_free": (None, [P(AdamW)]),
-    "tfm_ckpt_remove_stale_tmp": (c_int, [c_char_p]),
-    "tfm_ckpt_keep_step": (c_int, [c_char_p, c_int, c_int]),
-    "tfm_run_config_set": (c_int, [P(RunConfig), c_char_p, c_char_p]),
-    "tfm_run_config_find": (c_char_p, [P(RunConfig), c_char_p]),
-    "tfm_run_config_free": (None, [P(RunConfig)]),
-    "tfm_run_config_load": (c_int, [c_char_p, P(RunConfig)]),
-    "tfm_file_fingerprint": (c_int, [c_char_p, c_char_p, c_size_t]),
     # run.h: whole runs, options set by name
     "tfm_field_find": (c_int, [P(Field), c_int, c_char_p]),
     "tfm_field_parse": (c_int, [P(Field), c_void_p, c_char_p]),
@@ -391,16 +309,10 @@ _FUNCTIONS = {
     "tfm_lm_run_opts_default": (None, [c_void_p]),
     "tfm_lm_run_fields": (P(Field), [P(c_int)]),
     "tfm_lm_run": (c_int, [c_void_p, P(RunHooks), P(RunResult)]),
-    # train.h: translation models
-    "tfm_mt_train_opts_default": (None, [P(MTTrainOptions)]),
-    "tfm_mt_progress_init": (None, [P(MTProgress), c_uint64]),
-    "tfm_mt_model_build": (c_int, [P(MTModel), P(ParallelText), c_int, c_int, P(S2SConfig), c_uint64]),
-    "tfm_mt_model_build_bpe": (c_int, [P(MTModel), P(Bpe), P(S2SConfig), c_uint64]),
-    "tfm_mt_arrays": (c_int, [P(ParallelText), P(MTModel), c_int, P(NmtArrays)]),
-    "tfm_mt_train": (c_int, [c_void_p, P(NmtArrays), P(NmtArrays), P(MTTrainOptions), P(AdamW), P(MTProgress),
-                             MTReportFn, MTEpochFn, c_void_p]),
-    "tfm_mt_save_run": (c_int, [c_char_p, P(MTModel), P(AdamW), P(MTProgress), P(MTTrainOptions), P(RunConfig)]),
-    "tfm_mt_resume": (c_int, [c_char_p, P(MTModel), P(AdamW), P(MTProgress), P(MTTrainOptions)]),
+    "tfm_mt_run_opts_size": (c_size_t, []),
+    "tfm_mt_run_opts_default": (None, [c_void_p]),
+    "tfm_mt_run_fields": (P(Field), [P(c_int)]),
+    "tfm_mt_run": (c_int, [c_void_p, P(RunHooks), P(RunResult)]),
 }
 
 
@@ -421,15 +333,6 @@ lib, path = _load()
 _declare(lib)
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 _libc.free.argtypes, _libc.free.restype = [c_void_p], None
-_libc.calloc.argtypes, _libc.calloc.restype = [c_size_t, c_size_t], c_void_p
-
-
-def calloc_bpe():
-    """A zeroed tfm_bpe in malloc'd memory, for a call that takes ownership of it (tfm_mt_model_build_bpe)."""
-    p = _libc.calloc(1, ctypes.sizeof(Bpe))
-    if not p:
-        raise MemoryError("out of memory")
-    return ctypes.cast(p, POINTER(Bpe))
 
 
 def free(p: int | None) -> None:

@@ -31,7 +31,7 @@ int cmd_train_lm(int argc, char **argv) {
     int quiet = cli_dist_open(C, o.threads, &dist);
     if (quiet < 0) return CLI_EXIT_USAGE;
     cli_run_view view = {cli_stderr_is_tty()};
-    tfm_run_hooks h = {cli_run_message, quiet ? NULL : cli_lm_progress, cli_stop_install(), given, dist, &view};
+    tfm_run_hooks h = {cli_run_message, quiet ? NULL : cli_lm_progress, cli_stop_install(), given, dist, &view, NULL};
     tfm_run_result r;
     int failed = tfm_lm_run(&o, &h, &r);
     if (failed && quiet && strncmp(tfm_last_error(), "rank ", 5)) return cli_dist_close(dist, cli_exit_status());

@@ -63,3 +63,26 @@ int cli_run_end(const char *cmd, int failed, const tfm_run_result *r, const char
     }
     return 0;
 }
+
+void cli_mt_progress(const tfm_mt_run_progress *p, void *user) {
+    const cli_run_view *v = user;
+    const tfm_mt_report *r = p->r;
+    const char *cr = v->tty ? "\r\033[K" : "";
+    char eta[32];
+    if (!r) {   /* a validation */
+        fprintf(stderr, "valid at step %d: loss %.4f  BLEU %.2f  chrF2 %.2f  (best BLEU %.2f at step %d)%s%s\n", p->step,
+                p->valid_loss, p->bleu, p->chrf, p->best_bleu, p->best_step, p->wrote ? "  wrote " : "",
+                p->wrote ? p->wrote : "");
+        return;
+    }
+    cli_format_eta(r->eta_s, eta, sizeof eta);
+    if (r->end_of_epoch) {
+        fprintf(stderr, "%sepoch %d/%d  step %d/%d  loss %.4f", cr, r->epoch, r->epochs, r->step, r->total_steps, r->loss);
+        if (r->valid_loss >= 0) fprintf(stderr, "  valid loss %.4f", r->valid_loss);
+        fprintf(stderr, "  lr %.2e  %.0f tok/s  ETA %s\n", r->lr, r->tokens_per_s, eta);
+    } else {
+        fprintf(stderr, "%sepoch %d/%d  step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  ETA %s%s", cr, r->epoch, r->epochs,
+                r->step, r->total_steps, r->loss, r->lr, r->tokens_per_s, eta, v->tty ? "" : "\n");
+    }
+    fflush(stderr);
+}

@@ -16,6 +16,8 @@ typedef struct {
 } cli_run_view;
 void cli_run_message(const char *line, void *user);
 void cli_lm_progress(const tfm_lm_progress *p, void *user);
+/* A translation run's progress lines and validation lines (user: a cli_run_view). */
+void cli_mt_progress(const tfm_mt_run_progress *p, void *user);
 /* A run's end as the exit status: a failure (its error printed after nl), a stop by signal or by a failed log
  * write (what was saved and how to resume: "HINT OUT"; epoch < 0: not said), or 0. */
 int cli_run_end(const char *cmd, int failed, const tfm_run_result *r, const char *out, const char *hint, int epoch,

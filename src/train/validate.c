@@ -1,5 +1,5 @@
 /* Validation that drives training (train-mt --valid-*, --keep-best, --patience):
- * the keep-best / patience decision as a pure function (the BLEU itself: src/cli/train_mt_valid.c). */
+ * the keep-best / patience decision as a pure function (the BLEU itself: src/train/run_mt_valid.c). */
 #include <math.h>
 #include <stdlib.h>
 

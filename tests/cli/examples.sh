@@ -101,6 +101,21 @@ done
 grep -q "^step $steps: train loss" "$TMP/err" && pass "train_lm reports its evaluation" \
     || fail "train_lm reports its evaluation" "$(tail -n 2 "$TMP/err")"
 
+# train_mt: tfm_mt_run from C, the same checkpoint as tfm train-mt with the same settings (byte for byte: the run
+# configuration is the same fields)
+TSV=data/fra-eng-demo.tsv
+"$TFM" train-mt --tsv "$TSV" --out "$TMP/cli_mt.tfm" --epochs 2 --num-examples 300 --threads 1 --log-every 0 \
+    >/dev/null 2>"$TMP/err" || fail "tfm train-mt" "$(tail -n 2 "$TMP/err")"
+for v in "" -static; do
+    if "$TMP/train_mt$v" "$TSV" "$TMP/ex_mt$v.tfm" 2 >/dev/null 2>"$TMP/err"; then
+        same "train_mt$v = tfm train-mt (the same checkpoint bytes)" "$TMP/ex_mt$v.tfm" "$TMP/cli_mt.tfm"
+    else
+        fail "train_mt$v runs" "$(tail -n 2 "$TMP/err")"
+    fi
+done
+grep -q "^epoch 2/2: loss" "$TMP/err" && grep -q "^train-mt config: .*--tsv $TSV" "$TMP/err" \
+    && pass "train_mt reports its epochs and says its configuration" || fail "train_mt reports" "$(tail -n 3 "$TMP/err")"
+
 # generate: from the example-trained model, the text tfm generate prints for the same settings
 n=120
 for v in "" -static; do

@@ -1,7 +1,7 @@
 # The floors of docs/ARCHITECTURE.md, checked on the sources: a file may include headers of its own floor
 # and the floors below it, never above. And every src/cli file stays short (flag parsing + library calls).
 #   core  <  ops  <  nn  <  models  <  train, decode, serve (workflows)  <  http, cli
-#   core  <  text <  models;   core, text  <  eval  <  cli
+#   core  <  text <  models;   core, text  <  eval  <  train (validation BLEU), cli
 source "$(dirname "$0")/lib.bash"
 cd "$(dirname "$0")/../.."
 
@@ -20,7 +20,7 @@ declare -A FLOOR_OF=(
 declare -A ALLOWED=(
     [core]="core" [ops]="core ops" [nn]="core ops nn" [text]="core text"
     [models]="core ops nn text models" [eval]="core text eval"
-    [train]="core ops nn text models workflow" [decode]="core ops nn text models workflow"
+    [train]="core ops nn text models eval workflow" [decode]="core ops nn text models workflow"
     [serve]="core ops nn text models workflow"
     [http]="core text workflow http"   # the HTTP layer of tfm serve: the engine's API, never the models below it
 )

@@ -82,11 +82,11 @@ def toy_corpus() -> None:
         f.write("\n".join(("green" if i % 3 == 0 else "") for i in range(32)) + "\n")
 
 
-MT = dict(tokenizer="bpe", vocab_size=360, d_model=32, n_head=4, n_layer=1, ffn=64, max_len=20, dropout=0.0,
+MT = dict(preset="d2l", tokenizer="bpe", vocab_size=360, d_model=32, n_head=4, n_layer=1, ffn=64, max_len=20, dropout=0.0,
           schedule="noam", lr=0.5, warmup=50, epochs=6, batch_size=16, threads=1, log_every=0)
-MT_FLAGS = ["--tokenizer", "bpe", "--vocab-size", "360", "--d-model", "32", "--n-head", "4", "--n-layer", "1", "--ffn",
-            "64", "--max-len", "20", "--dropout", "0", "--schedule", "noam", "--lr", "0.5", "--warmup", "50",
-            "--epochs", "6", "--batch-size", "16", "--threads", "1", "--log-every", "0"]
+MT_FLAGS = ["--preset", "d2l", "--tokenizer", "bpe", "--vocab-size", "360", "--d-model", "32", "--n-head", "4",
+            "--n-layer", "1", "--ffn", "64", "--max-len", "20", "--dropout", "0", "--schedule", "noam", "--lr", "0.5",
+            "--warmup", "50", "--epochs", "6", "--batch-size", "16", "--threads", "1", "--log-every", "0"]
 LM = dict(iters=60, eval_every=30, eval_iters=2, n_layer=1, n_embd=32, n_head=2, block_size=32, batch_size=8,
           threads=1)
 LM_FLAGS = ["--iters", "60", "--eval-every", "30", "--eval-iters", "2", "--n-layer", "1", "--n-embd", "32",
@@ -181,9 +181,10 @@ def t_train_mt() -> None:
     check("python_train_mt_resume_equals_whole_run", a.step == 37 and b.step == r.step
           and same_file(tmp("py_mt_part.tfm"), tmp("py_mt.tfm")), f"{a} {b}")
     # word vocabularies from a TSV, validation files, a GRU encoder-decoder
-    seen = []
+    seen, vals, said = [], [], []
     w = tfm.train_mt(tmp("py_rnn.tfm"), tsv=tmp("train.tsv"), valid_src=tmp("valid.src"), valid_tgt=tmp("valid.tgt"),
-                     arch="rnn", preprocess="space", min_freq=1, epochs=2, batch_size=32, threads=1, progress=seen.append)
+                     arch="rnn", preprocess="space", min_freq=1, epochs=2, batch_size=32, threads=1, progress=seen.append,
+                     on_validation=vals.append, on_message=said.append)
     cli("train-mt", "--tsv", tmp("train.tsv"), "--valid-src", tmp("valid.src"), "--valid-tgt", tmp("valid.tgt"),
         "--out", tmp("cli_rnn.tfm"), "--arch", "rnn", "--preprocess", "space", "--min-freq", "1", "--epochs", "2",
         "--batch-size", "32", "--threads", "1")
@@ -191,11 +192,22 @@ def t_train_mt() -> None:
     check("python_train_mt_tsv_word_rnn_equals_cli", same_file(tmp("py_rnn.tfm"), tmp("cli_rnn.tfm")), "differ")
     check("python_train_mt_valid_loss_reported", len(ends) == 2 and all(p.valid_loss > 0 for p in ends)
           and w.val_loss == ends[-1].valid_loss, f"{ends} {w}")
+    check("python_train_mt_bleu_validations (one an epoch, as the CLI's valid lines)", len(vals) == 2
+          and [v.step for v in vals] == [p.step for p in ends] and all(0 <= v.bleu <= 100 and v.wrote is None
+                                                                       for v in vals)
+          and vals[-1].best_bleu == max(v.bleu for v in vals) and str(vals[0]).startswith("valid at step "), str(vals))
+    check("python_train_mt_messages (the run's configuration line)",
+          any(m.startswith("train-mt config: --tsv ") for m in said), str(said))
+    try:
+        tfm.train_mt(tmp("x.tfm"), tsv=tmp("train.tsv"), d_modle=8)
+        check("python_train_mt_unknown_option", False, "no error")
+    except TypeError as e:
+        check("python_train_mt_unknown_option", "d_modle" in str(e), str(e))
     try:
         tfm.train_mt(resume=tmp("py_mt.tfm"), src=tmp("train.src"), tgt=tmp("train.tgt"), d_model=64)
         check("python_train_mt_resume_refuses_a_change", False, "no error")
-    except ValueError as e:
-        check("python_train_mt_resume_refuses_a_change", "d_model=64" in str(e) and "d_model=32" in str(e), str(e))
+    except tfm.ArgumentError as e:   # the library's resume rule, naming both values as the CLI does
+        check("python_train_mt_resume_refuses_a_change", "--d-model 64" in str(e) and "--d-model 32" in str(e), str(e))
 
 
 def nbest_lines(results, with_alignment=False) -> list:

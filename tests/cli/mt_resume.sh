@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# train-mt --resume needs no other flag (issue 32, item 4): the run's thread count is stored and restored unless
+# --threads is given, --log-file is part of the run and a resume appends to it (also without --log-file), and a
+# stored relative data path that cannot be read from here names the flag to give. Uses $TFM; run from the repo root.
+source "$(dirname "$0")/lib.bash"
+TFM=${TFM:-build/tfm}
+TFM=$(cd "$(dirname "$TFM")" && pwd)/$(basename "$TFM")   # the test changes directories
+TSV=$PWD/data/fra-eng-demo.tsv
+head -n 400 "$TSV" | cut -f1 >"$TMP/src.txt"
+head -n 400 "$TSV" | cut -f2 >"$TMP/tgt.txt"
+R="--src $TMP/src.txt --tgt $TMP/tgt.txt --epochs 2 --batch-size 32 --log-every 5"
+
+# the whole run on 1 thread, and the same run stopped after 7 steps and resumed without --threads
+$TFM train-mt $R --threads 1 --out "$TMP/whole.tfm" --log-file "$TMP/part.jsonl" 2>/dev/null \
+    || fail "train-mt whole run" "failed"   # the same --log-file: it is part of the run configuration
+rm -f "$TMP/part.jsonl"
+$TFM train-mt $R --threads 1 --out "$TMP/part.tfm" --log-file "$TMP/part.jsonl" --max-steps 7 2>/dev/null \
+    || fail "train-mt --max-steps 7" "failed"
+before=$(wc -l <"$TMP/part.jsonl")
+expect_ok "train-mt --resume without --threads or --log-file" env OMP_NUM_THREADS=2 $TFM train-mt --resume "$TMP/part.tfm"
+cmp -s "$TMP/whole.tfm" "$TMP/part.tfm" && pass "resume takes the run's thread count (the 1-thread run, bit-identical)" \
+    || fail "resume takes the run's thread count" "checkpoints differ"
+grep -q "^--threads 1: the run's thread count (this machine's default is 2;" "$TMP/err" \
+    && pass "resume says it uses the run's thread count" || fail "resume says the thread count" "$(head -n 3 "$TMP/err")"
+after=$(wc -l <"$TMP/part.jsonl")
+[ "$before" -ge 2 ] && [ "$after" -gt "$before" ] && head -n 1 "$TMP/part.jsonl" | grep -q '"step": *5[,}]' \
+    && pass "resume without --log-file appends to the run's log ($before -> $after lines, the first kept)" \
+    || fail "resume appends to the run's log" "$before -> $after lines: $(head -n 1 "$TMP/part.jsonl")"
+
+# --log-file given on --resume: appended to, not erased; --threads given: used (and stored)
+$TFM train-mt $R --threads 1 --out "$TMP/p2.tfm" --log-file "$TMP/p2.jsonl" --max-steps 7 2>/dev/null
+printf '{"old": 1}\n' >"$TMP/other.jsonl"
+expect_ok "train-mt --resume --log-file OTHER --threads 2 --max-steps 10" \
+    $TFM train-mt --resume "$TMP/p2.tfm" --log-file "$TMP/other.jsonl" --threads 2 --max-steps 10
+head -n 1 "$TMP/other.jsonl" | grep -q '"old": 1' && [ "$(wc -l <"$TMP/other.jsonl")" -ge 2 ] \
+    && pass "--log-file on --resume appends" || fail "--log-file on --resume appends" "$(head -n 2 "$TMP/other.jsonl")"
+grep -q "train-mt config: .*--threads 2" "$TMP/err" && pass "a given --threads replaces the run's" \
+    || fail "a given --threads replaces the run's" "$(grep config "$TMP/err")"
+
+# a relative data path stored in the checkpoint (as given and resolved), resumed from another directory
+mkdir -p "$TMP/run" "$TMP/else"
+cp "$TMP/src.txt" "$TMP/tgt.txt" "$TMP/run/"
+(cd "$TMP/run" && $TFM train-mt --src src.txt --tgt tgt.txt --epochs 2 --batch-size 32 --threads 1 --log-every 0 \
+    --out r.tfm --max-steps 3 2>/dev/null) || fail "train-mt with relative paths" "failed"
+cp "$TMP/run/r.tfm" "$TMP/run/r0.tfm"
+(cd "$TMP/else" && expect_ok "resume from another directory finds the run's relative --src / --tgt" \
+    $TFM train-mt --resume ../run/r.tfm --max-steps 5)
+mv "$TMP/run/src.txt" "$TMP/run/moved.txt"
+(cd "$TMP/else" && expect_exit "resume of a run whose --src moved names the flag to give" 2 \
+    "--src src.txt \(the run's, stored in the checkpoint\) cannot be read from here; give --src PATH to name it" \
+    $TFM train-mt --resume ../run/r0.tfm)
+(cd "$TMP/else" && expect_ok "resume with --src naming the moved file" \
+    $TFM train-mt --resume ../run/r0.tfm --src ../run/moved.txt)
