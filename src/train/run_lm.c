@@ -13,6 +13,7 @@
 
 #include "tfm/kernels.h"
 #include "tfm/run.h"
+#include "train/run_common.h"
 
 /* ---------------------------------------------------------------- the fields */
 #define F(member, flag, TYPE, CLASS, help) {flag, TFM_FIELD_##TYPE, TFM_FIELD_##CLASS, offsetof(tfm_lm_run_opts, member), help},
@@ -104,22 +105,15 @@ typedef struct {
 
 static void say(const lm_run *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const lm_run *x, const char *fmt, ...) {
-    if (!x->h || !x->h->on_message || (x->h->dist && !tfm_dist_is_writer(x->h->dist))) return;
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    tfm_run_vsay(x->h, fmt, ap);
     va_end(ap);
-    x->h->on_message(line, x->h->user);
 }
 
 static void note(const char *line, void *user) { say(user, "%s", line); }
 
-static int arg_error(void) {   /* an invalid option: the CLI's usage error */
-    char m[600];
-    snprintf(m, sizeof m, "%s", tfm_last_error());
-    return tfm_set_error_kind(TFM_ERR_ARG, "%s", m), -1;
-}
+static int arg_error(void) { return tfm_run_arg_error(); }   /* an invalid option: the CLI's usage error */
 
 /* tfm_lm_train_state_check names the checkpoint field ("train.batch_size must be ..."); here, name the flag */
 static int state_error(void) {
@@ -276,20 +270,6 @@ static int on_save(const tfm_lm_train_state *st, void *user) {
 }
 
 /* ---------------------------------------------------------------- the run */
-static const char *gemm_str(char *buf, size_t n, int bf16) {
-    if (!bf16) snprintf(buf, n, "%s", tfm_gemm_backend());
-    else snprintf(buf, n, "%s; linear layers with bf16 operands (%s)", tfm_gemm_backend(),
-                  tfm_bf16_hw() ? "AVX512_BF16" : "emulated: this CPU has no AVX512_BF16");
-    return buf;
-}
-
-static const char *threads_str(char *buf, size_t n, int parallel, int slice) {
-    int t = tfm_get_threads(), k = tfm_train_chunks(parallel, t, slice);
-    if (k) snprintf(buf, n, "%d threads, each a chunk of the batch (--parallel batch: %d chunks)", t, k);
-    else snprintf(buf, n, "%d thread%s%s", t, t == 1 ? "" : "s", t > 1 ? " splitting each op (--parallel ops)" : "");
-    return buf;
-}
-
 static void say_start(lm_run *x) {
     const tfm_gpt_config *c = &x->m.cfg;
     char par[96], gemm[128], line[4096];
@@ -298,11 +278,8 @@ static void say_start(lm_run *x) {
         c->n_head, c->n_embd, c->block_size, c->vocab_size, x->bpe ? "BPE pieces" : "characters",
         c->attention == TFM_ATTN_SYNTHESIZER ? "synthesizer" : "causal", x->m.params.total);
     say(x, "data: %s: %d train / %d validation tokens; %s; gemm %s", x->o->data, x->d.n_train, x->d.n - x->d.n_train,
-        threads_str(par, sizeof par, x->ctl.parallel, slice), gemm_str(gemm, sizeof gemm, x->ctl.bf16));
-    size_t k = (size_t)snprintf(line, sizeof line, "train-lm config:");
-    for (int i = 0; i < x->run.n && k < sizeof line; i++)
-        if (strncmp(x->run.name[i], "data:", 5) && strncmp(x->run.name[i], "path:", 5) && *x->run.value[i])
-            k += (size_t)snprintf(line + k, sizeof line - k, " --%s %s", x->run.name[i], x->run.value[i]);
+        tfm_run_threads_str(par, sizeof par, x->ctl.parallel, slice), tfm_run_gemm_str(gemm, sizeof gemm, x->ctl.bf16));
+    tfm_run_config_line(&x->run, "train-lm", line, sizeof line);
     say(x, "%s", line);
     int n = tfm_ckpt_remove_stale_tmp(x->o->out);
     if (n > 0) say(x, "tfm train-lm: removed %d stale %s.tmp.* file%s of an interrupted save", n, x->o->out, n == 1 ? "" : "s");
@@ -311,11 +288,9 @@ static void say_start(lm_run *x) {
 /* The thread count is part of the run (the numbers depend on it): 0 stored as the count it means here; a resume
  * that takes the run's count says so when it is not this machine's default. */
 static void resolve_threads(lm_run *x) {
-    int f = tfm_field_find(LM_FIELDS, N_FIELDS, "threads"), dflt = tfm_default_threads();
-    int from_run = x->o->resume && !(x->h && x->h->given && x->h->given[f]) &&
-                   tfm_run_config_find(&x->stored, "threads");
-    if (!x->o->threads) x->o->threads = dflt;
-    x->threads_note = from_run && x->o->threads != dflt ? dflt : 0;
+    int f = tfm_field_find(LM_FIELDS, N_FIELDS, "threads");
+    x->threads_note = tfm_run_resolve_threads(&x->o->threads, x->h && x->h->given && x->h->given[f], x->o->resume,
+                                              &x->stored);
 }
 
 /* The resume's stored run configuration applied to the options not given, and the files checked. */
@@ -366,18 +341,7 @@ static int train(lm_run *x) {
     errno = 0;
     if (x->log && fclose(x->log) && !x->r->log_failed) log_failed(x);
     x->log = NULL;
-    if (steps < 0) {   /* name the last good checkpoint */
-        char err[600];
-        snprintf(err, sizeof err, "%s", tfm_last_error());
-        tfm_error_kind kind = tfm_last_error_kind();
-        if (x->r->saved_step >= 0)
-            tfm_set_error_kind(kind, "%s; the last good checkpoint: %s (step %d)", err, x->o->out, x->r->saved_step);
-        else if (x->o->resume)
-            tfm_set_error_kind(kind, "%s; this run saved nothing: the last good checkpoint is %s (step %d)", err,
-                               x->o->resume, x->r->start_step);
-        else tfm_set_error_kind(kind, "%s; this run saved no checkpoint", err);
-        return -1;
-    }
+    if (steps < 0) return tfm_run_last_good_error(x->r, x->o->out, x->o->resume);
     x->r->steps = steps;
     x->r->stopped_by = x->r->log_failed || !x->h || !x->h->stop ? 0 : *x->h->stop;
     x->r->tokens = (long)steps * x->st.batch_size * x->m.cfg.block_size * x->st.grad_accum;

@@ -11,27 +11,21 @@
 #include <string.h>
 
 #include "tfm/kernels.h"
+#include "train/run_common.h"
 #include "train/run_mt.h"
 
 static int is_writer(const mt_run *x) { return !x->h || !x->h->dist || tfm_dist_is_writer(x->h->dist); }
 
 void mt_say(const mt_run *x, const char *fmt, ...) {
-    if (!x->h || !x->h->on_message || !is_writer(x)) return;
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    tfm_run_vsay(x->h, fmt, ap);
     va_end(ap);
-    x->h->on_message(line, x->h->user);
 }
 
 static void note(const char *line, void *user) { mt_say(user, "%s", line); }
 
-int mt_arg_error(void) {
-    char m[600];
-    snprintf(m, sizeof m, "%s", tfm_last_error());
-    return tfm_set_error_kind(TFM_ERR_ARG, "%s", m), -1;
-}
+int mt_arg_error(void) { return tfm_run_arg_error(); }
 
 void mt_log_failed(mt_run *x) {   /* right after the failed write (errno) */
     if (x->r->log_failed) return;
@@ -79,11 +73,8 @@ static int resume_config(mt_run *x) {
 
 /* The thread count is part of the run (the numbers depend on it): 0 stored as the count it means here; a resume
  * that takes the run's count says so when it is not this machine's default. */
-static void set_threads(mt_run *x) {
-    int dflt = tfm_default_threads();
-    int from_run = x->o->resume && !x->given[mt_field("threads")] && tfm_run_config_find(&x->stored, "threads");
-    if (!x->o->threads) x->o->threads = dflt;
-    x->threads_note = from_run && x->o->threads != dflt ? dflt : 0;   /* said with the start-up lines */
+static void set_threads(mt_run *x) {   /* said with the start-up lines */
+    x->threads_note = tfm_run_resolve_threads(&x->o->threads, x->given[mt_field("threads")], x->o->resume, &x->stored);
 }
 
 static int prepare(mt_run *x) {
@@ -103,20 +94,6 @@ static int on_save(const tfm_mt_progress *p, void *user) {   /* after every epoc
     return x->o->keep_last > 0 ? tfm_ckpt_keep_step(x->o->out, p->step, x->o->keep_last) : 0;
 }
 
-static const char *threads_str(char *buf, size_t n, int parallel, int slice) {
-    int t = tfm_get_threads(), k = tfm_train_chunks(parallel, t, slice);
-    if (k) snprintf(buf, n, "%d threads, each a chunk of the batch (--parallel batch: %d chunks)", t, k);
-    else snprintf(buf, n, "%d thread%s%s", t, t == 1 ? "" : "s", t > 1 ? " splitting each op (--parallel ops)" : "");
-    return buf;
-}
-
-static const char *gemm_str(char *buf, size_t n, int bf16) {
-    if (!bf16) snprintf(buf, n, "%s", tfm_gemm_backend());
-    else snprintf(buf, n, "%s; linear layers with bf16 operands (%s)", tfm_gemm_backend(),
-                  tfm_bf16_hw() ? "AVX512_BF16" : "emulated: this CPU has no AVX512_BF16");
-    return buf;
-}
-
 /* The start-up lines: data, vocabularies, parameters, threads, GEMM path, where a resume starts, the run's
  * configuration, stale temporary files removed. */
 static void say_start(mt_run *x) {
@@ -124,35 +101,20 @@ static void say_start(mt_run *x) {
     char par[96], gemm[96], line[4096];
     mt_say(x, "%s: %d pairs (%d lines read), vocab %d src / %d tgt, %zu parameters (%s), %s, gemm %s",
            o->tsv ? o->tsv : o->src, x->atrain.n, x->ptrain.n_lines, x->tr.src_vocab.n, x->tr.tgt_vocab.n,
-           x->tr.model->params.total, x->tr.model->cfg.arch, threads_str(par, sizeof par, x->to.ctl.parallel,
-           x->atrain.n), gemm_str(gemm, sizeof gemm, x->to.ctl.bf16));
+           x->tr.model->params.total, x->tr.model->cfg.arch, tfm_run_threads_str(par, sizeof par, x->to.ctl.parallel,
+           x->atrain.n), tfm_run_gemm_str(gemm, sizeof gemm, x->to.ctl.bf16));
     if (o->resume)   /* epochs as the progress lines count them: the one the next step belongs to */
         mt_say(x, "resuming %s at step %d (epoch %d, %s)", o->resume, x->prog.step, x->prog.epoch + 1,
                x->prog.batch > 0 ? "inside it" : "from its start");
     if (x->threads_note)
         mt_say(x, "--threads %d: the run's thread count (this machine's default is %d; the numbers depend on it, give "
                "--threads N to change it)", o->threads, x->threads_note);
-    size_t k = (size_t)snprintf(line, sizeof line, "train-mt config:");
-    for (int i = 0; i < x->run.n && k < sizeof line; i++)
-        if (strncmp(x->run.name[i], "data:", 5) && strncmp(x->run.name[i], "path:", 5) && *x->run.value[i])
-            k += (size_t)snprintf(line + k, sizeof line - k, " --%s %s", x->run.name[i], x->run.value[i]);
+    tfm_run_config_line(&x->run, "train-mt", line, sizeof line);
     mt_say(x, "%s", line);
     int n = tfm_ckpt_remove_stale_tmp(o->out);
     if (n > 0) mt_say(x, "tfm train-mt: removed %d stale %s.tmp.* file%s of an interrupted save", n, o->out, n == 1 ? "" : "s");
 }
 
-static int train_error(mt_run *x) {   /* name the last good checkpoint */
-    char err[600];
-    snprintf(err, sizeof err, "%s", tfm_last_error());
-    tfm_error_kind kind = tfm_last_error_kind();
-    if (x->r->saved_step >= 0)
-        tfm_set_error_kind(kind, "%s; the last good checkpoint: %s (step %d)", err, x->o->out, x->r->saved_step);
-    else if (x->o->resume)
-        tfm_set_error_kind(kind, "%s; this run saved nothing: the last good checkpoint is %s (step %d)", err,
-                           x->o->resume, x->r->start_step);
-    else tfm_set_error_kind(kind, "%s; this run saved no checkpoint", err);
-    return -1;
-}
 
 static int train(mt_run *x) {
     tfm_mt_run_opts *o = x->o;
@@ -181,7 +143,7 @@ static int train(mt_run *x) {
     errno = 0;
     if (x->log && fclose(x->log) && !x->r->log_failed) mt_log_failed(x);
     x->log = NULL;
-    if (rc) return train_error(x);
+    if (rc) return tfm_run_last_good_error(x->r, x->o->out, x->o->resume);
     x->r->steps = x->prog.step - x->r->start_step;
     x->r->stopped_by = x->r->log_failed || !x->h || !x->h->stop ? 0 : *x->h->stop;
     return 0;
