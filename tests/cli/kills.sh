@@ -54,19 +54,22 @@ killed "plot" "$TMP/p.svg" $TFM plot "$TMP/log.jsonl" --out "$TMP/p.svg"
 # threads and how they share a step, which change the bits) each time, then finished: OUT == OUT.full byte for byte
 resumed() {
     local name=$1 out=$2 again=$3 cmd=$4; shift 4
+    local t0 t1 ms k pid hit=0
+    t0=$(date +%s%N)
     $TFM "$cmd" "$@" --out "$out.full" 2>/dev/null
-    local k pid hit=0
+    t1=$(date +%s%N)
+    ms=$(((t1 - t0) / 1000000))   # the kills land at 5-20% of the whole run's time each, so all four fall inside it
     for k in 1 2 3 4; do
         if [ -f "$out" ]; then $TFM "$cmd" --resume "$out" $again >/dev/null 2>&1 & else $TFM "$cmd" "$@" --out "$out" >/dev/null 2>&1 & fi
         pid=$!
-        sleep "0.$((RANDOM % 6 + 2))$((RANDOM % 10))"
+        sleep "$(awk -v ms="$ms" -v r=$RANDOM 'BEGIN { printf "%.3f", ms * (0.05 + 0.15 * r / 32768) / 1000 }')"
         kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
         [ $? -eq 137 ] && hit=$((hit + 1))
     done
     if [ -f "$out" ]; then $TFM "$cmd" --resume "$out" $again >/dev/null 2>&1; else $TFM "$cmd" "$@" --out "$out" >/dev/null 2>&1; fi
     [ $hit -ge 2 ] && cmp -s "$out" "$out.full" \
         && pass "$name: $hit x SIGKILL mid-run + --resume == the uninterrupted run, byte for byte" \
-        || fail "$name" "$hit kills mid-run; checkpoints equal: $(cmp -s "$out" "$out.full" && echo yes || echo no)"
+        || fail "$name" "$hit kills mid-run (a run: $ms ms); checkpoints equal: $(cmp -s "$out" "$out.full" && echo yes || echo no)"
 }
 resumed "train-mt --parallel batch, 2 threads" "$TMP/mt.tfm" "--threads 2 --parallel batch" train-mt --tsv "$FRA" \
     --num-examples 1000 --max-len 10 --d-model 32 --n-head 2 --n-layer 1 --ffn 32 --batch-size 32 --epochs 3 --dropout 0.1 \
