@@ -82,10 +82,10 @@ all: $(BUILD)/tfm
 help:
 	@echo "tfm make targets (every core by default; BUILD=dir, CC=clang, SAN=1, NATIVE=1, BLAS=openblas, MPI=1):"
 	@echo "  make              build/tfm, build/libtfm.a, build/libtfm.so"
-	@echo "  make demo         train a small character-level GPT on data/demo.txt and print a sample (~1-2 min)"
+	@echo "  make demo         train a small character-level GPT on data/demo.txt and print a sample (~1.5 min with the build)"
 	@echo "  make demo-mt      train a small English->French translator on data/fra-eng-demo.tsv, translate"
-	@echo "                    12 sentences, write build/demo-mt/attention.svg (~1-2 min)"
-	@echo "  make test         every test: unit, parity, CLI, clang -Werror, short fuzzing, ASan+UBSan (~10 min)"
+	@echo "                    12 sentences, write build/demo-mt/attention.svg (~70 s)"
+	@echo "  make test         every test: unit, parity, CLI, clang -Werror, short fuzzing, ASan+UBSan (~13 min)"
 	@echo "  make unit         the unit-test binaries only (build/tests/test_*)"
 	@echo "  make fuzz         every libFuzzer target for FUZZ_SECONDS (default 60) each (clang)"
 	@echo "  make bench-bin    the benchmark programs (bench/*.c; bench/run.sh runs the comparisons)"

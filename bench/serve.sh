@@ -3,7 +3,7 @@
 # is a client sending one request after the other). Not a test: timings, for docs/BENCHMARKS.md; run it on a
 # quiet machine.
 #   bench/serve.sh MT.tfm [--lm LM.tfm] [--src FILE] [--pair de-en] [--beam 4] [--threads N] [--duration S]
-#                  [--clients "1 8 32 128"] [--streams "1 16"] [--tokens N] [--sentences N]
+#                  [--clients "1 8 32 128"] [--streams "1 16"] [--tokens N] [--sentences N] [--serve-flags "..."]
 # MT.tfm: the translator of recipes/multi30k-de-en.sh; FILE: test_2016_flickr.de (default); --lm a language
 # model for the generation part (skipped without). What it measures, in order:
 #   1. offline: `tfm translate --beam B --threads N` on the sentences (the file repeated to >= --sentences
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 TFM=${TFM:-build/tfm}
 MT="" LM="" SRC=../shared/data/multi30k/test_2016_flickr.de PAIR=de-en BEAM=4 THREADS=0 DUR=20 CLIENTS="1 8 32 128"
-STREAMS="1 16" TOKENS=128 MIN_SENT=3000
+STREAMS="1 16" TOKENS=128 MIN_SENT=3000 SERVE_FLAGS=""
 while [ $# -gt 0 ]; do
     case $1 in
         --lm) LM=${2:?}; shift ;;
@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
         --streams) STREAMS=${2:?}; shift ;;
         --tokens) TOKENS=${2:?}; shift ;;
         --sentences) MIN_SENT=${2:?}; shift ;;
+        --serve-flags) SERVE_FLAGS=${2:?}; shift ;;
         -h|--help) usage; exit 0 ;;
         -*) echo "bench/serve.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
         *) [ -z "$MT" ] && MT=$1 || { echo "bench/serve.sh: one translator only" >&2; exit 2; } ;;
@@ -59,17 +60,20 @@ now() { date +%s.%N; }
 # ---- 1. offline
 n=0; : >"$W/src.txt"
 while [ "$n" -lt "$MIN_SENT" ]; do cat "$SRC" >>"$W/src.txt"; n=$(wc -l <"$W/src.txt"); done
-t0=$(now); "$TFM" translate "$MT" --beam "$BEAM" --threads "$THREADS" </dev/null >/dev/null 2>&1; t1=$(now)
-"$TFM" translate "$MT" --beam "$BEAM" --threads "$THREADS" <"$W/src.txt" >"$W/offline.txt" 2>/dev/null || {
+# the offline reference gets every core the server gets: --threads x --workers (from --serve-flags)
+WORKERS=$(echo "$SERVE_FLAGS" | sed -n 's/.*--workers[ =]\([0-9]*\).*/\1/p'); OFF_THREADS=$((THREADS * ${WORKERS:-1}))
+t0=$(now); "$TFM" translate "$MT" --beam "$BEAM" --threads "$OFF_THREADS" </dev/null >/dev/null 2>&1; t1=$(now)
+"$TFM" translate "$MT" --beam "$BEAM" --threads "$OFF_THREADS" <"$W/src.txt" >"$W/offline.txt" 2>/dev/null || {
     echo "bench/serve.sh: tfm translate failed" >&2; exit 1; }
 t2=$(now)
 # (the load time is subtracted only when it is a small part: a tiny model's run can be as short as its start)
 OFFLINE=$(echo "$n $t0 $t1 $t2" | awk '{ t = $4 - $3; l = $2 - $1; printf "%.2f", $1 / (l < t / 2 ? t - l : t) }')
-echo "offline: tfm translate, $n sentences: $OFFLINE sentences/s (load time $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s subtracted)"
+echo "offline: tfm translate --threads $OFF_THREADS, $n sentences: $OFFLINE sentences/s (load time $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s subtracted)"
 
 # start_server ARGS...: sets PID and PORT
 start_server() {
-    "$TFM" serve "$@" --port 0 --threads "$THREADS" --quiet --max-queue 1024 >/dev/null 2>"$W/server.err" &
+    "$TFM" serve "$@" --port 0 --threads "$THREADS" --quiet --max-queue 1024 --max-items 100000 $SERVE_FLAGS \
+        >/dev/null 2>"$W/server.err" &
     PID=$!
     PORT=""
     for _ in $(seq 600); do
