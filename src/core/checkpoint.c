@@ -30,6 +30,16 @@ static int check_values(const tfm_entry *e, int nonneg, const char *path) {
     return 0;
 }
 
+/* entry e (named name) holds tensor t's values: present, F32, t's shape, and finite (non-negative if nonneg) */
+static int check_f32_entry(const tfm_entry *e, const tfm_tensor *t, const char *name, int nonneg, const char *path) {
+    if (!e) return tfm_set_error("%s: entry '%s' missing", path, name), -1;
+    int ok = e->dtype == TFM_DT_F32 && e->ndim == t->ndim;
+    for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
+    if (!ok || e->nbytes != t->size * sizeof(float))
+        return tfm_set_error("%s: entry '%s' has the wrong type or shape", path, name), -1;
+    return check_values(e, nonneg, path);
+}
+
 int tfm_ckpt_check_block(const tfm_params *p, const float *block, const char *what, int nonneg) {
     for (int k = 0; k < p->n; k++) {
         const tfm_tensor *t = p->t[k];
@@ -53,12 +63,7 @@ int tfm_ckpt_get_block(const tfm_container *c, const char *prefix, const tfm_par
             snprintf(name, sizeof name, "%s%s", prefix, t->name);
             const tfm_entry *e = tfm_container_get(c, name);
             if (pass == 0) {
-                if (!e) return tfm_set_error("%s: entry '%s' missing", path, name), -1;
-                int ok = e->dtype == TFM_DT_F32 && e->ndim == t->ndim;
-                for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
-                if (!ok || e->nbytes != t->size * sizeof(float))
-                    return tfm_set_error("%s: entry '%s' has the wrong type or shape", path, name), -1;
-                if (check_values(e, nonneg, path)) return -1;
+                if (check_f32_entry(e, t, name, nonneg, path)) return -1;
             } else {
                 memcpy(block + (t->data - p->data), e->data, t->size * sizeof(float));
             }
@@ -191,12 +196,7 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
             const tfm_entry *e = tfm_container_get(c, name);
             if (e && e->dtype == TFM_DT_I8) continue;
             if (pass == 0) {
-                if (!e) return tfm_set_error("%s: entry '%s' missing", path, name), -1;
-                int ok = e->dtype == TFM_DT_F32 && e->ndim == t->ndim;
-                for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
-                if (!ok || e->nbytes != t->size * sizeof(float))
-                    return tfm_set_error("%s: entry '%s' has the wrong type or shape", path, name), -1;
-                if (check_values(e, 0, path)) return -1;
+                if (check_f32_entry(e, t, name, 0, path)) return -1;
             } else {
                 memcpy(t->data, e->data, t->size * sizeof(float));
             }
