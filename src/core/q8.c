@@ -1,5 +1,6 @@
 /* int8 weights (tfm quantize): row quantization and parameters held in int8 (include/tfm/core.h). */
 #include "tfm/core.h"
+#include "core/mem.h"
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -58,7 +59,7 @@ int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale)
     tfm_q8_weight *w = &p->q8[i];
     q8_weight_free(w);
     t->q8 = NULL;
-    w->q = aligned_alloc(64, (size_t)rows * ld);   /* ld is a multiple of 64: so is the size */
+    w->q = tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows (ld is a multiple of 64) */
     w->scale = malloc(sizeof(float) * (size_t)rows);
     w->sum = malloc(sizeof(int32_t) * (size_t)rows);
     if (!w->q || !w->scale || !w->sum) {

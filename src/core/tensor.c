@@ -1,5 +1,6 @@
 /* Tensors, parameter sets, graph-owned tensors and views. */
 #include "tfm/core.h"
+#include "core/mem.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1) {
 
 int tfm_params_alloc(tfm_params *p) {
     size_t bytes = (p->total ? p->total : 1) * sizeof(float);
-    p->data = calloc(1, bytes);
+    p->data = tfm_weights_alloc_(bytes);   /* huge pages where it pays: decoding streams through it */
     p->grad = p->data ? calloc(1, bytes) : NULL;
     if (!p->data || !p->grad) {
         free(p->data);

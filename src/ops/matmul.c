@@ -1,6 +1,7 @@
 /* matmul (batched, either operand transposed) and linear (x W^T + b), via tfm_gemm. */
 #include "ops/op_impl.h"
 #include "ops/vmath.h"
+#include "core/mem.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,7 @@ int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *par
             if (W->ndim != 2 || W->q8) continue;
             p->t[p->n] = W;
             size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
-            p->packed[p->n] = aligned_alloc(64, (bytes + 63) / 64 * 64); /* the kernels load B panels aligned */
+            p->packed[p->n] = tfm_weights_alloc_(bytes); /* 64-aligned: the kernels load B panels aligned */
             if (!p->packed[p->n++]) goto fail;
         }
     tfm_weight_packs_refresh(p);
