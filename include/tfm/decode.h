@@ -13,6 +13,7 @@
 #include "tfm/seq2seq.h"
 
 /* ---------------------------------------------------------------- search (src/decode/search.c) */
+typedef struct tfm_logit_screen tfm_logit_screen;
 typedef struct {
     int beam;                /* 1 = greedy */
     float alpha;             /* GNMT length penalty lp = ((5+len)/6)^alpha; score = logprob / lp */
@@ -21,6 +22,8 @@ typedef struct {
     const int *prefix_ids;   /* NULL, or forced target prefixes: sentence i's output starts with
                                 prefix_ids[prefix_off[i] .. prefix_off[i+1]) (at most max_len of them) */
     const int *prefix_off;
+    const tfm_logit_screen *screen;   /* NULL, or greedy finds each row's best token through this screen of the
+                                         model's output layer (below): the same tokens; scores not computed (0) */
 } tfm_search_opts;
 TFM_API void tfm_search_opts_default(tfm_search_opts *o);   /* greedy, alpha 0, max_len 50, 1 hypothesis */
 
@@ -60,6 +63,27 @@ TFM_API int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *wo
                                const tfm_search_opts *o, int **out, int *out_len);
 TFM_API int tfm_search_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
                            int batch_size, const tfm_search_opts *o, int **out, int *out_len);
+
+/* ---------------------------------------------------------------- greedy's output layer (src/decode/screen.c) */
+/* A decoding step at batch 1 reads every weight once, and the output layer (V x d, 8 MB of fp32 for 8000 x 256)
+ * is the largest part; greedy search only needs its argmax. A screen holds an int8 copy of that layer (one
+ * scale per row, 4x fewer bytes) and each row's L1 norm: the int8 logits plus a rigorous bound on their
+ * error (activation and weight rounding, fp32 rounding on both sides) leave a few candidates whose logits
+ * are then computed in fp32, with the arithmetic of a one-row fp32 step. The winner is exactly the first
+ * argmax of those fp32 logits: the token the unscreened one-row step picks.
+ *
+ * tfm_logit_screen_new: for a model whose vtable has decode_hidden / output_layer with an fp32 layer; NULL
+ * otherwise (with a tfm error: not available, a non-finite weight, out of memory). The screen reads the
+ * model's weights at every call: free it before the model, and make a new one if the weights change.
+ * tfm_logit_screen_argmax: h (rows, d) hidden states -> best[r]; banned ids never win. scratch: at least
+ * tfm_logit_screen_scratch(s, rows) floats. Returns how many rows fell back to all V fp32 logits (a flat
+ * distribution leaves too many candidates), or -1 if a row of h is not finite. */
+TFM_API tfm_logit_screen *tfm_logit_screen_new(const tfm_encdec *m);
+TFM_API void tfm_logit_screen_free(tfm_logit_screen *s);
+TFM_API int tfm_logit_screen_of(const tfm_logit_screen *s, const tfm_encdec *m);   /* 1: s screens m's layer */
+TFM_API size_t tfm_logit_screen_scratch(const tfm_logit_screen *s, int rows);
+TFM_API int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows, const int *banned,
+                                    int n_banned, float *scratch, int *best);
 
 /* ---------------------------------------------------------------- language models (src/decode/) */
 /* Sample one token from logits (V): temperature > 0 scales, top_k > 0 keeps the k largest.

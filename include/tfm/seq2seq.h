@@ -164,6 +164,11 @@ typedef struct {
     /* Optional (NULL: unbounded): the longest source or target sequence the model can take (the
      * Transformer's positional-encoding table). Decoding truncates to it: tfm_encdec_max_positions. */
     int (*max_positions)(const tfm_encdec *m);
+    /* Optional (NULL: not available), both or neither: decode() without its output layer, the (B,T,d)
+     * hidden states h whose logits are h W^T + b with output_layer's W (V,d) and b (V, or NULL). Greedy
+     * search uses them to find a row's best token without every logit (tfm_logit_screen, decode.h). */
+    tfm_tensor *(*decode_hidden)(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T);
+    void (*output_layer)(const tfm_encdec *m, const tfm_tensor **W, const tfm_tensor **b);
 } tfm_encdec_vtable;
 
 struct tfm_encdec {

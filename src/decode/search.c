@@ -201,11 +201,33 @@ static int put_hyps(tfm_hyps *out, const int *h, int H, const int *len, const fl
     return 0;
 }
 
+/* Greedy steps of at most this many rows go through the output layer's int8 screen when one is given: a
+ * step's GEMMs are then bound by reading the weights, and the screen reads a quarter of the layer's bytes. */
+#define SCREEN_MAX_ROWS 4
+
+/* A screened step: each row's best token (banned ones never win) into pick, as the full layer's first argmax
+ * (tfm_logit_screen). 0, or -1: a hidden state is not finite (a diverged model), out of memory. */
+static int screened_step(members *e, tfm_graph *g, const tfm_logit_screen *screen, const int *prev, int rows,
+                         int step, int *pick) {
+    tfm_encdec *m = e->m[0];
+    tfm_tensor *h = m->vt->decode_hidden(m, g, e->st[0], prev, rows, 1);   /* (rows,1,d) */
+    double tp = tfm_profile_begin(g);
+    float *scratch = tfm_arena_alloc(&g->arena, sizeof(float) * tfm_logit_screen_scratch(screen, rows));
+    int rc = !scratch ? (tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d rows)", rows), -1)
+             : tfm_logit_screen_argmax(screen, h->data, rows, m->cfg.banned, m->cfg.n_banned, scratch, pick) < 0
+                 ? nonfinite_output(step)
+                 : 0;
+    tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+    return rc;
+}
+
 /* Greedy: each row takes its most likely token (or its prefix's); the score is the sum of the chosen tokens'
- * log-probabilities (<eos> included when the sentence ended with it) over the length penalty. */
+ * log-probabilities (<eos> included when the sentence ended with it) over the length penalty, or 0 with a
+ * screen (the screen finds the best token without the log-softmax's normaliser). */
 static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
     tfm_encdec *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
     int nb = j->nb, max_len = j->o->max_len;
+    const tfm_logit_screen *screen = e->n == 1 && !g->gemm_bf16 && tfm_logit_screen_of(j->o->screen, m) ? j->o->screen : NULL;
     if (start_members(e, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb)) return -1;
     int V = m->cfg.tgt_vocab, H = max_len + 1, nt = e->n > 1 ? tfm_get_threads() : 1;
     float *x_k[TFM_MAX_ENSEMBLE];
@@ -214,9 +236,10 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
     int *prev = malloc(sizeof(int) * (size_t)nb);
     int *keep = malloc(sizeof(int) * (size_t)nb);
     int *len = malloc(sizeof(int) * (size_t)nb);
+    int *pick = malloc(sizeof(int) * (size_t)nb);
     float *logp = malloc(sizeof(float) * (size_t)nb), *scratch = malloc(sizeof(float) * (size_t)V * (size_t)nt);
     int rc = 0;
-    if (!row_sent || !hist || !prev || !keep || !len || !logp || !scratch) {
+    if (!row_sent || !hist || !prev || !keep || !len || !pick || !logp || !scratch) {
         rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb);
         goto end;
     }
@@ -225,28 +248,39 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
     int rows = nb;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
-        decode_members(e, g, prev, rows, x_k);   /* (rows,1,V) each */
-        double tp = tfm_profile_begin(g);
-        int n_keep = 0, normalized;
-        float *scores = step_scores(e->n, x_k, rows, V, nt, scratch, &normalized);
-        if (!scores) {
-            rc = nonfinite_output(step);
-            break;
+        const int screened = screen && rows <= SCREEN_MAX_ROWS;
+        float *scores = NULL;
+        int normalized = 0;
+        if (screened) {
+            if ((rc = screened_step(e, g, screen, prev, rows, step, pick))) break;
+        } else {
+            decode_members(e, g, prev, rows, x_k);   /* (rows,1,V) each */
+            scores = step_scores(e->n, x_k, rows, V, nt, scratch, &normalized);
+            if (!scores) {
+                rc = nonfinite_output(step);
+                break;
+            }
         }
+        double tp = tfm_profile_begin(g);
+        int n_keep = 0;
         for (int r = 0; r < rows; r++) {
-            float *x = scores + (size_t)r * V;
-            if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
-            float lse = normalized ? 0.0f : row_lse(x, V, scratch);
-            ban_tokens(&m->cfg, x);   /* after the log-softmax's normaliser, as in beam search */
+            float *x = scores ? scores + (size_t)r * V : NULL, lse = 0.0f;
+            if (x) {
+                if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
+                lse = normalized ? 0.0f : row_lse(x, V, scratch);
+                ban_tokens(&m->cfg, x);   /* after the log-softmax's normaliser, as in beam search */
+            }
             int s = row_sent[r], best = 0;
             if (step < prefix_len(j, s)) {
                 best = prefix_tok(j, s, step);
+            } else if (!x) {
+                best = pick[r];
             } else {
                 for (int v = 1; v < V; v++)
                     if (x[v] > x[best]) best = v;
             }
             if (step == max_len) best = eos;   /* cut here: scored as if it ended */
-            logp[s] += x[best] - lse;
+            if (x) logp[s] += x[best] - lse;
             if (best == eos) {
                 len[s] = step;
             } else {
@@ -265,12 +299,12 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
         rows = n_keep;
     }
     for (int s = 0; s < nb && !rc; s++) {
-        float sc = logp[s] / length_penalty(len[s] + 1, j->o->alpha);
+        float sc = screen ? 0.0f : logp[s] / length_penalty(len[s] + 1, j->o->alpha);
         rc = put_hyps(&j->out[j->sent[s]], hist + (size_t)s * H, H, &len[s], &sc, 1);
     }
 end:
     free_states(e);
-    free(row_sent), free(hist), free(prev), free(keep), free(len), free(logp), free(scratch);
+    free(row_sent), free(hist), free(prev), free(keep), free(len), free(pick), free(logp), free(scratch);
     return rc;
 }
 

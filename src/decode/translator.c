@@ -39,6 +39,7 @@ struct tfm_translator {
     int threads;
     tfm_weight_packs packs;
     int packed;
+    tfm_logit_screen *screen;   /* greedy's int8 screen of the output layer (one model, fp32 layer), or NULL */
     omp_lock_t lock;         /* the free list */
     pthread_rwlock_t model_lock;   /* decoding reads the model (shared); the teacher-forced attention pass sets
                                       its keep_attention and its modules keep their weights (exclusive) */
@@ -59,6 +60,17 @@ void tfm_translate_options_default(tfm_translate_options *o) {
 }
 
 /* own: take *m's contents (cleared; freed on failure too), else borrow m */
+/* Greedy's output-layer screen for a single model whose architecture has one (else none: the full layer). */
+static void make_screen(tfm_translator *t) {
+    tfm_logit_screen_free(t->screen);
+    t->screen = NULL;
+    if (t->n_models != 1 || !t->models[0]->vt->decode_hidden) return;
+    char saved[1024];   /* not having a screen is not an error */
+    snprintf(saved, sizeof saved, "%s", tfm_last_error());
+    t->screen = tfm_logit_screen_new(t->models[0]);
+    tfm_set_error("%s", saved);
+}
+
 static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_params *p) {
     tfm_translator_params def;
     tfm_translator_params_default(&def);
@@ -84,6 +96,7 @@ static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_param
     t->threads = p->threads > 0 ? p->threads : tfm_default_threads();
     t->models[0] = t->mt->model, t->n_models = 1;
     t->packed = p->pack_weights && tfm_weight_packs_init(&t->packs, &t->mt->model->params) == 0;   /* else unpacked */
+    make_screen(t);
     omp_init_lock(&t->lock);
     pthread_rwlock_init(&t->model_lock, NULL);
     return t;
@@ -94,6 +107,7 @@ tfm_translator *tfm_translator_view(tfm_mt_model *m, const tfm_translator_params
 
 void tfm_translator_weights_changed(tfm_translator *t) {
     if (t->packed) tfm_weight_packs_refresh(&t->packs);
+    if (t->screen) make_screen(t);
 }
 
 tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p) {
@@ -188,6 +202,7 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
             for (int i = 0; i < n; i++)
                 t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
             t->n_models = n;
+            make_screen(t);   /* none for an ensemble */
             t->p.pack_weights = pack;
             t->packed = pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
         }
@@ -227,6 +242,7 @@ void tfm_translator_free(tfm_translator *t) {
         workspace_free(w);
     }
     if (t->packed) tfm_weight_packs_free(&t->packs);
+    tfm_logit_screen_free(t->screen);
     omp_destroy_lock(&t->lock);
     pthread_rwlock_destroy(&t->model_lock);
     tfm_mt_model_free(&t->own);
@@ -574,7 +590,8 @@ int tfm_translator_translate_batch(tfm_translator *t, const char *const *source,
     if (tokenize_all(t, source, todo, m, &o, &src, &pre) || !(w = workspace_take(t))) goto end;
     tfm_set_threads(t->threads);
     tfm_search_opts so = {o.beam_size, o.length_penalty, o.max_decoding_length, o.num_hypotheses,
-                          o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL};
+                          o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL,
+                          o.beam_size == 1 && !o.return_scores && t->n_models == 1 ? t->screen : NULL};   /* greedy: same tokens */
     pthread_rwlock_rdlock(&t->model_lock);
     int failed = m && tfm_search_nbest_ensemble(t->models, t->n_models, &w->g, w->wp, w->n_workers, src.ids, src.off,
                                                 m, max_src, o.max_batch_size ? o.max_batch_size : t->p.max_batch_size,

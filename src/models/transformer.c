@@ -268,7 +268,8 @@ static tfm_tensor *dec_cross_attention(tfm_graph *g, tf_state *s, dec_block *b, 
     return cached_attend(g, &b->attention2, h, &kv, src_mask);
 }
 
-static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
+/* The decoder up to its output layer: (B,T,d) (tf_decode's logits = dense(this)). */
+static tfm_tensor *tf_decode_hidden(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
     tf_impl *t = IMPL(m);
     tf_state *s = state;
     set_keep(m);
@@ -306,7 +307,16 @@ static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int
         s->t++;
         s->self_kv.len = s->t;
     }
-    return tfm_Linear_forward(g, &t->dense, x);
+    return x;
+}
+
+static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
+    return tfm_Linear_forward(g, &IMPL(m)->dense, tf_decode_hidden(m, g, state, tgt_in, B, T));
+}
+
+static void tf_output_layer(const tfm_encdec *m, const tfm_tensor **W, const tfm_tensor **b) {
+    *W = IMPL(m)->dense.W;
+    *b = IMPL(m)->dense.b;
 }
 
 static void tf_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
@@ -465,7 +475,7 @@ static int tf_max_positions(const tfm_encdec *m) { return m->cfg.max_len; }
 
 static const tfm_encdec_vtable tf_vtable = {
     "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
-    tf_init_weights, tf_destroy, tf_loss, tf_max_positions,
+    tf_init_weights, tf_destroy, tf_loss, tf_max_positions, tf_decode_hidden, tf_output_layer,
 };
 
 tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
