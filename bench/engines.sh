@@ -11,8 +11,9 @@
 #             1. exported to ONNX through the PyTorch twin (bench/engines/onnx_export.py: an encoder graph and a
 #                decoder-step graph with the past keys/values as inputs and outputs, Optimum-style);
 #             2. decoded by ONNX Runtime in Node (bench/engines/ort_decode.mjs: tfm's search, greedy and beam 4,
-#                the same length penalty and limits), tokenized by tfm on both sides (tfm bpe encode/decode --ids);
-#                the outputs compared with tfm translate's, sentence for sentence;
+#                the same length penalty (the model's stored alpha, passed to both) and limits), tokenized by tfm
+#                on both sides (tfm bpe encode/decode --ids); the outputs compared with tfm translate's, sentence
+#                for sentence;
 #             3. timed: greedy at batch 1 and batch 32, beam 4 at batch 32; tfm at each --threads (and int8: the
 #                model through tfm quantize), ORT with graph optimisation all/extended/basic, intra-op threads
 #                1..max(--threads), inter-op 1, and, for 2 threads, two single-thread ORT processes on halves.
@@ -102,15 +103,20 @@ mt_compare() {
         || die "tfm bpe encode --ids --model $mt: $(cat "$W/err") (the ONNX comparison needs a translator with a BPE tokenizer)"
     "$PY" "$E/onnx_export.py" "$mt" "$W/onnx" | sed 's/^/# /'
     $TFM quantize "$mt" --out "$W/int8.tfm" >/dev/null 2>&1 || die "tfm quantize $mt failed"
-    # the same outputs? greedy and beam 4 (tfm translate's defaults: alpha 0, --max-output 50, --max-src 200)
+    # the same search on both sides, explicitly: the model's stored length penalty (what tfm translate uses when
+    # --alpha is not given; ort_decode.mjs reads it from model.json), --max-output 50, --max-src 200 (the defaults)
+    local alpha
+    alpha=$(node -p "require('$W/onnx/model.json').decode_alpha ?? 0") || die "$W/onnx/model.json: no decode_alpha"
+    echo "# search: alpha $alpha (the model's decode.alpha), --max-output 50, --max-src 200, on both sides"
+    # the same outputs? greedy and beam 4
     local beam ident
     for beam in 1 4; do
-        $TFM translate "$mt" --beam $beam --threads 1 <"$W/src.txt" >"$W/tfm.$beam.txt" 2>/dev/null
-        (cd "$E" && node ort_decode.mjs "$W/onnx" "$W/src.ids" "$W/ort.$beam.ids" --beam $beam 2>/dev/null)
+        $TFM translate "$mt" --beam $beam --alpha "$alpha" --threads 1 <"$W/src.txt" >"$W/tfm.$beam.txt" 2>/dev/null
+        (cd "$E" && node ort_decode.mjs "$W/onnx" "$W/src.ids" "$W/ort.$beam.ids" --beam $beam --alpha "$alpha" 2>/dev/null)
         $TFM bpe decode --ids --model "$mt" <"$W/ort.$beam.ids" >"$W/ort.$beam.txt"
         ident=$(paste -d '\t' "$W/tfm.$beam.txt" "$W/ort.$beam.txt" | awk -F'\t' '$1 == $2' | wc -l)
         echo "outputs, $([ $beam = 1 ] && echo greedy || echo "beam $beam"): tfm and ONNX Runtime identical for $ident of $n sentences"
-        $TFM translate "$W/int8.tfm" --beam $beam --threads 1 <"$W/src.txt" >"$W/int8.$beam.txt" 2>/dev/null
+        $TFM translate "$W/int8.tfm" --beam $beam --alpha "$alpha" --threads 1 <"$W/src.txt" >"$W/int8.$beam.txt" 2>/dev/null
         ident=$(paste -d '\t' "$W/tfm.$beam.txt" "$W/int8.$beam.txt" | awk -F'\t' '$1 == $2' | wc -l)
         echo "outputs, $([ $beam = 1 ] && echo greedy || echo "beam $beam"): tfm int8 equal to tfm fp32 for $ident of $n sentences (quality: docs/INT8.md)"
     done
@@ -119,15 +125,15 @@ mt_compare() {
     for mode in greedy1 greedy32 beam4; do
         case $mode in greedy1) b=1 beamk=1;; greedy32) b=32 beamk=1;; beam4) b=32 beamk=4;; esac
         for t in $threads; do
-            cfgs+=("$mode|tfm fp32 threads $t|tfm $mt --beam $beamk --batch-size $b --threads $t")
-            cfgs+=("$mode|tfm int8 threads $t|tfm $W/int8.tfm --beam $beamk --batch-size $b --threads $t")
+            cfgs+=("$mode|tfm fp32 threads $t|tfm $mt --beam $beamk --alpha $alpha --batch-size $b --threads $t")
+            cfgs+=("$mode|tfm int8 threads $t|tfm $W/int8.tfm --beam $beamk --alpha $alpha --batch-size $b --threads $t")
         done
         for opt in all extended basic; do
             for intra in $(seq 1 "$max_threads"); do
-                cfgs+=("$mode|ort $opt intra $intra inter 1|ort --beam $beamk --batch-size $b --opt $opt --intra $intra --inter 1")
+                cfgs+=("$mode|ort $opt intra $intra inter 1|ort --beam $beamk --alpha $alpha --batch-size $b --opt $opt --intra $intra --inter 1")
             done
         done
-        [ "$max_threads" -ge 2 ] && cfgs+=("$mode|ort all 2 processes x intra 1|ort2 --beam $beamk --batch-size $b --opt all --intra 1 --inter 1")
+        [ "$max_threads" -ge 2 ] && cfgs+=("$mode|ort all 2 processes x intra 1|ort2 --beam $beamk --alpha $alpha --batch-size $b --opt all --intra 1 --inter 1")
     done
     head -n $(( (n + 1) / 2 )) "$W/src.ids" >"$W/half1.ids"; tail -n +$(( (n + 1) / 2 + 1 )) "$W/src.ids" >"$W/half2.ids"
     local r i c name cmd f

@@ -11,7 +11,8 @@ encoder.onnx   src (B,Ts) int64, valid (B) int64
 decoder.onnx   tok (B,1) int64, pos (1) int64 (the position of tok), valid (B) int64,
                cross_k.{l}, cross_v.{l} (B,H,Ts,dk), past_k.{l}, past_v.{l} (B,H,t,dk) (t = pos; 0 at the first
                step: empty tensors) -> logits (B,V), present_k.{l}, present_v.{l} (B,H,t+1,dk)
-Also writes OUTDIR/model.json (config, vocabulary size, layers, heads) for ort_decode.mjs, and checks the
+Also writes OUTDIR/model.json (config, vocabulary size, layers, heads, banned tokens, the stored decoding
+settings decode_beam / decode_alpha, null if none) for ort_decode.mjs, and checks the
 graphs' reference outputs (the twin's own incremental decoding) against the twin's teacher-forced forward.
 Needs Debian's python3-torch (torch.onnx ships with it)."""
 import json
@@ -53,6 +54,9 @@ def load_twin(path):
         for k, p in names.items():
             p.copy_(state[k])
     model.eval()
+    cfg['banned'] = [int(t) for t in d['config.banned']] if 'config.banned' in d else []
+    cfg['decode_beam'] = int(d['decode.beam'][0]) if 'decode.beam' in d else None
+    cfg['decode_alpha'] = float(d['decode.alpha'][0]) if 'decode.alpha' in d else None
     return model, cfg
 
 
@@ -151,7 +155,8 @@ def main():
         sys.exit(f'onnx_export: the step graph differs from the forward by {worst:g}')
     with open(os.path.join(out, 'model.json'), 'w') as f:
         json.dump({'n_layer': L, 'n_head': H, 'd_k': dk, 'src_vocab': cfg['src_vocab'], 'tgt_vocab': cfg['tgt_vocab'],
-                   'max_len': cfg['max_len'], 'pad': tt.PAD, 'bos': tt.BOS, 'eos': tt.EOS, 'source': path}, f)
+                   'max_len': cfg['max_len'], 'pad': tt.PAD, 'bos': tt.BOS, 'eos': tt.EOS, 'banned': cfg['banned'],
+                   'decode_beam': cfg['decode_beam'], 'decode_alpha': cfg['decode_alpha'], 'source': path}, f)
     print(f'onnx_export: {path} -> {out}/encoder.onnx, decoder.onnx ({L} layers, {H} heads, d_model {d}, '
           f'vocab {cfg["tgt_vocab"]}; step graph = forward to {worst:.2g})')
 

@@ -3,11 +3,17 @@
 // source length (longest first) and cut into batches; per batch the encoder once, then one decoder step per
 // output position for the live rows; finished rows dropped. Beam: K rows per sentence, the best 2K (row, token)
 // candidates per sentence by score + log-softmax (earlier row/token first among equal scores); an <eos> among
-// the top K finishes a hypothesis scored logprob / ((5 + len) / 6)^alpha (len with <eos>); a sentence stops with
-// K finished hypotheses or at max_len.
+// the top K finishes a hypothesis scored logprob / ((5 + len) / 6)^alpha (len with <eos>), the best kept (the
+// first among equal scores); a sentence stops with K finished hypotheses (counted, kept or not) or when no
+// candidate continues; at step max_output its live beams end as they are, each scored as if <eos> came next.
+// Scores, log-softmax normaliser and length penalty are rounded to float32 where tfm computes in float; the
+// model's banned tokens (model.json) are never chosen.
 //
 //   node ort_decode.mjs ONNXDIR IDS.txt OUT.txt [--beam K] [--alpha A] [--max-output N] [--max-src N]
 //        [--batch-size N] [--opt disabled|basic|extended|all] [--intra N] [--inter N] [--mode sequential|parallel]
+//
+// As in tfm translate: --alpha -1 (the default) is the model's stored decoding alpha (model.json decode_alpha,
+// 0 if none); --max-output 50, --max-src 200; both bounded by the model's position table.
 //
 // IDS.txt: one source sentence a line as token ids (tfm bpe encode --ids), without <eos>. OUT.txt: the output ids
 // a line (tfm bpe decode --ids turns them into text). Prints one line to stderr:
@@ -17,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 function parseArgs(argv) {
-    const o = {beam: 1, alpha: 0, maxOutput: 50, maxSrc: 200, batch: 32, opt: 'all', intra: 1, inter: 1, mode: 'sequential'};
+    const o = {beam: 1, alpha: -1, maxOutput: 50, maxSrc: 200, batch: 32, opt: 'all', intra: 1, inter: 1, mode: 'sequential'};
     const pos = [];
     const num = (v, name) => {
         const x = Number(v);
@@ -46,6 +52,20 @@ function parseArgs(argv) {
     return o;
 }
 
+const f32 = Math.fround;
+
+// tfm's float log-sum-exp of one row (mx + logf(sum exp(x - mx))); log-softmax is f32(x[v] - lse)
+function rowLse(x) {
+    let mx = -Infinity;
+    for (let v = 0; v < x.length; v++) if (x[v] > mx) mx = x[v];
+    let sum = 0;
+    for (let v = 0; v < x.length; v++) sum += Math.exp(x[v] - mx);
+    return f32(mx + f32(Math.log(f32(sum))));
+}
+
+// GNMT length penalty in float, as search.c's length_penalty
+const lengthPenalty = (len, alpha) => (alpha === 0 ? 1 : f32(Math.pow(f32((5 + len) / 6), alpha)));
+
 // rows of a (R, ...) float tensor picked by idx -> a new (idx.length, ...) tensor
 function gatherRows(t, idx) {
     const R = t.dims[0], row = R ? t.data.length / R : 0;
@@ -57,7 +77,7 @@ const gatherInts = (a, idx) => idx.map((r) => a[r]);
 const int64 = (vals, dims) => new ort.Tensor('int64', BigInt64Array.from(vals, (v) => BigInt(v)), dims);
 
 class Engine {
-    constructor(meta, enc, dec) { Object.assign(this, {meta, enc, dec}); }
+    constructor(meta, enc, dec) { Object.assign(this, {meta, enc, dec, banned: meta.banned || []}); }
 
     // encode nb sentences -> {cross: [k0, v0, k1, ...] (nb rows), valid}
     async encode(srcs, maxSrc) {
@@ -113,8 +133,10 @@ class Engine {
             st.past = present;
             const keep = [], next = [];
             rows.forEach((s, r) => {
+                const x = logits.subarray(r * V, (r + 1) * V);
+                for (const b of this.banned) x[b] = -Infinity;
                 let best = 0;
-                for (let v = 1; v < V; v++) if (logits[r * V + v] > logits[r * V + best]) best = v;
+                for (let v = 1; v < V; v++) if (x[v] > x[best]) best = v;
                 if (best === eos || step === o.maxOutput) done[s] = out[s];
                 else { out[s].push(best); keep.push(r); next.push(best); }
             });
@@ -125,9 +147,12 @@ class Engine {
         return done;
     }
 
+    // search.c's beam_batch: K rows per sentence (only the first live at step 0), each step the best 2K candidates
+    // of a sentence's rows (group_candidates), an <eos> among the top K finishes a hypothesis (offer), the best K
+    // others continue; a sentence stops with K finished or none continuing; at step maxOutput every live beam
+    // ends as it is, scored with <eos> next.
     async beamSearch(srcs, o) {
         const K = o.beam, V = this.meta.tgt_vocab, {bos, eos} = this.meta, nb = srcs.length;
-        const lp = (n) => (o.alpha === 0 ? 1 : Math.pow((5 + n) / 6, o.alpha));
         const st = await this.encode(srcs, o.maxSrc);
         const expand = Array.from({length: nb * K}, (_, r) => Math.floor(r / K));
         st.cross = st.cross.map((t) => gatherRows(t, expand));
@@ -136,24 +161,37 @@ class Engine {
         let score = Array.from({length: nb * K}, (_, r) => (r % K ? -Infinity : 0));
         let hist = Array.from({length: nb * K}, () => []);
         let sents = srcs.map((_, i) => i);
-        const best = srcs.map(() => ({score: -Infinity, toks: []})), nFin = new Array(nb).fill(0);
+        const best = srcs.map(() => ({score: -Infinity, toks: [], n: 0})), nFin = new Array(nb).fill(0);
+        // the finished list with one slot (tfm translate prints the best): a later hypothesis replaces the kept
+        // one only with a strictly higher score
+        const offer = (s, ns, toks) => {
+            if (best[s].n === 0 || ns > best[s].score) best[s] = {score: ns, toks, n: 1};
+        };
         let prev = new Array(nb * K).fill(bos);
         for (let step = 0; sents.length && step <= o.maxOutput; step++) {
             const {logits, present} = await this.step(prev, step, st);
             st.past = present;
+            if (step === o.maxOutput) {   // the live beams end here, scored as if <eos> came next
+                sents.forEach((s, g) => {
+                    for (let r = g * K; r < g * K + K; r++) {
+                        if (score[r] === -Infinity) continue;
+                        const x = logits.subarray(r * V, (r + 1) * V);
+                        const sc = f32(score[r] + f32(x[eos] - rowLse(x)));
+                        offer(s, f32(sc / lengthPenalty(o.maxOutput + 1, o.alpha)), hist[r]);
+                    }
+                });
+                break;
+            }
             const idx = [], newScore = [], newHist = [], newSents = [];
             sents.forEach((s, g) => {
                 const top = [];   // the best 2K, sorted by score; an equal score goes after those already kept
                 for (let r = g * K; r < g * K + K; r++) {
                     if (score[r] === -Infinity) continue;
                     const x = logits.subarray(r * V, (r + 1) * V);
-                    let mx = -Infinity;
-                    for (let v = 0; v < V; v++) if (x[v] > mx) mx = x[v];
-                    let sum = 0;
-                    for (let v = 0; v < V; v++) sum += Math.exp(x[v] - mx);
-                    const lse = mx + Math.log(sum);
+                    const lse = rowLse(x);
+                    for (const b of this.banned) x[b] = -Infinity;   // after the normaliser, as tfm
                     for (let v = 0; v < V; v++) {
-                        const sc = Math.fround(score[r] + Math.fround(x[v] - lse));
+                        const sc = f32(score[r] + f32(x[v] - lse));
                         if (top.length === 2 * K && sc <= top[top.length - 1].sc) continue;
                         if (top.length === 2 * K) top.pop();
                         let j = top.length;
@@ -164,18 +202,16 @@ class Engine {
                 const live = [];
                 for (let j = 0; j < top.length && live.length < K; j++) {
                     const c = top[j];
-                    if (c.tok === eos || step === o.maxOutput) {
-                        if (c.tok === eos && j >= K) continue;
-                        const toks = c.tok === eos ? hist[c.r] : [...hist[c.r], c.tok];
-                        const ns = Math.fround(c.sc / lp(toks.length + 1));
-                        if (ns > best[s].score) best[s] = {score: ns, toks};
+                    if (c.tok === eos) {
+                        if (j >= K) continue;   // only top-K candidates may finish
+                        offer(s, f32(c.sc / lengthPenalty(step + 1, o.alpha)), hist[c.r]);
                         nFin[s]++;
                         continue;
                     }
                     live.push({r: c.r, sc: c.sc, h: [...hist[c.r], c.tok]});
                 }
-                if (nFin[s] >= K || step === o.maxOutput || !live.length) return;
-                while (live.length < K) live.push({r: live[0].r, sc: -Infinity, h: live[0].h});
+                if (nFin[s] >= K || !live.length) return;   // this sentence's rows dropped
+                while (live.length < K) live.push({r: live[0].r, sc: -Infinity, h: live[0].h});   // dead beams
                 for (const c of live) { idx.push(c.r); newScore.push(c.sc); newHist.push(c.h); }
                 newSents.push(s);
             });
@@ -191,6 +227,15 @@ class Engine {
 async function main() {
     const o = parseArgs(process.argv.slice(2));
     const meta = JSON.parse(fs.readFileSync(path.join(o.dir, 'model.json'), 'utf8'));
+    // tfm translate's defaults and bounds (cli translate, tfm_search_nbest_ensemble)
+    if (o.alpha < 0) o.alpha = meta.decode_alpha ?? 0;
+    o.beam = Math.max(1, o.beam);
+    o.maxOutput = Math.max(1, o.maxOutput);
+    o.maxSrc = Math.max(2, o.maxSrc);
+    if (meta.max_len > 0) {   // the position table bounds both sides
+        o.maxSrc = Math.min(o.maxSrc, meta.max_len);
+        o.maxOutput = Math.min(o.maxOutput, meta.max_len - 1);
+    }
     const srcs = fs.readFileSync(o.ids, 'utf8').split('\n');
     if (srcs.length && srcs[srcs.length - 1] === '') srcs.pop();
     const ids = srcs.map((l) => (l.trim() ? l.trim().split(/\s+/).map(Number) : []));
