@@ -33,7 +33,7 @@ int tfm_params_n_q8(const tfm_params *p) {
 }
 
 static void q8_weight_free(tfm_q8_weight *w) {
-    free(w->q);
+    tfm_weights_free_(w->q, (size_t)w->rows * w->ld);
     free(w->scale);
     free(w->sum);
     memset(w, 0, sizeof *w);
@@ -59,6 +59,7 @@ int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale)
     tfm_q8_weight *w = &p->q8[i];
     q8_weight_free(w);
     t->q8 = NULL;
+    w->rows = rows, w->cols = cols, w->ld = ld;   /* before the allocation: q8_weight_free needs the size */
     w->q = tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows (ld is a multiple of 64) */
     w->scale = malloc(sizeof(float) * (size_t)rows);
     w->sum = malloc(sizeof(int32_t) * (size_t)rows);
@@ -67,7 +68,6 @@ int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale)
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (parameter '%s' in int8: %d x %d)", t->name, rows,
                                   cols), -1;
     }
-    w->rows = rows, w->cols = cols, w->ld = ld;
     memcpy(w->scale, scale, sizeof(float) * (size_t)rows);
     for (int r = 0; r < rows; r++) {
         int8_t *dst = w->q + (size_t)r * ld;

@@ -68,7 +68,7 @@ int tfm_params_alloc(tfm_params *p) {
     p->data = tfm_weights_alloc_(bytes);   /* huge pages where it pays: decoding streams through it */
     p->grad = p->data ? calloc(1, bytes) : NULL;
     if (!p->data || !p->grad) {
-        free(p->data);
+        tfm_weights_free_(p->data, bytes);
         p->data = NULL;
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory: %zu parameters (2 x %.1f MiB)", p->total, bytes / 1048576.0), -1;
     }
@@ -104,7 +104,7 @@ int tfm_params_share_data(tfm_params *replica, const tfm_params *src) {
     for (int i = 0; i < src->n; i++)
         if (strcmp(replica->t[i]->name, src->t[i]->name) || !tfm_same_shape(replica->t[i], src->t[i]))
             return tfm_set_error("replica: tensor %d is %s, the model's %s", i, replica->t[i]->name, src->t[i]->name), -1;
-    free(replica->data);
+    tfm_weights_free_(replica->data, (replica->total ? replica->total : 1) * sizeof(float));
     replica->data = NULL;   /* not ours: tfm_params_free leaves it alone */
     for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data, replica->t[i]->q8 = src->t[i]->q8;
     return 0;
@@ -125,7 +125,7 @@ void tfm_params_free(tfm_params *p) {
         free(p->t[i]);
     }
     free(p->t);
-    free(p->data);
+    tfm_weights_free_(p->data, (p->total ? p->total : 1) * sizeof(float));
     free(p->grad);
     memset(p, 0, sizeof *p);
 }

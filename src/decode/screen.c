@@ -12,6 +12,7 @@
  * the maximum nor tied with it. The rest (the candidates) get their fp32 logits from tfm_gemm_bias on the
  * single row, which is the unscreened one-row step's GEMV arithmetic (the same bits), and the first maximum
  * among them in id order is the first argmax of all V fp32 logits. */
+#include "core/mem.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
 #include <math.h>
@@ -32,14 +33,14 @@ struct tfm_logit_screen {
 
 void tfm_logit_screen_free(tfm_logit_screen *s) {
     if (!s) return;
-    free(s->q.q), free(s->q.scale), free(s->q.sum), free(s->w_l1), free(s->w_err), free(s->b_abs);
+    tfm_weights_free_(s->q.q, (size_t)s->q.rows * s->q.ld), free(s->q.scale), free(s->q.sum), free(s->w_l1), free(s->w_err), free(s->b_abs);
     free(s);
 }
 
 static int quantize_rows(tfm_logit_screen *s) {
     int V = s->V, d = s->d, ld = (d + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * TFM_Q8_ALIGN;
     s->q = (tfm_q8_weight){.rows = V, .cols = d, .ld = ld};
-    s->q.q = aligned_alloc(64, (size_t)V * ld);
+    s->q.q = tfm_weights_alloc_((size_t)V * ld);   /* huge pages: read once a step */
     s->q.scale = malloc(sizeof(float) * (size_t)V);
     s->q.sum = malloc(sizeof(int32_t) * (size_t)V);
     s->w_l1 = malloc(sizeof(float) * (size_t)V);

@@ -140,7 +140,8 @@ void tfm_weight_packs_refresh(tfm_weight_packs *p) {
 }
 
 void tfm_weight_packs_free(tfm_weight_packs *p) {
-    for (int i = 0; p->packed && i < p->n; i++) free(p->packed[i]);
+    for (int i = 0; p->packed && i < p->n; i++)
+        tfm_weights_free_(p->packed[i], sizeof(float) * tfm_gemm_packed_b_floats(p->t[i]->shape[0], p->t[i]->shape[1]));
     free(p->packed);
     free(p->t);
     memset(p, 0, sizeof *p);
