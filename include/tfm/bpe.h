@@ -146,6 +146,18 @@ TFM_API int tfm_bpe_piece_id(const tfm_bpe *m, const char *piece, size_t len);
 /* Encode text[0..len) (valid UTF-8; checked) into a malloc'd array of *n_ids ids. An empty line
  * gives n_ids = 0 (and a non-NULL pointer). */
 TFM_API int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids);
+/* BPE-dropout (Provilkov et al. 2020, "BPE-Dropout: Simple and Effective Subword Regularization"): the merges of
+ * tfm_bpe_encode, each candidate merge skipped with probability p_drop when it comes up (as SentencePiece's
+ * BPE sampling does: a skipped pair is dropped until a neighbouring merge forms it again), so the text is
+ * segmented into smaller pieces at random; p_drop 0 is tfm_bpe_encode's segmentation, 1 the initial symbols
+ * (characters, user-defined pieces, bytes of unknown characters). The draws come from a counter-based generator
+ * keyed by `key` alone (tfm_bpe_dropout_key), so one key gives one segmentation on any thread. Decoding the ids
+ * gives the text back as for tfm_bpe_encode. BPE models only (unigram: an error). Returns a malloc'd array of
+ * *n_ids ids, or NULL with an error. */
+TFM_API int *tfm_bpe_encode_dropout(const tfm_bpe *m, const char *text, size_t len, float p_drop, uint64_t key,
+                                    int *n_ids);
+/* The key of one sentence's draws: a hash of the run's seed, the epoch and the sentence's index. */
+TFM_API uint64_t tfm_bpe_dropout_key(uint64_t seed, int epoch, long sentence);
 /* The pieces of the same encoding joined by single spaces, as spm_encode --output_format=piece prints
  * them (without byte fallback an unknown run is printed as its text). */
 TFM_API char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len);

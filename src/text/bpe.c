@@ -177,6 +177,8 @@ typedef struct {
     int n_seg, cap_seg;
     int prev_unk;
     int oom;
+    float p_drop;        /* BPE-dropout: each candidate merge skipped with this probability (0: exact BPE) */
+    uint64_t key, ctr;   /* its draws: splitmix64(key + ctr) for ctr = 0, 1, ... */
 } encoder;
 
 static int normal_find(const tfm_bpe *m, const char *s, size_t n) {
@@ -257,10 +259,30 @@ static void resegment(encoder *e, int off, int len) {
     output_piece(e, off, len, id);
 }
 
-/* Encode into segments; *norm_out receives the normalized text they point into. */
-static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encoder *e, char **norm_out) {
+/* BPE-dropout's draw for the merge at hand: skip it? (p_drop >= 1 skips every merge without drawing) */
+static int skip_merge(encoder *e) {
+    if (e->p_drop >= 1.0f) return 1;
+    uint64_t z = e->key + 0x9e3779b97f4a7c15ull * ++e->ctr;   /* splitmix64 of a counter: no state to share */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f) < e->p_drop;   /* a uniform 24-bit fraction in [0, 1) */
+}
+
+uint64_t tfm_bpe_dropout_key(uint64_t seed, int epoch, long sentence) {
+    uint64_t k = seed * 0xd1342543de82ef95ull + 0x2545f4914f6cdd1dull;
+    k = (k ^ (uint64_t)(uint32_t)epoch) * 0x9e3779b97f4a7c15ull;
+    k = (k ^ (k >> 29) ^ (uint64_t)sentence) * 0xbf58476d1ce4e5b9ull;
+    return k ^ (k >> 32);
+}
+
+/* Encode into segments; *norm_out receives the normalized text they point into. p_drop > 0: BPE-dropout with the
+ * draws keyed by key. */
+static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encoder *e, char **norm_out, float p_drop,
+                           uint64_t key) {
     memset(e, 0, sizeof *e);
     e->m = m;
+    e->p_drop = p_drop, e->key = key;
     long bad = tfm_utf8_first_invalid(text, len);
     if (bad >= 0) return tfm_set_error("invalid UTF-8 (byte 0x%02x at offset %ld)", (unsigned char)text[bad], bad), -1;
     size_t n;
@@ -304,6 +326,7 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
         pair_cand top = heap_pop(&e->q);
         symbol *l = &e->sym[top.left], *r = &e->sym[top.right];
         if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue;   /* stale */
+        if (e->p_drop > 0 && skip_merge(e)) continue;   /* BPE-dropout: dropped until a neighbour merge re-forms it */
         l->len += r->len;
         l->next = r->next;
         if (r->next >= 0) e->sym[r->next].prev = top.left;
@@ -327,11 +350,11 @@ static void encoder_free(encoder *e) {
     free(e->seg);
 }
 
-int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) {
+static int *encode_ids(const tfm_bpe *m, const char *text, size_t len, int *n_ids, float p_drop, uint64_t key) {
     encoder e;
     char *norm = NULL;
     int *ids = NULL;
-    if (!encode_segments(m, text, len, &e, &norm)) {
+    if (!encode_segments(m, text, len, &e, &norm, p_drop, key)) {
         ids = malloc((size_t)(e.n_seg ? e.n_seg : 1) * sizeof *ids);
         if (!ids) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line");
         else {
@@ -344,11 +367,22 @@ int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) 
     return ids;
 }
 
+int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) {
+    return encode_ids(m, text, len, n_ids, 0.0f, 0);
+}
+
+int *tfm_bpe_encode_dropout(const tfm_bpe *m, const char *text, size_t len, float p_drop, uint64_t key, int *n_ids) {
+    if (!(p_drop >= 0 && p_drop <= 1)) return tfm_set_error("BPE-dropout probability must be in [0, 1], got %g", p_drop), NULL;
+    if (m->model_type == TFM_SP_UNIGRAM)
+        return tfm_set_error("BPE-dropout needs a BPE model (this one is unigram: sample it instead)"), NULL;
+    return encode_ids(m, text, len, n_ids, p_drop, key);
+}
+
 char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len) {
     encoder e;
     char *norm = NULL;
     bpe_buf b = {0};
-    if (encode_segments(m, text, len, &e, &norm)) {
+    if (encode_segments(m, text, len, &e, &norm, 0.0f, 0)) {
         encoder_free(&e);
         free(norm);
         return NULL;

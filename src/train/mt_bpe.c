@@ -69,3 +69,34 @@ int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num
     tfm_parallel_ids_free(&ids);
     return rc;
 }
+
+/* One side of pair i, segmented with BPE-dropout, into row i of the arrays; 1 when cut, -1 out of memory. */
+static int dropout_row(const tfm_bpe *m, const tfm_toklist *line, float p_drop, uint64_t key, int num_steps, int *row,
+                       int *valid) {
+    int k = 0, cut = 0;
+    int *e = line->n ? tfm_bpe_encode_dropout(m, line->tok[0], strlen(line->tok[0]), p_drop, key, &k) : NULL;
+    if (line->n && !e) return -1;
+    *valid = tfm_truncate_pad(e, k, num_steps, row, &cut);
+    free(e);
+    return cut;
+}
+
+int tfm_mt_arrays_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_model *t, float p_drop, uint64_t seed,
+                              int epoch, tfm_nmt_arrays *a) {
+    if (!t->bpe || a->n != p->n)
+        return tfm_set_error("BPE-dropout: needs a BPE translator and the arrays of its corpus (%d pairs, arrays of %d)",
+                             p->n, a->n), -1;
+    int S = a->num_steps, oom = 0, cut_src = 0, cut_tgt = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : oom, cut_src, cut_tgt)
+    for (int i = 0; i < p->n; i++) {
+        int cs = dropout_row(t->bpe, &p->src[i], p_drop, tfm_bpe_dropout_key(seed, epoch, 2L * i), S,
+                             a->src + (size_t)i * S, &a->src_valid[i]);
+        int ct = dropout_row(t->bpe, &p->tgt[i], p_drop, tfm_bpe_dropout_key(seed, epoch, 2L * i + 1), S,
+                             a->tgt + (size_t)i * S, &a->tgt_valid[i]);
+        oom += cs < 0 || ct < 0;
+        cut_src += cs > 0, cut_tgt += ct > 0;
+    }
+    if (oom) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (BPE-dropout segmentation, epoch %d)", epoch + 1), -1;
+    a->n_truncated_src = cut_src, a->n_truncated_tgt = cut_tgt;
+    return 0;
+}

@@ -128,6 +128,7 @@ static int train(mt_run *x) {
     if (mt_valid_open(x)) return -1;
     x->to.ctl.stop = x->h ? x->h->stop : NULL, x->to.ctl.stop_self = &x->stop, x->to.ctl.dist = dist;
     x->to.ctl.note = note, x->to.ctl.note_user = x;
+    if (o->bpe_dropout > 0) x->to.epoch_data = mt_bpe_dropout_epoch;   /* exact BPE for validation and translation */
     x->r->start_step = x->r->step = x->prog.step;
     if (x->prog.epoch >= o->epochs || (o->max_steps > 0 && x->prog.step >= o->max_steps)) {
         mt_say(x, "%s is at epoch %d, step %d (--epochs %d, --max-steps %d): nothing to do", o->resume ? o->resume : o->out,

@@ -63,6 +63,7 @@ void mt_log_failed(mt_run *x);               /* a --log-file write failed (errno
 int mt_load_data(mt_run *x);                 /* corpora, then (fresh) the model and its optimizer, then the arrays */
 int mt_resume_model(mt_run *x);              /* the checkpoint's model, optimizer and progress; options matched */
 int mt_dump(mt_run *x);                      /* --dump-data PREFIX */
+int mt_bpe_dropout_epoch(int epoch, void *user);   /* --bpe-dropout: tfm_mt_train_opts.epoch_data */
 
 /* run_mt_valid.c */
 int mt_valid_open(mt_run *x);                /* the raw validation lines; sets x->to.validate */

@@ -72,6 +72,7 @@ int mt_resume_model(mt_run *x) {
     o->arch = c->arch;
     o->d_model = c->d_model, o->n_head = c->n_head, o->ffn = c->ffn, o->pre_ln = c->pre_ln, o->n_layer = c->n_layer;
     o->embed_size = c->embed_size, o->hidden_size = c->hidden_size, o->dropout = c->dropout;
+    o->attention_dropout = c->attention_dropout, o->activation_dropout = c->activation_dropout;
     o->share_embeddings = c->share_embeddings, o->pad_to_max_len = c->pad_len > 0;
     o->tokenizer = x->tr.bpe ? "bpe" : "word";
     if (!x->tr.bpe) o->preprocess = tfm_tok_kind_name((tfm_tok_kind)x->tr.tok_kind);
@@ -138,6 +139,12 @@ int mt_load_data(mt_run *x) {
     snprintf(x->tr.src_lang, sizeof x->tr.src_lang, "%s", o->src_lang ? o->src_lang : "");
     snprintf(x->tr.tgt_lang, sizeof x->tr.tgt_lang, "%s", o->tgt_lang ? o->tgt_lang : "");
     return 0;
+}
+
+/* tfm_mt_train_opts.epoch_data for --bpe-dropout: the epoch's segmentation of the training pairs, in place */
+int mt_bpe_dropout_epoch(int epoch, void *user) {
+    mt_run *x = user;
+    return tfm_mt_arrays_bpe_dropout(&x->ptrain, &x->tr, x->o->bpe_dropout, x->to.seed, epoch, &x->atrain);
 }
 
 /* ---------------------------------------------------------------- --dump-data */
