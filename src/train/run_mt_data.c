@@ -144,7 +144,13 @@ int mt_load_data(mt_run *x) {
 /* tfm_mt_train_opts.epoch_data for --bpe-dropout: the epoch's segmentation of the training pairs, in place */
 int mt_bpe_dropout_epoch(int epoch, void *user) {
     mt_run *x = user;
-    return tfm_mt_arrays_bpe_dropout(&x->ptrain, &x->tr, x->o->bpe_dropout, x->to.seed, epoch, &x->atrain);
+    tfm_nmt_arrays *a = &x->atrain;
+    if (tfm_mt_arrays_bpe_dropout(&x->ptrain, &x->tr, x->o->bpe_dropout, x->to.seed, epoch, a)) return -1;
+    if (!x->bpe_dropout_said && (a->n_truncated_src || a->n_truncated_tgt))
+        mt_say(x, "--bpe-dropout %g: epoch %d's segmentation cuts %d source and %d target sentences to --max-len %d "
+               "(said once)", x->o->bpe_dropout, epoch + 1, a->n_truncated_src, a->n_truncated_tgt, a->num_steps);
+    x->bpe_dropout_said |= a->n_truncated_src || a->n_truncated_tgt;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- --dump-data */

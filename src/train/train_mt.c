@@ -335,6 +335,13 @@ static void pair_lengths(const tfm_nmt_arrays *a, int *lens) {
     for (int i = 0; i < a->n; i++) lens[i] = a->src_valid[i] > a->tgt_valid[i] ? a->src_valid[i] : a->tgt_valid[i];
 }
 
+/* The run's steps when the batch count changes per epoch (o->epoch_data with token batches): those taken before
+ * this epoch, and this epoch's count for it and the epochs_left - 1 after it (the cosine schedule's length, the ETA) */
+static int steps_now(const tfm_mt_progress *prog, int n_batches, int epochs_left) {
+    int64_t t = (int64_t)prog->step - prog->batch + (int64_t)n_batches * epochs_left;
+    return t > INT_MAX ? INT_MAX : (int)t;
+}
+
 /* o->epoch_data: the epoch's training arrays (rewritten in place by the caller), then their lengths again */
 static int epoch_data(const tfm_mt_train_opts *o, int epoch, void *user, const tfm_nmt_arrays *train, int *lens) {
     int n = train->n, S = train->num_steps;
@@ -417,6 +424,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             break;
         }
         if (prog->batch >= bt.n_batches) prog->batch = 0;
+        if (o->epoch_data) total = steps_now(prog, bt.n_batches, o->epochs - epoch);
         for (int bi = prog->batch; bi < bt.n_batches; bi++) {
             int nb = bt.off[bi + 1] - bt.off[bi];
             double t_step = tfm_now();
