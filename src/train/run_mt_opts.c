@@ -28,15 +28,16 @@ static const tfm_field MT_FIELDS[] = {
     F(pre_ln, "pre-ln", BOOL, FIXED, "pre-LN blocks instead of d2l's post-LN AddNorm")
     F(embed_size, "embed-size", INT, FIXED, "embedding size (rnn, bahdanau)")
     F(hidden_size, "hidden-size", INT, FIXED, "GRU hidden size (rnn, bahdanau)")
-    F(dropout, "dropout", FLOAT, FIXED, "dropout")
+    F(dropout, "dropout", FLOAT, FIXED, "dropout on the embeddings and residual connections (and the attention weights "
+      "unless --attention-dropout)")
     F(attention_dropout, "attention-dropout", FLOAT, FIXED, "transformer: dropout on the attention weights after the "
       "softmax (-1 = --dropout, d2l's and tfm's before; fairseq's default is 0)")
     F(activation_dropout, "activation-dropout", FLOAT, FIXED, "transformer: dropout in the FFN after its activation")
     F(label_smoothing, "label-smoothing", FLOAT, FIXED, "label smoothing of the cross-entropy")
     F(bpe_dropout, "bpe-dropout", FLOAT, FIXED, "with --tokenizer bpe: BPE-dropout, each merge skipped with probability "
-      "P when segmenting the training pairs, again every epoch (validation and translation: exact BPE)")
+      "X when segmenting the training pairs, again every epoch (validation and translation: exact BPE)")
     F(rdrop, "rdrop", FLOAT, FIXED, "R-Drop: each batch through the model twice (two dropout masks), loss = mean of "
-      "the two cross-entropies + ALPHA x their symmetric KL (0 = off)")
+      "the two cross-entropies + X times their symmetric KL (0 = off: one pass)")
     F(loss_norm, "loss-norm", STR, FIXED,
       "tokens (mean over target tokens) | d2l (per-sentence sum / the batch's target length, summed over the batch)")
     F(lr, "lr", FLOAT, FIXED, "learning rate (peak; the scale factor for noam)")
