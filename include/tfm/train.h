@@ -438,9 +438,11 @@ TFM_API int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int
  * tfm_mt_arrays (a->n == p->n), rewritten in place with each sentence segmented by tfm_bpe_encode_dropout with
  * probability p_drop and the key tfm_bpe_dropout_key(seed, epoch, 2 * pair + side): a new segmentation per epoch,
  * the same for the same seed and epoch whatever the thread count. Sentences longer than a->num_steps are cut
- * (a->n_truncated_* count them). Nothing is allocated but each sentence's encoder buffers. 0, or -1 with an error. */
+ * (a->n_truncated_* count them). enc: n_enc encoders (tfm_bpe_encoder_new), at most that many threads, each using
+ * its own: kept from epoch to epoch, they allocate nothing once warm; NULL: one made and freed per call. 0, or -1
+ * with an error. */
 TFM_API int tfm_mt_arrays_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_model *t, float p_drop, uint64_t seed,
-                                      int epoch, tfm_nmt_arrays *a);
+                                      int epoch, tfm_bpe_encoder *const *enc, int n_enc, tfm_nmt_arrays *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 TFM_API int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,

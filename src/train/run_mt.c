@@ -172,6 +172,8 @@ int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     tfm_set_threads(saved_threads);
     if (x->log) fclose(x->log);
     mt_valid_close(&x->val);
+    for (int i = 0; x->bpe_enc && i < x->n_bpe_enc; i++) tfm_bpe_encoder_free(x->bpe_enc[i]);
+    free(x->bpe_enc);
     tfm_nmt_arrays_free(&x->atrain);
     tfm_nmt_arrays_free(&x->avalid);
     tfm_parallel_text_free(&x->ptrain);

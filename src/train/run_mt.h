@@ -39,6 +39,8 @@ typedef struct {
     tfm_nmt_arrays atrain, avalid;
     int have_valid, kind;
     int bpe_dropout_said;        /* --bpe-dropout's truncation line was printed */
+    tfm_bpe_encoder **bpe_enc;   /* --bpe-dropout: one encoder per thread, reused every epoch */
+    int n_bpe_enc;
     int threads_note;            /* a resume took the run's thread count, not this default: say so */        /* validation files given; the tokenizer kind the corpora load with */
     mt_valid val;
     FILE *log;                   /* --log-file (the writing rank only) */

@@ -145,7 +145,14 @@ int mt_load_data(mt_run *x) {
 int mt_bpe_dropout_epoch(int epoch, void *user) {
     mt_run *x = user;
     tfm_nmt_arrays *a = &x->atrain;
-    if (tfm_mt_arrays_bpe_dropout(&x->ptrain, &x->tr, x->o->bpe_dropout, x->to.seed, epoch, a)) return -1;
+    if (!x->bpe_enc) {   /* the first epoch of this process: one encoder per thread, kept to the end of the run */
+        x->n_bpe_enc = tfm_get_threads();
+        if (!(x->bpe_enc = calloc((size_t)x->n_bpe_enc, sizeof *x->bpe_enc))) return nomem();
+        for (int i = 0; i < x->n_bpe_enc; i++)
+            if (!(x->bpe_enc[i] = tfm_bpe_encoder_new())) return -1;
+    }
+    if (tfm_mt_arrays_bpe_dropout(&x->ptrain, &x->tr, x->o->bpe_dropout, x->to.seed, epoch, x->bpe_enc, x->n_bpe_enc, a))
+        return -1;
     if (!x->bpe_dropout_said && (a->n_truncated_src || a->n_truncated_tgt))
         mt_say(x, "--bpe-dropout %g: epoch %d's segmentation cuts %d source and %d target sentences to --max-len %d "
                "(said once)", x->o->bpe_dropout, epoch + 1, a->n_truncated_src, a->n_truncated_tgt, a->num_steps);

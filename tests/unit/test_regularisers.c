@@ -7,7 +7,6 @@
  *                gradients averaged; finite differences on the whole loss (the op itself: test_gradcheck.c);
  *   attention / activation dropout  config defaults (attention_dropout -1 = dropout), their effect, the checkpoint
  *                round trip, the range checks. */
-#include <omp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -32,6 +31,8 @@ static int all_initial(const tfm_bpe *m, const int *ids, int n) {
 }
 
 static void test_bpe_dropout_encode(const tfm_parallel_text *p, const tfm_bpe *m) {
+    tfm_bpe_encoder *reuse = tfm_bpe_encoder_new();
+    int reuse_ok = 0;
     int n_lines = 2 * p->n, exact_ok = 0, one_ok = 0, same_ok = 0, decode_ok = 0, differ_seed = 0, differ_exact = 0;
     long len_exact = 0, len_drop = 0, len_one = 0;
     for (int i = 0; i < n_lines; i++) {
@@ -49,6 +50,9 @@ static void test_bpe_dropout_encode(const tfm_parallel_text *p, const tfm_bpe *m
             CHECK("bpe-dropout: encode", 0, "line %d: %s", i, tfm_last_error());
             return;
         }
+        int nr;   /* the reused encoder (its buffers from the longer lines before) gives the same ids */
+        const int *r = tfm_bpe_encoder_run(reuse, m, s, len, 0.3f, key, &nr);
+        reuse_ok += r && same_ids(r, nr, a, na);
         exact_ok += same_ids(e, ne, d0, n0);
         one_ok += all_initial(m, d1, n1);
         same_ok += same_ids(a, na, b, nb);
@@ -60,6 +64,9 @@ static void test_bpe_dropout_encode(const tfm_parallel_text *p, const tfm_bpe *m
         free(t1), free(t2), free(e), free(d0), free(d1), free(a), free(b), free(c);
     }
     CHECK("bpe-dropout: p 0 is exact BPE on every line", exact_ok == n_lines, "%d of %d lines", exact_ok, n_lines);
+    CHECK("bpe-dropout: a reused tfm_bpe_encoder gives tfm_bpe_encode_dropout's ids", reuse_ok == n_lines, "%d of %d",
+          reuse_ok, n_lines);
+    tfm_bpe_encoder_free(reuse);
     CHECK("bpe-dropout: p 1 gives the initial symbols (characters)", one_ok == n_lines, "%d of %d lines", one_ok, n_lines);
     CHECK("bpe-dropout: p 1 has more pieces than exact BPE", len_one > len_exact * 2, "%ld vs %ld", len_one, len_exact);
     CHECK("bpe-dropout: the same key gives the same segmentation", same_ok == n_lines, "%d of %d", same_ok, n_lines);
@@ -101,22 +108,24 @@ static void test_bpe_dropout_arrays(const tfm_parallel_text *p, tfm_bpe *m) {
     int ok = !tfm_mt_arrays(p, &t, 64, &exact) && !tfm_mt_arrays(p, &t, 64, &a) && !tfm_mt_arrays(p, &t, 64, &b);
     CHECK("bpe-dropout arrays: built", ok, "%s", tfm_last_error());
     if (!ok) return;
-    int threads = omp_get_max_threads();
-    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.0f, 5, 0, &a);
+    int threads = tfm_get_threads();
+    tfm_bpe_encoder *enc[3] = {tfm_bpe_encoder_new(), tfm_bpe_encoder_new(), tfm_bpe_encoder_new()};
+    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.0f, 5, 0, NULL, 0, &a);
     CHECK("bpe-dropout arrays: p 0 = the exact arrays", ok && arrays_equal(&a, &exact), "%s", tfm_last_error());
-    omp_set_num_threads(1);
-    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 3, &a);
-    omp_set_num_threads(3);
-    ok = ok && !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 3, &b);
-    omp_set_num_threads(threads);
+    tfm_set_threads(1);
+    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 3, NULL, 0, &a);
+    tfm_set_threads(3);
+    ok = ok && !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 3, enc, 3, &b);
+    tfm_set_threads(threads);
     CHECK("bpe-dropout arrays: 1 and 3 threads give one segmentation", ok && arrays_equal(&a, &b), "%s", tfm_last_error());
     CHECK("bpe-dropout arrays: not the exact arrays", !arrays_equal(&a, &exact), "p 0.2 changed nothing");
-    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 4, &b);
+    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 4, enc, 3, &b);
     CHECK("bpe-dropout arrays: the next epoch re-segments", ok && !arrays_equal(&a, &b), "epochs 3 and 4 equal");
     long toks_exact = 0, toks_drop = 0;
     for (int i = 0; i < p->n; i++) toks_exact += exact.src_valid[i], toks_drop += b.src_valid[i];
     CHECK("bpe-dropout arrays: longer rows, each ending in <eos> or cut at num_steps", toks_drop > toks_exact &&
           b.src[(size_t)0 * 64 + b.src_valid[0] - 1] == TFM_EOS, "%ld vs %ld tokens", toks_drop, toks_exact);
+    for (int i = 0; i < 3; i++) tfm_bpe_encoder_free(enc[i]);
     tfm_nmt_arrays_free(&exact), tfm_nmt_arrays_free(&a), tfm_nmt_arrays_free(&b);
     tfm_mt_model_free(&t);   /* frees m too */
 }
