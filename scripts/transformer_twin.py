@@ -12,7 +12,8 @@ Structure (d2l's TransformerEncoder / TransformerDecoder, post-LN by default):
            logits = dense(X)
   AddNorm(X, Y) = ln(drop(Y) + X); pre_ln: X = X + drop(sublayer(addnorm.ln(X))) and a final ln_f per stack.
   Attention: bias-free W_q W_k W_v W_o, scores / sqrt(d_k), hidden keys set to -1e6 (d2l's masked_softmax),
-  dropout on the weights. FFN: dense2(relu(dense1(x))).
+  dropout on the weights (cfg attention_dropout, or dropout when it is -1 or absent). FFN:
+  dense2(drop_act(relu(dense1(x)))) (cfg activation_dropout, 0 when absent).
   share_embeddings (train-mt --share-embeddings): one nn.Embedding `shared.embedding` is the encoder's and the
   decoder's embedding and the weight of decoder.dense (which keeps its own bias); named_parameters() lists it
   once, as 'shared.embedding.weight', like tfm.
@@ -93,22 +94,24 @@ class AddNorm(nn.Module):
 
 
 class PositionWiseFFN(nn.Module):
-    def __init__(self, d, ffn):
+    def __init__(self, d, ffn, dropout=0.0):
         super().__init__()
+        self.dropout = nn.Dropout(dropout)
         self.dense1 = nn.Linear(d, ffn)
         self.dense2 = nn.Linear(ffn, d)
 
     def forward(self, x):
-        return self.dense2(F.relu(self.dense1(x)))
+        return self.dense2(self.dropout(F.relu(self.dense1(x))))
 
 
 class EncoderBlock(nn.Module):
-    def __init__(self, d, n_head, ffn, dropout, pre_ln):
+    def __init__(self, d, n_head, ffn, dropout, pre_ln, attention_dropout=None, activation_dropout=0.0):
         super().__init__()
+        attn = dropout if attention_dropout is None or attention_dropout < 0 else attention_dropout
         self.pre_ln = pre_ln
-        self.attention = MultiHeadAttention(d, n_head, dropout)
+        self.attention = MultiHeadAttention(d, n_head, attn)
         self.addnorm1 = AddNorm(d, dropout)
-        self.ffn = PositionWiseFFN(d, ffn)
+        self.ffn = PositionWiseFFN(d, ffn, activation_dropout)
         self.addnorm2 = AddNorm(d, dropout)
 
     def forward(self, X, valid_lens):
@@ -121,14 +124,15 @@ class EncoderBlock(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-    def __init__(self, d, n_head, ffn, dropout, pre_ln):
+    def __init__(self, d, n_head, ffn, dropout, pre_ln, attention_dropout=None, activation_dropout=0.0):
         super().__init__()
+        attn = dropout if attention_dropout is None or attention_dropout < 0 else attention_dropout
         self.pre_ln = pre_ln
-        self.attention1 = MultiHeadAttention(d, n_head, dropout)
+        self.attention1 = MultiHeadAttention(d, n_head, attn)
         self.addnorm1 = AddNorm(d, dropout)
-        self.attention2 = MultiHeadAttention(d, n_head, dropout)
+        self.attention2 = MultiHeadAttention(d, n_head, attn)
         self.addnorm2 = AddNorm(d, dropout)
-        self.ffn = PositionWiseFFN(d, ffn)
+        self.ffn = PositionWiseFFN(d, ffn, activation_dropout)
         self.addnorm3 = AddNorm(d, dropout)
 
     def forward(self, X, EK, EV, enc_valid, cache=None):
@@ -158,7 +162,8 @@ class Encoder(nn.Module):
         super().__init__()
         self.d = cfg['d_model']
         self.embedding = shared if shared is not None else nn.Embedding(cfg['src_vocab'], self.d)
-        self.blocks = nn.ModuleList([EncoderBlock(self.d, cfg['n_head'], cfg['ffn'], cfg['dropout'], cfg['pre_ln'])
+        self.blocks = nn.ModuleList([EncoderBlock(self.d, cfg['n_head'], cfg['ffn'], cfg['dropout'], cfg['pre_ln'],
+                                                  cfg.get('attention_dropout'), cfg.get('activation_dropout', 0.0))
                                      for _ in range(cfg['n_layer'])])
         if cfg['pre_ln']:
             self.ln_f = nn.LayerNorm(self.d)
@@ -179,7 +184,8 @@ class Decoder(nn.Module):
         super().__init__()
         self.d = cfg['d_model']
         self.embedding = shared if shared is not None else nn.Embedding(cfg['tgt_vocab'], self.d)
-        self.blocks = nn.ModuleList([DecoderBlock(self.d, cfg['n_head'], cfg['ffn'], cfg['dropout'], cfg['pre_ln'])
+        self.blocks = nn.ModuleList([DecoderBlock(self.d, cfg['n_head'], cfg['ffn'], cfg['dropout'], cfg['pre_ln'],
+                                                  cfg.get('attention_dropout'), cfg.get('activation_dropout', 0.0))
                                      for _ in range(cfg['n_layer'])])
         if cfg['pre_ln']:
             self.ln_f = nn.LayerNorm(self.d)

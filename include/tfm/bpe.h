@@ -146,6 +146,28 @@ TFM_API int tfm_bpe_piece_id(const tfm_bpe *m, const char *piece, size_t len);
 /* Encode text[0..len) (valid UTF-8; checked) into a malloc'd array of *n_ids ids. An empty line
  * gives n_ids = 0 (and a non-NULL pointer). */
 TFM_API int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids);
+/* BPE-dropout (Provilkov et al. 2020, "BPE-Dropout: Simple and Effective Subword Regularization"): the merges of
+ * tfm_bpe_encode, each candidate merge skipped with probability p_drop when it comes up (as SentencePiece's
+ * BPE sampling does: a skipped pair is dropped until a neighbouring merge forms it again), so the text is
+ * segmented into smaller pieces at random; p_drop 0 is tfm_bpe_encode's segmentation, 1 the initial symbols
+ * (characters, user-defined pieces, bytes of unknown characters). The draws come from a counter-based generator
+ * keyed by `key` alone (tfm_bpe_dropout_key), so one key gives one segmentation on any thread. Decoding the ids
+ * gives the text back as for tfm_bpe_encode. BPE models only (unigram: an error). Returns a malloc'd array of
+ * *n_ids ids, or NULL with an error. */
+TFM_API int *tfm_bpe_encode_dropout(const tfm_bpe *m, const char *text, size_t len, float p_drop, uint64_t key,
+                                    int *n_ids);
+/* The key of one sentence's draws: a hash of the run's seed, the epoch and the sentence's index. */
+TFM_API uint64_t tfm_bpe_dropout_key(uint64_t seed, int epoch, long sentence);
+/* A reusable encoder for encoding many lines: its buffers grow to the longest line seen and are kept, so a corpus
+ * encoded again (BPE-dropout's segmentation of every epoch) allocates nothing once it has held the longest line
+ * (BPE models; unigram models allocate their lattice per line). One per thread. */
+typedef struct tfm_bpe_encoder tfm_bpe_encoder;
+TFM_API tfm_bpe_encoder *tfm_bpe_encoder_new(void);   /* NULL with an error when out of memory */
+TFM_API void tfm_bpe_encoder_free(tfm_bpe_encoder *e);   /* NULL-safe */
+/* tfm_bpe_encode_dropout (p_drop 0: tfm_bpe_encode) with e's buffers: *n_ids ids owned by e, valid until its next
+ * call, or NULL with an error. */
+TFM_API const int *tfm_bpe_encoder_run(tfm_bpe_encoder *e, const tfm_bpe *m, const char *text, size_t len,
+                                       float p_drop, uint64_t key, int *n_ids);
 /* The pieces of the same encoding joined by single spaces, as spm_encode --output_format=piece prints
  * them (without byte fallback an unknown run is printed as its text). */
 TFM_API char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len);

@@ -113,6 +113,8 @@ typedef enum { TFM_ACT_RELU, TFM_ACT_GELU, TFM_ACT_SILU, TFM_ACT_GELU_ERF } tfm_
 typedef struct {
     tfm_Linear dense1, dense2;
     tfm_activation act;
+    float dropout;           /* activation dropout on the hidden layer after act (training only; 0 = none,
+                                what _init sets; train-mt --activation-dropout) */
 } tfm_PositionWiseFFN;
 TFM_API void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char *name, int d_in, int d_hidden,
                               int d_out, tfm_activation act);

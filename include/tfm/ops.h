@@ -142,6 +142,13 @@ TFM_API tfm_tensor *tfm_dropout_time_major(tfm_graph *g, tfm_tensor *x, float p)
 TFM_API tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targets,
                               int ignore_index, float label_smoothing);
 
+/* R-Drop's regulariser (Liang et al. 2021): the symmetric KL divergence 0.5 (KL(p||q) + KL(q||p)) between the
+ * softmax distributions p of logits a and q of logits b (both (N,V) or (...,V), the same shape), per row
+ * 0.5 sum_v (p_v - q_v)(log p_v - log q_v), averaged over the rows whose target is not ignore_index (targets:
+ * N entries, as tfm_cross_entropy's; only compared with ignore_index). Gradients flow into both a and b. Returns a
+ * scalar (1); 0 when every row is ignored. */
+TFM_API tfm_tensor *tfm_sym_kl(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, const int *targets, int ignore_index);
+
 /* 4-D permute (copy): out.shape[i] = x.shape[perm[i]]. E.g. (B,T,H,D) -> (B,H,T,D) is {0,2,1,3}. */
 TFM_API tfm_tensor *tfm_permute(tfm_graph *g, tfm_tensor *x, int p0, int p1, int p2, int p3);
 /* Concatenate n tensors along axis (all other dims equal). */

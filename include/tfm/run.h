@@ -180,6 +180,10 @@ typedef struct {
     const char *src_lang, *tgt_lang;
     const char *preset;      /* d2l | multi30k; NULL: multi30k for a bpe transformer, else d2l (stored resolved) */
     int allow_truncation;
+    /* regularisers (issue 35; docs/RECIPES.md): the Transformer's attention-weight dropout (-1: --dropout) and FFN
+     * activation dropout, BPE-dropout's merge-skip probability (--tokenizer bpe; training segmentation only) and
+     * R-Drop's alpha (0: off, one pass per batch) */
+    float attention_dropout, activation_dropout, bpe_dropout, rdrop;
 } tfm_mt_run_opts;
 /* train-mt's defaults: the d2l book's toy (word tokens, a 2-layer 32-wide Transformer, --max-len 10, constant lr
  * 0.005, batch 64, 10 epochs), seed 1, all CPUs. A preset (o->preset, or the one chosen without it) then sets the

@@ -97,6 +97,11 @@ typedef struct {
     int banned[TFM_S2S_MAX_BANNED];   /* config.banned, an i32 array */
     int gen_beam, gen_max_len;        /* decoding defaults of the model (num_beams; output tokens without the
                                          end token, from max_length); 0 = none */
+    /* Transformer regularisers (issue 35; training only), each saved as config.<name> only when not the default,
+     * so older checkpoints read the same: */
+    float attention_dropout; /* on the attention weights after the softmax; -1 (the default): `dropout`, as d2l's
+                                MultiHeadAttention and every model before them; 0..1: this value */
+    float activation_dropout;/* in every FFN after the activation (0 = none, the default) */
 } tfm_s2s_config;
 
 /* The special ids of a model: its own (custom_ids) or tfm's TFM_PAD / TFM_BOS / TFM_EOS. */
@@ -112,9 +117,12 @@ TFM_API int tfm_s2s_eos_id(const tfm_s2s_config *c);
  *          positional encoding. Biases and LayerNorms are initialised the same way in both. */
 typedef enum { TFM_INIT_D2L = 0, TFM_INIT_XAVIER = 1 } tfm_init_kind;
 
-/* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2,
- * max_len 1000, embed/hidden 32). arch defaults to "transformer". */
+/* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2 (attention_dropout
+ * -1: the same on the attention weights; activation_dropout 0), max_len 1000, embed/hidden 32). arch defaults to
+ * "transformer". */
 TFM_API void tfm_s2s_config_default(tfm_s2s_config *c);
+/* The dropout on the attention weights: attention_dropout, or dropout when it is -1. */
+TFM_API float tfm_s2s_attention_dropout(const tfm_s2s_config *c);
 /* Range and cross checks for c->arch (n_head divides d_model, max_len * d_model bounded, ...);
  * returns 0 or -1 with a one-line error naming the field. */
 TFM_API int tfm_s2s_config_check(const tfm_s2s_config *c);
@@ -164,6 +172,11 @@ typedef struct {
     /* Optional (NULL: unbounded): the longest source or target sequence the model can take (the
      * Transformer's positional-encoding table). Decoding truncates to it: tfm_encdec_max_positions. */
     int (*max_positions)(const tfm_encdec *m);
+    /* Optional (NULL: tfm_encdec_train_logits uses forward): what vt->loss computes before its cross-entropy, the
+     * logits of the valid target positions (n, V) with their n targets in *targets (graph-arena memory); may
+     * return NULL to fall back. */
+    tfm_tensor *(*train_logits)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                                const int *tgt_in, const int *tgt, int Tt, const int **targets);
     /* Optional (NULL: not available), both or neither: decode() without its output layer, the (B,T,d)
      * hidden states h whose logits are h W^T + b with output_layer's W (V,d) and b (V, or NULL). Greedy
      * search uses them to find a row's best token without every logit (tfm_logit_screen, decode.h). */
@@ -201,6 +214,18 @@ TFM_API tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *s
  * with vt->loss (the Transformer) compute it on packed rows: every row-wise op skips the padding. */
 TFM_API tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                             const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
+/* The teacher-forced logits tfm_encdec_loss takes its cross-entropy of: (n, V) on the valid target positions
+ * (vt->train_logits, the Transformer) or (B, Tt, V) (the forward); *targets their targets (<pad> = ignored). */
+TFM_API tfm_tensor *tfm_encdec_train_logits(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B,
+                                            int Ts, const int *tgt_in, const int *tgt, int Tt, const int **targets);
+/* R-Drop (Liang et al. 2021, "R-Drop: Regularized Dropout for Neural Networks"; train-mt --rdrop ALPHA): the batch
+ * through the model twice (tfm_encdec_train_logits twice: the second pass draws the next dropout masks from g),
+ * loss = (CE1 + CE2) / 2 + alpha * tfm_sym_kl(logits1, logits2) over the target tokens != <pad>, each term a mean
+ * over those tokens (CE with label_smoothing). The mean of the two CEs keeps the loss on tfm_encdec_loss's scale;
+ * R-Drop's fairseq code sums them (CE1 + CE2 + alpha' KL), which is this loss times 2 with alpha' = 2 alpha. */
+TFM_API tfm_tensor *tfm_encdec_rdrop_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B,
+                                          int Ts, const int *tgt_in, const int *tgt, int Tt, float label_smoothing,
+                                          float alpha);
 /* Decoder input for teacher forcing: row b = <bos>, tgt[b][0 .. T-2]  (tgt padded (B,T)). */
 TFM_API void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in);
 

@@ -331,6 +331,12 @@ typedef struct {
      * with the user pointer of tfm_mt_train: 0 continue, 1 stop training now (--patience; on_epoch still
      * saves, inside an epoch with its position, so a resume continues there), -1 error. */
     int (*validate)(const struct tfm_mt_progress *p, int epoch, void *user);
+    /* issue 35 */
+    float rdrop;             /* > 0: R-Drop with this alpha (tfm_encdec_rdrop_loss: two passes per batch); 0: one */
+    /* Called (NULL: never) with tfm_mt_train's user pointer at the start of every epoch, the one a resume continues
+     * included, before its batches are made: it may rewrite the training arrays in place (the same n and
+     * num_steps; BPE-dropout's segmentation of the epoch, tfm_mt_arrays_bpe_dropout). 0, or -1 with an error. */
+    int (*epoch_data)(int epoch, void *user);
 } tfm_mt_train_opts;
 TFM_API void tfm_mt_train_opts_default(tfm_mt_train_opts *o);
 /* lr of step `it` (0-based) for these options; total = total number of steps (cosine). */
@@ -428,6 +434,15 @@ TFM_API int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t,
 /* p through t's vocabularies (or t->bpe) into padded training arrays of num_steps tokens (truncation
  * counted in a). */
 TFM_API int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
+/* BPE-dropout (train-mt --bpe-dropout, src/train/mt_bpe.c): the arrays of a raw-text corpus p, built before by
+ * tfm_mt_arrays (a->n == p->n), rewritten in place with each sentence segmented by tfm_bpe_encode_dropout with
+ * probability p_drop and the key tfm_bpe_dropout_key(seed, epoch, 2 * pair + side): a new segmentation per epoch,
+ * the same for the same seed and epoch whatever the thread count. Sentences longer than a->num_steps are cut
+ * (a->n_truncated_* count them). enc: n_enc encoders (tfm_bpe_encoder_new), at most that many threads, each using
+ * its own: kept from epoch to epoch, they allocate nothing once warm; NULL: one made and freed per call. 0, or -1
+ * with an error. */
+TFM_API int tfm_mt_arrays_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_model *t, float p_drop, uint64_t seed,
+                                      int epoch, tfm_bpe_encoder *const *enc, int n_enc, tfm_nmt_arrays *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 TFM_API int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,

@@ -17,7 +17,7 @@ static const char *op_names[TFM_OP_COUNT] = {
     [TFM_OP_ADD_OUTER] = "add_outer", [TFM_OP_LINEAR_GELU] = "linear_gelu",
     [TFM_OP_LINEAR_RELU] = "linear_relu", [TFM_OP_ADD_LAYERNORM] = "add_layernorm",
     [TFM_OP_GATHER_ROWS] = "gather_rows", [TFM_OP_SCATTER_ROWS] = "scatter_rows",
-    [TFM_OP_SILU] = "silu", [TFM_OP_GELU_ERF] = "gelu_erf",
+    [TFM_OP_SILU] = "silu", [TFM_OP_GELU_ERF] = "gelu_erf", [TFM_OP_SYM_KL] = "sym_kl",
 };
 
 static const char *phase_names[TFM_PHASE_COUNT] = {

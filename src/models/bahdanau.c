@@ -54,7 +54,7 @@ static int bahdanau_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max)
 
 static const tfm_encdec_vtable bahdanau_vt = {
     "bahdanau", tfm_rnn_encode, bahdanau_init_state, bahdanau_decode, tfm_rnn_reorder, tfm_rnn_free_state,
-    bahdanau_attention, tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL, NULL, NULL,
+    bahdanau_attention, tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL, NULL, NULL, NULL,
 };
 
 tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c) { return tfm_rnn_family_create(c, 1, &bahdanau_vt); }

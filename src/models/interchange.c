@@ -62,6 +62,8 @@ int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t) {
     S2S_INT_FIELDS(PUT)
 #undef PUT
     if (c->pad_len) tfm_strbuf_printf(&b, ",\"pad_len\":%d", c->pad_len);   /* only when set: older readers */
+    if (c->attention_dropout != -1.0f) tfm_strbuf_printf(&b, ",\"attention_dropout\":%.9g", c->attention_dropout);
+    if (c->activation_dropout != 0) tfm_strbuf_printf(&b, ",\"activation_dropout\":%.9g", c->activation_dropout);
     tfm_strbuf_printf(&b, ",\"share_embeddings\":%d,\"dropout\":%.9g}", c->share_embeddings, c->dropout);
     if (t->bpe) tfm_base64_put(&bpe, t->bpe->proto, t->bpe->proto_len);
     tfm_strbuf_put(&bpe, "", 0);
@@ -300,6 +302,9 @@ static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char
 #undef GET
     if (tfm_json_get(j, "share_embeddings") && cfg_int(f, j, "share_embeddings", &c.share_embeddings)) return -1;
     if (tfm_json_get(j, "pad_len") && cfg_int(f, j, "pad_len", &c.pad_len)) return -1;
+    if ((tfm_json_get(j, "attention_dropout") && cfg_float(f, j, "attention_dropout", &c.attention_dropout)) ||
+        (tfm_json_get(j, "activation_dropout") && cfg_float(f, j, "activation_dropout", &c.activation_dropout)))
+        return -1;
     tfm_s2s_config_clear_unused(&c);   /* the twins write every field; those of other architectures mean nothing */
     if (tfm_s2s_config_check(&c)) return wrap_error(f->path, "tfm.config");
     if (check_tied(f, c.share_embeddings)) return -1;
@@ -323,7 +328,7 @@ static int import_seq2seq(const tfm_st_file *f, const char *out) {
 #define NAME(k) #k,
         S2S_INT_FIELDS(NAME)
 #undef NAME
-        "share_embeddings", "pad_len", "dropout", NULL};
+        "share_embeddings", "pad_len", "dropout", "attention_dropout", "activation_dropout", NULL};
     const char *arch = need_meta(f, "tfm.arch");
     tfm_json *j = arch ? config_json(f, known) : NULL;
     if (!j) return -1;

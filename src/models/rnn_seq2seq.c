@@ -234,7 +234,7 @@ static int rnn_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max) {
 
 static const tfm_encdec_vtable rnn_vt = {
     "rnn", tfm_rnn_encode, rnn_init_state, rnn_decode, tfm_rnn_reorder, tfm_rnn_free_state, rnn_attention,
-    tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL, NULL, NULL,
+    tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL, NULL, NULL, NULL,
 };
 
 tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c) { return tfm_rnn_family_create(c, 0, &rnn_vt); }

@@ -19,6 +19,7 @@ void tfm_s2s_config_default(tfm_s2s_config *c) {
     c->embed_size = 32;
     c->hidden_size = 32;
     c->dropout = 0.2f;
+    c->attention_dropout = -1.0f;   /* as dropout */
 }
 
 /* The fields an architecture does not use: the Transformer's (width, heads, FFN, pre-LN, positions, tied
@@ -48,6 +49,22 @@ static int check_unused(const tfm_s2s_config *c) {
     else { TRANSFORMER_ONLY(UNUSED) }
 #undef UNUSED
     return 0;
+}
+
+/* attention_dropout (-1 = dropout, or [0,1)) and activation_dropout ([0,1)); only the Transformer has them. */
+static int check_regularisers(const tfm_s2s_config *c) {
+    if (!(c->attention_dropout == -1.0f || (c->attention_dropout >= 0 && c->attention_dropout < 1)))
+        return tfm_set_error("config attention_dropout must be -1 (= dropout) or in [0,1), got %g", c->attention_dropout), -1;
+    if (!(c->activation_dropout >= 0 && c->activation_dropout < 1))
+        return tfm_set_error("config activation_dropout must be in [0,1), got %g", c->activation_dropout), -1;
+    if (strcmp(c->arch, "transformer") && (c->attention_dropout != -1.0f || c->activation_dropout != 0))
+        return tfm_set_error("config attention_dropout / activation_dropout: arch %s does not use them (they must be "
+                             "-1 and 0, the defaults)", c->arch), -1;
+    return 0;
+}
+
+float tfm_s2s_attention_dropout(const tfm_s2s_config *c) {
+    return c->attention_dropout < 0 ? c->dropout : c->attention_dropout;
 }
 
 int tfm_s2s_config_check(const tfm_s2s_config *c) {
@@ -102,7 +119,7 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
             return tfm_set_error("config banned token %d is not in 0..%d", c->banned[i], c->tgt_vocab - 1), -1;
 #undef RANGE
     if (!(c->dropout >= 0 && c->dropout < 1)) return tfm_set_error("config dropout must be in [0,1), got %g", c->dropout), -1;
-    return 0;
+    return check_regularisers(c);
 }
 
 int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt) {
@@ -208,6 +225,27 @@ tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const i
     return tfm_cross_entropy(g, logits, tgt, TFM_PAD, label_smoothing);
 }
 
+tfm_tensor *tfm_encdec_train_logits(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                                    const int *tgt_in, const int *tgt, int Tt, const int **targets) {
+    tfm_tensor *logits = m->vt->train_logits ? m->vt->train_logits(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, targets)
+                                             : NULL;
+    if (logits) return logits;
+    *targets = tgt;
+    return tfm_encdec_forward(m, g, src, src_valid, B, Ts, tgt_in, Tt);
+}
+
+tfm_tensor *tfm_encdec_rdrop_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                                  const int *tgt_in, const int *tgt, int Tt, float label_smoothing, float alpha) {
+    const int *t1, *t2;
+    tfm_tensor *l1 = tfm_encdec_train_logits(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, &t1);
+    tfm_tensor *l2 = tfm_encdec_train_logits(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, &t2);
+    tfm_tensor *ce = tfm_add(g, tfm_cross_entropy(g, l1, t1, TFM_PAD, label_smoothing),
+                             tfm_cross_entropy(g, l2, t2, TFM_PAD, label_smoothing));
+    tfm_tensor *loss = tfm_scale(g, ce, 0.5f);
+    if (alpha == 0) return loss;
+    return tfm_add(g, loss, tfm_scale(g, tfm_sym_kl(g, l1, l2, t1, TFM_PAD), alpha));
+}
+
 void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
     for (int b = 0; b < B; b++) {
         tgt_in[(size_t)b * T] = TFM_BOS;
@@ -243,6 +281,8 @@ void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf) {
         tfm_container_add_int(c, "config.eos_id", cf->eos_id);
     }
     if (cf->n_banned) tfm_container_add_i32(c, "config.banned", cf->n_banned, cf->banned);
+    if (cf->attention_dropout != -1.0f) tfm_container_add_float(c, "config.attention_dropout", cf->attention_dropout);
+    if (cf->activation_dropout != 0) tfm_container_add_float(c, "config.activation_dropout", cf->activation_dropout);
 }
 
 /* The settings stored with a translator: its decoding defaults and language pair (each only when set). */
@@ -370,6 +410,11 @@ static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s
                   tfm_container_int(c, "config.eos_id", &cf->eos_id)))
         return -1;
     cf->custom_ids = n_ids > 0;
+    if ((tfm_container_get(c, "config.attention_dropout") &&
+         tfm_container_float(c, "config.attention_dropout", &cf->attention_dropout)) ||
+        (tfm_container_get(c, "config.activation_dropout") &&
+         tfm_container_float(c, "config.activation_dropout", &cf->activation_dropout)))
+        return -1;
     const tfm_entry *e = tfm_container_get(c, "config.banned");
     if (e) {
         if (e->dtype != TFM_DT_I32 || e->ndim != 1 || e->shape[0] < 1 || e->shape[0] > TFM_S2S_MAX_BANNED)

@@ -141,6 +141,14 @@ static tfm_tensor *embed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, co
     return tfm_dropout(g, x, m->cfg.dropout);
 }
 
+/* The FFN; on packed rows its activation dropout keys its elements like the row-wise dropouts around it */
+static tfm_tensor *ffn_rows(tfm_graph *g, const tfm_PositionWiseFFN *f, tfm_tensor *x, const tf_packing *p) {
+    drop_saved sv = rows_begin(g, p, p ? p->side : 0);
+    x = tfm_PositionWiseFFN_forward(g, f, x);
+    rows_end(g, sv);
+    return x;
+}
+
 /* One residual sublayer. post-LN: AddNorm(X, Y); pre-LN handled by the caller. */
 static tfm_tensor *pre_residual(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor *x, tfm_tensor *y,
                                 const tf_packing *p) {
@@ -174,10 +182,10 @@ static tfm_tensor *tf_encode_rows(tfm_encdec *m, tfm_graph *g, const int *src, c
             tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
             x = pre_residual(g, &b->addnorm1, x, mha(g, &b->attention, h, ps, h, ps, &mask), ps);
             h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
-            x = pre_residual(g, &b->addnorm2, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h), ps);
+            x = pre_residual(g, &b->addnorm2, x, ffn_rows(g, &b->ffn, h, ps), ps);
         } else {
             tfm_tensor *y = add_norm(g, &b->addnorm1, x, mha(g, &b->attention, x, ps, x, ps, &mask), ps);
-            x = add_norm(g, &b->addnorm2, y, tfm_PositionWiseFFN_forward(g, &b->ffn, y), ps);
+            x = add_norm(g, &b->addnorm2, y, ffn_rows(g, &b->ffn, y, ps), ps);
         }
     }
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->enc_lnf, x);
@@ -295,11 +303,11 @@ static tfm_tensor *tf_decode_hidden(tfm_encdec *m, tfm_graph *g, void *state, co
             h = tfm_LayerNorm_forward(g, &b->addnorm2.ln, x);
             x = pre_residual(g, &b->addnorm2, x, dec_cross_attention(g, s, b, l, h, &src_mask), s->tgt_pack);
             h = tfm_LayerNorm_forward(g, &b->addnorm3.ln, x);
-            x = pre_residual(g, &b->addnorm3, x, tfm_PositionWiseFFN_forward(g, &b->ffn, h), s->tgt_pack);
+            x = pre_residual(g, &b->addnorm3, x, ffn_rows(g, &b->ffn, h, s->tgt_pack), s->tgt_pack);
         } else {
             tfm_tensor *y = add_norm(g, &b->addnorm1, x, dec_self_attention(g, s, b, l, x), s->tgt_pack);
             tfm_tensor *z = add_norm(g, &b->addnorm2, y, dec_cross_attention(g, s, b, l, y, &src_mask), s->tgt_pack);
-            x = add_norm(g, &b->addnorm3, z, tfm_PositionWiseFFN_forward(g, &b->ffn, z), s->tgt_pack);
+            x = add_norm(g, &b->addnorm3, z, ffn_rows(g, &b->ffn, z, s->tgt_pack), s->tgt_pack);
         }
     }
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->dec_lnf, x);
@@ -444,8 +452,8 @@ static void tf_destroy(tfm_encdec *m) {
  * (tfm_MultiHeadAttention_forward_packed). Pad positions never influence valid ones in the padded
  * forward (masked keys, causal mask, ignored targets), so this is the same loss. NULL (caller falls back
  * to the padded forward) when attention maps are kept or a row is not "tokens, then only <pad>". */
-static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
-                           const int *tgt_in, const int *tgt, int Tt, float label_smoothing) {
+static tfm_tensor *tf_train_logits(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                                   const int *tgt_in, const int *tgt, int Tt, const int **targets) {
     if (m->keep_attention) return NULL;
     int *tlen = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);
     for (int b = 0; b < B; b++) {
@@ -467,7 +475,16 @@ static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const in
     tfm_tensor *logits = tf_decode(m, g, s, tgt_in, B, Tt);   /* (n_tgt, V) */
     int *tp = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(pt->n > 0 ? pt->n : 1));
     for (int i = 0; i < pt->n; i++) tp[i] = tgt[pt->rows[i]];
-    return tfm_cross_entropy(g, logits, tp, TFM_PAD, label_smoothing);
+    *targets = tp;
+    return logits;
+}
+
+/* the cross-entropy of tf_train_logits */
+static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+                           const int *tgt_in, const int *tgt, int Tt, float label_smoothing) {
+    const int *tp;
+    tfm_tensor *logits = tf_train_logits(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, &tp);
+    return logits ? tfm_cross_entropy(g, logits, tp, TFM_PAD, label_smoothing) : NULL;
 }
 
 /* the positional-encoding table bounds both sides */
@@ -475,7 +492,7 @@ static int tf_max_positions(const tfm_encdec *m) { return m->cfg.max_len; }
 
 static const tfm_encdec_vtable tf_vtable = {
     "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
-    tf_init_weights, tf_destroy, tf_loss, tf_max_positions, tf_decode_hidden, tf_output_layer,
+    tf_init_weights, tf_destroy, tf_loss, tf_max_positions, tf_train_logits, tf_decode_hidden, tf_output_layer,
 };
 
 tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
@@ -493,7 +510,7 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
     m->cfg = *c;
     m->impl = t;
     int d = c->d_model, H = c->n_head, hd = d / H, L = c->n_layer;
-    float p = c->dropout;
+    float p = c->dropout, pa = tfm_s2s_attention_dropout(c);
     tfm_params_init(&m->params);
     tfm_params *P = &m->params;
     t->eb = calloc((size_t)L, sizeof *t->eb);
@@ -509,10 +526,11 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         enc_block *b = &t->eb[l];
         snprintf(name, sizeof name, "encoder.blocks.%d", l);
         tfm_MultiHeadAttention_init(&b->attention, P, tfm_name(sub, sizeof sub, name, "attention"), d, d, d, H, hd,
-                                    hd, d, c->attn_bias, p);
+                                    hd, d, c->attn_bias, pa);
         tfm_AddNorm_init(&b->addnorm1, P, tfm_name(sub, sizeof sub, name, "addnorm1"), d, p);
         tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d,
                                  (tfm_activation)c->ffn_act);
+        b->ffn.dropout = c->activation_dropout;
         tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->enc_lnf, P, "encoder.ln_f", d);
@@ -522,13 +540,14 @@ tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
         dec_block *b = &t->db[l];
         snprintf(name, sizeof name, "decoder.blocks.%d", l);
         tfm_MultiHeadAttention_init(&b->attention1, P, tfm_name(sub, sizeof sub, name, "attention1"), d, d, d, H,
-                                    hd, hd, d, c->attn_bias, p);
+                                    hd, hd, d, c->attn_bias, pa);
         tfm_AddNorm_init(&b->addnorm1, P, tfm_name(sub, sizeof sub, name, "addnorm1"), d, p);
         tfm_MultiHeadAttention_init(&b->attention2, P, tfm_name(sub, sizeof sub, name, "attention2"), d, d, d, H,
-                                    hd, hd, d, c->attn_bias, p);
+                                    hd, hd, d, c->attn_bias, pa);
         tfm_AddNorm_init(&b->addnorm2, P, tfm_name(sub, sizeof sub, name, "addnorm2"), d, p);
         tfm_PositionWiseFFN_init(&b->ffn, P, tfm_name(sub, sizeof sub, name, "ffn"), d, c->ffn, d,
                                  (tfm_activation)c->ffn_act);
+        b->ffn.dropout = c->activation_dropout;
         tfm_AddNorm_init(&b->addnorm3, P, tfm_name(sub, sizeof sub, name, "addnorm3"), d, p);
     }
     if (c->pre_ln) tfm_LayerNorm_init(&t->dec_lnf, P, "decoder.ln_f", d);

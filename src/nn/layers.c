@@ -86,6 +86,7 @@ void tfm_PositionWiseFFN_init(tfm_PositionWiseFFN *m, tfm_params *p, const char 
     tfm_Linear_init(&m->dense1, p, NAME("dense1"), d_in, d_hidden, 1);
     tfm_Linear_init(&m->dense2, p, NAME("dense2"), d_hidden, d_out, 1);
     m->act = act;
+    m->dropout = 0.0f;
 }
 
 tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN *m, tfm_tensor *x) {
@@ -96,7 +97,7 @@ tfm_tensor *tfm_PositionWiseFFN_forward(tfm_graph *g, const tfm_PositionWiseFFN 
     case TFM_ACT_GELU_ERF: h = tfm_gelu_erf(g, tfm_Linear_forward(g, &m->dense1, x)); break;
     default: h = tfm_linear_relu(g, x, m->dense1.W, m->dense1.b); break;
     }
-    return tfm_Linear_forward(g, &m->dense2, h);
+    return tfm_Linear_forward(g, &m->dense2, tfm_dropout(g, h, m->dropout));   /* identity at 0 */
 }
 
 void tfm_AddNorm_init(tfm_AddNorm *m, tfm_params *p, const char *name, int C, float dropout) {

@@ -18,6 +18,7 @@ void tfm_op_backward(tfm_node *n) {
     case TFM_OP_LAYERNORM: tfm_bw_layernorm(n); break;
     case TFM_OP_SOFTMAX: tfm_bw_softmax(n); break;
     case TFM_OP_CROSS_ENTROPY: tfm_bw_cross_entropy(n); break;
+    case TFM_OP_SYM_KL: tfm_bw_sym_kl(n); break;
     case TFM_OP_PERMUTE: tfm_bw_permute(n); break;
     case TFM_OP_CONCAT: tfm_bw_concat(n); break;
     case TFM_OP_SLICE: tfm_bw_slice(n); break;

@@ -86,6 +86,7 @@ void tfm_bw_embedding(tfm_node *n);
 void tfm_bw_layernorm(tfm_node *n);
 void tfm_bw_softmax(tfm_node *n);
 void tfm_bw_cross_entropy(tfm_node *n);
+void tfm_bw_sym_kl(tfm_node *n);
 void tfm_bw_permute(tfm_node *n);
 void tfm_bw_concat(tfm_node *n);
 void tfm_bw_slice(tfm_node *n);

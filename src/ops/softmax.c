@@ -165,3 +165,91 @@ void tfm_bw_cross_entropy(tfm_node *n) {
         dx[t[r]] -= d * (1.0f - eps);
     }
 }
+
+/* ---------------------------------------------------------------- symmetric KL (R-Drop) */
+/* The row's log-sum-exp, by CE_CHUNK slices (tfm_cross_entropy's arithmetic). */
+static float row_lse(const float *x, int V) {
+    float tmp[CE_CHUNK], mx = tfm_vmax(x, (size_t)V), s = 0;
+    for (int v0 = 0; v0 < V; v0 += CE_CHUNK) s += tfm_vexp_sum(tmp, x + v0, mx, (size_t)(V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK));
+    return mx + logf(s);
+}
+
+/* One row's KL(p||q) and KL(q||p) from the logits and their log-sum-exps: p_v = exp(a_v - la), q_v = exp(b_v - lb),
+ * D_v = log p_v - log q_v; KL(p||q) = sum p D, KL(q||p) = -sum q D. */
+static void row_kl(const float *a, const float *b, int V, float la, float lb, float *kl_pq, float *kl_qp) {
+    float p[CE_CHUNK], q[CE_CHUNK], spq = 0, sqp = 0;
+    for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
+        int len = V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK;
+        tfm_vexp_sum(p, a + v0, la, (size_t)len);
+        tfm_vexp_sum(q, b + v0, lb, (size_t)len);
+        for (int k = 0; k < len; k++) {
+            float d = (a[v0 + k] - la) - (b[v0 + k] - lb);
+            spq += p[k] * d, sqp -= q[k] * d;
+        }
+    }
+    *kl_pq = spq, *kl_qp = sqp;
+}
+
+/* saved: per row la, lb, KL(p||q), KL(q||p) (4 floats); aux: targets copy; ip[0] rows, ip[1] ignore, ip[2] count */
+tfm_tensor *tfm_sym_kl(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, const int *targets, int ignore_index) {
+    OP_BEGIN(g);
+    TFM_ASSERT(a->size == b->size && tfm_last_dim(a) == tfm_last_dim(b), "sym_kl: a and b must have one shape");
+    int V = tfm_last_dim(a), rows = (int)tfm_rows(a);
+    tfm_tensor *in[2] = {a, b};
+    tfm_tensor *out = tfm_tensor_new(g, 1, (int[]){1}, tfm_any_grad(g, in, 2));
+    float *st = tfm_arena_alloc(&g->arena, sizeof(float) * 4 * (size_t)(rows > 0 ? rows : 1));
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
+    for (int r = 0; r < rows; r++) {
+        float *s = st + 4 * (size_t)r;
+        if (targets[r] == ignore_index) {
+            s[0] = s[1] = s[2] = s[3] = 0;
+            continue;
+        }
+        const float *ar = a->data + (size_t)r * V, *br = b->data + (size_t)r * V;
+        s[0] = row_lse(ar, V), s[1] = row_lse(br, V);
+        row_kl(ar, br, V, s[0], s[1], &s[2], &s[3]);
+    }
+    int count = 0;
+    double total = 0;
+    for (int r = 0; r < rows; r++)
+        if (targets[r] != ignore_index) count++, total += 0.5 * ((double)st[4 * r + 2] + st[4 * r + 3]);
+    out->data[0] = count ? (float)(total / count) : 0.0f;
+    tfm_node *n = tfm_graph_push(g, TFM_OP_SYM_KL, out, 2, in);
+    if (n) {
+        int *t = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(rows > 0 ? rows : 1));
+        memcpy(t, targets, sizeof(int) * (size_t)rows);
+        n->aux = t;
+        n->saved = st;
+        n->ip[0] = rows, n->ip[1] = ignore_index, n->ip[2] = count;
+    }
+    OP_END(g, TFM_OP_SYM_KL);
+    return out;
+}
+
+/* f = 0.5 sum_v (p_v - q_v) D_v with D = log p - log q. Through the log-softmax:
+ *   df/da_k = 0.5 (p_k (D_k - KL(p||q)) + p_k - q_k),   df/db_k = 0.5 (q_k (-D_k - KL(q||p)) + q_k - p_k). */
+void tfm_bw_sym_kl(tfm_node *n) {
+    tfm_tensor *a = n->in[0], *b = n->in[1];
+    const int *t = n->aux;
+    const float *st = n->saved;
+    int V = tfm_last_dim(a), rows = n->ip[0], ignore = n->ip[1], count = n->ip[2];
+    if (!count) return;
+    float d = 0.5f * n->out->grad[0] / count;
+#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
+    for (int r = 0; r < rows; r++) {
+        if (t[r] == ignore) continue;
+        const float *s = st + 4 * (size_t)r, *ar = a->data + (size_t)r * V, *br = b->data + (size_t)r * V;
+        float *ga = a->grad ? a->grad + (size_t)r * V : NULL, *gb = b->grad ? b->grad + (size_t)r * V : NULL;
+        float p[CE_CHUNK], q[CE_CHUNK];
+        for (int v0 = 0; v0 < V; v0 += CE_CHUNK) {
+            int len = V - v0 < CE_CHUNK ? V - v0 : CE_CHUNK;
+            tfm_vexp_sum(p, ar + v0, s[0], (size_t)len);
+            tfm_vexp_sum(q, br + v0, s[1], (size_t)len);
+            for (int k = 0; k < len; k++) {
+                float dk = (ar[v0 + k] - s[0]) - (br[v0 + k] - s[1]);
+                if (ga) ga[v0 + k] += d * (p[k] * (dk - s[2]) + p[k] - q[k]);
+                if (gb) gb[v0 + k] += d * (q[k] * (-dk - s[3]) + q[k] - p[k]);
+            }
+        }
+    }
+}

@@ -60,8 +60,11 @@ static size_t normalize_prefix(const tfm_bpe *m, const char *s, size_t n, const 
     return *out_len;
 }
 
-char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit) {
-    bpe_buf b = {0}, lits = {0};
+/* bpe_normalize into b (and the literal '▁' offsets into lits, if not NULL), both emptied first and grown only when
+ * too small: a reused pair allocates nothing once it has held the longest line. 0, or -1 out of memory. */
+static int normalize_into(const tfm_bpe *m, const char *text, size_t len, bpe_buf *out, bpe_buf *lit_out) {
+    bpe_buf b = *out, lits = lit_out ? *lit_out : (bpe_buf){0};
+    b.n = lits.n = 0, b.oom = lits.oom = 0;
     bpe_buf_put(&b, "", 0);
     size_t i = 0, k, sp_len;
     const char *sp;
@@ -77,7 +80,7 @@ char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_
             size_t j = 0;
             while (prev_space && j < sp_len && sp[j] == ' ') j++;   /* collapse runs of spaces */
             if (j < sp_len) {
-                if (lit && m->literal_ws_bytes && sp_len == BPE_WS_LEN && !memcmp(sp, BPE_WS, BPE_WS_LEN))
+                if (lit_out && m->literal_ws_bytes && sp_len == BPE_WS_LEN && !memcmp(sp, BPE_WS, BPE_WS_LEN))
                     bpe_buf_put(&lits, &b.n, sizeof b.n);
                 for (size_t q = j; q < sp_len; q++) {
                     if (sp[q] == ' ') bpe_buf_put(&b, ws, ws_len);
@@ -92,7 +95,14 @@ char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_
             while (b.n >= ws_len && !memcmp(b.p + b.n - ws_len, ws, ws_len)) b.n -= ws_len;
         if (b.p) b.p[b.n] = 0;
     }
-    if (b.oom || lits.oom) {
+    *out = b;
+    if (lit_out) *lit_out = lits;
+    return b.oom || lits.oom ? -1 : 0;
+}
+
+char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_len, size_t **lit, size_t *n_lit) {
+    bpe_buf b = {0}, lits = {0};
+    if (normalize_into(m, text, len, &b, lit ? &lits : NULL)) {
         free(b.p);
         free(lits.p);
         return NULL;
@@ -101,8 +111,6 @@ char *bpe_normalize(const tfm_bpe *m, const char *text, size_t len, size_t *out_
     if (lit) {
         *lit = (size_t *)(void *)lits.p;
         *n_lit = lits.n / sizeof(size_t);
-    } else {
-        free(lits.p);
     }
     return (char *)b.p;
 }
@@ -167,16 +175,21 @@ typedef struct {
     int is_byte;
 } segment;
 
+/* One line's encoding; its buffers are kept from line to line (tfm_bpe_encoder) and grow only when too small. */
 typedef struct {
     const tfm_bpe *m;
-    const char *norm;
+    const char *norm;    /* normb.p: the normalized line */
+    bpe_buf normb, litb; /* the normalized line, the offsets of its literal '▁' (size_t) */
     symbol *sym;
+    size_t cap_sym;
     cand_heap q;
-    int *rev_id, *rev_left, n_rev;   /* unused pieces seen: id -> byte length of the left part */
+    int *rev_id, *rev_left, n_rev, cap_rev;   /* unused pieces seen: id -> byte length of the left part */
     segment *seg;
     int n_seg, cap_seg;
     int prev_unk;
     int oom;
+    float p_drop;        /* BPE-dropout: each candidate merge skipped with this probability (0: exact BPE) */
+    uint64_t key, ctr;   /* its draws: splitmix64(key + ctr) for ctr = 0, 1, ... */
 } encoder;
 
 static int normal_find(const tfm_bpe *m, const char *s, size_t n) {
@@ -201,13 +214,17 @@ static void maybe_add_pair(encoder *e, int left, int right) {
         int k = 0;
         while (k < e->n_rev && e->rev_id[k] != id) k++;
         if (k == e->n_rev) {
-            int *a = realloc(e->rev_id, (size_t)(k + 1) * sizeof *a);
-            if (a) e->rev_id = a;
-            int *b = realloc(e->rev_left, (size_t)(k + 1) * sizeof *b);
-            if (b) e->rev_left = b;
-            if (!a || !b) {
-                e->oom = 1;
-                return;
+            if (k == e->cap_rev) {
+                int nc = e->cap_rev ? 2 * e->cap_rev : 8;
+                int *a = realloc(e->rev_id, (size_t)nc * sizeof *a);
+                if (a) e->rev_id = a;
+                int *b = realloc(e->rev_left, (size_t)nc * sizeof *b);
+                if (b) e->rev_left = b;
+                if (!a || !b) {
+                    e->oom = 1;
+                    return;
+                }
+                e->cap_rev = nc;
             }
             e->rev_id[k] = id;
             e->n_rev++;
@@ -257,29 +274,46 @@ static void resegment(encoder *e, int off, int len) {
     output_piece(e, off, len, id);
 }
 
-/* Encode into segments; *norm_out receives the normalized text they point into. */
-static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encoder *e, char **norm_out) {
-    memset(e, 0, sizeof *e);
-    e->m = m;
+/* BPE-dropout's draw for the merge at hand: skip it? (p_drop >= 1 skips every merge without drawing) */
+static int skip_merge(encoder *e) {
+    if (e->p_drop >= 1.0f) return 1;
+    uint64_t z = e->key + 0x9e3779b97f4a7c15ull * ++e->ctr;   /* splitmix64 of a counter: no state to share */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f) < e->p_drop;   /* a uniform 24-bit fraction in [0, 1) */
+}
+
+uint64_t tfm_bpe_dropout_key(uint64_t seed, int epoch, long sentence) {
+    uint64_t k = seed * 0xd1342543de82ef95ull + 0x2545f4914f6cdd1dull;
+    k = (k ^ (uint64_t)(uint32_t)epoch) * 0x9e3779b97f4a7c15ull;
+    k = (k ^ (k >> 29) ^ (uint64_t)sentence) * 0xbf58476d1ce4e5b9ull;
+    return k ^ (k >> 32);
+}
+
+/* Room for n symbols (kept for the next line). */
+static int reserve_symbols(encoder *e, size_t n) {
+    if (n <= e->cap_sym) return 0;
+    symbol *p = realloc(e->sym, n * sizeof *p);
+    if (!p) return -1;
+    e->sym = p, e->cap_sym = n;
+    return 0;
+}
+
+/* Encode one line into e->seg, pointing into e->norm (the normalized line); e's buffers from earlier lines are
+ * reused. p_drop > 0: BPE-dropout with the draws keyed by key. */
+static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encoder *e, float p_drop, uint64_t key) {
+    e->m = m, e->q.n = 0, e->n_rev = 0, e->n_seg = 0, e->prev_unk = 0, e->oom = 0;
+    e->p_drop = p_drop, e->key = key, e->ctr = 0;
     long bad = tfm_utf8_first_invalid(text, len);
     if (bad >= 0) return tfm_set_error("invalid UTF-8 (byte 0x%02x at offset %ld)", (unsigned char)text[bad], bad), -1;
-    size_t n;
-    size_t *lit = NULL, n_lit = 0, li = 0;
-    char *norm = bpe_normalize(m, text, len, &n, &lit, &n_lit);
-    if (!norm || n > (size_t)1 << 30) {
-        free(norm);
-        free(lit);
+    if (normalize_into(m, text, len, &e->normb, &e->litb) || e->normb.n > (size_t)1 << 30 ||
+        reserve_symbols(e, e->normb.n ? e->normb.n : 1))
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
-    }
-    e->norm = norm;
-    *norm_out = norm;
-    e->sym = malloc((n ? n : 1) * sizeof *e->sym);
-    if (!e->sym) {
-        free(lit);
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
-    }
+    const char *norm = e->norm = (const char *)e->normb.p;
+    size_t n = e->normb.n, li = 0, n_lit = e->litb.n / sizeof(size_t);
+    const size_t *lit = (const size_t *)(const void *)e->litb.p;
     if (m->model_type == TFM_SP_UNIGRAM) {   /* Viterbi, then PopulateSentencePieceText */
-        free(lit);
         int n_spans;
         bpe_span *spans = bpe_unigram_viterbi(m, norm, (int)n, &n_spans);
         if (!spans) return -1;
@@ -298,12 +332,12 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
         ns++;
         i += (size_t)k;
     }
-    free(lit);
     for (int i = 1; i < ns; i++) maybe_add_pair(e, i - 1, i);
     while (e->q.n > 0 && !e->oom) {
         pair_cand top = heap_pop(&e->q);
         symbol *l = &e->sym[top.left], *r = &e->sym[top.right];
         if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue;   /* stale */
+        if (e->p_drop > 0 && skip_merge(e)) continue;   /* BPE-dropout: dropped until a neighbour merge re-forms it */
         l->len += r->len;
         l->next = r->next;
         if (r->next >= 0) e->sym[r->next].prev = top.left;
@@ -320,6 +354,8 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
 }
 
 static void encoder_free(encoder *e) {
+    free(e->normb.p);
+    free(e->litb.p);
     free(e->sym);
     free(e->q.h);
     free(e->rev_id);
@@ -327,11 +363,10 @@ static void encoder_free(encoder *e) {
     free(e->seg);
 }
 
-int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) {
-    encoder e;
-    char *norm = NULL;
+static int *encode_ids(const tfm_bpe *m, const char *text, size_t len, int *n_ids, float p_drop, uint64_t key) {
+    encoder e = {0};
     int *ids = NULL;
-    if (!encode_segments(m, text, len, &e, &norm)) {
+    if (!encode_segments(m, text, len, &e, p_drop, key)) {
         ids = malloc((size_t)(e.n_seg ? e.n_seg : 1) * sizeof *ids);
         if (!ids) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line");
         else {
@@ -340,19 +375,63 @@ int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) 
         }
     }
     encoder_free(&e);
-    free(norm);
     return ids;
 }
 
-char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len) {
+int *tfm_bpe_encode(const tfm_bpe *m, const char *text, size_t len, int *n_ids) {
+    return encode_ids(m, text, len, n_ids, 0.0f, 0);
+}
+
+int *tfm_bpe_encode_dropout(const tfm_bpe *m, const char *text, size_t len, float p_drop, uint64_t key, int *n_ids) {
+    if (!(p_drop >= 0 && p_drop <= 1)) return tfm_set_error("BPE-dropout probability must be in [0, 1], got %g", p_drop), NULL;
+    if (m->model_type == TFM_SP_UNIGRAM)
+        return tfm_set_error("BPE-dropout needs a BPE model (this one is unigram: sample it instead)"), NULL;
+    return encode_ids(m, text, len, n_ids, p_drop, key);
+}
+
+struct tfm_bpe_encoder {
     encoder e;
-    char *norm = NULL;
+    int *ids;
+    int cap_ids;
+};
+
+tfm_bpe_encoder *tfm_bpe_encoder_new(void) {
+    tfm_bpe_encoder *x = calloc(1, sizeof *x);
+    if (!x) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (BPE encoder)");
+    return x;
+}
+
+void tfm_bpe_encoder_free(tfm_bpe_encoder *x) {
+    if (!x) return;
+    encoder_free(&x->e);
+    free(x->ids);
+    free(x);
+}
+
+const int *tfm_bpe_encoder_run(tfm_bpe_encoder *x, const tfm_bpe *m, const char *text, size_t len, float p_drop,
+                               uint64_t key, int *n_ids) {
+    if (!(p_drop >= 0 && p_drop <= 1)) return tfm_set_error("BPE-dropout probability must be in [0, 1], got %g", p_drop), NULL;
+    if (p_drop > 0 && m->model_type == TFM_SP_UNIGRAM)
+        return tfm_set_error("BPE-dropout needs a BPE model (this one is unigram: sample it instead)"), NULL;
+    if (encode_segments(m, text, len, &x->e, p_drop, key)) return NULL;
+    if (x->e.n_seg > x->cap_ids) {
+        int *p = realloc(x->ids, sizeof(int) * (size_t)x->e.n_seg);
+        if (!p) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), NULL;
+        x->ids = p, x->cap_ids = x->e.n_seg;
+    }
+    for (int i = 0; i < x->e.n_seg; i++) x->ids[i] = x->e.seg[i].id;
+    *n_ids = x->e.n_seg;
+    return x->ids ? x->ids : (const int *)x;   /* an empty line: 0 ids, a non-NULL pointer */
+}
+
+char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len) {
+    encoder e = {0};
     bpe_buf b = {0};
-    if (encode_segments(m, text, len, &e, &norm)) {
+    if (encode_segments(m, text, len, &e, 0.0f, 0)) {
         encoder_free(&e);
-        free(norm);
         return NULL;
     }
+    const char *norm = e.norm;
     bpe_buf_put(&b, "", 0);
     for (int i = 0; i < e.n_seg; i++) {
         const segment *s = &e.seg[i];
@@ -361,7 +440,6 @@ char *tfm_bpe_encode_pieces(const tfm_bpe *m, const char *text, size_t len) {
         else bpe_buf_put(&b, norm + s->off, (size_t)s->len);
     }
     encoder_free(&e);
-    free(norm);
     if (b.oom) {
         free(b.p);
         tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line");

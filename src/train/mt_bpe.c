@@ -1,6 +1,7 @@
 /* Translators on raw text with a joint BPE model (train-mt --tokenizer bpe): the model's pieces are both
  * vocabularies, the corpus lines (TFM_TOK_BPE keeps each line as one "token") are encoded by the model. */
 #include <stdlib.h>
+#include <omp.h>
 #include <string.h>
 
 #include "tfm/train.h"
@@ -68,4 +69,57 @@ int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num
     int rc = tfm_nmt_arrays_build(&ids, num_steps, a);
     tfm_parallel_ids_free(&ids);
     return rc;
+}
+
+/* One side of a pair, segmented with BPE-dropout by enc, into its row of the arrays; 1 when cut, -1 on error. */
+static int dropout_row(tfm_bpe_encoder *enc, const tfm_bpe *m, const tfm_toklist *line, float p_drop, uint64_t key,
+                       int num_steps, int *row, int *valid) {
+    int k = 0, cut = 0;
+    const int *e = line->n ? tfm_bpe_encoder_run(enc, m, line->tok[0], strlen(line->tok[0]), p_drop, key, &k) : NULL;
+    if (line->n && !e) return -1;
+    *valid = tfm_truncate_pad(e, k, num_steps, row, &cut);
+    return cut;
+}
+
+/* Pairs [i0, i1) of the epoch's segmentation with one encoder; the counts of cut sources / targets added to cut[2]. */
+static int dropout_rows(const tfm_parallel_text *p, const tfm_bpe *m, float p_drop, uint64_t seed, int epoch,
+                        tfm_bpe_encoder *enc, int i0, int i1, tfm_nmt_arrays *a, int *cut) {
+    int S = a->num_steps;
+    for (int i = i0; i < i1; i++)
+        for (int side = 0; side < 2; side++) {
+            int c = dropout_row(enc, m, side ? &p->tgt[i] : &p->src[i], p_drop, tfm_bpe_dropout_key(seed, epoch, 2L * i + side),
+                                S, (side ? a->tgt : a->src) + (size_t)i * S, side ? &a->tgt_valid[i] : &a->src_valid[i]);
+            if (c < 0) return -1;
+            cut[side] += c;
+        }
+    return 0;
+}
+
+int tfm_mt_arrays_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_model *t, float p_drop, uint64_t seed,
+                              int epoch, tfm_bpe_encoder *const *enc, int n_enc, tfm_nmt_arrays *a) {
+    if (!t->bpe || a->n != p->n)
+        return tfm_set_error("BPE-dropout: needs a BPE translator and the arrays of its corpus (%d pairs, arrays of %d)",
+                             p->n, a->n), -1;
+    tfm_bpe_encoder *own = NULL;
+    if (!enc || n_enc < 1) {
+        if (!(own = tfm_bpe_encoder_new())) return -1;
+        enc = &own, n_enc = 1;
+    }
+    int bad = 0, cut_src = 0, cut_tgt = 0, nt = tfm_get_threads() < n_enc ? tfm_get_threads() : n_enc;
+    enum { BLOCK = 64 };   /* pairs a thread takes at a time */
+#pragma omp parallel num_threads(nt) reduction(+ : bad, cut_src, cut_tgt)
+    {
+        int cut[2] = {0, 0};
+        tfm_bpe_encoder *mine = enc[omp_get_thread_num()];
+#pragma omp for schedule(dynamic, 1)
+        for (int b = 0; b < (p->n + BLOCK - 1) / BLOCK; b++) {
+            int i0 = b * BLOCK, i1 = i0 + BLOCK < p->n ? i0 + BLOCK : p->n;
+            if (!bad) bad += dropout_rows(p, t->bpe, p_drop, seed, epoch, mine, i0, i1, a, cut) != 0;
+        }
+        cut_src += cut[0], cut_tgt += cut[1];
+    }
+    tfm_bpe_encoder_free(own);
+    if (bad) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (BPE-dropout segmentation, epoch %d)", epoch + 1), -1;
+    a->n_truncated_src = cut_src, a->n_truncated_tgt = cut_tgt;
+    return 0;
 }

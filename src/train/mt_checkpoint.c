@@ -135,8 +135,10 @@ int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tf
         if (a->src_valid[i] > Ts) Ts = a->src_valid[i];
         if (a->tgt_valid[i] > Tt) Tt = a->tgt_valid[i];
     }
+    if (o->epoch_data) Ts = Tt = a->num_steps;   /* re-segmented every epoch (BPE-dropout): rows up to num_steps */
     mt_batch_shape w;
     int64_t need = mt_worst_step_elems(c, o, a->n, Ts, Tt, &w);
+    if (o->rdrop > 0) need = need > INT64_MAX / 2 ? INT64_MAX : 2 * need;   /* R-Drop keeps two passes' activations */
     if (need <= TFM_MAX_STEP_ELEMS) return 0;
     return tfm_set_error("%s %d (at worst %lld pairs a batch of %d source / %d target tokens), --max-len %d: one training "
                          "step needs ~%.0f GiB of activations, at most %.0f GiB (lower --batch-size / --max-tokens or "

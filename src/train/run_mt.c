@@ -128,6 +128,7 @@ static int train(mt_run *x) {
     if (mt_valid_open(x)) return -1;
     x->to.ctl.stop = x->h ? x->h->stop : NULL, x->to.ctl.stop_self = &x->stop, x->to.ctl.dist = dist;
     x->to.ctl.note = note, x->to.ctl.note_user = x;
+    if (o->bpe_dropout > 0) x->to.epoch_data = mt_bpe_dropout_epoch;   /* exact BPE for validation and translation */
     x->r->start_step = x->r->step = x->prog.step;
     if (x->prog.epoch >= o->epochs || (o->max_steps > 0 && x->prog.step >= o->max_steps)) {
         mt_say(x, "%s is at epoch %d, step %d (--epochs %d, --max-steps %d): nothing to do", o->resume ? o->resume : o->out,
@@ -171,6 +172,8 @@ int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     tfm_set_threads(saved_threads);
     if (x->log) fclose(x->log);
     mt_valid_close(&x->val);
+    for (int i = 0; x->bpe_enc && i < x->n_bpe_enc; i++) tfm_bpe_encoder_free(x->bpe_enc[i]);
+    free(x->bpe_enc);
     tfm_nmt_arrays_free(&x->atrain);
     tfm_nmt_arrays_free(&x->avalid);
     tfm_parallel_text_free(&x->ptrain);

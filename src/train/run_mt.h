@@ -38,6 +38,9 @@ typedef struct {
     tfm_parallel_text ptrain, pvalid;
     tfm_nmt_arrays atrain, avalid;
     int have_valid, kind;
+    int bpe_dropout_said;        /* --bpe-dropout's truncation line was printed */
+    tfm_bpe_encoder **bpe_enc;   /* --bpe-dropout: one encoder per thread, reused every epoch */
+    int n_bpe_enc;
     int threads_note;            /* a resume took the run's thread count, not this default: say so */        /* validation files given; the tokenizer kind the corpora load with */
     mt_valid val;
     FILE *log;                   /* --log-file (the writing rank only) */
@@ -63,6 +66,7 @@ void mt_log_failed(mt_run *x);               /* a --log-file write failed (errno
 int mt_load_data(mt_run *x);                 /* corpora, then (fresh) the model and its optimizer, then the arrays */
 int mt_resume_model(mt_run *x);              /* the checkpoint's model, optimizer and progress; options matched */
 int mt_dump(mt_run *x);                      /* --dump-data PREFIX */
+int mt_bpe_dropout_epoch(int epoch, void *user);   /* --bpe-dropout: tfm_mt_train_opts.epoch_data */
 
 /* run_mt_valid.c */
 int mt_valid_open(mt_run *x);                /* the raw validation lines; sets x->to.validate */

@@ -72,6 +72,7 @@ int mt_resume_model(mt_run *x) {
     o->arch = c->arch;
     o->d_model = c->d_model, o->n_head = c->n_head, o->ffn = c->ffn, o->pre_ln = c->pre_ln, o->n_layer = c->n_layer;
     o->embed_size = c->embed_size, o->hidden_size = c->hidden_size, o->dropout = c->dropout;
+    o->attention_dropout = c->attention_dropout, o->activation_dropout = c->activation_dropout;
     o->share_embeddings = c->share_embeddings, o->pad_to_max_len = c->pad_len > 0;
     o->tokenizer = x->tr.bpe ? "bpe" : "word";
     if (!x->tr.bpe) o->preprocess = tfm_tok_kind_name((tfm_tok_kind)x->tr.tok_kind);
@@ -137,6 +138,25 @@ int mt_load_data(mt_run *x) {
     x->tr.decode_beam = o->decode_beam, x->tr.decode_alpha = o->decode_alpha;   /* stored with the model */
     snprintf(x->tr.src_lang, sizeof x->tr.src_lang, "%s", o->src_lang ? o->src_lang : "");
     snprintf(x->tr.tgt_lang, sizeof x->tr.tgt_lang, "%s", o->tgt_lang ? o->tgt_lang : "");
+    return 0;
+}
+
+/* tfm_mt_train_opts.epoch_data for --bpe-dropout: the epoch's segmentation of the training pairs, in place */
+int mt_bpe_dropout_epoch(int epoch, void *user) {
+    mt_run *x = user;
+    tfm_nmt_arrays *a = &x->atrain;
+    if (!x->bpe_enc) {   /* the first epoch of this process: one encoder per thread, kept to the end of the run */
+        x->n_bpe_enc = tfm_get_threads();
+        if (!(x->bpe_enc = calloc((size_t)x->n_bpe_enc, sizeof *x->bpe_enc))) return nomem();
+        for (int i = 0; i < x->n_bpe_enc; i++)
+            if (!(x->bpe_enc[i] = tfm_bpe_encoder_new())) return -1;
+    }
+    if (tfm_mt_arrays_bpe_dropout(&x->ptrain, &x->tr, x->o->bpe_dropout, x->to.seed, epoch, x->bpe_enc, x->n_bpe_enc, a))
+        return -1;
+    if (!x->bpe_dropout_said && (a->n_truncated_src || a->n_truncated_tgt))
+        mt_say(x, "--bpe-dropout %g: epoch %d's segmentation cuts %d source and %d target sentences to --max-len %d "
+               "(said once)", x->o->bpe_dropout, epoch + 1, a->n_truncated_src, a->n_truncated_tgt, a->num_steps);
+    x->bpe_dropout_said |= a->n_truncated_src || a->n_truncated_tgt;
     return 0;
 }
 

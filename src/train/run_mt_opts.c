@@ -28,8 +28,16 @@ static const tfm_field MT_FIELDS[] = {
     F(pre_ln, "pre-ln", BOOL, FIXED, "pre-LN blocks instead of d2l's post-LN AddNorm")
     F(embed_size, "embed-size", INT, FIXED, "embedding size (rnn, bahdanau)")
     F(hidden_size, "hidden-size", INT, FIXED, "GRU hidden size (rnn, bahdanau)")
-    F(dropout, "dropout", FLOAT, FIXED, "dropout")
+    F(dropout, "dropout", FLOAT, FIXED, "dropout on the embeddings and residual connections (and the attention weights "
+      "unless --attention-dropout)")
+    F(attention_dropout, "attention-dropout", FLOAT, FIXED, "transformer: dropout on the attention weights after the "
+      "softmax (-1 = --dropout, d2l's and tfm's before; fairseq's default is 0)")
+    F(activation_dropout, "activation-dropout", FLOAT, FIXED, "transformer: dropout in the FFN after its activation")
     F(label_smoothing, "label-smoothing", FLOAT, FIXED, "label smoothing of the cross-entropy")
+    F(bpe_dropout, "bpe-dropout", FLOAT, FIXED, "with --tokenizer bpe: BPE-dropout, each merge skipped with probability "
+      "X when segmenting the training pairs, again every epoch (validation and translation: exact BPE)")
+    F(rdrop, "rdrop", FLOAT, FIXED, "R-Drop: each batch through the model twice (two dropout masks), loss = mean of "
+      "the two cross-entropies + X times their symmetric KL (0 = off: one pass)")
     F(loss_norm, "loss-norm", STR, FIXED,
       "tokens (mean over target tokens) | d2l (per-sentence sum / the batch's target length, summed over the batch)")
     F(lr, "lr", FLOAT, FIXED, "learning rate (peak; the scale factor for noam)")
@@ -103,6 +111,7 @@ void tfm_mt_run_opts_default(tfm_mt_run_opts *o) {
     o->min_freq = 2, o->max_len = 10, o->d_model = 32, o->n_head = 4, o->n_layer = 2, o->ffn = 64;
     o->embed_size = 32, o->hidden_size = 32, o->batch_size = 64, o->epochs = 10, o->seed = 1, o->log_every = 50;
     o->dropout = 0.2f, o->lr = 0.005f, o->grad_clip = 1.0f, o->beta1 = 0.9f, o->beta2 = 0.999f;
+    o->attention_dropout = -1.0f;   /* as --dropout */
 }
 
 /* given NULL: a field counts as given when its value is not the default (a caller that sets d_model gets it) */
@@ -235,6 +244,23 @@ static int check_arch_fields(const tfm_mt_run_opts *o) {
     return 0;
 }
 
+/* issue 35's flags: ranges, and the architecture / tokenizer each needs */
+static int check_regularisers(const tfm_mt_run_opts *o) {
+    int tr = o->arch && !strcmp(o->arch, "transformer");
+    if (!(o->attention_dropout == -1.0f || (o->attention_dropout >= 0 && o->attention_dropout < 1)))
+        BAD("--attention-dropout must be -1 (= --dropout) or in [0, 1), got %g", o->attention_dropout);
+    if (!(o->activation_dropout >= 0 && o->activation_dropout < 1))
+        BAD("--activation-dropout must be in [0, 1), got %g", o->activation_dropout);
+    if (!tr && (o->attention_dropout != -1.0f || o->activation_dropout != 0))
+        BAD("--%s is for --arch transformer (leave it out)", o->activation_dropout != 0 ? "activation-dropout"
+                                                                                     : "attention-dropout");
+    if (!(o->bpe_dropout >= 0 && o->bpe_dropout <= 1)) BAD("--bpe-dropout must be in [0, 1], got %g", o->bpe_dropout);
+    if (o->bpe_dropout > 0 && (!o->tokenizer || strcmp(o->tokenizer, "bpe")))
+        BAD("--bpe-dropout needs --tokenizer bpe");
+    if (!(o->rdrop >= 0 && o->rdrop <= 1000)) BAD("--rdrop must be in [0, 1000] (0 = off), got %g", o->rdrop);
+    return 0;
+}
+
 static int check_training(const tfm_mt_run_opts *o) {
     if (tfm_tok_kind_parse(S(o->preprocess)) < 0)
         BAD("--preprocess: unknown '%s' (d2l, moses, moses-lower, space)", S(o->preprocess));
@@ -252,6 +278,7 @@ static int check_training(const tfm_mt_run_opts *o) {
     if (!(o->lr > 0) || o->lr > 100) BAD("--lr must be in (0, 100], got %g", o->lr);
     if (!(o->min_lr >= 0 && o->min_lr <= o->lr)) BAD("--min-lr must be in [0, --lr %g], got %g", o->lr, o->min_lr);
     if (!(o->dropout >= 0 && o->dropout < 1)) BAD("--dropout must be in [0, 1), got %g", o->dropout);
+    if (check_regularisers(o)) return -1;
     if (!(o->label_smoothing >= 0 && o->label_smoothing < 1))
         BAD("--label-smoothing must be in [0, 1), got %g", o->label_smoothing);
     if (!(o->grad_clip >= 0)) BAD("--grad-clip must be >= 0, got %g", o->grad_clip);
@@ -329,6 +356,7 @@ static void train_opts(const tfm_mt_run_opts *o, tfm_mt_train_opts *to) {
     to->seed = (uint64_t)o->seed, to->bucket = o->bucket, to->log_every = o->log_every, to->profile = o->profile;
     to->max_steps = o->max_steps, to->ctl.save_every = o->save_every, to->ctl.skip_nonfinite = o->skip_nonfinite;
     to->max_tokens = o->max_tokens, to->valid_every = o->eval_every;
+    to->rdrop = o->rdrop;
 }
 
 int mt_check_options(mt_run *x) {
@@ -349,6 +377,7 @@ void mt_model_config(const tfm_mt_run_opts *o, tfm_s2s_config *cf) {
     cf->max_len = MT_PE_LEN > o->max_len + 1 ? MT_PE_LEN : o->max_len + 1;
     cf->n_layer = o->n_layer, cf->embed_size = o->embed_size, cf->hidden_size = o->hidden_size;
     cf->dropout = o->dropout, cf->pad_len = o->pad_to_max_len ? o->max_len : 0;
+    cf->attention_dropout = o->attention_dropout, cf->activation_dropout = o->activation_dropout;
     tfm_s2s_config_clear_unused(cf);   /* the fields of another architecture (refused above if not defaults) */
     cf->share_embeddings = o->share_embeddings;
     cf->init = strcmp(o->init, "xavier") ? TFM_INIT_D2L : TFM_INIT_XAVIER;

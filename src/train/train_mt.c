@@ -105,6 +105,14 @@ static void gather(tfm_graph *g, const tfm_nmt_arrays *a, const int *idx, int nb
     tfm_s2s_shift_right(b->tgt, nb, b->Tt, b->tgt_in);
 }
 
+/* The training loss of a gathered batch: the cross-entropy, or with o->rdrop the R-Drop loss (two passes) */
+static tfm_tensor *batch_loss(tfm_encdec *m, tfm_graph *g, const mt_batch *b, int rows, const tfm_mt_train_opts *o) {
+    if (o->rdrop > 0)
+        return tfm_encdec_rdrop_loss(m, g, b->src, b->valid, rows, b->Ts, b->tgt_in, b->tgt, b->Tt, o->label_smoothing,
+                                     o->rdrop);
+    return tfm_encdec_loss(m, g, b->src, b->valid, rows, b->Ts, b->tgt_in, b->tgt, b->Tt, o->label_smoothing);
+}
+
 /* Data parallel: this rank's pairs of a global batch of nb pairs, contiguous and of nearly equal token
  * count (tfm_dist_split_weighted), and what every rank needs of the whole batch: its longest source and
  * target (the slice is padded to them, so attention dropout keys match the one-process batch), its target
@@ -152,7 +160,7 @@ static double slice_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *trai
     gather(g, train, bidx + (sl->n ? sl->lo : 0), rows, &b, sl->Ts > pm ? sl->Ts : pm, sl->Tt > pm ? sl->Tt : pm);
     g->drop_sample0 = sl->n ? sl->lo : 0, g->drop_samples = rows, g->drop_total = nb;
     g->drop_row0[0] = sl->row0[0], g->drop_row0[1] = sl->row0[1];
-    tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+    tfm_tensor *loss = batch_loss(m, g, &b, rows, o);
     float lv = loss->data[0], mine = sl->n ? (float)b.n_tok : 0.0f;
     tfm_backward(g, tfm_scale(g, loss, o->loss_norm == TFM_LOSS_D2L ? mine / b.Tt : mine / sl->n_tok));
     return sl->n ? (double)lv * b.n_tok / sl->n_tok : 0.0;
@@ -167,7 +175,7 @@ static double whole_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *trai
     g->grad_enabled = 1;
     g->training = 1;
     gather(g, train, bidx, nb, &b, pm, pm);
-    tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+    tfm_tensor *loss = batch_loss(m, g, &b, nb, o);
     if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(g, tfm_scale(g, loss, (float)b.n_tok / b.Tt));
     else tfm_backward(g, loss);
     *n_tok = b.n_tok;
@@ -322,6 +330,28 @@ static int check_before_save(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *
     return agreed ? -1 : 0;
 }
 
+/* lens[i]: the longer side of pair i (tfm_batches_make's bucketing) */
+static void pair_lengths(const tfm_nmt_arrays *a, int *lens) {
+    for (int i = 0; i < a->n; i++) lens[i] = a->src_valid[i] > a->tgt_valid[i] ? a->src_valid[i] : a->tgt_valid[i];
+}
+
+/* The run's steps when the batch count changes per epoch (o->epoch_data with token batches): those taken before
+ * this epoch, and this epoch's count for it and the epochs_left - 1 after it (the cosine schedule's length, the ETA) */
+static int steps_now(const tfm_mt_progress *prog, int n_batches, int epochs_left) {
+    int64_t t = (int64_t)prog->step - prog->batch + (int64_t)n_batches * epochs_left;
+    return t > INT_MAX ? INT_MAX : (int)t;
+}
+
+/* o->epoch_data: the epoch's training arrays (rewritten in place by the caller), then their lengths again */
+static int epoch_data(const tfm_mt_train_opts *o, int epoch, void *user, const tfm_nmt_arrays *train, int *lens) {
+    int n = train->n, S = train->num_steps;
+    if (o->epoch_data(epoch, user)) return -1;
+    if (train->n != n || train->num_steps != S)
+        return tfm_set_error("epoch %d: epoch_data changed the training arrays' shape", epoch + 1), -1;
+    pair_lengths(train, lens);
+    return 0;
+}
+
 int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user) {
@@ -352,8 +382,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     int *lens = malloc(sizeof(int) * ((size_t)train->n * 2 + parts + 3));
     if (!lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
     int *w = lens + train->n, *bounds = w + train->n + 1;   /* split_batch's scratch (ranks, chunks) */
-    for (int i = 0; i < train->n; i++)
-        lens[i] = train->src_valid[i] > train->tgt_valid[i] ? train->src_valid[i] : train->tgt_valid[i];
+    pair_lengths(train, lens);
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.rng = prog->drop_rng;
@@ -382,6 +411,10 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
         /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
         if (prog->batch > 0) prog->rng = prog->epoch_rng;
         else prog->epoch_rng = prog->rng;
+        if (o->epoch_data && epoch_data(o, epoch, user, train, lens)) {
+            rc = -1;
+            break;
+        }
         tfm_batches bt;
         valid_set = 0;
         if (o->max_tokens > 0 ? tfm_batches_by_tokens(&bt, train->n, train->src_valid, train->tgt_valid, o->max_tokens,
@@ -391,6 +424,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
             break;
         }
         if (prog->batch >= bt.n_batches) prog->batch = 0;
+        if (o->epoch_data) total = steps_now(prog, bt.n_batches, o->epochs - epoch);
         for (int bi = prog->batch; bi < bt.n_batches; bi++) {
             int nb = bt.off[bi + 1] - bt.off[bi];
             double t_step = tfm_now();

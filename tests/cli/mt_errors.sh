@@ -46,6 +46,14 @@ expect_err "mt bad --lr" "lr" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --
 expect_err "mt non-numeric --epochs" "epochs" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --epochs ten
 expect_err "mt --n-head must divide --d-model" "n-head" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --d-model 32 --n-head 5
 expect_err "mt bad --dropout" "dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --dropout 1.5
+expect_err "mt bad --attention-dropout" "attention-dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --attention-dropout -0.5
+expect_err "mt bad --activation-dropout" "activation-dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --activation-dropout 1
+expect_err "mt --activation-dropout is for the transformer" "activation-dropout.*transformer" \
+    $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --arch rnn --activation-dropout 0.1
+expect_err "mt --bpe-dropout needs --tokenizer bpe" "bpe-dropout.*tokenizer bpe" \
+    $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --bpe-dropout 0.1
+expect_err "mt bad --bpe-dropout" "bpe-dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --tokenizer bpe --bpe-dropout 2
+expect_err "mt bad --rdrop" "rdrop" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --rdrop -1
 expect_err "mt --resume without a checkpoint" "resume" $TFM train-mt --tsv "$d/e.tsv" --resume "$d/none.tfm"
 
 # a language-model checkpoint (meta.kind "gpt") given to translate: a minimal valid container

@@ -51,3 +51,18 @@ mv "$TMP/run/src.txt" "$TMP/run/moved.txt"
     $TFM train-mt --resume ../run/r0.tfm)
 (cd "$TMP/else" && expect_ok "resume with --src naming the moved file" \
     $TFM train-mt --resume ../run/r0.tfm --src ../run/moved.txt)
+
+# issue 35's regularisers (BPE-dropout re-segments every epoch, R-Drop, split dropouts): a run stopped inside its
+# second epoch and resumed ends bit-identical to the whole run, and a resume refuses another --bpe-dropout / --rdrop
+G="--src $TMP/src.txt --tgt $TMP/tgt.txt --tokenizer bpe --vocab-size 400 --d-model 16 --n-head 2 --n-layer 1 --ffn 32
+   --max-tokens 256 --epochs 2 --warmup 10 --threads 2 --log-every 0 --bpe-dropout 0.2 --rdrop 1
+   --attention-dropout 0.05 --activation-dropout 0.1"
+$TFM train-mt $G --out "$TMP/rw.tfm" 2>/dev/null || fail "train-mt with the regularisers" "failed"
+$TFM train-mt $G --out "$TMP/rp.tfm" --max-steps 25 2>/dev/null || fail "train-mt with the regularisers --max-steps" "failed"
+expect_ok "resume of a run with --bpe-dropout --rdrop" $TFM train-mt --resume "$TMP/rp.tfm"
+cmp -s "$TMP/rw.tfm" "$TMP/rp.tfm" && pass "regularisers: stopped and resumed = the whole run (bit-identical)" \
+    || fail "regularisers: stopped and resumed = the whole run" "checkpoints differ"
+expect_exit "resume refuses another --bpe-dropout" 2 "--bpe-dropout 0.3 differs from the checkpoint's --bpe-dropout 0.2" \
+    $TFM train-mt --resume "$TMP/rw.tfm" --bpe-dropout 0.3 --epochs 3
+expect_exit "resume refuses another --rdrop" 2 "--rdrop 2 differs from the checkpoint's --rdrop 1" \
+    $TFM train-mt --resume "$TMP/rw.tfm" --rdrop 2 --epochs 3

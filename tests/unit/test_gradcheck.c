@@ -156,6 +156,14 @@ static tfm_tensor *f_ce_ls(tfm_graph *g, tfm_tensor **x) {
     static const int t[6] = {1, 4, 0, 0, 2, 3};
     return tfm_cross_entropy(g, x[0], t, 0, 0.1f); /* ignore_index 0 = <pad> */
 }
+static tfm_tensor *f_sym_kl(tfm_graph *g, tfm_tensor **x) {
+    static const int t[6] = {1, 4, 0, 0, 2, 3};
+    return tfm_sym_kl(g, x[0], x[1], t, 0); /* rows 2, 3 ignored */
+}
+static tfm_tensor *f_sym_kl_wide(tfm_graph *g, tfm_tensor **x) {   /* V 600: two CE_CHUNK slices */
+    static const int t[3] = {7, -1, 599};
+    return tfm_sym_kl(g, tfm_scale(g, x[0], 3.0f), x[1], t, -1);
+}
 static tfm_tensor *f_permute(tfm_graph *g, tfm_tensor **x) { return tfm_permute(g, x[0], 0, 2, 1, 3); }
 static tfm_tensor *f_permute2(tfm_graph *g, tfm_tensor **x) { return tfm_permute(g, x[0], 3, 1, 0, 2); }
 static tfm_tensor *f_concat(tfm_graph *g, tfm_tensor **x) { return tfm_concat(g, x, 3, 1); }
@@ -257,6 +265,8 @@ int main(void) {
     GC("grad embedding", f_embedding, 1, 1.0f, {{5, 3}});
     GC("grad cross-entropy ignore_index", f_ce, 1, 1.0f, {{6, 5}});
     GC("grad cross-entropy label smoothing", f_ce_ls, 1, 1.0f, {{6, 5}});
+    GC("grad sym_kl (R-Drop) ignore_index", f_sym_kl, 2, 1.0f, {{6, 5}, {6, 5}});
+    GC("grad sym_kl (R-Drop) wide rows", f_sym_kl_wide, 2, 1.0f, {{3, 600}, {3, 600}});
     GC("grad permute (0,2,1,3)", f_permute, 1, 1.0f, {{2, 3, 4, 5}});
     GC("grad permute (3,1,0,2)", f_permute2, 1, 1.0f, {{2, 3, 4, 5}});
     GC("grad concat axis 1", f_concat, 3, 1.0f, {{2, 1, 3}, {2, 2, 3}, {2, 3, 3}});
