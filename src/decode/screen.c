@@ -65,7 +65,7 @@ static int quantize_rows(tfm_logit_screen *s) {
     return 0;
 }
 
-tfm_logit_screen *tfm_logit_screen_new(const tfm_encdec *m) {
+tfm_logit_screen *tfm_logit_screen_new(const tfm_mt_net *m) {
     if (!m || !m->vt->decode_hidden || !m->vt->output_layer)
         return tfm_set_error("%s: no int8 screen of the output layer for this architecture", m ? m->vt->arch : "NULL"),
                NULL;
@@ -83,7 +83,7 @@ tfm_logit_screen *tfm_logit_screen_new(const tfm_encdec *m) {
     return s;
 }
 
-int tfm_logit_screen_of(const tfm_logit_screen *s, const tfm_encdec *m) {
+int tfm_logit_screen_of(const tfm_logit_screen *s, const tfm_mt_net *m) {
     if (!s || !m || !m->vt->output_layer) return 0;
     const tfm_tensor *W, *b;
     m->vt->output_layer(m, &W, &b);

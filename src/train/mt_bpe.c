@@ -6,7 +6,7 @@
 
 #include "tfm/train.h"
 
-int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed) {
+int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_mt_config *cfg, uint64_t seed) {
     memset(t, 0, sizeof *t);
     t->tok_kind = TFM_TOK_BPE;
     t->bpe = bpe;
@@ -57,7 +57,7 @@ oom:
     return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding the corpus"), -1;
 }
 
-int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a) {
+int tfm_mt_corpus_from_text_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_mt_corpus *a) {
     tfm_parallel_ids ids;
     memset(&ids, 0, sizeof ids);
     if (encode_side(t->bpe, p->src, p->n, &ids.src_off, &ids.src_ids)) return -1;
@@ -66,7 +66,7 @@ int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num
         return -1;
     }
     ids.n = p->n;
-    int rc = tfm_nmt_arrays_build(&ids, num_steps, a);
+    int rc = tfm_mt_corpus_build(&ids, num_steps, a);
     tfm_parallel_ids_free(&ids);
     return rc;
 }
@@ -83,7 +83,7 @@ static int dropout_row(tfm_bpe_encoder *enc, const tfm_bpe *m, const tfm_toklist
 
 /* Pairs [i0, i1) of the epoch's segmentation with one encoder; the counts of cut sources / targets added to cut[2]. */
 static int dropout_rows(const tfm_parallel_text *p, const tfm_bpe *m, float p_drop, uint64_t seed, int epoch,
-                        tfm_bpe_encoder *enc, int i0, int i1, tfm_nmt_arrays *a, int *cut) {
+                        tfm_bpe_encoder *enc, int i0, int i1, tfm_mt_corpus *a, int *cut) {
     int S = a->num_steps;
     for (int i = i0; i < i1; i++)
         for (int side = 0; side < 2; side++) {
@@ -95,8 +95,8 @@ static int dropout_rows(const tfm_parallel_text *p, const tfm_bpe *m, float p_dr
     return 0;
 }
 
-int tfm_mt_arrays_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_model *t, float p_drop, uint64_t seed,
-                              int epoch, tfm_bpe_encoder *const *enc, int n_enc, tfm_nmt_arrays *a) {
+int tfm_mt_corpus_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_model *t, float p_drop, uint64_t seed,
+                              int epoch, tfm_bpe_encoder *const *enc, int n_enc, tfm_mt_corpus *a) {
     if (!t->bpe || a->n != p->n)
         return tfm_set_error("BPE-dropout: needs a BPE translator and the arrays of its corpus (%d pairs, arrays of %d)",
                              p->n, a->n), -1;

@@ -174,8 +174,8 @@ int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     mt_valid_close(&x->val);
     for (int i = 0; x->bpe_enc && i < x->n_bpe_enc; i++) tfm_bpe_encoder_free(x->bpe_enc[i]);
     free(x->bpe_enc);
-    tfm_nmt_arrays_free(&x->atrain);
-    tfm_nmt_arrays_free(&x->avalid);
+    tfm_mt_corpus_free(&x->atrain);
+    tfm_mt_corpus_free(&x->avalid);
     tfm_parallel_text_free(&x->ptrain);
     tfm_parallel_text_free(&x->pvalid);
     if (x->opt.m) tfm_adamw_free(&x->opt);

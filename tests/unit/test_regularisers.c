@@ -1,8 +1,8 @@
 /* Issue 35's regularisers for train-mt:
  *   BPE-dropout  tfm_bpe_encode_dropout on a real corpus sample (data/fra-eng-demo.tsv): p 0 is exact BPE, p 1 the
  *                initial symbols, the same key the same segmentation, another key another one, decoding gives the
- *                text back; tfm_mt_arrays_bpe_dropout: p 0 = the exact arrays, per epoch, thread count free;
- *   R-Drop       tfm_encdec_rdrop_loss = (CE1 + CE2) / 2 + alpha * symmetric KL, recomputed here from two passes
+ *                text back; tfm_mt_corpus_bpe_dropout: p 0 = the exact arrays, per epoch, thread count free;
+ *   R-Drop       tfm_mt_net_rdrop_loss = (CE1 + CE2) / 2 + alpha * symmetric KL, recomputed here from two passes
  *                with the dropout masks reproduced from the graph's RNG state; alpha 0 = the two passes' CE
  *                gradients averaged; finite differences on the whole loss (the op itself: test_gradcheck.c);
  *   attention / activation dropout  config defaults (attention_dropout -1 = dropout), their effect, the checkpoint
@@ -88,7 +88,7 @@ static void test_bpe_dropout_encode(const tfm_parallel_text *p, const tfm_bpe *m
     free(d), free(back);
 }
 
-static int arrays_equal(const tfm_nmt_arrays *a, const tfm_nmt_arrays *b) {
+static int arrays_equal(const tfm_mt_corpus *a, const tfm_mt_corpus *b) {
     size_t cells = (size_t)a->n * a->num_steps;
     return a->n == b->n && !memcmp(a->src, b->src, cells * sizeof(int)) && !memcmp(a->tgt, b->tgt, cells * sizeof(int)) &&
            !memcmp(a->src_valid, b->src_valid, (size_t)a->n * sizeof(int)) &&
@@ -96,37 +96,37 @@ static int arrays_equal(const tfm_nmt_arrays *a, const tfm_nmt_arrays *b) {
 }
 
 static void test_bpe_dropout_arrays(const tfm_parallel_text *p, tfm_bpe *m) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.d_model = 8, c.n_head = 2, c.ffn = 8, c.n_layer = 1, c.max_len = 80;
     tfm_mt_model t;
     if (tfm_mt_model_build_bpe(&t, m, &c, 1)) {
         CHECK("bpe-dropout arrays: build", 0, "%s", tfm_last_error());
         return;
     }
-    tfm_nmt_arrays exact, a, b;
-    int ok = !tfm_mt_arrays(p, &t, 64, &exact) && !tfm_mt_arrays(p, &t, 64, &a) && !tfm_mt_arrays(p, &t, 64, &b);
+    tfm_mt_corpus exact, a, b;
+    int ok = !tfm_mt_corpus_from_text(p, &t, 64, &exact) && !tfm_mt_corpus_from_text(p, &t, 64, &a) && !tfm_mt_corpus_from_text(p, &t, 64, &b);
     CHECK("bpe-dropout arrays: built", ok, "%s", tfm_last_error());
     if (!ok) return;
     int threads = tfm_get_threads();
     tfm_bpe_encoder *enc[3] = {tfm_bpe_encoder_new(), tfm_bpe_encoder_new(), tfm_bpe_encoder_new()};
-    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.0f, 5, 0, NULL, 0, &a);
+    ok = !tfm_mt_corpus_bpe_dropout(p, &t, 0.0f, 5, 0, NULL, 0, &a);
     CHECK("bpe-dropout arrays: p 0 = the exact arrays", ok && arrays_equal(&a, &exact), "%s", tfm_last_error());
     tfm_set_threads(1);
-    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 3, NULL, 0, &a);
+    ok = !tfm_mt_corpus_bpe_dropout(p, &t, 0.2f, 5, 3, NULL, 0, &a);
     tfm_set_threads(3);
-    ok = ok && !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 3, enc, 3, &b);
+    ok = ok && !tfm_mt_corpus_bpe_dropout(p, &t, 0.2f, 5, 3, enc, 3, &b);
     tfm_set_threads(threads);
     CHECK("bpe-dropout arrays: 1 and 3 threads give one segmentation", ok && arrays_equal(&a, &b), "%s", tfm_last_error());
     CHECK("bpe-dropout arrays: not the exact arrays", !arrays_equal(&a, &exact), "p 0.2 changed nothing");
-    ok = !tfm_mt_arrays_bpe_dropout(p, &t, 0.2f, 5, 4, enc, 3, &b);
+    ok = !tfm_mt_corpus_bpe_dropout(p, &t, 0.2f, 5, 4, enc, 3, &b);
     CHECK("bpe-dropout arrays: the next epoch re-segments", ok && !arrays_equal(&a, &b), "epochs 3 and 4 equal");
     long toks_exact = 0, toks_drop = 0;
     for (int i = 0; i < p->n; i++) toks_exact += exact.src_valid[i], toks_drop += b.src_valid[i];
     CHECK("bpe-dropout arrays: longer rows, each ending in <eos> or cut at num_steps", toks_drop > toks_exact &&
           b.src[(size_t)0 * 64 + b.src_valid[0] - 1] == TFM_EOS, "%ld vs %ld tokens", toks_drop, toks_exact);
     for (int i = 0; i < 3; i++) tfm_bpe_encoder_free(enc[i]);
-    tfm_nmt_arrays_free(&exact), tfm_nmt_arrays_free(&a), tfm_nmt_arrays_free(&b);
+    tfm_mt_corpus_free(&exact), tfm_mt_corpus_free(&a), tfm_mt_corpus_free(&b);
     tfm_mt_model_free(&t);   /* frees m too */
 }
 
@@ -157,13 +157,13 @@ enum { V = 40, B = 2, TS = 5, TT = 4 };
 static const int src[B * TS] = {11, 12, 7, 25, 2, 5, 9, 2, 0, 0}, valid[B] = {5, 3};
 static const int tgt[B * TT] = {17, 22, 18, 2, 9, 2, 0, 0};
 
-static tfm_encdec *tiny_model(float dropout, float attention, float activation) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+static tfm_mt_net *tiny_model(float dropout, float attention, float activation) {
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.src_vocab = c.tgt_vocab = V;
     c.d_model = 8, c.n_head = 2, c.ffn = 16, c.n_layer = 1, c.max_len = 16;
     c.dropout = dropout, c.attention_dropout = attention, c.activation_dropout = activation;
-    tfm_encdec *m = tfm_s2s_create(&c);
+    tfm_mt_net *m = tfm_mt_net_create(&c);
     if (m) m->vt->init_weights(m, 3);
     return m;
 }
@@ -194,27 +194,27 @@ static void reference(const float *l1, const float *l2, const int *t, int rows, 
     *ce1 /= count, *ce2 /= count, *kl /= count;
 }
 
-static float rdrop_loss(tfm_encdec *m, tfm_graph *g, tfm_rng start, float alpha, int backward) {
+static float rdrop_loss(tfm_mt_net *m, tfm_graph *g, tfm_rng start, float alpha, int backward) {
     int tin[B * TT];
-    tfm_s2s_shift_right(tgt, B, TT, tin);
+    tfm_mt_shift_right(tgt, B, TT, tin);
     tfm_graph_reset(g);
     g->rng = start;
     tfm_params_zero_grad(&m->params);
-    tfm_tensor *loss = tfm_encdec_rdrop_loss(m, g, src, valid, B, TS, tin, tgt, TT, 0.1f, alpha);
+    tfm_tensor *loss = tfm_mt_net_rdrop_loss(m, g, src, valid, B, TS, tin, tgt, TT, 0.1f, alpha);
     if (backward) tfm_backward(g, loss);
     return loss->data[0];
 }
 
-static void test_rdrop_value(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
+static void test_rdrop_value(tfm_mt_net *m, tfm_graph *g, tfm_rng start) {
     const float alpha = 0.7f;
     float got = rdrop_loss(m, g, start, alpha, 0);
     int tin[B * TT];
-    tfm_s2s_shift_right(tgt, B, TT, tin);
+    tfm_mt_shift_right(tgt, B, TT, tin);
     tfm_graph_reset(g);
     g->rng = start;   /* the same masks: pass 1, then pass 2 draws the next ones */
     const int *t1, *t2;
-    tfm_tensor *l1 = tfm_encdec_train_logits(m, g, src, valid, B, TS, tin, tgt, TT, &t1);
-    tfm_tensor *l2 = tfm_encdec_train_logits(m, g, src, valid, B, TS, tin, tgt, TT, &t2);
+    tfm_tensor *l1 = tfm_mt_net_train_logits(m, g, src, valid, B, TS, tin, tgt, TT, &t1);
+    tfm_tensor *l2 = tfm_mt_net_train_logits(m, g, src, valid, B, TS, tin, tgt, TT, &t2);
     int rows = (int)(l1->size / V);
     double ce1, ce2, kl;
     reference(l1->data, l2->data, t1, rows, 0.1f, &ce1, &ce2, &kl);
@@ -228,11 +228,11 @@ static void test_rdrop_value(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
 }
 
 /* alpha 0: the gradient is the mean of the two passes' CE gradients (pass 2 with the RNG where pass 1 left it) */
-static void test_rdrop_alpha0(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
+static void test_rdrop_alpha0(tfm_mt_net *m, tfm_graph *g, tfm_rng start) {
     size_t n = m->params.total;
     float *gr = malloc(sizeof(float) * n), *g1 = malloc(sizeof(float) * n);
     int tin[B * TT];
-    tfm_s2s_shift_right(tgt, B, TT, tin);
+    tfm_mt_shift_right(tgt, B, TT, tin);
     float lr = rdrop_loss(m, g, start, 0.0f, 1);
     memcpy(gr, m->params.grad, sizeof(float) * n);
     double l12 = 0;
@@ -241,7 +241,7 @@ static void test_rdrop_alpha0(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
         tfm_graph_reset(g);
         g->rng = r;
         tfm_params_zero_grad(&m->params);
-        tfm_tensor *loss = tfm_encdec_loss(m, g, src, valid, B, TS, tin, tgt, TT, 0.1f);
+        tfm_tensor *loss = tfm_mt_net_loss(m, g, src, valid, B, TS, tin, tgt, TT, 0.1f);
         r = g->rng;   /* where the forward's dropouts left it */
         tfm_backward(g, loss);
         l12 += 0.5 * loss->data[0];
@@ -256,7 +256,7 @@ static void test_rdrop_alpha0(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
 }
 
 /* finite differences on 40 parameter entries spread over every tensor, the masks the same in every evaluation */
-static void test_rdrop_gradcheck(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
+static void test_rdrop_gradcheck(tfm_mt_net *m, tfm_graph *g, tfm_rng start) {
     enum { K = 40 };
     rdrop_loss(m, g, start, 1.5f, 1);
     float an[K], fd[K];
@@ -279,7 +279,7 @@ static void test_rdrop_gradcheck(tfm_encdec *m, tfm_graph *g, tfm_rng start) {
 }
 
 static void test_rdrop(void) {
-    tfm_encdec *m = tiny_model(0.3f, -1.0f, 0.2f);
+    tfm_mt_net *m = tiny_model(0.3f, -1.0f, 0.2f);
     if (!m) {
         CHECK("rdrop: model", 0, "%s", tfm_last_error());
         return;
@@ -293,30 +293,30 @@ static void test_rdrop(void) {
     test_rdrop_alpha0(m, &g, start);
     test_rdrop_gradcheck(m, &g, start);
     tfm_graph_free(&g);
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
 }
 
 /* ---------------------------------------------------------------- attention / activation dropout */
-static float train_loss(tfm_encdec *m, int training) {
+static float train_loss(tfm_mt_net *m, int training) {
     int tin[B * TT];
-    tfm_s2s_shift_right(tgt, B, TT, tin);
+    tfm_mt_shift_right(tgt, B, TT, tin);
     tfm_graph g;
     tfm_graph_init(&g, 5);
     g.training = training;
-    float l = tfm_encdec_loss(m, &g, src, valid, B, TS, tin, tgt, TT, 0.0f)->data[0];
+    float l = tfm_mt_net_loss(m, &g, src, valid, B, TS, tin, tgt, TT, 0.0f)->data[0];
     tfm_graph_free(&g);
     return l;
 }
 
 /* a translator with these two settings through a checkpoint: the entries written only when not the defaults */
-static int round_trip(float attention, float activation, int *entries, tfm_s2s_config *back) {
+static int round_trip(float attention, float activation, int *entries, tfm_mt_config *back) {
     const char *lines[] = {"ein Hund", "a dog", "zwei Katzen", "two cats"};
     tfm_bpe *b = calloc(1, sizeof *b);
     tfm_bpe_learn_opts lo;
     tfm_bpe_learn_defaults(&lo);
     lo.vocab_size = 280;
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.d_model = 8, c.n_head = 2, c.ffn = 8, c.n_layer = 1, c.max_len = 16;
     c.attention_dropout = attention, c.activation_dropout = activation;
     tfm_mt_model t, r;
@@ -338,7 +338,7 @@ static int round_trip(float attention, float activation, int *entries, tfm_s2s_c
 }
 
 static void test_split_dropout_checkpoint(void) {
-    tfm_s2s_config back;
+    tfm_mt_config back;
     int entries = -1;
     int rc = round_trip(0.05f, 0.1f, &entries, &back);
     CHECK("split dropout: checkpoint round trip", !rc && entries == 2 && back.attention_dropout == 0.05f &&
@@ -351,12 +351,12 @@ static void test_split_dropout_checkpoint(void) {
 }
 
 static void test_split_dropout(void) {
-    tfm_s2s_config d;
-    tfm_s2s_config_default(&d);
+    tfm_mt_config d;
+    tfm_mt_config_default(&d);
     CHECK("split dropout: defaults -1 (as dropout) and 0", d.attention_dropout == -1.0f && d.activation_dropout == 0,
           "%g %g", d.attention_dropout, d.activation_dropout);
-    tfm_encdec *inherit = tiny_model(0.3f, -1.0f, 0.0f), *same = tiny_model(0.3f, 0.3f, 0.0f);
-    tfm_encdec *none = tiny_model(0.3f, 0.0f, 0.0f), *act = tiny_model(0.3f, -1.0f, 0.4f);
+    tfm_mt_net *inherit = tiny_model(0.3f, -1.0f, 0.0f), *same = tiny_model(0.3f, 0.3f, 0.0f);
+    tfm_mt_net *none = tiny_model(0.3f, 0.0f, 0.0f), *act = tiny_model(0.3f, -1.0f, 0.4f);
     if (!inherit || !same || !none || !act) {
         CHECK("split dropout: models", 0, "%s", tfm_last_error());
         return;
@@ -368,14 +368,14 @@ static void test_split_dropout(void) {
     CHECK("split dropout: no effect outside training", train_loss(act, 0) == train_loss(inherit, 0) &&
           train_loss(none, 0) == train_loss(inherit, 0), "eval losses differ");
     test_split_dropout_checkpoint();
-    tfm_s2s_config bad = inherit->cfg;
+    tfm_mt_config bad = inherit->cfg;
     bad.attention_dropout = -0.5f;
-    int r1 = tfm_s2s_config_check(&bad);
+    int r1 = tfm_mt_config_check(&bad);
     bad.attention_dropout = 0.1f, bad.activation_dropout = 1.0f;
-    int r2 = tfm_s2s_config_check(&bad);
+    int r2 = tfm_mt_config_check(&bad);
     CHECK("split dropout: out-of-range values refused", r1 && r2 && strstr(tfm_last_error(), "activation_dropout"),
           "%d %d %s", r1, r2, tfm_last_error());
-    tfm_encdec_free(inherit), tfm_encdec_free(same), tfm_encdec_free(none), tfm_encdec_free(act);
+    tfm_mt_net_free(inherit), tfm_mt_net_free(same), tfm_mt_net_free(none), tfm_mt_net_free(act);
 }
 
 int main(void) {

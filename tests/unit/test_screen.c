@@ -18,12 +18,12 @@
 #define V 3000
 #define D 64
 
-static tfm_encdec *make_model(int with_bias_noise) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+static tfm_mt_net *make_model(int with_bias_noise) {
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.src_vocab = V, c.tgt_vocab = V, c.d_model = D, c.n_head = 4, c.ffn = 128, c.n_layer = 1, c.max_len = 64;
     c.dropout = 0;
-    tfm_encdec *m = tfm_s2s_create(&c);
+    tfm_mt_net *m = tfm_mt_net_create(&c);
     if (!m) printf("FAIL model: %s\n", tfm_last_error()), exit(1);
     m->vt->init_weights(m, 7);
     const tfm_tensor *W, *b;
@@ -33,7 +33,7 @@ static tfm_encdec *make_model(int with_bias_noise) {
 }
 
 /* the unscreened one-row step's logits and their first argmax (banned ids at -inf) */
-static int reference(const tfm_encdec *m, const float *h, const int *banned, int n_banned, float *z) {
+static int reference(const tfm_mt_net *m, const float *h, const int *banned, int n_banned, float *z) {
     const tfm_tensor *W, *b;
     m->vt->output_layer(m, &W, &b);
     if (b) tfm_gemm_bias(0, 1, 1, V, D, 1.0f, h, D, W->data, D, NULL, b->data, z, V);
@@ -49,7 +49,7 @@ static float *scratch_for(const tfm_logit_screen *s, int rows) {
     return malloc(sizeof(float) * tfm_logit_screen_scratch(s, rows));
 }
 
-static void test_random(tfm_encdec *m, const tfm_logit_screen *s) {
+static void test_random(tfm_mt_net *m, const tfm_logit_screen *s) {
     enum { ROWS = 4, TRIALS = 300 };
     float h[ROWS * D], z[V], *scr = scratch_for(s, ROWS);
     int best[ROWS], wrong = 0, fallbacks = 0, n = 0;
@@ -70,7 +70,7 @@ static void test_random(tfm_encdec *m, const tfm_logit_screen *s) {
     free(scr);
 }
 
-static void test_ties(tfm_encdec *m) {
+static void test_ties(tfm_mt_net *m) {
     const tfm_tensor *W, *b;
     m->vt->output_layer(m, &W, &b);
     float h[D], z[V];
@@ -97,7 +97,7 @@ static void test_ties(tfm_encdec *m) {
     free(scr);
 }
 
-static void test_flat_and_banned(tfm_encdec *m) {
+static void test_flat_and_banned(tfm_mt_net *m) {
     const tfm_tensor *W, *b;
     m->vt->output_layer(m, &W, &b);
     float h[D] = {0}, z[V];
@@ -126,7 +126,7 @@ static void test_flat_and_banned(tfm_encdec *m) {
 }
 
 static void test_no_screen(void) {
-    tfm_encdec *m = make_model(0);
+    tfm_mt_net *m = make_model(0);
     const tfm_tensor *W, *b;
     m->vt->output_layer(m, &W, &b);
     int i = 0;
@@ -134,19 +134,19 @@ static void test_no_screen(void) {
     tfm_params_quantize(&m->params, i);
     tfm_logit_screen *s = tfm_logit_screen_new(m);
     CHECK("screen: none for an int8 output layer", !s && strstr(tfm_last_error(), "int8"), "%s", tfm_last_error());
-    tfm_encdec_free(m);
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_net_free(m);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     snprintf(c.arch, sizeof c.arch, "rnn");
     c.src_vocab = 40, c.tgt_vocab = 40, c.embed_size = 8, c.hidden_size = 8, c.n_layer = 1;
-    m = tfm_s2s_create(&c);
+    m = tfm_mt_net_create(&c);
     s = m ? tfm_logit_screen_new(m) : NULL;
     CHECK("screen: none for an architecture without decode_hidden", m && !s, "%s", tfm_last_error());
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
 }
 
 /* greedy search, with and without the screen: the same tokens (batch 1 and batches of 3) */
-static void test_search(tfm_encdec *m) {
+static void test_search(tfm_mt_net *m) {
     enum { N = 6 };
     int src_ids[64], src_off[N + 1] = {0}, k = 0;
     for (int i = 0; i < N; i++) {
@@ -180,7 +180,7 @@ static void test_search(tfm_encdec *m) {
 }
 
 int main(void) {
-    tfm_encdec *m = make_model(1);
+    tfm_mt_net *m = make_model(1);
     tfm_logit_screen *s = tfm_logit_screen_new(m);
     CHECK("screen: built for the Transformer", s != NULL && tfm_logit_screen_of(s, m), "%s", tfm_last_error());
     if (!s) return 1;
@@ -189,7 +189,7 @@ int main(void) {
     test_search(m);
     test_flat_and_banned(m);
     test_ties(m);
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
     test_no_screen();
     CHECK_EXIT();
 }
