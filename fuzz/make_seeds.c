@@ -111,8 +111,8 @@ static void mt_seed(const char *arch, int pre_ln, int int8) {
     if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi") ||
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!"))
         tfm_fatal("%s", tfm_last_error());
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     snprintf(c.arch, sizeof c.arch, "%s", arch);
     c.src_vocab = t.src_vocab.n;
     c.tgt_vocab = t.tgt_vocab.n;
@@ -124,7 +124,7 @@ static void mt_seed(const char *arch, int pre_ln, int int8) {
     c.pre_ln = pre_ln;
     c.embed_size = 3;
     c.hidden_size = 4;
-    t.model = tfm_s2s_create(&c);
+    t.model = tfm_mt_net_create(&c);
     if (!t.model) tfm_fatal("%s", tfm_last_error());
     t.model->vt->init_weights(t.model, 1);
     t.tok_kind = TFM_TOK_D2L;

@@ -117,11 +117,11 @@ static int fuzz_translator(const tfm_container *c) {
     int tgt_in[2] = {TFM_BOS, TFM_N_RESERVED % t.model->cfg.tgt_vocab};
     tfm_graph g;
     tfm_graph_init(&g, 1);
-    (void)tfm_encdec_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
+    (void)tfm_mt_net_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
     if (tfm_params_n_q8(&t.model->params)) {   /* an int8 model: inference runs the int8 GEMM */
         g.grad_enabled = 0;
         tfm_graph_reset(&g);
-        (void)tfm_encdec_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
+        (void)tfm_mt_net_forward(t.model, &g, src, valid, 1, T, tgt_in, T);
     }
     tfm_graph_free(&g);
     tfm_mt_model_free(&t);

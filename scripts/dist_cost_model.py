@@ -10,7 +10,7 @@ import math
 NETS = {"1 GbE (118 MB/s, 50 µs)": (0.118e9, 50e-6), "10 GbE (1.18 GB/s, 20 µs)": (1.18e9, 20e-6),
         "25 GbE (2.95 GB/s, 15 µs)": (2.95e9, 15e-6), "InfiniBand HDR100 (12 GB/s, 1.5 µs)": (12.0e9, 1.5e-6)}
 BUCKET = 8 << 20
-# parameters (tfm_gpt_init / tfm_transformer_create params.total) and seconds per single-rank step
+# parameters (tfm_gpt_init / tfm_mt_transformer_create params.total) and seconds per single-rank step
 GPT = (809856 * 4, 40.4e-3)          # 4x128, block 64, vocab 65; 24.75 it/s at 2 threads
 MT = (9217157 * 4, 244e-3)           # Multi30k d_model 256, 3+3, FFN 512, vocab 8018/6277; 244 ms/step
 

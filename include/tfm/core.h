@@ -60,12 +60,12 @@ TFM_API void tfm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * tfm_mul_size_overflow: 1 if a*b does not fit a size_t, else 0 with *out = a*b.
  * tfm_mul_i64_sat: a*b for a, b >= 0, saturated at INT64_MAX (an estimate that cannot wrap).
  * TFM_MAX_STEP_ELEMS: the most float elements of activations one training step or one decoding batch may
- * need by the models' estimates (tfm_gpt_step_elems, tfm_s2s_step_elems): 2^31 = 8 GiB. Beyond it the
+ * need by the models' estimates (tfm_gpt_step_elems, tfm_mt_step_elems): 2^31 = 8 GiB. Beyond it the
  * workflows refuse with an error naming the flags, before allocating. */
 TFM_API int tfm_mul_size_overflow(size_t a, size_t b, size_t *out);
 TFM_API int64_t tfm_mul_i64_sat(int64_t a, int64_t b);
 #define TFM_MAX_STEP_ELEMS ((int64_t)1 << 31)
-/* The most parameters a model may have (8 GiB of f32 weights); tfm_gpt_init and tfm_s2s_create check it
+/* The most parameters a model may have (8 GiB of f32 weights); tfm_gpt_init and tfm_mt_net_create check it
  * before allocating. */
 #define TFM_MAX_PARAMS ((int64_t)1 << 31)
 /* 1 if every x[i] is finite (no NaN, no infinity), else 0: a model's outputs or weights before they are used. */

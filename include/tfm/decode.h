@@ -1,5 +1,5 @@
 /* tfm decode (workflow floor): turning a trained model into output.
- *   translators: greedy and beam search over any tfm_encdec (src/decode/search.c);
+ *   translators: greedy and beam search over any tfm_mt_net (src/decode/search.c);
  *   language models: sampling (temperature, top-k, top-p) and tfm_gpt_generate, the sliding-window,
  *   KV-cached generation loop (src/decode/sample.c, src/decode/generate.c).
  * A decoding call uses only the graph it is given: two threads with two graphs may decode at once, also
@@ -41,7 +41,7 @@ TFM_API void tfm_hyps_free(tfm_hyps *h);   /* zeroes h */
  * every op split over the threads. The outputs are the same either way. Graphs are used with grad disabled
  * and reset between steps; with g->profile the workers' times are merged into g. 0, or -1 with a tfm error
  * (out of memory, a batch too large); on failure out[] holds nothing to free. */
-TFM_API int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+TFM_API int tfm_search_nbest(tfm_mt_net *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
                              const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
                              const tfm_search_opts *o, tfm_hyps *out);
 /* An ensemble: the same search over the mean of n_models models' log-probabilities at every step (each model's
@@ -51,14 +51,14 @@ TFM_API int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *work
  * an error naming the field) and take the same source ids; the shortest position table bounds both sides.
  * n_models == 1 is tfm_search_nbest. */
 #define TFM_MAX_ENSEMBLE 16
-TFM_API int tfm_search_nbest_ensemble(tfm_encdec *const *models, int n_models, tfm_graph *g,
+TFM_API int tfm_search_nbest_ensemble(tfm_mt_net *const *models, int n_models, tfm_graph *g,
                                       tfm_graph *const *workers, int n_workers, const int *src_ids, const int *src_off,
                                       int n, int max_src, int batch_size, const tfm_search_opts *o, tfm_hyps *out);
 /* The best hypothesis only: out[i] malloc'd ids, out_len[i] their count. */
-TFM_API int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
+TFM_API int tfm_search_ids_par(tfm_mt_net *m, tfm_graph *g, tfm_graph *const *workers, int n_workers,
                                const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
                                const tfm_search_opts *o, int **out, int *out_len);
-TFM_API int tfm_search_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
+TFM_API int tfm_search_ids(tfm_mt_net *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
                            int batch_size, const tfm_search_opts *o, int **out, int *out_len);
 
 /* ---------------------------------------------------------------- language models (src/decode/) */

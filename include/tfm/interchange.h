@@ -69,7 +69,7 @@ typedef struct {
     int scale_embedding, share_embeddings;
     int pad_id, bos_id, forced_eos_id; /* pad_token_id, decoder_start_token_id, forced_eos_token_id */
     int num_beams, max_length;         /* generation defaults */
-    int n_banned, banned[TFM_S2S_MAX_BANNED];   /* bad_words_ids of one token each */
+    int n_banned, banned[TFM_MT_MAX_BANNED];   /* bad_words_ids of one token each */
 } tfm_hf_config;
 /* Parse and check a config.json held in json[0..len) (name: for errors). 0, or -1 with a tfm error
  * "NAME: 'field' ..." (a model_type other than gpt2 / marian, a field out of range, sizes that disagree,

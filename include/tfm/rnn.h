@@ -11,7 +11,7 @@
  * Backward through time comes from the autodiff tape: the GRU is composed of linear, slice, add,
  * sigmoid, tanh, mul, sub and concat nodes.
  *
- * The RNN translators built on it (rnn, bahdanau) are reached through seq2seq.h (tfm_s2s_create); their
+ * The RNN translators built on it (rnn, bahdanau) are reached through seq2seq.h (tfm_mt_net_create); their
  * internals are private to src/models/ (src/models/rnn_impl.h).
  */
 #ifndef TFM_RNN_H

@@ -3,7 +3,7 @@
  * dispatch on meta.arch. The workflows built on it live one floor up: the training loop in train.h
  * (src/train/train_mt.c), greedy / beam search in decode.h (src/decode/search.c).
  *
- * An architecture is a tfm_encdec whose vtable implements:
+ * An architecture is a tfm_mt_net whose vtable implements:
  *
  *   encode(m, g, src, src_valid, B, Ts)          padded source ids (B,Ts) row-major + valid lengths (B)
  *                                                -> encoder outputs, a graph tensor (B,Ts,*) (the RNN
@@ -43,14 +43,14 @@
  *                                                plain RNN: 0.
  *   init_weights(m, seed)                        fresh random weights
  *   destroy(m)                                   frees everything including m itself
- *   loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, ls)   optional: see tfm_encdec_loss
+ *   loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, ls)   optional: see tfm_mt_net_loss
  *   max_positions(m)                             optional: longest sequence the model takes (0 = any)
  *
  * Config, params and vocabularies are saved generically (tfm_mt_model_put): meta.kind = "seq2seq",
- * meta.arch = cfg.arch, config.<every field of tfm_s2s_config>, param.<dotted name>, and
+ * meta.arch = cfg.arch, config.<every field of tfm_mt_config>, param.<dotted name>, and
  * tokenizer.src_vocab / tokenizer.tgt_vocab / tokenizer.kind. tfm_mt_model_get / _load read meta.arch
- * and call the matching constructor (tfm_s2s_create), so an architecture only has to provide
- * `tfm_encdec *tfm_<arch>_create(const tfm_s2s_config *)` returning a model with params allocated.
+ * and call the matching constructor (tfm_mt_net_create), so an architecture only has to provide
+ * `tfm_mt_net *tfm_<arch>_create(const tfm_mt_config *)` returning a model with params allocated.
  */
 #ifndef TFM_SEQ2SEQ_H
 #define TFM_SEQ2SEQ_H
@@ -63,7 +63,7 @@
 #include "tfm/bpe.h"
 
 /* ---------------------------------------------------------------- config */
-#define TFM_S2S_MAX_BANNED 16
+#define TFM_MT_MAX_BANNED 16
 /* One config for all architectures (unused fields are ignored by an arch, but still saved). */
 typedef struct {
     char arch[16];           /* "transformer" | "rnn" | "bahdanau" */
@@ -94,15 +94,15 @@ typedef struct {
                                 three entries); bos_id is the decoder's start token (decoder_start_token_id) */
     int pad_id, bos_id, eos_id;
     int n_banned;            /* tokens decoding never emits (bad_words_ids of one token: Marian's <pad>) */
-    int banned[TFM_S2S_MAX_BANNED];   /* config.banned, an i32 array */
+    int banned[TFM_MT_MAX_BANNED];   /* config.banned, an i32 array */
     int gen_beam, gen_max_len;        /* decoding defaults of the model (num_beams; output tokens without the
                                          end token, from max_length); 0 = none */
-} tfm_s2s_config;
+} tfm_mt_config;
 
 /* The special ids of a model: its own (custom_ids) or tfm's TFM_PAD / TFM_BOS / TFM_EOS. */
-TFM_API int tfm_s2s_pad_id(const tfm_s2s_config *c);
-TFM_API int tfm_s2s_bos_id(const tfm_s2s_config *c);
-TFM_API int tfm_s2s_eos_id(const tfm_s2s_config *c);
+TFM_API int tfm_mt_pad_id(const tfm_mt_config *c);
+TFM_API int tfm_mt_bos_id(const tfm_mt_config *c);
+TFM_API int tfm_mt_eos_id(const tfm_mt_config *c);
 
 /* Weight initialisation of a fresh Transformer (vt->init_weights):
  *  D2L:    d2l's xavier_init_weights: Xavier-uniform Linear weights, embeddings N(0,1);
@@ -114,26 +114,26 @@ typedef enum { TFM_INIT_D2L = 0, TFM_INIT_XAVIER = 1 } tfm_init_kind;
 
 /* Defaults: the d2l Transformer recipe (d_model 32, 4 heads, ffn 64, 2 layers, dropout 0.2,
  * max_len 1000, embed/hidden 32). arch defaults to "transformer". */
-TFM_API void tfm_s2s_config_default(tfm_s2s_config *c);
+TFM_API void tfm_mt_config_default(tfm_mt_config *c);
 /* Range and cross checks for c->arch (n_head divides d_model, max_len * d_model bounded, ...);
  * returns 0 or -1 with a one-line error naming the field. */
-TFM_API int tfm_s2s_config_check(const tfm_s2s_config *c);
+TFM_API int tfm_mt_config_check(const tfm_mt_config *c);
 /* Sets the fields c->arch does not use to the defaults above (rnn/bahdanau: d_model, n_head, ffn, pre_ln,
- * max_len, share_embeddings, init; transformer: embed_size, hidden_size). tfm_s2s_create builds from such a
+ * max_len, share_embeddings, init; transformer: embed_size, hidden_size). tfm_mt_net_create builds from such a
  * copy, so a model's cfg, its checkpoints and exports hold the defaults there; a checkpoint holding anything
  * else in them is refused on load (tfm_mt_model_get). */
-TFM_API void tfm_s2s_config_clear_unused(tfm_s2s_config *c);
+TFM_API void tfm_mt_config_clear_unused(tfm_mt_config *c);
 /* Parameters the constructor of c->arch allocates for a checked config (-1: unknown arch), computed
  * without building anything (tests/unit/test_loaders.c checks it equals params.total). */
-TFM_API int64_t tfm_s2s_n_params(const tfm_s2s_config *c);
+TFM_API int64_t tfm_mt_n_params(const tfm_mt_config *c);
 /* Estimated float elements of the activations of one step on `rows` pairs of Ts source and Tt target
  * tokens (transformer: per layer ~(12 d + 2 ffn) per token plus the (H,T,T) attention maps; RNNs: the
  * gates; 3 (Tt,V) for the logits); saturates, never wraps. Compared with TFM_MAX_STEP_ELEMS. */
-TFM_API int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt);
+TFM_API int64_t tfm_mt_step_elems(const tfm_mt_config *c, int64_t rows, int64_t Ts, int64_t Tt);
 /* The same for decoding nb sentences as `rows` hypotheses (nb x beam) of up to max_steps tokens from Ts
  * source tokens: the encoder's activations, the key/value caches, one step's activations (the graph is
  * reset per step) and the histories. */
-TFM_API int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps);
+TFM_API int64_t tfm_mt_decode_elems(const tfm_mt_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps);
 
 /* ---------------------------------------------------------------- attention maps */
 typedef enum { TFM_MAP_ENC_SELF = 0, TFM_MAP_DEC_SELF = 1, TFM_MAP_ENC_DEC = 2 } tfm_attn_map_kind;
@@ -145,30 +145,30 @@ typedef struct {
 } tfm_attn_map;
 
 /* ---------------------------------------------------------------- the interface */
-typedef struct tfm_encdec tfm_encdec;
+typedef struct tfm_mt_net tfm_mt_net;
 typedef struct {
     const char *arch;
-    tfm_tensor *(*encode)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts);
-    void *(*init_state)(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+    tfm_tensor *(*encode)(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts);
+    void *(*init_state)(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                         int max_steps, int cap_rows);
-    tfm_tensor *(*decode)(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T);
-    void (*reorder)(tfm_encdec *m, void *state, const int *idx, int n);
-    void (*free_state)(tfm_encdec *m, void *state);
-    int (*attention)(tfm_encdec *m, int b, tfm_attn_map *maps, int max);
-    void (*init_weights)(tfm_encdec *m, uint64_t seed);
-    void (*destroy)(tfm_encdec *m);
-    /* Optional (NULL: tfm_encdec_loss uses forward + cross-entropy): the teacher-forced loss computed on
+    tfm_tensor *(*decode)(tfm_mt_net *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T);
+    void (*reorder)(tfm_mt_net *m, void *state, const int *idx, int n);
+    void (*free_state)(tfm_mt_net *m, void *state);
+    int (*attention)(tfm_mt_net *m, int b, tfm_attn_map *maps, int max);
+    void (*init_weights)(tfm_mt_net *m, uint64_t seed);
+    void (*destroy)(tfm_mt_net *m);
+    /* Optional (NULL: tfm_mt_net_loss uses forward + cross-entropy): the teacher-forced loss computed on
      * the valid positions only; may return NULL to fall back. */
-    tfm_tensor *(*loss)(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+    tfm_tensor *(*loss)(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                         const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
     /* Optional (NULL: unbounded): the longest source or target sequence the model can take (the
-     * Transformer's positional-encoding table). Decoding truncates to it: tfm_encdec_max_positions. */
-    int (*max_positions)(const tfm_encdec *m);
-} tfm_encdec_vtable;
+     * Transformer's positional-encoding table). Decoding truncates to it: tfm_mt_net_max_positions. */
+    int (*max_positions)(const tfm_mt_net *m);
+} tfm_mt_net_vtable;
 
-struct tfm_encdec {
-    const tfm_encdec_vtable *vt;
-    tfm_s2s_config cfg;
+struct tfm_mt_net {
+    const tfm_mt_net_vtable *vt;
+    tfm_mt_config cfg;
     tfm_params params;       /* all parameters, dotted names ("encoder.blocks.0.attention.W_q.weight") */
     int keep_attention;      /* set to keep attention weights during forward (for attention()) */
     void *impl;              /* architecture data */
@@ -176,33 +176,33 @@ struct tfm_encdec {
 
 /* Constructors (params registered and allocated, zeroed; call vt->init_weights for a fresh model).
  * NULL with a tfm error on a bad config. */
-TFM_API tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c);   /* src/models/transformer.c */
-TFM_API tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c);       /* issue 4: GRU seq2seq */
-TFM_API tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c);      /* issue 4: Bahdanau decoder */
+TFM_API tfm_mt_net *tfm_mt_transformer_create(const tfm_mt_config *c);   /* src/models/transformer.c */
+TFM_API tfm_mt_net *tfm_mt_rnn_create(const tfm_mt_config *c);       /* issue 4: GRU seq2seq */
+TFM_API tfm_mt_net *tfm_mt_bahdanau_create(const tfm_mt_config *c);      /* issue 4: Bahdanau decoder */
 /* Dispatch on c->arch ("unknown architecture ..." error otherwise). */
-TFM_API tfm_encdec *tfm_s2s_create(const tfm_s2s_config *c);
-TFM_API void tfm_encdec_free(tfm_encdec *m);   /* NULL-safe: m->vt->destroy(m) */
+TFM_API tfm_mt_net *tfm_mt_net_create(const tfm_mt_config *c);
+TFM_API void tfm_mt_net_free(tfm_mt_net *m);   /* NULL-safe: m->vt->destroy(m) */
 /* A second model of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
  * gradients: one per chunk of the batch in thread data parallelism. Free it before m. NULL on error. */
-TFM_API tfm_encdec *tfm_encdec_replica(const tfm_encdec *m);
+TFM_API tfm_mt_net *tfm_mt_net_replica(const tfm_mt_net *m);
 /* m->vt->max_positions(m), or 0 (no bound) when the architecture has none. */
-TFM_API int tfm_encdec_max_positions(const tfm_encdec *m);
+TFM_API int tfm_mt_net_max_positions(const tfm_mt_net *m);
 
 /* Teacher-forced forward: encode + init_state(max_steps 0) + decode. tgt_in (B,Tt). -> logits (B,Tt,V) */
-TFM_API tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+TFM_API tfm_tensor *tfm_mt_net_forward(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                                const int *tgt_in, int Tt);
 /* Teacher-forced training loss: mean label-smoothed cross-entropy over the target tokens != <pad> (a scalar
- * tensor), equal to tfm_cross_entropy(tfm_encdec_forward(...), tgt, TFM_PAD, label_smoothing). Architectures
+ * tensor), equal to tfm_cross_entropy(tfm_mt_net_forward(...), tgt, TFM_PAD, label_smoothing). Architectures
  * with vt->loss (the Transformer) compute it on packed rows: every row-wise op skips the padding. */
-TFM_API tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+TFM_API tfm_tensor *tfm_mt_net_loss(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                             const int *tgt_in, const int *tgt, int Tt, float label_smoothing);
 /* Decoder input for teacher forcing: row b = <bos>, tgt[b][0 .. T-2]  (tgt padded (B,T)). */
-TFM_API void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in);
+TFM_API void tfm_mt_shift_right(const int *tgt, int B, int T, int *tgt_in);
 
 /* ---------------------------------------------------------------- checkpoints */
 /* A trained translator with its vocabularies. */
 typedef struct {
-    tfm_encdec *model;
+    tfm_mt_net *model;
     tfm_vocab src_vocab, tgt_vocab;
     int tok_kind;            /* tfm_tok_kind used for the source side (and target evaluation) */
     tfm_bpe *bpe;            /* tok_kind TFM_TOK_BPE: the joint subword model (owned; both vocabularies
@@ -243,8 +243,8 @@ TFM_API int tfm_mt_model_check_bpe(const tfm_bpe *b, const char *name);
 /* Its two halves around the tokenizer entries, for a translator with another tokenizer (an imported
  * MarianMT): meta.*, the config fields every checkpoint has and param.*; then the optional config fields
  * (written only when set). */
-TFM_API void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m);
-TFM_API void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf);
+TFM_API void tfm_mt_net_put(tfm_container *c, const tfm_mt_net *m);
+TFM_API void tfm_mt_put_optional_config(tfm_container *c, const tfm_mt_config *cf);
 /* From a loaded container: checks meta.kind == "seq2seq" (an LM checkpoint is a clear error:
  * "PATH: is a language-model checkpoint (train-lm; meta.kind 'gpt'), not a translation model: ..."), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */

@@ -178,9 +178,9 @@ typedef struct {
     int *src, *tgt;               /* n x num_steps */
     int *src_valid, *tgt_valid;   /* n */
     int n_truncated_src, n_truncated_tgt;
-} tfm_nmt_arrays;
-TFM_API int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arrays *out);
-TFM_API void tfm_nmt_arrays_free(tfm_nmt_arrays *a);
+} tfm_mt_corpus;
+TFM_API int tfm_mt_corpus_build(const tfm_parallel_ids *ids, int num_steps, tfm_mt_corpus *out);
+TFM_API void tfm_mt_corpus_free(tfm_mt_corpus *a);
 
 /* A list of batches of example indices: batch b is idx[off[b] .. off[b+1]). */
 typedef struct {

@@ -1,7 +1,7 @@
 /* tfm train (workflow floor): optimizers, gradient clipping, learning-rate schedules, the shared training
  * step, and the two training loops shaped alike:
  *   tfm_lm_train   a GPT language model on a character corpus   (src/train/train_lm.c)
- *   tfm_mt_train   any tfm_encdec translator on sentence pairs   (src/train/train_mt.c)
+ *   tfm_mt_train   any tfm_mt_net translator on sentence pairs   (src/train/train_mt.c)
  * Both take options, an optimizer, a progress/state struct that a checkpoint carries for an exact resume,
  * a report callback (progress lines) and a checkpoint callback; both stop early once the run's global
  * optimizer step (counted from the start of the run, across resumes) reaches max_steps (0 = no limit), with
@@ -300,7 +300,7 @@ typedef enum { TFM_SCHED_NOAM = 0, TFM_SCHED_COSINE, TFM_SCHED_CONSTANT } tfm_sc
 /* TOKENS: mean cross-entropy over the valid target tokens of the batch.
  * D2L:    d2l's MaskedSoftmaxCELoss + l.sum(): per sentence the sum of its valid-token losses divided by
  *         the batch's target length Tt, summed over the batch (= token mean * n_tokens / Tt). Tt is
- *         num_steps, as in the book, when the model pads to it (tfm_s2s_config.pad_len), else the batch's
+ *         num_steps, as in the book, when the model pads to it (tfm_mt_config.pad_len), else the batch's
  *         longest target. With gradient clipping this gives different updates from TOKENS; it is what the
  *         d2l recipes train with. */
 typedef enum { TFM_LOSS_TOKENS = 0, TFM_LOSS_D2L = 1 } tfm_loss_norm;
@@ -400,14 +400,14 @@ TFM_API int tfm_lm_log_report(FILE *f, const tfm_lm_report *r, float loss);
  * tfm_mt_progress_init). Returns 0, or -1 with a tfm error. */
 TFM_API void tfm_mt_progress_init(tfm_mt_progress *p, uint64_t seed);
 /* 0 if the largest batch of `a` under o (--batch-size rows, or --max-tokens) fits TFM_MAX_STEP_ELEMS
- * (tfm_s2s_step_elems on the longest source and target row), else -1 with an error naming the flags.
+ * (tfm_mt_step_elems on the longest source and target row), else -1 with an error naming the flags.
  * tfm_mt_train calls it before allocating. */
-TFM_API int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o);
-TFM_API int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
+TFM_API int tfm_mt_step_check(const tfm_mt_config *c, const tfm_mt_corpus *a, const tfm_mt_train_opts *o);
+TFM_API int tfm_mt_train(tfm_mt_net *m, const tfm_mt_corpus *train, const tfm_mt_corpus *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user);
 /* Mean token loss (no label smoothing, no dropout) over a data set. */
-TFM_API float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size);
+TFM_API float tfm_mt_eval_loss(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *data, int batch_size);
 
 /* train.* entries for --resume */
 TFM_API void tfm_mt_progress_put(tfm_container *c, const tfm_mt_progress *p);
@@ -415,19 +415,19 @@ TFM_API int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p);
 
 /* The model of a translator whose vocabularies are set: cfg with their sizes, created and initialised
  * from seed. On error t is freed. Used by both builders below. */
-TFM_API int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed);
+TFM_API int tfm_mt_model_create(tfm_mt_model *t, const tfm_mt_config *cfg, uint64_t seed);
 /* A fresh translator: vocabularies of p's sides (tokens seen >= min_freq times), cfg with their sizes,
- * the model built (tfm_s2s_create) and initialised from seed. 0, or -1 with a tfm error. */
+ * the model built (tfm_mt_net_create) and initialised from seed. 0, or -1 with a tfm error. */
 TFM_API int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
-                         const tfm_s2s_config *cfg, uint64_t seed);
+                         const tfm_mt_config *cfg, uint64_t seed);
 /* A fresh translator on raw text (src/train/mt_bpe.c): bpe (must have the tfm specials, see tfm_bpe_vocab)
  * becomes both vocabularies and is owned by t from then on (freed with it, also on failure). */
-TFM_API int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed);
+TFM_API int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_mt_config *cfg, uint64_t seed);
 /* p (loaded with TFM_TOK_BPE: one raw line per side) encoded with t->bpe into padded arrays. */
-TFM_API int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
+TFM_API int tfm_mt_corpus_from_text_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_mt_corpus *a);
 /* p through t's vocabularies (or t->bpe) into padded training arrays of num_steps tokens (truncation
  * counted in a). */
-TFM_API int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a);
+TFM_API int tfm_mt_corpus_from_text(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_mt_corpus *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
 TFM_API int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,

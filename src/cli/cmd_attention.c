@@ -48,14 +48,14 @@ int cmd_attention(int argc, char **argv) {
     tfm_mt_model tr;
     if (tfm_mt_model_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
     if (tr.marian) return tfm_mt_model_free(&tr), cli_error(C, "%s: an imported MarianMT: no word vocabulary", pos[0]);
-    tfm_encdec *m = tr.model;
+    tfm_mt_net *m = tr.model;
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {
         tfm_mt_model_free(&tr);
         return cli_error(C, "--text: %s", tfm_last_error());
     }
     int Ts = tl.n + 1;
-    int max_pos = tfm_encdec_max_positions(m);
+    int max_pos = tfm_mt_net_max_positions(m);
     if (max_pos > 0 && Ts > max_pos)   /* said once: the maps show the first max_pos tokens only */
         fprintf(stderr, "tfm %s: warning: --text has %d tokens incl. <eos>, cut to the model's %d positions "
                 "(config.max_len)\n", C, Ts, max_pos), Ts = max_pos;
@@ -98,7 +98,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_graph_reset(&g);
     m->keep_attention = 1;
     int valid = Ts;
-    tfm_encdec_forward(m, &g, sids, &valid, 1, Ts, tin, Tt);
+    tfm_mt_net_forward(m, &g, sids, &valid, 1, Ts, tin, Tt);
     m->keep_attention = 0;
     tfm_attn_map maps[MAX_MAPS];
     int nm = m->vt->attention(m, 0, maps, MAX_MAPS);

@@ -1,4 +1,4 @@
-/* Greedy and beam search for any tfm_encdec (include/tfm/seq2seq.h), batched over sentences.
+/* Greedy and beam search for any tfm_mt_net (include/tfm/seq2seq.h), batched over sentences.
  *
  * Sentences are sorted by source length and cut into batches (outputs keep the caller's order).
  * Per batch: encode once, init an incremental decoder state (encoder keys/values and self-attention
@@ -53,7 +53,7 @@ static float skip_bound(float worst, float score, float lse) {
 }
 
 /* The model's banned tokens (config banned, e.g. an imported Marian's <pad>) can never be chosen. */
-static void ban_tokens(const tfm_s2s_config *c, float *logits) {
+static void ban_tokens(const tfm_mt_config *c, float *logits) {
     for (int i = 0; i < c->n_banned; i++) logits[c->banned[i]] = -INFINITY;
 }
 
@@ -69,7 +69,7 @@ static int nonfinite_output(int step) {
 
 /* Encode one batch and create an incremental state with cap rows. Sources are padded to the batch's
  * longest, or to the model's pad_len (at most max_src) when it has one, as in training. */
-static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
+static void *start_batch(tfm_mt_net *m, tfm_graph *g, const int *src_ids, const int *src_off, const int *sent,
                          int nb, int max_src, int max_steps, int cap, int *Ts_out) {
     int pad = m->cfg.pad_len, Ts = pad < 1 ? 1 : pad < max_src ? pad : max_src;
     for (int i = 0; i < nb; i++) {
@@ -77,13 +77,13 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
         if (len > max_src - 1) len = max_src - 1;
         if (len + 1 > Ts) Ts = len + 1;
     }
-    int64_t need = tfm_s2s_decode_elems(&m->cfg, nb, cap, Ts, max_steps);
+    int64_t need = tfm_mt_decode_elems(&m->cfg, nb, cap, Ts, max_steps);
     if (need > TFM_MAX_STEP_ELEMS)
         return tfm_set_error("decoding %d sentences x beam %d, %d source tokens, up to %d output tokens (--batch-size, "
                              "--beam, --max-src, --max-output) needs ~%.0f GiB, at most %.0f GiB: lower them", nb, cap / nb,
                              Ts, max_steps - 1, (double)need * 4 / (1 << 30), (double)TFM_MAX_STEP_ELEMS * 4 / (1 << 30)),
                NULL;
-    int eos = tfm_s2s_eos_id(&m->cfg), pad_id = tfm_s2s_pad_id(&m->cfg);
+    int eos = tfm_mt_eos_id(&m->cfg), pad_id = tfm_mt_pad_id(&m->cfg);
     int *src = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb * Ts);
     int *valid = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)nb);
     for (int i = 0; i < nb; i++) {
@@ -104,7 +104,7 @@ static void *start_batch(tfm_encdec *m, tfm_graph *g, const int *src_ids, const 
 /* The models decoded together: one, or an ensemble's members, each with its own incremental state (encoder
  * keys/values, self-attention caches) for the batch. */
 typedef struct {
-    tfm_encdec *const *m;
+    tfm_mt_net *const *m;
     int n;
     void *st[TFM_MAX_ENSEMBLE];
 } members;
@@ -164,7 +164,7 @@ static float *step_scores(int n, float **x, int rows, int V, int nt, float *scra
 
 /* What one batch decodes: sentences sent[0..nb) of the request, with n_models models, into out[sent[i]]. */
 typedef struct {
-    tfm_encdec *const *models;
+    tfm_mt_net *const *models;
     int n_models;
     const int *src_ids, *src_off;
     const int *sent;
@@ -204,7 +204,7 @@ static int put_hyps(tfm_hyps *out, const int *h, int H, const int *len, const fl
 /* Greedy: each row takes its most likely token (or its prefix's); the score is the sum of the chosen tokens'
  * log-probabilities (<eos> included when the sentence ended with it) over the length penalty. */
 static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
-    tfm_encdec *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
+    tfm_mt_net *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
     int nb = j->nb, max_len = j->o->max_len;
     if (start_members(e, g, j->src_ids, j->src_off, j->sent, nb, j->max_src, max_len + 1, nb)) return -1;
     int V = m->cfg.tgt_vocab, H = max_len + 1, nt = e->n > 1 ? tfm_get_threads() : 1;
@@ -220,7 +220,7 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
         rc = -1, tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d sentences)", nb);
         goto end;
     }
-    int bos = tfm_s2s_bos_id(&m->cfg), eos = tfm_s2s_eos_id(&m->cfg);   /* tfm's 1 / 2, or an import's */
+    int bos = tfm_mt_bos_id(&m->cfg), eos = tfm_mt_eos_id(&m->cfg);   /* tfm's 1 / 2, or an import's */
     for (int r = 0; r < nb; r++) row_sent[r] = r, prev[r] = bos, len[r] = 0, logp[r] = 0.0f;
     int rows = nb;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
@@ -302,7 +302,7 @@ static void offer(finished *f, int s, float ns, const int *h, int len) {
 /* The best 2K (row, token) candidates of one group of K rows (a sentence's beams), best first; their count, or
  * -1 when a row's logits are not finite. normalized: the rows are log-probabilities (an ensemble's mean). With
  * a forced prefix token, that token is the only candidate of each live row. */
-static int group_candidates(const tfm_s2s_config *cf, float *logits, int normalized, int V, const float *score, int r0,
+static int group_candidates(const tfm_mt_config *cf, float *logits, int normalized, int V, const float *score, int r0,
                             int K, int forced, float *scratch, cand *top) {
     int n_top = 0;
     for (int r = r0; r < r0 + K; r++) {
@@ -335,7 +335,7 @@ static int group_candidates(const tfm_s2s_config *cf, float *logits, int normali
 }
 
 static int beam_batch(members *e, tfm_graph *g, const batch_job *j) {
-    tfm_encdec *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
+    tfm_mt_net *m = e->m[0];   /* the config (vocabulary, special and banned ids) all members share */
     const tfm_search_opts *o = j->o;
     int nb = j->nb, K = o->beam, max_len = o->max_len, V = m->cfg.tgt_vocab;
     int N = o->num_hypotheses < 1 ? 1 : o->num_hypotheses > K ? K : o->num_hypotheses;
@@ -365,9 +365,9 @@ static int beam_batch(members *e, tfm_graph *g, const batch_job *j) {
         idx[r] = r / K;
         row_sent[r] = r / K;
         score[r] = (r % K) ? -INFINITY : 0.0f;
-        prev[r] = tfm_s2s_bos_id(&m->cfg);
+        prev[r] = tfm_mt_bos_id(&m->cfg);
     }
-    int eos = tfm_s2s_eos_id(&m->cfg);
+    int eos = tfm_mt_eos_id(&m->cfg);
     double tp = tfm_profile_begin(g);
     reorder_members(e, idx, R);
     tfm_profile_end(g, TFM_PHASE_KV_CACHE, tp);
@@ -530,20 +530,20 @@ void tfm_hyps_free(tfm_hyps *h) {
 }
 
 /* The first config field in which two models' outputs differ in meaning (NULL: none). */
-static const char *output_difference(const tfm_s2s_config *a, const tfm_s2s_config *b) {
+static const char *output_difference(const tfm_mt_config *a, const tfm_mt_config *b) {
     if (a->tgt_vocab != b->tgt_vocab) return "tgt_vocab";
-    if (tfm_s2s_bos_id(a) != tfm_s2s_bos_id(b)) return "bos_id";
-    if (tfm_s2s_eos_id(a) != tfm_s2s_eos_id(b)) return "eos_id";
-    if (tfm_s2s_pad_id(a) != tfm_s2s_pad_id(b)) return "pad_id";
+    if (tfm_mt_bos_id(a) != tfm_mt_bos_id(b)) return "bos_id";
+    if (tfm_mt_eos_id(a) != tfm_mt_eos_id(b)) return "eos_id";
+    if (tfm_mt_pad_id(a) != tfm_mt_pad_id(b)) return "pad_id";
     if (a->n_banned != b->n_banned) return "banned";
-    for (int i = 0; i < a->n_banned && i < TFM_S2S_MAX_BANNED; i++)
+    for (int i = 0; i < a->n_banned && i < TFM_MT_MAX_BANNED; i++)
         if (a->banned[i] != b->banned[i]) return "banned";
     return NULL;
 }
 
 /* Can models decode together: 1..TFM_MAX_ENSEMBLE of them, with one target vocabulary and the same special and
  * banned ids? 0, or -1 with an error naming the member and the field. */
-static int check_members(tfm_encdec *const *ms, int n) {
+static int check_members(tfm_mt_net *const *ms, int n) {
     if (n < 1 || n > TFM_MAX_ENSEMBLE)
         return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 1..%d", n, TFM_MAX_ENSEMBLE), -1;
     for (int k = 1; k < n; k++) {
@@ -555,12 +555,12 @@ static int check_members(tfm_encdec *const *ms, int n) {
     return 0;
 }
 
-int tfm_search_nbest(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
+int tfm_search_nbest(tfm_mt_net *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
                      const int *src_off, int n, int max_src, int batch_size, const tfm_search_opts *o, tfm_hyps *out) {
     return tfm_search_nbest_ensemble(&m, 1, g, workers, n_workers, src_ids, src_off, n, max_src, batch_size, o, out);
 }
 
-int tfm_search_nbest_ensemble(tfm_encdec *const *models, int n_models, tfm_graph *g, tfm_graph *const *workers,
+int tfm_search_nbest_ensemble(tfm_mt_net *const *models, int n_models, tfm_graph *g, tfm_graph *const *workers,
                               int n_workers, const int *src_ids, const int *src_off, int n, int max_src, int batch_size,
                               const tfm_search_opts *o, tfm_hyps *out) {
     for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
@@ -573,7 +573,7 @@ int tfm_search_nbest_ensemble(tfm_encdec *const *models, int n_models, tfm_graph
     if (max_src < 2) max_src = 2;
     if (batch_size < 1) batch_size = 1;
     for (int k = 0; k < n_models; k++) {   /* e.g. a positional-encoding table bounds both sides */
-        int max_pos = tfm_encdec_max_positions(models[k]);
+        int max_pos = tfm_mt_net_max_positions(models[k]);
         if (max_pos > 0) {
             if (max_src > max_pos) max_src = max_pos;
             if (op.max_len + 1 > max_pos) op.max_len = max_pos - 1;
@@ -614,7 +614,7 @@ int tfm_search_nbest_ensemble(tfm_encdec *const *models, int n_models, tfm_graph
     return rc;
 }
 
-int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
+int tfm_search_ids_par(tfm_mt_net *m, tfm_graph *g, tfm_graph *const *workers, int n_workers, const int *src_ids,
                        const int *src_off, int n, int max_src, int batch_size, const tfm_search_opts *o, int **out,
                        int *out_len) {
     tfm_search_opts op = *o;
@@ -633,7 +633,7 @@ int tfm_search_ids_par(tfm_encdec *m, tfm_graph *g, tfm_graph *const *workers, i
     return rc;
 }
 
-int tfm_search_ids(tfm_encdec *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
+int tfm_search_ids(tfm_mt_net *m, tfm_graph *g, const int *src_ids, const int *src_off, int n, int max_src,
                    int batch_size, const tfm_search_opts *o, int **out, int *out_len) {
     return tfm_search_ids_par(m, g, NULL, 0, src_ids, src_off, n, max_src, batch_size, o, out, out_len);
 }

@@ -33,7 +33,7 @@ struct tfm_translator {
     tfm_mt_model *mt;        /* &own, or the model of tfm_translator_view; an ensemble's first member */
     tfm_mt_model own;
     tfm_mt_model *more;      /* an ensemble's other members (n_models - 1, owned), else NULL */
-    tfm_encdec *models[TFM_MAX_ENSEMBLE];   /* the models the search decodes with: mt's, then more's */
+    tfm_mt_net *models[TFM_MAX_ENSEMBLE];   /* the models the search decodes with: mt's, then more's */
     int n_models;
     tfm_translator_params p;
     int threads;
@@ -145,12 +145,12 @@ static int same_tokenizer(const tfm_mt_model *a, const tfm_mt_model *b, const ch
     if (same_vocab(&a->src_vocab, &b->src_vocab, "source", pa, pb) ||
         same_vocab(&a->tgt_vocab, &b->tgt_vocab, "target", pa, pb))
         return -1;
-    const tfm_s2s_config *ca = &a->model->cfg, *cb = &b->model->cfg;
+    const tfm_mt_config *ca = &a->model->cfg, *cb = &b->model->cfg;
     if (ca->src_vocab != cb->src_vocab || ca->tgt_vocab != cb->tgt_vocab)
         return VOCAB_ERR("ensemble: %s has %d x %d vocabulary rows, %s has %d x %d (config.src_vocab x tgt_vocab)", pa,
                          ca->src_vocab, ca->tgt_vocab, pb, cb->src_vocab, cb->tgt_vocab);
-    if (tfm_s2s_bos_id(ca) != tfm_s2s_bos_id(cb) || tfm_s2s_eos_id(ca) != tfm_s2s_eos_id(cb) ||
-        tfm_s2s_pad_id(ca) != tfm_s2s_pad_id(cb))
+    if (tfm_mt_bos_id(ca) != tfm_mt_bos_id(cb) || tfm_mt_eos_id(ca) != tfm_mt_eos_id(cb) ||
+        tfm_mt_pad_id(ca) != tfm_mt_pad_id(cb))
         return VOCAB_ERR("ensemble: %s and %s have different special ids (config.bos_id/eos_id/pad_id)", pa, pb);
     return 0;
 }
@@ -203,7 +203,7 @@ int tfm_translator_n_models(const tfm_translator *t) { return t->n_models; }
 int tfm_translator_max_positions(const tfm_translator *t) {
     int most = 0;
     for (int k = 0; k < t->n_models; k++) {
-        int p = tfm_encdec_max_positions(t->models[k]);
+        int p = tfm_mt_net_max_positions(t->models[k]);
         if (p > 0 && (most == 0 || p < most)) most = p;
     }
     return most;
@@ -365,7 +365,7 @@ static int resolve_options(const tfm_translator *t, const tfm_translate_options 
     tfm_translate_options def;
     tfm_translate_options_default(&def);
     *o = in ? *in : def;
-    const tfm_s2s_config *cf = &t->mt->model->cfg;   /* an import's generation defaults: num_beams, max_length */
+    const tfm_mt_config *cf = &t->mt->model->cfg;   /* an import's generation defaults: num_beams, max_length */
     if (o->beam_size == 0) o->beam_size = t->mt->decode_beam > 0 ? t->mt->decode_beam : cf->gen_beam > 0 ? cf->gen_beam : 1;
     if (o->length_penalty < 0) o->length_penalty = t->mt->decode_beam > 0 ? t->mt->decode_alpha : 0.0f;
     if (o->max_decoding_length == 0) o->max_decoding_length = cf->gen_max_len > 0 ? cf->gen_max_len : 50;
@@ -403,7 +403,7 @@ int tfm_translator_resolve_options(const tfm_translator *t, const tfm_translate_
  * averaged over heads, with the tokens of both axes. */
 static int attention_of(tfm_translator *t, tfm_graph *g, const int *src, int n_src, const int *hyp, int n_hyp,
                         tfm_translation *r) {
-    tfm_encdec *m = t->mt->model;
+    tfm_mt_net *m = t->mt->model;
     int Ts = n_src + 1, Tt = n_hyp + 1;
     int *s = malloc(sizeof(int) * (size_t)Ts), *tin = malloc(sizeof(int) * (size_t)Tt);
     tfm_attn_map *maps = malloc(sizeof(tfm_attn_map) * MAX_MAPS);
@@ -420,7 +420,7 @@ static int attention_of(tfm_translator *t, tfm_graph *g, const int *src, int n_s
     tfm_graph_reset(g);
     g->grad_enabled = 0, g->training = 0;
     m->keep_attention = 1;
-    tfm_encdec_forward(m, g, s, &Ts, 1, Ts, tin, Tt);
+    tfm_mt_net_forward(m, g, s, &Ts, 1, Ts, tin, Tt);
     m->keep_attention = 0;
     int nm = m->vt->attention(m, 0, maps, MAX_MAPS), best = -1;
     pthread_rwlock_unlock(&t->model_lock);

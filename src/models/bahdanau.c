@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *bahdanau_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+static void *bahdanau_init_state(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                                  int max_steps, int cap_rows) {
     return tfm_rnn_state_new(m, g, enc, src_valid, B, Ts, max_steps, cap_rows);
 }
 
-static tfm_tensor *bahdanau_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
+static tfm_tensor *bahdanau_decode(tfm_mt_net *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
     tfm_rnn_s2s *r = m->impl;
     tfm_rnn_state *s = state;
     TFM_ASSERT(B == s->B, "bahdanau decode: %d rows, state has %d", B, s->B);
@@ -38,7 +38,7 @@ static tfm_tensor *bahdanau_decode(tfm_encdec *m, tfm_graph *g, void *state, con
     return tfm_rnn_logits(g, r, tfm_concat_many(g, outs, T, 0));
 }
 
-static int bahdanau_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max) {
+static int bahdanau_attention(tfm_mt_net *m, int b, tfm_attn_map *maps, int max) {
     tfm_rnn_s2s *r = m->impl;
     if (!r->attn_steps || r->attn_T == 0 || b < 0 || b >= r->attn_B) return 0;
     if (max < 1) return 1;
@@ -52,9 +52,9 @@ static int bahdanau_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max)
     return 1;
 }
 
-static const tfm_encdec_vtable bahdanau_vt = {
+static const tfm_mt_net_vtable bahdanau_vt = {
     "bahdanau", tfm_rnn_encode, bahdanau_init_state, bahdanau_decode, tfm_rnn_reorder, tfm_rnn_free_state,
     bahdanau_attention, tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL,
 };
 
-tfm_encdec *tfm_bahdanau_create(const tfm_s2s_config *c) { return tfm_rnn_family_create(c, 1, &bahdanau_vt); }
+tfm_mt_net *tfm_mt_bahdanau_create(const tfm_mt_config *c) { return tfm_rnn_family_create(c, 1, &bahdanau_vt); }

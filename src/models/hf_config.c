@@ -129,8 +129,8 @@ static int get_banned(const cfg_reader *r, tfm_hf_config *c) {
     const tfm_json *v = get(r, "bad_words_ids");
     if (!v) return 0;
     if (v->type != TFM_JSON_ARRAY) return tfm_set_error("%s: 'bad_words_ids' must be a list of lists", r->name), -1;
-    if (v->n > TFM_S2S_MAX_BANNED)
-        return tfm_set_error("%s: 'bad_words_ids' has %d entries, at most %d", r->name, v->n, TFM_S2S_MAX_BANNED), -1;
+    if (v->n > TFM_MT_MAX_BANNED)
+        return tfm_set_error("%s: 'bad_words_ids' has %d entries, at most %d", r->name, v->n, TFM_MT_MAX_BANNED), -1;
     for (const tfm_json *e = v->child; e; e = e->next) {
         int id;
         if (e->type != TFM_JSON_ARRAY || e->n != 1)

@@ -335,8 +335,8 @@ static int check_positions(hf_import *h, const char *name, int max_len, int d) {
 
 /* The token embeddings, the output layer and its bias (final_logits_bias; absent = zeros, as Hugging Face
  * loads it). Shared: one matrix, which every tied copy in the file must equal. */
-static int marian_embeddings(hf_import *h, tfm_encdec *m) {
-    const tfm_s2s_config *c = &m->cfg;
+static int marian_embeddings(hf_import *h, tfm_mt_net *m) {
+    const tfm_mt_config *c = &m->cfg;
     tfm_params *P = &m->params;
     tfm_tensor *bias = tfm_params_find(P, "decoder.dense.bias");   /* zeros (the model is built zeroed) */
     const tfm_st_tensor *flb = find(h, "final_logits_bias");
@@ -366,7 +366,7 @@ static int marian_embeddings(hf_import *h, tfm_encdec *m) {
                      "tie_word_embeddings: the output layer is the target embedding");
 }
 
-static int marian_weights(hf_import *h, tfm_encdec *m) {
+static int marian_weights(hf_import *h, tfm_mt_net *m) {
     tfm_params *P = &m->params;
     char t[256], f[256];
     if (marian_embeddings(h, m)) return -1;
@@ -423,8 +423,8 @@ static int marian_tokenizer(const char *dir, tfm_container *c, int n_model) {
 }
 
 /* The tfm Transformer of a checked MarianMT config. */
-static void marian_config(const tfm_hf_config *hc, tfm_s2s_config *c) {
-    tfm_s2s_config_default(c);
+static void marian_config(const tfm_hf_config *hc, tfm_mt_config *c) {
+    tfm_mt_config_default(c);
     c->src_vocab = hc->vocab_size, c->tgt_vocab = hc->tgt_vocab;
     c->d_model = hc->d_model, c->n_head = hc->n_head, c->ffn = hc->ffn, c->n_layer = hc->n_layer;
     c->pre_ln = 0, c->max_len = hc->max_positions, c->dropout = hc->dropout;
@@ -440,25 +440,25 @@ static void marian_config(const tfm_hf_config *hc, tfm_s2s_config *c) {
 }
 
 static int import_marian(hf_import *h, const tfm_hf_config *hc, const char *out) {
-    tfm_s2s_config c;
+    tfm_mt_config c;
     marian_config(hc, &c);
-    if (tfm_s2s_config_check(&c)) return tfm_prefix_error("%s: ", h->cfg_name);
-    if (check_budget(h, tfm_s2s_n_params(&c))) return -1;
-    tfm_encdec *m = tfm_s2s_create(&c);
+    if (tfm_mt_config_check(&c)) return tfm_prefix_error("%s: ", h->cfg_name);
+    if (check_budget(h, tfm_mt_n_params(&c))) return -1;
+    tfm_mt_net *m = tfm_mt_net_create(&c);
     if (!m) return tfm_prefix_error("%s: ", h->cfg_name);
     tfm_container ck;
     tfm_container_init(&ck);
     int rc = -1;
     if (!marian_weights(h, m) && !check_all_used(h, "marian")) {
         tfm_st_free(&h->st);
-        tfm_s2s_put_model(&ck, m);
+        tfm_mt_net_put(&ck, m);
         if (!marian_tokenizer(h->dir, &ck, c.src_vocab < c.tgt_vocab ? c.src_vocab : c.tgt_vocab)) {
-            tfm_s2s_put_optional_config(&ck, &m->cfg);
+            tfm_mt_put_optional_config(&ck, &m->cfg);
             rc = tfm_container_save(&ck, out);
         }
     }
     tfm_container_free(&ck);
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
     return rc;
 }
 

@@ -53,7 +53,7 @@ static void put_tied(tfm_strbuf *b) {
 }
 
 int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t) {
-    const tfm_s2s_config *c = &t->model->cfg;
+    const tfm_mt_config *c = &t->model->cfg;
     if (t->bpe && (!t->bpe->proto || t->bpe->proto_len > TFM_ST_MAX_HEADER / 2))
         return tfm_set_error("%s: the BPE model is too large for the safetensors header", path), -1;
     tfm_strbuf b = {0}, bpe = {0}, tied = {0};
@@ -291,8 +291,8 @@ static int check_tied(const tfm_st_file *f, int share) {
 
 /* The translator the metadata describes (config, vocabularies, tokenizer), its model built, weights unset. */
 static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char *arch, tfm_mt_model *t) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     if (strlen(arch) >= sizeof c.arch) return tfm_set_error("%s: unknown tfm.arch '%.40s'", f->path, arch), -1;
     snprintf(c.arch, sizeof c.arch, "%s", arch);
 #define GET(k) cfg_int(f, j, #k, &c.k) ||
@@ -300,8 +300,8 @@ static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char
 #undef GET
     if (tfm_json_get(j, "share_embeddings") && cfg_int(f, j, "share_embeddings", &c.share_embeddings)) return -1;
     if (tfm_json_get(j, "pad_len") && cfg_int(f, j, "pad_len", &c.pad_len)) return -1;
-    tfm_s2s_config_clear_unused(&c);   /* the twins write every field; those of other architectures mean nothing */
-    if (tfm_s2s_config_check(&c)) return wrap_error(f->path, "tfm.config");
+    tfm_mt_config_clear_unused(&c);   /* the twins write every field; those of other architectures mean nothing */
+    if (tfm_mt_config_check(&c)) return wrap_error(f->path, "tfm.config");
     if (check_tied(f, c.share_embeddings)) return -1;
     const char *kind = need_meta(f, "tfm.tokenizer.kind");
     if (!kind) return -1;
@@ -313,8 +313,8 @@ static int seq2seq_from_meta(const tfm_st_file *f, const tfm_json *j, const char
         get_vocab(f, "tfm.tokenizer.tgt_vocab", &t->tgt_vocab, c.tgt_vocab))
         return -1;
     if (t->tok_kind == TFM_TOK_BPE && get_bpe(f, t)) return -1;
-    if (check_budget(f, tfm_s2s_n_params(&c))) return -1;
-    t->model = tfm_s2s_create(&c);
+    if (check_budget(f, tfm_mt_n_params(&c))) return -1;
+    t->model = tfm_mt_net_create(&c);
     return t->model ? 0 : wrap_error(f->path, "tfm.config");
 }
 

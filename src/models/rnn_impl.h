@@ -15,7 +15,7 @@
  * Parameter names follow the PyTorch twins (scripts/gru_twin.py, scripts/bahdanau_twin.py):
  *   encoder.embedding.weight, encoder.rnn.weight_ih_l0, ..., decoder.embedding.weight, decoder.rnn.*,
  *   decoder.dense.weight/bias, decoder.attention.W_q/W_k/w_v.weight (bahdanau).
- * Built by tfm_rnn_s2s_create / tfm_bahdanau_create (declared in seq2seq.h). */
+ * Built by tfm_mt_rnn_create / tfm_mt_bahdanau_create (declared in seq2seq.h). */
 
 typedef struct {
     int bahdanau;
@@ -45,22 +45,22 @@ typedef struct {
 } tfm_rnn_state;
 
 /* Shared pieces (src/models/rnn_seq2seq.c), used by bahdanau.c. */
-tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const tfm_encdec_vtable *vt);
+tfm_mt_net *tfm_rnn_family_create(const tfm_mt_config *c, int bahdanau, const tfm_mt_net_vtable *vt);
 /* ids (B,T) row-major -> embeddings time-major (T,B,E) */
 tfm_tensor *tfm_rnn_embed_tm(tfm_graph *g, const tfm_Embedding *e, const int *ids, int B, int T);
 /* top-layer outputs (T,B,H) -> logits (B,T,V) */
 tfm_tensor *tfm_rnn_logits(tfm_graph *g, const tfm_rnn_s2s *r, tfm_tensor *out_tm);
 /* (T,B,C) <-> (B,T,C) */
 tfm_tensor *tfm_swap01(tfm_graph *g, tfm_tensor *x);
-tfm_tensor *tfm_rnn_encode(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts);
-tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+tfm_tensor *tfm_rnn_encode(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts);
+tfm_rnn_state *tfm_rnn_state_new(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                                  int max_steps, int cap_rows);
 /* decoder hidden state (L,B,H) for this step (graph tensor or constant over h_buf) and its update */
 tfm_tensor *tfm_rnn_state_hidden(tfm_graph *g, tfm_rnn_state *s);
 void tfm_rnn_state_set_hidden(tfm_rnn_state *s, tfm_tensor *h);
-void tfm_rnn_reorder(tfm_encdec *m, void *state, const int *idx, int n);
-void tfm_rnn_free_state(tfm_encdec *m, void *state);
-void tfm_rnn_destroy(tfm_encdec *m);
-void tfm_rnn_init_weights(tfm_encdec *m, uint64_t seed);
+void tfm_rnn_reorder(tfm_mt_net *m, void *state, const int *idx, int n);
+void tfm_rnn_free_state(tfm_mt_net *m, void *state);
+void tfm_rnn_destroy(tfm_mt_net *m);
+void tfm_rnn_init_weights(tfm_mt_net *m, uint64_t seed);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static tfm_rnn_s2s *R(tfm_encdec *m) { return m->impl; }
+static tfm_rnn_s2s *R(tfm_mt_net *m) { return m->impl; }
 
 tfm_tensor *tfm_swap01(tfm_graph *g, tfm_tensor *x) {
     int a = x->shape[0], b = x->shape[1], c = x->shape[2];
@@ -27,7 +27,7 @@ tfm_tensor *tfm_rnn_logits(tfm_graph *g, const tfm_rnn_s2s *r, tfm_tensor *out_t
 
 /* Encoder output handed to init_state: [top-layer outputs (Ts,B,H) ; final hidden state (L,B,H)]
  * stacked on axis 0 -> (Ts+L, B, H). */
-tfm_tensor *tfm_rnn_encode(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
+tfm_tensor *tfm_rnn_encode(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
     (void)src_valid;   /* d2l's encoder runs over the padding too; the decoders mask it */
     tfm_rnn_s2s *r = R(m);
     tfm_tensor *hn, *out = tfm_GRU_forward(g, &r->enc_rnn, tfm_rnn_embed_tm(g, &r->enc_emb, src, B, Ts), NULL, &hn);
@@ -36,7 +36,7 @@ tfm_tensor *tfm_rnn_encode(tfm_encdec *m, tfm_graph *g, const int *src, const in
 }
 
 
-tfm_rnn_state *tfm_rnn_state_new(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+tfm_rnn_state *tfm_rnn_state_new(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                                  int max_steps, int cap_rows) {
     tfm_rnn_s2s *r = R(m);
     int L = m->cfg.n_layer, H = m->cfg.hidden_size;
@@ -110,7 +110,7 @@ static void gather_rows(float *buf, float *scratch, int groups, int B_old, int n
     memcpy(buf, scratch, sizeof(float) * groups * n * per);
 }
 
-void tfm_rnn_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
+void tfm_rnn_reorder(tfm_mt_net *m, void *state, const int *idx, int n) {
     (void)m;
     tfm_rnn_state *s = state;
     TFM_ASSERT(s->incremental && n <= s->cap, "rnn reorder: %d rows > capacity %d", n, s->cap);
@@ -126,7 +126,7 @@ void tfm_rnn_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
     s->B = n;
 }
 
-void tfm_rnn_free_state(tfm_encdec *m, void *state) {
+void tfm_rnn_free_state(tfm_mt_net *m, void *state) {
     (void)m;
     tfm_rnn_state *s = state;
     if (!s || !s->incremental) return;
@@ -139,7 +139,7 @@ void tfm_rnn_free_state(tfm_encdec *m, void *state) {
     free(s);
 }
 
-void tfm_rnn_init_weights(tfm_encdec *m, uint64_t seed) {
+void tfm_rnn_init_weights(tfm_mt_net *m, uint64_t seed) {
     tfm_rnn_s2s *r = R(m);
     tfm_rng rng;
     tfm_rng_seed(&rng, seed);
@@ -158,7 +158,7 @@ void tfm_rnn_init_weights(tfm_encdec *m, uint64_t seed) {
     }
 }
 
-void tfm_rnn_destroy(tfm_encdec *m) {
+void tfm_rnn_destroy(tfm_mt_net *m) {
     if (!m) return;
     tfm_rnn_s2s *r = R(m);
     if (r) free(r->attn_buf);
@@ -167,10 +167,10 @@ void tfm_rnn_destroy(tfm_encdec *m) {
     free(m);
 }
 
-tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const tfm_encdec_vtable *vt) {
-    tfm_s2s_config k = *c;   /* the family's checks, whatever c->arch says */
+tfm_mt_net *tfm_rnn_family_create(const tfm_mt_config *c, int bahdanau, const tfm_mt_net_vtable *vt) {
+    tfm_mt_config k = *c;   /* the family's checks, whatever c->arch says */
     snprintf(k.arch, sizeof k.arch, "%s", bahdanau ? "bahdanau" : "rnn");
-    if (tfm_s2s_config_check(&k)) return NULL;
+    if (tfm_mt_config_check(&k)) return NULL;
     const char *bad = c->src_vocab < 1 ? "src_vocab" : c->tgt_vocab < 1 ? "tgt_vocab"
                       : c->embed_size < 1 ? "embed_size" : c->hidden_size < 1 ? "hidden_size"
                       : (c->n_layer < 1 || c->n_layer > TFM_GRU_MAX_LAYERS) ? "n_layer"
@@ -179,7 +179,7 @@ tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const t
         tfm_set_error("%s config: %s out of range", bahdanau ? "bahdanau" : "rnn", bad);
         return NULL;
     }
-    tfm_encdec *m = calloc(1, sizeof *m);
+    tfm_mt_net *m = calloc(1, sizeof *m);
     tfm_rnn_s2s *r = calloc(1, sizeof *r);
     if (!m || !r) {
         free(m), free(r);
@@ -206,12 +206,12 @@ tfm_encdec *tfm_rnn_family_create(const tfm_s2s_config *c, int bahdanau, const t
 }
 
 /* ---------------------------------------------------------------- the plain RNN decoder */
-static void *rnn_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+static void *rnn_init_state(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                             int max_steps, int cap_rows) {
     return tfm_rnn_state_new(m, g, enc, src_valid, B, Ts, max_steps, cap_rows);
 }
 
-static tfm_tensor *rnn_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
+static tfm_tensor *rnn_decode(tfm_mt_net *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
     tfm_rnn_s2s *r = R(m);
     tfm_rnn_state *s = state;
     TFM_ASSERT(B == s->B, "rnn decode: %d rows, state has %d", B, s->B);
@@ -227,14 +227,14 @@ static tfm_tensor *rnn_decode(tfm_encdec *m, tfm_graph *g, void *state, const in
     return tfm_rnn_logits(g, r, out);
 }
 
-static int rnn_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max) {
+static int rnn_attention(tfm_mt_net *m, int b, tfm_attn_map *maps, int max) {
     (void)m, (void)b, (void)maps, (void)max;
     return 0;
 }
 
-static const tfm_encdec_vtable rnn_vt = {
+static const tfm_mt_net_vtable rnn_vt = {
     "rnn", tfm_rnn_encode, rnn_init_state, rnn_decode, tfm_rnn_reorder, tfm_rnn_free_state, rnn_attention,
     tfm_rnn_init_weights, tfm_rnn_destroy, NULL, NULL,
 };
 
-tfm_encdec *tfm_rnn_s2s_create(const tfm_s2s_config *c) { return tfm_rnn_family_create(c, 0, &rnn_vt); }
+tfm_mt_net *tfm_mt_rnn_create(const tfm_mt_config *c) { return tfm_rnn_family_create(c, 0, &rnn_vt); }

@@ -8,7 +8,7 @@
 #include "tfm/rnn.h"
 #include "tfm/seq2seq.h"
 
-void tfm_s2s_config_default(tfm_s2s_config *c) {
+void tfm_mt_config_default(tfm_mt_config *c) {
     memset(c, 0, sizeof *c);
     snprintf(c->arch, sizeof c->arch, "transformer");
     c->d_model = 32;
@@ -26,9 +26,9 @@ void tfm_s2s_config_default(tfm_s2s_config *c) {
 #define TRANSFORMER_ONLY(X) X(d_model) X(n_head) X(ffn) X(pre_ln) X(max_len) X(share_embeddings) X(init)
 #define GRU_ONLY(X) X(embed_size) X(hidden_size)
 
-void tfm_s2s_config_clear_unused(tfm_s2s_config *c) {
-    tfm_s2s_config d;
-    tfm_s2s_config_default(&d);
+void tfm_mt_config_clear_unused(tfm_mt_config *c) {
+    tfm_mt_config d;
+    tfm_mt_config_default(&d);
 #define CLEAR(f) c->f = d.f;
     if (!strcmp(c->arch, "transformer")) { GRU_ONLY(CLEAR) }
     else if (!strcmp(c->arch, "rnn") || !strcmp(c->arch, "bahdanau")) { TRANSFORMER_ONLY(CLEAR) }
@@ -37,9 +37,9 @@ void tfm_s2s_config_clear_unused(tfm_s2s_config *c) {
 
 /* An unused field must hold its default: anything else would be carried into every checkpoint, resume and
  * export of the model while meaning nothing (an edited or mistyped value goes unnoticed). */
-static int check_unused(const tfm_s2s_config *c) {
-    tfm_s2s_config d;
-    tfm_s2s_config_default(&d);
+static int check_unused(const tfm_mt_config *c) {
+    tfm_mt_config d;
+    tfm_mt_config_default(&d);
 #define UNUSED(f)                                                                                                \
     if (c->f != d.f)                                                                                             \
         return tfm_set_error("config %s must be %d, the default: arch %s does not use it, got %d", #f, d.f, c->arch, \
@@ -50,7 +50,7 @@ static int check_unused(const tfm_s2s_config *c) {
     return 0;
 }
 
-int tfm_s2s_config_check(const tfm_s2s_config *c) {
+int tfm_mt_config_check(const tfm_mt_config *c) {
 #define RANGE(f, lo, hi)                                                                                  \
     if (c->f < (lo) || c->f > (hi))                                                                       \
         return tfm_set_error("config %s must be in %d..%d, got %d", #f, (int)(lo), (int)(hi), c->f), -1;
@@ -96,7 +96,7 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
         RANGE(eos_id, 0, lim - 1);
         RANGE(bos_id, 0, c->tgt_vocab - 1);
     }
-    RANGE(n_banned, 0, TFM_S2S_MAX_BANNED);
+    RANGE(n_banned, 0, TFM_MT_MAX_BANNED);
     for (int i = 0; i < c->n_banned; i++)
         if (c->banned[i] < 0 || c->banned[i] >= c->tgt_vocab)
             return tfm_set_error("config banned token %d is not in 0..%d", c->banned[i], c->tgt_vocab - 1), -1;
@@ -105,7 +105,7 @@ int tfm_s2s_config_check(const tfm_s2s_config *c) {
     return 0;
 }
 
-int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, int64_t Tt) {
+int64_t tfm_mt_step_elems(const tfm_mt_config *c, int64_t rows, int64_t Ts, int64_t Tt) {
     int64_t L = c->n_layer, V = c->tgt_vocab, enc, dec;
     if (!strcmp(c->arch, "transformer")) {
         int64_t w = 12 * (int64_t)c->d_model + 2 * (int64_t)c->ffn, H = c->n_head;
@@ -121,7 +121,7 @@ int64_t tfm_s2s_step_elems(const tfm_s2s_config *c, int64_t rows, int64_t Ts, in
 
 static int64_t add_sat(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
-int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps) {
+int64_t tfm_mt_decode_elems(const tfm_mt_config *c, int64_t nb, int64_t rows, int64_t Ts, int64_t max_steps) {
     int64_t L = c->n_layer, V = c->tgt_vocab, enc, cache, step;
     if (!strcmp(c->arch, "transformer")) {
         int64_t d = c->d_model, w = 12 * d + 2 * (int64_t)c->ffn, H = c->n_head;
@@ -137,7 +137,7 @@ int64_t tfm_s2s_decode_elems(const tfm_s2s_config *c, int64_t nb, int64_t rows, 
     return add_sat(add_sat(enc, cache), add_sat(step, tfm_mul_i64_sat(rows, max_steps)));   /* + histories */
 }
 
-int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
+int64_t tfm_mt_n_params(const tfm_mt_config *c) {
     int64_t Vs = c->src_vocab, Vt = c->tgt_vocab, L = c->n_layer;
     if (!strcmp(c->arch, "transformer")) {
         int64_t d = c->d_model, f = c->ffn;
@@ -156,42 +156,42 @@ int64_t tfm_s2s_n_params(const tfm_s2s_config *c) {
     return enc + dec + (bahdanau ? 2 * H * H + H : 0);           /* W_k, W_q, w_v */
 }
 
-int tfm_s2s_pad_id(const tfm_s2s_config *c) { return c->custom_ids ? c->pad_id : TFM_PAD; }
-int tfm_s2s_bos_id(const tfm_s2s_config *c) { return c->custom_ids ? c->bos_id : TFM_BOS; }
-int tfm_s2s_eos_id(const tfm_s2s_config *c) { return c->custom_ids ? c->eos_id : TFM_EOS; }
+int tfm_mt_pad_id(const tfm_mt_config *c) { return c->custom_ids ? c->pad_id : TFM_PAD; }
+int tfm_mt_bos_id(const tfm_mt_config *c) { return c->custom_ids ? c->bos_id : TFM_BOS; }
+int tfm_mt_eos_id(const tfm_mt_config *c) { return c->custom_ids ? c->eos_id : TFM_EOS; }
 
-tfm_encdec *tfm_encdec_replica(const tfm_encdec *m) {
-    tfm_encdec *r = tfm_s2s_create(&m->cfg);
+tfm_mt_net *tfm_mt_net_replica(const tfm_mt_net *m) {
+    tfm_mt_net *r = tfm_mt_net_create(&m->cfg);
     if (r && tfm_params_share_data(&r->params, &m->params)) {
-        tfm_encdec_free(r);
+        tfm_mt_net_free(r);
         return NULL;
     }
     return r;
 }
 
-tfm_encdec *tfm_s2s_create(const tfm_s2s_config *cfg) {
-    tfm_s2s_config cc = *cfg, *c = &cc;
-    tfm_s2s_config_clear_unused(c);   /* the model's config (and so its checkpoints) holds defaults there */
-    tfm_encdec *(*fn)(const tfm_s2s_config *) = NULL;
-    if (!strcmp(c->arch, "transformer")) fn = tfm_transformer_create;
-    else if (!strcmp(c->arch, "rnn")) fn = tfm_rnn_s2s_create;
-    else if (!strcmp(c->arch, "bahdanau")) fn = tfm_bahdanau_create;
+tfm_mt_net *tfm_mt_net_create(const tfm_mt_config *cfg) {
+    tfm_mt_config cc = *cfg, *c = &cc;
+    tfm_mt_config_clear_unused(c);   /* the model's config (and so its checkpoints) holds defaults there */
+    tfm_mt_net *(*fn)(const tfm_mt_config *) = NULL;
+    if (!strcmp(c->arch, "transformer")) fn = tfm_mt_transformer_create;
+    else if (!strcmp(c->arch, "rnn")) fn = tfm_mt_rnn_create;
+    else if (!strcmp(c->arch, "bahdanau")) fn = tfm_mt_bahdanau_create;
     else return tfm_set_error("unknown architecture '%s' (transformer, rnn, bahdanau)", c->arch), NULL;
-    if (tfm_s2s_config_check(c)) return NULL;
-    int64_t n = tfm_s2s_n_params(c);   /* int64 on the checked ranges: cannot wrap; a loader checks the file first */
+    if (tfm_mt_config_check(c)) return NULL;
+    int64_t n = tfm_mt_n_params(c);   /* int64 on the checked ranges: cannot wrap; a loader checks the file first */
     if (n > TFM_MAX_PARAMS)
         return tfm_set_error("config describes %lld parameters, at most %lld (lower d_model/ffn/n_layer or the "
                              "vocabularies)", (long long)n, (long long)TFM_MAX_PARAMS), NULL;
     return fn(c);
 }
 
-void tfm_encdec_free(tfm_encdec *m) {
+void tfm_mt_net_free(tfm_mt_net *m) {
     if (m) m->vt->destroy(m);
 }
 
-int tfm_encdec_max_positions(const tfm_encdec *m) { return m->vt->max_positions ? m->vt->max_positions(m) : 0; }
+int tfm_mt_net_max_positions(const tfm_mt_net *m) { return m->vt->max_positions ? m->vt->max_positions(m) : 0; }
 
-tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+tfm_tensor *tfm_mt_net_forward(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                                const int *tgt_in, int Tt) {
     tfm_tensor *enc = m->vt->encode(m, g, src, src_valid, B, Ts);
     void *st = m->vt->init_state(m, g, enc, src_valid, B, Ts, 0, B);
@@ -200,15 +200,15 @@ tfm_tensor *tfm_encdec_forward(tfm_encdec *m, tfm_graph *g, const int *src, cons
     return logits;
 }
 
-tfm_tensor *tfm_encdec_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+tfm_tensor *tfm_mt_net_loss(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                             const int *tgt_in, const int *tgt, int Tt, float label_smoothing) {
     tfm_tensor *loss = m->vt->loss ? m->vt->loss(m, g, src, src_valid, B, Ts, tgt_in, tgt, Tt, label_smoothing) : NULL;
     if (loss) return loss;
-    tfm_tensor *logits = tfm_encdec_forward(m, g, src, src_valid, B, Ts, tgt_in, Tt);
+    tfm_tensor *logits = tfm_mt_net_forward(m, g, src, src_valid, B, Ts, tgt_in, Tt);
     return tfm_cross_entropy(g, logits, tgt, TFM_PAD, label_smoothing);
 }
 
-void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
+void tfm_mt_shift_right(const int *tgt, int B, int T, int *tgt_in) {
     for (int b = 0; b < B; b++) {
         tgt_in[(size_t)b * T] = TFM_BOS;
         for (int t = 1; t < T; t++) tgt_in[(size_t)b * T + t] = tgt[(size_t)b * T + t - 1];
@@ -222,8 +222,8 @@ void tfm_s2s_shift_right(const int *tgt, int B, int T, int *tgt_in) {
 #define OPT_FIELDS(X) X(share_embeddings) X(pad_len) X(attn_bias) X(ffn_act) X(pos_halves) X(no_embed_scale) \
     X(gen_beam) X(gen_max_len)
 
-void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m) {
-    const tfm_s2s_config *cf = &m->cfg;
+void tfm_mt_net_put(tfm_container *c, const tfm_mt_net *m) {
+    const tfm_mt_config *cf = &m->cfg;
     tfm_container_add_str(c, "meta.kind", "seq2seq");
     tfm_container_add_str(c, "meta.arch", cf->arch);
 #define PUT(f) tfm_container_add_int(c, "config." #f, cf->f);
@@ -233,7 +233,7 @@ void tfm_s2s_put_model(tfm_container *c, const tfm_encdec *m) {
     tfm_ckpt_put_params(c, &m->params);
 }
 
-void tfm_s2s_put_optional_config(tfm_container *c, const tfm_s2s_config *cf) {
+void tfm_mt_put_optional_config(tfm_container *c, const tfm_mt_config *cf) {
 #define PUT_OPT(f) if (cf->f) tfm_container_add_int(c, "config." #f, cf->f);
     OPT_FIELDS(PUT_OPT)
 #undef PUT_OPT
@@ -256,7 +256,7 @@ static void put_settings(tfm_container *c, const tfm_mt_model *t) {
 }
 
 void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
-    tfm_s2s_put_model(c, t->model);
+    tfm_mt_net_put(c, t->model);
     char *s = tfm_vocab_serialize(&t->src_vocab);
     char *u = tfm_vocab_serialize(&t->tgt_vocab);
     if (!s || !u) tfm_fatal("out of memory");
@@ -264,7 +264,7 @@ void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
     tfm_container_add_str(c, "tokenizer.tgt_vocab", u);
     tfm_container_add_str(c, "tokenizer.kind", tfm_tok_kind_name((tfm_tok_kind)t->tok_kind));
     if (t->bpe) tfm_bpe_to_container(t->bpe, c, TFM_BPE_ENTRY);
-    tfm_s2s_put_optional_config(c, &t->model->cfg);
+    tfm_mt_put_optional_config(c, &t->model->cfg);
     put_settings(c, t);
     free(s);
     free(u);
@@ -359,7 +359,7 @@ static int get_bpe(tfm_mt_model *t, const tfm_container *c, const char *path) {
 }
 
 /* The config entries written only when set (OPT_FIELDS, the special ids, the banned tokens). */
-static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s_config *cf) {
+static int get_optional_config(const tfm_container *c, const char *path, tfm_mt_config *cf) {
 #define GET_OPT(f) if (tfm_container_get(c, "config." #f) && tfm_container_int(c, "config." #f, &cf->f)) return -1;
     OPT_FIELDS(GET_OPT)
 #undef GET_OPT
@@ -372,8 +372,8 @@ static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s
     cf->custom_ids = n_ids > 0;
     const tfm_entry *e = tfm_container_get(c, "config.banned");
     if (e) {
-        if (e->dtype != TFM_DT_I32 || e->ndim != 1 || e->shape[0] < 1 || e->shape[0] > TFM_S2S_MAX_BANNED)
-            return tfm_set_error("%s: config.banned must be 1..%d int32 token ids", path, TFM_S2S_MAX_BANNED), -1;
+        if (e->dtype != TFM_DT_I32 || e->ndim != 1 || e->shape[0] < 1 || e->shape[0] > TFM_MT_MAX_BANNED)
+            return tfm_set_error("%s: config.banned must be 1..%d int32 token ids", path, TFM_MT_MAX_BANNED), -1;
         cf->n_banned = e->shape[0];
         memcpy(cf->banned, e->data, sizeof(int) * (size_t)cf->n_banned);
     }
@@ -381,7 +381,7 @@ static int get_optional_config(const tfm_container *c, const char *path, tfm_s2s
 }
 
 /* tfm's own tokenizers: tokenizer.src_vocab / tgt_vocab / kind (and tokenizer.bpe) */
-static int get_vocabularies(tfm_mt_model *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
+static int get_vocabularies(tfm_mt_model *t, const tfm_container *c, const char *path, const tfm_mt_config *cf) {
     const char *sv = tfm_container_str(c, "tokenizer.src_vocab");
     const char *tv = sv ? tfm_container_str(c, "tokenizer.tgt_vocab") : NULL;
     const char *tk = tv ? tfm_container_str(c, "tokenizer.kind") : NULL;
@@ -409,7 +409,7 @@ static int get_vocabularies(tfm_mt_model *t, const tfm_container *c, const char 
 
 /* An imported MarianMT (tokenizer.kind "marian"): its SentencePiece models and vocab.json, kept as the
  * file bytes (tokenizer.marian.source / .target / .vocab) for the tokenizer of the text floor. */
-static int get_marian(tfm_mt_model *t, const tfm_container *c, const char *path, const tfm_s2s_config *cf) {
+static int get_marian(tfm_mt_model *t, const tfm_container *c, const char *path, const tfm_mt_config *cf) {
     static const char *const names[3] = {"tokenizer.marian.source", "tokenizer.marian.target",
                                          "tokenizer.marian.vocab"};
     const tfm_entry *e[3];
@@ -432,7 +432,7 @@ static int get_marian(tfm_mt_model *t, const tfm_container *c, const char *path,
  * config field the architecture uses, both must agree: config.n_head edited to another divisor of d_model changes
  * every translation and no shape, and config.max_len below the run's --max-len + 1 cuts every output; only this
  * cross-check can see such an edit. Files without run.* (imported, averaged, older) have nothing to compare. */
-static int check_run_entries(const tfm_container *c, const tfm_s2s_config *cf, const char *path) {
+static int check_run_entries(const tfm_container *c, const tfm_mt_config *cf, const char *path) {
     const struct { const char *flag, *field; int value, transformer; } f[] = {   /* transformer -1: both */
         {"d-model", "d_model", cf->d_model, 1}, {"n-head", "n_head", cf->n_head, 1}, {"ffn", "ffn", cf->ffn, 1},
         {"pre-ln", "pre_ln", cf->pre_ln, 1}, {"embed-size", "embed_size", cf->embed_size, 0},
@@ -473,8 +473,8 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
                                    path, kind), -1;
     const char *arch = tfm_container_str(c, "meta.arch");
     if (!arch) return -1;
-    tfm_s2s_config cf;
-    tfm_s2s_config_default(&cf);
+    tfm_mt_config cf;
+    tfm_mt_config_default(&cf);
     if (strlen(arch) >= sizeof cf.arch) return tfm_set_error("%s: unknown meta.arch '%.40s'", path, arch), -1;
     snprintf(cf.arch, sizeof cf.arch, "%s", arch);
 #define GET(f) if (tfm_container_int(c, "config." #f, &cf.f)) return -1;
@@ -488,7 +488,7 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
         tfm_mt_model_free(t);
         return -1;
     }
-    if (tfm_s2s_config_check(&cf) || check_unused(&cf)) {
+    if (tfm_mt_config_check(&cf) || check_unused(&cf)) {
         tfm_mt_model_free(t);
         return tfm_prefix_error("%s: ", path);
     }
@@ -496,11 +496,11 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
         tfm_mt_model_free(t);
         return -1;
     }
-    if (tfm_ckpt_check_param_budget(c, tfm_s2s_n_params(&cf), path)) {
+    if (tfm_ckpt_check_param_budget(c, tfm_mt_n_params(&cf), path)) {
         tfm_mt_model_free(t);
         return -1;
     }
-    t->model = tfm_s2s_create(&cf);
+    t->model = tfm_mt_net_create(&cf);
     if (!t->model) {
         tfm_mt_model_free(t);
         return tfm_prefix_error("%s: ", path);
@@ -525,7 +525,7 @@ int tfm_mt_model_load(tfm_mt_model *t, const char *path) {
 }
 
 void tfm_mt_model_free(tfm_mt_model *t) {
-    tfm_encdec_free(t->model);
+    tfm_mt_net_free(t->model);
     t->model = NULL;
     if (t->src_vocab.tok) tfm_vocab_free(&t->src_vocab);
     if (t->tgt_vocab.tok) tfm_vocab_free(&t->tgt_vocab);

@@ -1,5 +1,5 @@
 /* The encoder-decoder Transformer (d2l's TransformerEncoder / TransformerDecoder) behind the
- * tfm_encdec interface (include/tfm/seq2seq.h).
+ * tfm_mt_net interface (include/tfm/seq2seq.h).
  *
  *   encoder: X = dropout(PE(embedding(src) * sqrt(d))); N blocks of
  *            Y = AddNorm1(X, MHA(X,X,X, src_valid)); X = AddNorm2(Y, FFN(Y))
@@ -66,7 +66,7 @@ typedef struct {
 
 #define IMPL(m) ((tf_impl *)(m)->impl)
 
-static void set_keep(tfm_encdec *m) {
+static void set_keep(tfm_mt_net *m) {
     tf_impl *t = IMPL(m);
     for (int l = 0; l < m->cfg.n_layer; l++) {
         t->eb[l].attention.keep_weights = m->keep_attention;
@@ -102,12 +102,12 @@ static drop_saved rows_begin(tfm_graph *g, const tf_packing *p, int side) {
 static void rows_end(tfm_graph *g, drop_saved sv) { g->drop_sample0 = sv.s0, g->drop_samples = sv.n; }
 
 /* embeddings * sqrt(d_model), unless the config says not to scale them (no_embed_scale) */
-static tfm_tensor *embed_scale(tfm_graph *g, const tfm_encdec *m, tfm_tensor *x) {
+static tfm_tensor *embed_scale(tfm_graph *g, const tfm_mt_net *m, tfm_tensor *x) {
     return m->cfg.no_embed_scale ? x : tfm_scale(g, x, sqrtf((float)m->cfg.d_model));
 }
 
 /* embed() on the packed positions: (n, d), row i = embedding(ids[rows[i]]) * sqrt(d) + PE(pos[i]) */
-static tfm_tensor *embed_packed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids,
+static tfm_tensor *embed_packed(tfm_graph *g, tfm_mt_net *m, const tfm_Embedding *e, const int *ids,
                                 const tf_packing *p) {
     int d = m->cfg.d_model;
     int *id = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)(p->n > 0 ? p->n : 1));
@@ -134,7 +134,7 @@ static tfm_tensor *mha(tfm_graph *g, tfm_MultiHeadAttention *a, tfm_tensor *xq, 
 }
 
 /* embedding * sqrt(d) + positional encoding (from `offset`), dropout */
-static tfm_tensor *embed(tfm_graph *g, tfm_encdec *m, const tfm_Embedding *e, const int *ids, int B, int T,
+static tfm_tensor *embed(tfm_graph *g, tfm_mt_net *m, const tfm_Embedding *e, const int *ids, int B, int T,
                          int offset) {
     tfm_tensor *x = embed_scale(g, m, tfm_Embedding_forward(g, e, ids, B, T));
     x = tfm_PositionalEncoding_forward(g, &IMPL(m)->pe, x, offset);
@@ -159,7 +159,7 @@ static tfm_tensor *add_norm(tfm_graph *g, const tfm_AddNorm *an, tfm_tensor *x, 
 }
 
 /* ps: packed rows of the source (tf_loss), or NULL for the padded (B,Ts,d) encoder output */
-static tfm_tensor *tf_encode_rows(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+static tfm_tensor *tf_encode_rows(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                                   const tf_packing *ps) {
     tf_impl *t = IMPL(m);
     set_keep(m);
@@ -184,11 +184,11 @@ static tfm_tensor *tf_encode_rows(tfm_encdec *m, tfm_graph *g, const int *src, c
     return x;
 }
 
-static tfm_tensor *tf_encode(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
+static tfm_tensor *tf_encode(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
     return tf_encode_rows(m, g, src, src_valid, B, Ts, NULL);
 }
 
-static void *tf_init_state(tfm_encdec *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
+static void *tf_init_state(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                            int max_steps, int cap_rows) {
     tf_impl *t = IMPL(m);
     if (max_steps <= 0) {
@@ -268,7 +268,7 @@ static tfm_tensor *dec_cross_attention(tfm_graph *g, tf_state *s, dec_block *b, 
     return cached_attend(g, &b->attention2, h, &kv, src_mask);
 }
 
-static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
+static tfm_tensor *tf_decode(tfm_mt_net *m, tfm_graph *g, void *state, const int *tgt_in, int B, int T) {
     tf_impl *t = IMPL(m);
     tf_state *s = state;
     set_keep(m);
@@ -309,7 +309,7 @@ static tfm_tensor *tf_decode(tfm_encdec *m, tfm_graph *g, void *state, const int
     return tfm_Linear_forward(g, &t->dense, x);
 }
 
-static void tf_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
+static void tf_reorder(tfm_mt_net *m, void *state, const int *idx, int n) {
     (void)m;
     tf_state *s = state;
     TFM_ASSERT(s->incremental && n <= s->cap, "transformer reorder: n=%d cap=%d", n, s->cap);
@@ -323,7 +323,7 @@ static void tf_reorder(tfm_encdec *m, void *state, const int *idx, int n) {
     s->B = n;
 }
 
-static void tf_free_state(tfm_encdec *m, void *state) {
+static void tf_free_state(tfm_mt_net *m, void *state) {
     (void)m;
     tf_state *s = state;
     if (!s || !s->incremental) return;
@@ -350,7 +350,7 @@ static int add_map(tfm_attn_map *maps, int max, int k, int kind, int layer, cons
     return k + 1;
 }
 
-static int tf_attention(tfm_encdec *m, int b, tfm_attn_map *maps, int max) {
+static int tf_attention(tfm_mt_net *m, int b, tfm_attn_map *maps, int max) {
     tf_impl *t = IMPL(m);
     int k = 0, L = m->cfg.n_layer, B = t->last_B;
     if (b < 0 || b >= B) return 0;
@@ -384,7 +384,7 @@ static void init_embedding(tfm_tensor *w, int kind, tfm_rng *r) {
 
 /* cfg.init (tfm_init_kind) decides the embeddings; with shared embeddings the one matrix is drawn once
  * and the output layer's bias only. */
-static void tf_init_weights(tfm_encdec *m, uint64_t seed) {
+static void tf_init_weights(tfm_mt_net *m, uint64_t seed) {
     tf_impl *t = IMPL(m);
     tfm_rng r;
     tfm_rng_seed(&r, seed);
@@ -416,7 +416,7 @@ static void tf_init_weights(tfm_encdec *m, uint64_t seed) {
     else init_linear(&t->dense, &r);
 }
 
-static void tf_destroy(tfm_encdec *m) {
+static void tf_destroy(tfm_mt_net *m) {
     if (!m) return;
     tf_impl *t = IMPL(m);
     if (t) {
@@ -434,7 +434,7 @@ static void tf_destroy(tfm_encdec *m) {
  * (tfm_MultiHeadAttention_forward_packed). Pad positions never influence valid ones in the padded
  * forward (masked keys, causal mask, ignored targets), so this is the same loss. NULL (caller falls back
  * to the padded forward) when attention maps are kept or a row is not "tokens, then only <pad>". */
-static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
+static tfm_tensor *tf_loss(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts,
                            const int *tgt_in, const int *tgt, int Tt, float label_smoothing) {
     if (m->keep_attention) return NULL;
     int *tlen = tfm_arena_alloc(&g->arena, sizeof(int) * (size_t)B);
@@ -461,19 +461,19 @@ static tfm_tensor *tf_loss(tfm_encdec *m, tfm_graph *g, const int *src, const in
 }
 
 /* the positional-encoding table bounds both sides */
-static int tf_max_positions(const tfm_encdec *m) { return m->cfg.max_len; }
+static int tf_max_positions(const tfm_mt_net *m) { return m->cfg.max_len; }
 
-static const tfm_encdec_vtable tf_vtable = {
+static const tfm_mt_net_vtable tf_vtable = {
     "transformer", tf_encode, tf_init_state, tf_decode, tf_reorder, tf_free_state, tf_attention,
     tf_init_weights, tf_destroy, tf_loss, tf_max_positions,
 };
 
-tfm_encdec *tfm_transformer_create(const tfm_s2s_config *c) {
-    if (tfm_s2s_config_check(c)) return NULL;
+tfm_mt_net *tfm_mt_transformer_create(const tfm_mt_config *c) {
+    if (tfm_mt_config_check(c)) return NULL;
     if (c->d_model % c->n_head)
         return tfm_set_error("d_model (%d) must be divisible by n_head (%d)", c->d_model, c->n_head), NULL;
     if (c->d_model % 2) return tfm_set_error("d_model must be even (positional encoding), got %d", c->d_model), NULL;
-    tfm_encdec *m = calloc(1, sizeof *m);
+    tfm_mt_net *m = calloc(1, sizeof *m);
     tf_impl *t = calloc(1, sizeof *t);
     if (!m || !t) {
         free(m), free(t);

@@ -208,7 +208,7 @@ int tfm_truncate_pad(const int *ids, int n_ids, int num_steps, int *out, int *tr
     return valid;
 }
 
-int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arrays *a) {
+int tfm_mt_corpus_build(const tfm_parallel_ids *ids, int num_steps, tfm_mt_corpus *a) {
     memset(a, 0, sizeof *a);
     if (num_steps < 1) {
         tfm_set_error("num_steps must be >= 1 (got %d)", num_steps);
@@ -220,7 +220,7 @@ int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arr
     a->src_valid = malloc(((size_t)ids->n + 1) * sizeof *a->src_valid);
     a->tgt_valid = malloc(((size_t)ids->n + 1) * sizeof *a->tgt_valid);
     if (!a->src || !a->tgt || !a->src_valid || !a->tgt_valid) {
-        tfm_nmt_arrays_free(a);
+        tfm_mt_corpus_free(a);
         tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory building the training arrays");
         return -1;
     }
@@ -238,7 +238,7 @@ int tfm_nmt_arrays_build(const tfm_parallel_ids *ids, int num_steps, tfm_nmt_arr
     return 0;
 }
 
-void tfm_nmt_arrays_free(tfm_nmt_arrays *a) {
+void tfm_mt_corpus_free(tfm_mt_corpus *a) {
     free(a->src);
     free(a->tgt);
     free(a->src_valid);

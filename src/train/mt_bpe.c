@@ -5,7 +5,7 @@
 
 #include "tfm/train.h"
 
-int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_s2s_config *cfg, uint64_t seed) {
+int tfm_mt_model_build_bpe(tfm_mt_model *t, tfm_bpe *bpe, const tfm_mt_config *cfg, uint64_t seed) {
     memset(t, 0, sizeof *t);
     t->tok_kind = TFM_TOK_BPE;
     t->bpe = bpe;
@@ -56,7 +56,7 @@ oom:
     return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding the corpus"), -1;
 }
 
-int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a) {
+int tfm_mt_corpus_from_text_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_mt_corpus *a) {
     tfm_parallel_ids ids;
     memset(&ids, 0, sizeof ids);
     if (encode_side(t->bpe, p->src, p->n, &ids.src_off, &ids.src_ids)) return -1;
@@ -65,7 +65,7 @@ int tfm_mt_arrays_bpe(const tfm_parallel_text *p, const tfm_mt_model *t, int num
         return -1;
     }
     ids.n = p->n;
-    int rc = tfm_nmt_arrays_build(&ids, num_steps, a);
+    int rc = tfm_mt_corpus_build(&ids, num_steps, a);
     tfm_parallel_ids_free(&ids);
     return rc;
 }

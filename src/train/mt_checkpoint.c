@@ -5,11 +5,11 @@
 
 #include "tfm/train.h"
 
-int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t seed) {
-    tfm_s2s_config c = *cfg;
+int tfm_mt_model_create(tfm_mt_model *t, const tfm_mt_config *cfg, uint64_t seed) {
+    tfm_mt_config c = *cfg;
     c.src_vocab = t->src_vocab.n;
     c.tgt_vocab = t->tgt_vocab.n;
-    t->model = tfm_s2s_create(&c);
+    t->model = tfm_mt_net_create(&c);
     if (!t->model) {
         tfm_mt_model_free(t);
         return -1;
@@ -19,7 +19,7 @@ int tfm_mt_model_create(tfm_mt_model *t, const tfm_s2s_config *cfg, uint64_t see
 }
 
 int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind, int min_freq,
-                         const tfm_s2s_config *cfg, uint64_t seed) {
+                         const tfm_mt_config *cfg, uint64_t seed) {
     memset(t, 0, sizeof *t);
     t->tok_kind = tok_kind;
     if (tfm_vocab_build(&t->src_vocab, p->src, p->n, min_freq) ||
@@ -30,11 +30,11 @@ int tfm_mt_model_build(tfm_mt_model *t, const tfm_parallel_text *p, int tok_kind
     return tfm_mt_model_create(t, cfg, seed);
 }
 
-int tfm_mt_arrays(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_nmt_arrays *a) {
-    if (t->bpe) return tfm_mt_arrays_bpe(p, t, num_steps, a);
+int tfm_mt_corpus_from_text(const tfm_parallel_text *p, const tfm_mt_model *t, int num_steps, tfm_mt_corpus *a) {
+    if (t->bpe) return tfm_mt_corpus_from_text_bpe(p, t, num_steps, a);
     tfm_parallel_ids ids;
     if (tfm_parallel_encode(p, &t->src_vocab, &t->tgt_vocab, &ids)) return -1;
-    int rc = tfm_nmt_arrays_build(&ids, num_steps, a);
+    int rc = tfm_mt_corpus_build(&ids, num_steps, a);
     tfm_parallel_ids_free(&ids);
     return rc;
 }
@@ -72,7 +72,7 @@ int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_prog
         rc = -1;
     }
     /* sentences of num_steps tokens plus <bos> must fit the stored positional-encoding table */
-    int max_pos = rc ? 0 : tfm_encdec_max_positions(t->model);
+    int max_pos = rc ? 0 : tfm_mt_net_max_positions(t->model);
     if (!rc && max_pos > 0 && max_pos < o->num_steps + 1) {
         tfm_set_error("%s: config.max_len %d is shorter than --max-len %d + 1", path, max_pos, o->num_steps);
         rc = -1;
@@ -112,24 +112,24 @@ int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_prog
  * tokens per row on each side (padding counted; a single pair longer than that is a batch of its own), so
  * every r from 1 to max_tokens is a candidate shape. */
 typedef struct { int64_t rows; int Ts, Tt; } mt_batch_shape;
-static int64_t mt_worst_step_elems(const tfm_s2s_config *c, const tfm_mt_train_opts *o, int64_t n, int Ts, int Tt,
+static int64_t mt_worst_step_elems(const tfm_mt_config *c, const tfm_mt_train_opts *o, int64_t n, int Ts, int Tt,
                                    mt_batch_shape *worst_shape) {
     if (o->max_tokens <= 0) {
         *worst_shape = (mt_batch_shape){o->batch_size < n ? o->batch_size : n, Ts, Tt};
-        return tfm_s2s_step_elems(c, worst_shape->rows, Ts, Tt);
+        return tfm_mt_step_elems(c, worst_shape->rows, Ts, Tt);
     }
     int64_t worst = 0, r_max = o->max_tokens < n ? o->max_tokens : n;
     *worst_shape = (mt_batch_shape){1, Ts, Tt};
     for (int64_t r = 1; r <= r_max; r++) {
         int64_t per_row = o->max_tokens / r;   /* >= 1: r <= max_tokens */
         int ts = per_row < Ts && r > 1 ? (int)per_row : Ts, tt = per_row < Tt && r > 1 ? (int)per_row : Tt;
-        int64_t need = tfm_s2s_step_elems(c, r, ts, tt);
+        int64_t need = tfm_mt_step_elems(c, r, ts, tt);
         if (need > worst) worst = need, *worst_shape = (mt_batch_shape){r, ts, tt};
     }
     return worst;
 }
 
-int tfm_mt_step_check(const tfm_s2s_config *c, const tfm_nmt_arrays *a, const tfm_mt_train_opts *o) {
+int tfm_mt_step_check(const tfm_mt_config *c, const tfm_mt_corpus *a, const tfm_mt_train_opts *o) {
     int Ts = 1, Tt = 1;   /* batches are cut to their longest row */
     for (int i = 0; i < a->n; i++) {
         if (a->src_valid[i] > Ts) Ts = a->src_valid[i];

@@ -171,8 +171,8 @@ int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     tfm_set_threads(saved_threads);
     if (x->log) fclose(x->log);
     mt_valid_close(&x->val);
-    tfm_nmt_arrays_free(&x->atrain);
-    tfm_nmt_arrays_free(&x->avalid);
+    tfm_mt_corpus_free(&x->atrain);
+    tfm_mt_corpus_free(&x->avalid);
     tfm_parallel_text_free(&x->ptrain);
     tfm_parallel_text_free(&x->pvalid);
     if (x->opt.m) tfm_adamw_free(&x->opt);

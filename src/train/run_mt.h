@@ -36,7 +36,7 @@ typedef struct {
     tfm_mt_train_opts to;
     tfm_mt_progress prog;
     tfm_parallel_text ptrain, pvalid;
-    tfm_nmt_arrays atrain, avalid;
+    tfm_mt_corpus atrain, avalid;
     int have_valid, kind;
     int threads_note;            /* a resume took the run's thread count, not this default: say so */        /* validation files given; the tokenizer kind the corpora load with */
     mt_valid val;
@@ -50,7 +50,7 @@ int mt_field(const char *name);              /* the index of a field (it exists)
 void mt_given(mt_run *x);                    /* x->given from the hooks, else the fields not at their defaults */
 int mt_preset_apply(mt_run *x);              /* 0, or -1 (TFM_ERR_ARG) */
 int mt_check_options(mt_run *x);             /* every range, naming the flag; fills x->to. 0 or -1 (TFM_ERR_ARG) */
-void mt_model_config(const tfm_mt_run_opts *o, tfm_s2s_config *cf);
+void mt_model_config(const tfm_mt_run_opts *o, tfm_mt_config *cf);
 void mt_best_path(const char *out, char *buf, size_t n);
 extern const char *const MT_DUMP_SFX[6];
 

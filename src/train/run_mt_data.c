@@ -52,7 +52,7 @@ static tfm_bpe *make_bpe(mt_run *x) {
 
 static int build_model(mt_run *x) {
     const tfm_mt_run_opts *o = x->o;
-    tfm_s2s_config cf;
+    tfm_mt_config cf;
     mt_model_config(o, &cf);
     if (!strcmp(o->tokenizer, "bpe")) {
         tfm_bpe *b = make_bpe(x);
@@ -68,7 +68,7 @@ static int build_model(mt_run *x) {
 int mt_resume_model(mt_run *x) {
     tfm_mt_run_opts *o = x->o;
     if (tfm_mt_resume(o->resume, &x->tr, &x->opt, &x->prog, &x->to)) return tfm_prefix_error("--resume: ");
-    const tfm_s2s_config *c = &x->tr.model->cfg;   /* the options take what the model was built with */
+    const tfm_mt_config *c = &x->tr.model->cfg;   /* the options take what the model was built with */
     o->arch = c->arch;
     o->d_model = c->d_model, o->n_head = c->n_head, o->ffn = c->ffn, o->pre_ln = c->pre_ln, o->n_layer = c->n_layer;
     o->embed_size = c->embed_size, o->hidden_size = c->hidden_size, o->dropout = c->dropout;
@@ -85,21 +85,21 @@ int mt_resume_model(mt_run *x) {
 
 /* the length (tokens incl. <eos>) that keeps 99% of the pairs whole, from arrays built at the longest --max-len */
 static int length_p99(const tfm_parallel_text *p, const tfm_mt_model *t) {
-    tfm_nmt_arrays all = {0};
-    if (tfm_mt_arrays(p, t, 4096, &all)) return 0;
+    tfm_mt_corpus all = {0};
+    if (tfm_mt_corpus_from_text(p, t, 4096, &all)) return 0;
     int hist[4097] = {0}, need = (int)(0.99 * all.n + 0.999), seen = 0, len = 0;
     for (int i = 0; i < all.n; i++) {
         int l = all.src_valid[i] > all.tgt_valid[i] ? all.src_valid[i] : all.tgt_valid[i];
         hist[l < 4096 ? l : 4096]++;
     }
     while (len < 4096 && seen < need) seen += hist[++len];
-    tfm_nmt_arrays_free(&all);
+    tfm_mt_corpus_free(&all);
     return len;
 }
 
 /* More than MT_TRUNCATION_LIMIT of the pairs cut to --max-len: an error naming the length that keeps 99% of them
  * and the flags; with --allow-truncation a loud warning. */
-static int check_truncation(mt_run *x, const tfm_parallel_text *p, const tfm_nmt_arrays *a, const char *what) {
+static int check_truncation(mt_run *x, const tfm_parallel_text *p, const tfm_mt_corpus *a, const char *what) {
     int cut = a->n_truncated_src > a->n_truncated_tgt ? a->n_truncated_src : a->n_truncated_tgt;
     if (a->n == 0 || cut <= MT_TRUNCATION_LIMIT * a->n) return 0;
     int p99 = length_p99(p, &x->tr);
@@ -115,9 +115,9 @@ static int check_truncation(mt_run *x, const tfm_parallel_text *p, const tfm_nmt
     return 0;
 }
 
-static int arrays(mt_run *x, const tfm_parallel_text *p, tfm_nmt_arrays *a, const char *what) {
+static int arrays(mt_run *x, const tfm_parallel_text *p, tfm_mt_corpus *a, const char *what) {
     int num_steps = x->o->max_len;
-    if (tfm_mt_arrays(p, &x->tr, num_steps, a)) return -1;
+    if (tfm_mt_corpus_from_text(p, &x->tr, num_steps, a)) return -1;
     if (a->n_truncated_src || a->n_truncated_tgt)
         mt_say(x, "%s: truncated to --max-len %d: %d source and %d target sentences", what, num_steps,
                a->n_truncated_src, a->n_truncated_tgt);

@@ -221,8 +221,8 @@ static int check_files(const tfm_mt_run_opts *o) {
 
 /* A field of another architecture must keep its default: the model would carry the value without using it. */
 static int check_arch_fields(const tfm_mt_run_opts *o) {
-    tfm_s2s_config d;
-    tfm_s2s_config_default(&d);
+    tfm_mt_config d;
+    tfm_mt_config_default(&d);
     int tr = !strcmp(o->arch, "transformer");
     const struct { const char *flag; int v, def, transformer; } f[] = {
         {"d-model", o->d_model, d.d_model, 1}, {"n-head", o->n_head, d.n_head, 1}, {"ffn", o->ffn, d.ffn, 1},
@@ -342,14 +342,14 @@ int mt_check_options(mt_run *x) {
     return 0;
 }
 
-void mt_model_config(const tfm_mt_run_opts *o, tfm_s2s_config *cf) {
-    tfm_s2s_config_default(cf);
+void mt_model_config(const tfm_mt_run_opts *o, tfm_mt_config *cf) {
+    tfm_mt_config_default(cf);
     snprintf(cf->arch, sizeof cf->arch, "%s", o->arch);
     cf->d_model = o->d_model, cf->n_head = o->n_head, cf->ffn = o->ffn, cf->pre_ln = o->pre_ln;
     cf->max_len = MT_PE_LEN > o->max_len + 1 ? MT_PE_LEN : o->max_len + 1;
     cf->n_layer = o->n_layer, cf->embed_size = o->embed_size, cf->hidden_size = o->hidden_size;
     cf->dropout = o->dropout, cf->pad_len = o->pad_to_max_len ? o->max_len : 0;
-    tfm_s2s_config_clear_unused(cf);   /* the fields of another architecture (refused above if not defaults) */
+    tfm_mt_config_clear_unused(cf);   /* the fields of another architecture (refused above if not defaults) */
     cf->share_embeddings = o->share_embeddings;
     cf->init = strcmp(o->init, "xavier") ? TFM_INIT_D2L : TFM_INIT_XAVIER;
 }

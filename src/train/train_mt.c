@@ -1,4 +1,4 @@
-/* The training loop for any tfm_encdec (include/tfm/seq2seq.h): teacher forcing, masked
+/* The training loop for any tfm_mt_net (include/tfm/seq2seq.h): teacher forcing, masked
  * cross-entropy (ignore_index <pad>, label smoothing), AdamW, lr schedule, gradient clipping,
  * validation loss per epoch, per-epoch checkpoints through a callback, exact --resume.
  *
@@ -71,7 +71,7 @@ int tfm_mt_progress_get(const tfm_container *c, tfm_mt_progress *p) {
 }
 
 /* the length every batch is padded to: the model's pad_len, at most num_steps (0: the batch's longest) */
-static int pad_min(const tfm_encdec *m, const tfm_nmt_arrays *a) {
+static int pad_min(const tfm_mt_net *m, const tfm_mt_corpus *a) {
     return m->cfg.pad_len < a->num_steps ? m->cfg.pad_len : a->num_steps;
 }
 
@@ -83,7 +83,7 @@ typedef struct {
 /* Gather batch rows into (nb, Ts) source, (nb, Tt) target / decoder input, trimmed to the longest but at
  * least ts_min, tt_min (a rank's slice is padded to the global batch's lengths; a model with a pad_len pads
  * every batch to pad_min) */
-static void gather(tfm_graph *g, const tfm_nmt_arrays *a, const int *idx, int nb, mt_batch *b, int ts_min, int tt_min) {
+static void gather(tfm_graph *g, const tfm_mt_corpus *a, const int *idx, int nb, mt_batch *b, int ts_min, int tt_min) {
     int S = a->num_steps;
     b->Ts = ts_min > 1 ? ts_min : 1;
     b->Tt = tt_min > 1 ? tt_min : 1;
@@ -102,7 +102,7 @@ static void gather(tfm_graph *g, const tfm_nmt_arrays *a, const int *idx, int nb
         memcpy(b->tgt + (size_t)i * b->Tt, a->tgt + (size_t)idx[i] * S, sizeof(int) * (size_t)b->Tt);
         b->valid[i] = a->src_valid[idx[i]];
     }
-    tfm_s2s_shift_right(b->tgt, nb, b->Tt, b->tgt_in);
+    tfm_mt_shift_right(b->tgt, nb, b->Tt, b->tgt_in);
 }
 
 /* Data parallel: this rank's pairs of a global batch of nb pairs, contiguous and of nearly equal token
@@ -117,7 +117,7 @@ typedef struct {
 
 /* The whole batch's longest source and target and its target tokens into *whole, and its cut into `parts`
  * contiguous parts of nearly equal token count (bounds[0..parts]); w is scratch of nb ints. */
-static void split_batch(const tfm_nmt_arrays *a, const int *idx, int nb, int *w, int *bounds, int parts, mt_slice *whole) {
+static void split_batch(const tfm_mt_corpus *a, const int *idx, int nb, int *w, int *bounds, int parts, mt_slice *whole) {
     memset(whole, 0, sizeof *whole);
     for (int i = 0; i < nb; i++) {
         int j = idx[i];
@@ -130,7 +130,7 @@ static void split_batch(const tfm_nmt_arrays *a, const int *idx, int nb, int *w,
 }
 
 /* Part `part` of a batch cut by split_batch. */
-static mt_slice slice_part(const mt_slice *whole, const tfm_nmt_arrays *a, const int *idx, const int *bounds, int part) {
+static mt_slice slice_part(const mt_slice *whole, const tfm_mt_corpus *a, const int *idx, const int *bounds, int part) {
     mt_slice s = *whole;
     s.lo = bounds[part];
     s.n = bounds[part + 1] - s.lo;
@@ -142,7 +142,7 @@ static mt_slice slice_part(const mt_slice *whole, const tfm_nmt_arrays *a, const
  * or a thread's chunk of it): padded to the whole batch's lengths, dropout keyed by the global pair and
  * token row, the loss scaled to this slice's share of the one-process objective. Returns that share of
  * the batch's mean loss. A slice without pairs runs the first one with weight 0 (the same RNG draws). */
-static double slice_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
+static double slice_step(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *train, const int *bidx, int nb,
                          const mt_slice *sl, const tfm_mt_train_opts *o) {
     int rows = sl->n ? sl->n : 1, pm = pad_min(m, train);
     mt_batch b;
@@ -152,14 +152,14 @@ static double slice_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *trai
     gather(g, train, bidx + (sl->n ? sl->lo : 0), rows, &b, sl->Ts > pm ? sl->Ts : pm, sl->Tt > pm ? sl->Tt : pm);
     g->drop_sample0 = sl->n ? sl->lo : 0, g->drop_samples = rows, g->drop_total = nb;
     g->drop_row0[0] = sl->row0[0], g->drop_row0[1] = sl->row0[1];
-    tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+    tfm_tensor *loss = tfm_mt_net_loss(m, g, b.src, b.valid, rows, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
     float lv = loss->data[0], mine = sl->n ? (float)b.n_tok : 0.0f;
     tfm_backward(g, tfm_scale(g, loss, o->loss_norm == TFM_LOSS_D2L ? mine / b.Tt : mine / sl->n_tok));
     return sl->n ? (double)lv * b.n_tok / sl->n_tok : 0.0;
 }
 
 /* One process, the ops split across threads: the whole batch at once. */
-static double whole_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
+static double whole_step(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *train, const int *bidx, int nb,
                          const tfm_mt_train_opts *o, int *n_tok) {
     int pm = pad_min(m, train);
     mt_batch b;
@@ -167,7 +167,7 @@ static double whole_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *trai
     g->grad_enabled = 1;
     g->training = 1;
     gather(g, train, bidx, nb, &b, pm, pm);
-    tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
+    tfm_tensor *loss = tfm_mt_net_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, o->label_smoothing);
     if (o->loss_norm == TFM_LOSS_D2L) tfm_backward(g, tfm_scale(g, loss, (float)b.n_tok / b.Tt));
     else tfm_backward(g, loss);
     *n_tok = b.n_tok;
@@ -180,7 +180,7 @@ static double whole_step(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *trai
  * are summed in chunk order. The chunks are the parts rank*k .. rank*k+k-1 of the batch cut into ranks*k. */
 typedef struct {   /* 64-byte aligned: two threads never write one cache line */
     _Alignas(64) tfm_graph g;
-    tfm_encdec *rep;
+    tfm_mt_net *rep;
     double loss;
 } mt_chunk;
 
@@ -194,7 +194,7 @@ typedef struct {
 
 static void chunks_free(mt_chunks *ch) {
     for (int i = 0; i < ch->k; i++) {
-        if (i > 0) tfm_encdec_free(ch->c[i].rep);   /* chunk 0 runs on the model itself */
+        if (i > 0) tfm_mt_net_free(ch->c[i].rep);   /* chunk 0 runs on the model itself */
         tfm_graph_free(&ch->c[i].g);
     }
     free(ch->c), free(ch->p);
@@ -202,7 +202,7 @@ static void chunks_free(mt_chunks *ch) {
     *ch = (mt_chunks){0};
 }
 
-static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) {
+static int chunks_init(mt_chunks *ch, tfm_mt_net *m, const tfm_graph *g, int k) {
     *ch = (mt_chunks){0};
     if (k <= 0) return 0;
     if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, &ch->desk, k)) return -1;
@@ -210,7 +210,7 @@ static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) 
     for (int i = 0; i < k; i++) {
         mt_chunk *c = &ch->c[i];
         tfm_graph_init_worker(&c->g, g);
-        if (!(c->rep = i == 0 ? m : tfm_encdec_replica(m))) return chunks_free(ch), -1;
+        if (!(c->rep = i == 0 ? m : tfm_mt_net_replica(m))) return chunks_free(ch), -1;
         ch->p[i] = &c->rep->params;
         if (i > 0) tfm_params_zero_grad(ch->p[i]);   /* the model's: zeroed before the first step */
     }
@@ -219,7 +219,7 @@ static int chunks_init(mt_chunks *ch, tfm_encdec *m, const tfm_graph *g, int k) 
 
 typedef struct {   /* one step's chunks (tfm_train_chunks_run) */
     mt_chunks *ch;
-    const tfm_nmt_arrays *train;
+    const tfm_mt_corpus *train;
     const int *bidx;
     int nb;
     const mt_slice *sl;
@@ -235,7 +235,7 @@ static void run_chunk(void *ctx, int i) {
 }
 
 /* The chunks of one step; returns the (rank's share of the) batch's mean loss, *n_tok the batch's tokens. */
-static double chunks_step(mt_chunks *ch, tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *train, const int *bidx, int nb,
+static double chunks_step(mt_chunks *ch, tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *train, const int *bidx, int nb,
                           int *w, int *bounds, int ranks, int rank, const tfm_mt_train_opts *o, int *n_tok) {
     int k = ch->k;
     double tp = tfm_profile_begin(g);
@@ -259,7 +259,7 @@ static void chunks_profile(mt_chunks *ch, tfm_graph *g) {
     tfm_profile_merge(g, gs, ch->k);
 }
 
-float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, int batch_size) {
+float tfm_mt_eval_loss(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *data, int batch_size) {
     int saved_grad = g->grad_enabled, saved_train = g->training;
     g->grad_enabled = 0;
     g->training = 0;
@@ -276,7 +276,7 @@ float tfm_mt_eval_loss(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *data, 
         tfm_graph_reset(g);
         mt_batch b;
         gather(g, data, idx, nb, &b, pad_min(m, data), pad_min(m, data));
-        tfm_tensor *loss = tfm_encdec_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, 0.0f);
+        tfm_tensor *loss = tfm_mt_net_loss(m, g, b.src, b.valid, nb, b.Ts, b.tgt_in, b.tgt, b.Tt, 0.0f);
         sum += (double)loss->data[0] * b.n_tok;
         n_tok += b.n_tok;
     }
@@ -298,14 +298,14 @@ static int on_writer(tfm_dist *d, int v) {
 /* Before a checkpoint or a validation (which may write --keep-best): tfm_train_check_before_save with the
  * epoch's validation loss when it was just measured (valid_loss not NULL), else the loss of the first pair of
  * `probe` (a forward pass of one pair). On several ranks rank 0's verdict holds for all. 0, or -1 with the error. */
-static int check_before_save(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *probe, const tfm_adamw *opt,
+static int check_before_save(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *probe, const tfm_adamw *opt,
                              const float *valid_loss, int step, tfm_dist *dist) {
     float loss;
     const char *what = "the validation loss";
     if (valid_loss) {
         loss = *valid_loss;
     } else {
-        tfm_nmt_arrays one = *probe;
+        tfm_mt_corpus one = *probe;
         one.n = 1;
         int bf16 = g->gemm_bf16;
         g->gemm_bf16 = 0;
@@ -322,7 +322,7 @@ static int check_before_save(tfm_encdec *m, tfm_graph *g, const tfm_nmt_arrays *
     return agreed ? -1 : 0;
 }
 
-int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_arrays *valid,
+int tfm_mt_train(tfm_mt_net *m, const tfm_mt_corpus *train, const tfm_mt_corpus *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user) {
     if (train->n < 1) return tfm_set_error("no training pairs"), -1;
@@ -377,7 +377,7 @@ int tfm_mt_train(tfm_encdec *m, const tfm_nmt_arrays *train, const tfm_nmt_array
     int stop_seen = 0;   /* a rank's stop request, agreed by all (several ranks) */
     float epoch_valid = NAN;   /* the validation loss measured at the end of the epoch (rank 0), if valid_set */
     int valid_set = 0;
-    const tfm_nmt_arrays *probe = valid && valid->n > 0 ? valid : train;   /* its first pair: check_before_save */
+    const tfm_mt_corpus *probe = valid && valid->n > 0 ? valid : train;   /* its first pair: check_before_save */
     for (int epoch = prog->epoch; epoch < o->epochs && !rc && !done; epoch++) {
         /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
         if (prog->batch > 0) prog->rng = prog->epoch_rng;

@@ -42,13 +42,13 @@ static void vocab(tfm_vocab *v, char side, int n, int renamed) {
  * that translates differently) */
 static void make_model(tfm_mt_model *t, int perturb) {
     memset(t, 0, sizeof *t);
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
 #define CF(f) c.f = geta("config." #f)[0];
     CF(src_vocab) CF(tgt_vocab) CF(d_model) CF(n_head) CF(ffn) CF(n_layer) CF(pre_ln) CF(max_len)
 #undef CF
     c.dropout = 0;
-    t->model = tfm_s2s_create(&c);
+    t->model = tfm_mt_net_create(&c);
     if (!t->model || tfm_ckpt_get_params(&fx, &t->model->params, FIX)) printf("FAIL model: %s\n", tfm_last_error()), exit(1);
     for (int k = 0; perturb && k < t->model->params.n; k++) {
         tfm_tensor *w = t->model->params.t[k];
@@ -160,14 +160,14 @@ end:
 
 /* log-softmax (double) of model m's logits for tin (Tt tokens) after the source src (n tokens, <eos> appended):
  * lp[t * V + v] */
-static void teacher_forced(tfm_encdec *m, const int *src, int n, const int *tin, int Tt, double *lp) {
+static void teacher_forced(tfm_mt_net *m, const int *src, int n, const int *tin, int Tt, double *lp) {
     int s[64], Ts = n + 1, V = m->cfg.tgt_vocab;
     memcpy(s, src, sizeof(int) * (size_t)n);
     s[n] = TFM_EOS;
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.grad_enabled = 0, g.training = 0;
-    tfm_tensor *y = tfm_encdec_forward(m, &g, s, &Ts, 1, Ts, tin, Tt);
+    tfm_tensor *y = tfm_mt_net_forward(m, &g, s, &Ts, 1, Ts, tin, Tt);
     for (int t = 0; t < Tt; t++) {
         const float *x = y->data + (size_t)t * V;
         double mx = x[0], sum = 0;
@@ -186,7 +186,7 @@ static void test_mean_of_steps(tfm_mt_model *a, tfm_mt_model *b) {
     int src_off[64], pre_ids[64], pre_off[64], *src = malloc(sizeof(int) * (size_t)n * n_src);
     for (int i = 0; i <= n; i++) src_off[i] = i * n_src, pre_off[i] = i;
     for (int i = 0; i < n; i++) memcpy(src + (size_t)i * n_src, ids, sizeof(int) * (size_t)n_src), pre_ids[i] = i + 2;
-    tfm_encdec *ms[3] = {a->model, b->model, a->model};
+    tfm_mt_net *ms[3] = {a->model, b->model, a->model};
     tfm_search_opts o = {.beam = 1, .max_len = 1, .num_hypotheses = 1, .prefix_ids = pre_ids, .prefix_off = pre_off};
     tfm_hyps ens[64], one[2][64];
     tfm_graph g;
@@ -217,16 +217,16 @@ static void test_mean_of_steps(tfm_mt_model *a, tfm_mt_model *b) {
           most_unlike > 1e-3 && fairseq_gap > 1e-3, "ensemble vs nearest model %g, log mean p vs mean log p %g",
           most_unlike, fairseq_gap);
     /* a third member with another vocabulary size is refused by the search itself */
-    tfm_s2s_config c = a->model->cfg;
+    tfm_mt_config c = a->model->cfg;
     c.tgt_vocab += 1;
-    tfm_encdec *bigger = tfm_s2s_create(&c);
+    tfm_mt_net *bigger = tfm_mt_net_create(&c);
     ms[2] = bigger;
     tfm_hyps none[64];
     int rc3 = bigger ? tfm_search_nbest_ensemble(ms, 3, &g, NULL, 0, src, src_off, n, 100, 4, &o, none) : 0;
     CHECK("search: a member with another target vocabulary size is refused",
           rc3 == -1 && strstr(tfm_last_error(), "model 3") && strstr(tfm_last_error(), "tgt_vocab"), "rc %d: %s", rc3,
           tfm_last_error());
-    tfm_encdec_free(bigger);
+    tfm_mt_net_free(bigger);
     for (int i = 0; i < n; i++) {
         if (!rc) tfm_hyps_free(&ens[i]);
         if (!rc1) tfm_hyps_free(&one[0][i]);

@@ -62,19 +62,19 @@ static void test_gpt(void) {
 }
 
 /* translation: loss and parameter grads of one teacher-forced batch (dropout on) */
-static void s2s_grads(tfm_encdec *m, int recycle, float *out) {
+static void s2s_grads(tfm_mt_net *m, int recycle, float *out) {
     enum { B = 3, Ts = 6, Tt = 5 };   /* three lengths: padding on both sides */
     int src[B * Ts] = {4, 5, 6, 7, 8, TFM_EOS, 9, 10, TFM_EOS, TFM_PAD, TFM_PAD, TFM_PAD,
                        11, 12, 4, TFM_EOS, TFM_PAD, TFM_PAD}, valid[B] = {6, 3, 4};
     int tgt[B * Tt] = {6, 7, 8, 9, TFM_EOS, 12, TFM_EOS, TFM_PAD, TFM_PAD, TFM_PAD, 5, 4, 11, TFM_EOS, TFM_PAD};
     int tgt_in[B * Tt];
-    tfm_s2s_shift_right(tgt, B, Tt, tgt_in);
+    tfm_mt_shift_right(tgt, B, Tt, tgt_in);
     tfm_graph g;
     tfm_graph_init(&g, 11);
     g.training = 1;
     g.recycle_grads = recycle;
     tfm_params_zero_grad(&m->params);
-    tfm_tensor *loss = tfm_encdec_loss(m, &g, src, valid, B, Ts, tgt_in, tgt, Tt, 0.1f);
+    tfm_tensor *loss = tfm_mt_net_loss(m, &g, src, valid, B, Ts, tgt_in, tgt, Tt, 0.1f);
     tfm_backward(&g, loss);
     out[0] = loss->data[0];
     memcpy(out + 1, m->params.grad, sizeof(float) * m->params.total);
@@ -84,12 +84,12 @@ static void s2s_grads(tfm_encdec *m, int recycle, float *out) {
 static void test_translators(void) {
     const char *arch[] = {"transformer", "rnn", "bahdanau"};
     for (int i = 0; i < 3; i++) {
-        tfm_s2s_config sc;
-        tfm_s2s_config_default(&sc);
+        tfm_mt_config sc;
+        tfm_mt_config_default(&sc);
         snprintf(sc.arch, sizeof sc.arch, "%s", arch[i]);
         sc.src_vocab = sc.tgt_vocab = 13;
         sc.d_model = 16, sc.ffn = 32, sc.n_layer = 2, sc.embed_size = 8, sc.hidden_size = 16, sc.dropout = 0.1f;
-        tfm_encdec *m = tfm_s2s_create(&sc);
+        tfm_mt_net *m = tfm_mt_net_create(&sc);
         char name[128];
         snprintf(name, sizeof name, "grad_plan %s: loss and parameter grads bit-identical with recycled grad buffers",
                  arch[i]);
@@ -102,7 +102,7 @@ static void test_translators(void) {
         CHECK(name, !memcmp(a, b, sizeof(float) * n), "max diff %g", max_abs_diff(a, b, n));
         free(a);
         free(b);
-        tfm_encdec_free(m);
+        tfm_mt_net_free(m);
     }
 }
 

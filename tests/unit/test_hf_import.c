@@ -87,7 +87,7 @@ static int run_s2s(const char *path, const tfm_container *in, results *r) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
     g.grad_enabled = 0;
-    r->logits = copy_out(tfm_encdec_forward(t.model, &g, s->data, sv->data, B, Ts, ti->data, ti->shape[1]), &r->n_logits);
+    r->logits = copy_out(tfm_mt_net_forward(t.model, &g, s->data, sv->data, B, Ts, ti->data, ti->shape[1]), &r->n_logits);
     int rc = 0, n_beams = beams ? beams->shape[0] : 0;
     /* the sources without their </s> (tfm_search_ids appends it) */
     int *ids = malloc(sizeof(int) * (size_t)B * Ts), *off = malloc(sizeof(int) * (size_t)(B + 1));

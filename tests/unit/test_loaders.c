@@ -46,8 +46,8 @@ static void test_param_counts(void) {
     const char *arch[] = {"transformer", "transformer", "rnn", "rnn", "bahdanau", "bahdanau", "transformer"};
     bad = 0;
     for (int i = 0; i < 7; i++) {
-        tfm_s2s_config c;
-        tfm_s2s_config_default(&c);
+        tfm_mt_config c;
+        tfm_mt_config_default(&c);
         snprintf(c.arch, sizeof c.arch, "%s", arch[i]);
         c.src_vocab = 11 + i;
         c.tgt_vocab = 9 + 2 * i;
@@ -63,16 +63,16 @@ static void test_param_counts(void) {
             c.share_embeddings = 1;
             c.tgt_vocab = c.src_vocab;
         }
-        tfm_encdec *m = tfm_s2s_create(&c);
+        tfm_mt_net *m = tfm_mt_net_create(&c);
         if (!m) { printf("# %s: %s\n", arch[i], tfm_last_error()); bad++; continue; }
-        if ((int64_t)m->params.total != tfm_s2s_n_params(&c)) {
+        if ((int64_t)m->params.total != tfm_mt_n_params(&c)) {
             printf("# %s config %d: built %zu, formula %lld\n", arch[i], i, m->params.total,
-                   (long long)tfm_s2s_n_params(&c));
+                   (long long)tfm_mt_n_params(&c));
             bad++;
         }
-        tfm_encdec_free(m);
+        tfm_mt_net_free(m);
     }
-    CHECK("tfm_s2s_n_params equals the built model (transformer pre/post-LN and tied embeddings, rnn, bahdanau, 1 and 3 layers)",
+    CHECK("tfm_mt_n_params equals the built model (transformer pre/post-LN and tied embeddings, rnn, bahdanau, 1 and 3 layers)",
           bad == 0, "%d configs differ", bad);
 }
 
@@ -246,8 +246,8 @@ static void save_translator(const char *path, const char *arch) {
     if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi") ||
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!"))
         tfm_fatal("test: %s", tfm_last_error());
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     snprintf(c.arch, sizeof c.arch, "%s", arch);
     c.src_vocab = t.src_vocab.n;
     c.tgt_vocab = t.tgt_vocab.n;
@@ -258,7 +258,7 @@ static void save_translator(const char *path, const char *arch) {
     c.n_layer = 1;
     c.embed_size = 6;
     c.hidden_size = 8;
-    t.model = tfm_s2s_create(&c);
+    t.model = tfm_mt_net_create(&c);
     if (!t.model) tfm_fatal("test: %s", tfm_last_error());
     t.model->vt->init_weights(t.model, 1);
     t.tok_kind = TFM_TOK_D2L;

@@ -11,9 +11,9 @@
 
 enum { V = 300, D = 8 };
 
-static tfm_s2s_config tiny(int share) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+static tfm_mt_config tiny(int share) {
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.src_vocab = c.tgt_vocab = V;
     c.d_model = D;
     c.n_head = 2;
@@ -29,20 +29,20 @@ static tfm_s2s_config tiny(int share) {
 static const int src[2 * 5] = {11, 42, 7, 250, 2, 5, 99, 2, 0, 0}, valid[2] = {5, 3};
 static const int tgt[2 * 4] = {17, 42, 180, 2, 9, 2, 0, 0};
 
-static float loss_grad(tfm_encdec *m, tfm_graph *g) {
+static float loss_grad(tfm_mt_net *m, tfm_graph *g) {
     int tin[8];
-    tfm_s2s_shift_right(tgt, 2, 4, tin);
+    tfm_mt_shift_right(tgt, 2, 4, tin);
     tfm_graph_reset(g);
     g->grad_enabled = 1;
     tfm_params_zero_grad(&m->params);
-    tfm_tensor *loss = tfm_encdec_loss(m, g, src, valid, 2, 5, tin, tgt, 4, 0.1f);
+    tfm_tensor *loss = tfm_mt_net_loss(m, g, src, valid, 2, 5, tin, tgt, 4, 0.1f);
     tfm_backward(g, loss);
     return loss->data[0];
 }
 
 static void test_shared_gradient(void) {
-    tfm_s2s_config cu = tiny(0), ct = tiny(1);
-    tfm_encdec *u = tfm_s2s_create(&cu), *t = tfm_s2s_create(&ct);
+    tfm_mt_config cu = tiny(0), ct = tiny(1);
+    tfm_mt_net *u = tfm_mt_net_create(&cu), *t = tfm_mt_net_create(&ct);
     u->vt->init_weights(u, 3);
     tfm_tensor *ee = tfm_params_find(&u->params, "encoder.embedding.weight");
     tfm_tensor *de = tfm_params_find(&u->params, "decoder.embedding.weight");
@@ -83,19 +83,19 @@ static void test_shared_gradient(void) {
     CHECK("share: finite differences", worst < 2e-2, "worst relative difference %g", worst);
     free(sum);
     tfm_graph_free(&g);
-    tfm_encdec_free(u);
-    tfm_encdec_free(t);
-    tfm_s2s_config bad = tiny(1);
+    tfm_mt_net_free(u);
+    tfm_mt_net_free(t);
+    tfm_mt_config bad = tiny(1);
     bad.tgt_vocab = V + 1;
-    CHECK("share: refused without a joint vocabulary", !tfm_s2s_create(&bad) &&
+    CHECK("share: refused without a joint vocabulary", !tfm_mt_net_create(&bad) &&
           strstr(tfm_last_error(), "share_embeddings"), "%s", tfm_last_error());
 }
 
 static void test_init_xavier(void) {
-    tfm_s2s_config c = tiny(0);
-    tfm_encdec *a = tfm_s2s_create(&c);
+    tfm_mt_config c = tiny(0);
+    tfm_mt_net *a = tfm_mt_net_create(&c);
     c.init = TFM_INIT_XAVIER;
-    tfm_encdec *b = tfm_s2s_create(&c);
+    tfm_mt_net *b = tfm_mt_net_create(&c);
     a->vt->init_weights(a, 5);
     b->vt->init_weights(b, 5);
     tfm_tensor *ea = tfm_params_find(&a->params, "encoder.embedding.weight");
@@ -105,8 +105,8 @@ static void test_init_xavier(void) {
     CHECK("init xavier: embeddings within the Xavier bound", mx <= bound && mx > 0.9f * bound, "max %g bound %g", mx,
           bound);
     CHECK("init d2l: embeddings N(0,1)", mxa > 2.0f, "max %g", mxa);
-    tfm_encdec_free(a);
-    tfm_encdec_free(b);
+    tfm_mt_net_free(a);
+    tfm_mt_net_free(b);
 }
 
 static void test_bpe_translator(void) {
@@ -117,7 +117,7 @@ static void test_bpe_translator(void) {
     tfm_bpe_learn_defaults(&lo);
     lo.vocab_size = 300;
     CHECK("bpe translator: learn", tfm_bpe_learn_lines(b, lines, 6, &lo) == 0, "%s", tfm_last_error());
-    tfm_s2s_config c = tiny(1);
+    tfm_mt_config c = tiny(1);
     tfm_mt_model t;
     CHECK("bpe translator: build", tfm_mt_model_build_bpe(&t, b, &c, 1) == 0, "%s", tfm_last_error());
     CHECK("bpe translator: vocab = pieces", t.src_vocab.n == b->n && t.tgt_vocab.n == b->n &&

@@ -40,8 +40,8 @@ static void parity(const char *file) {
         exit(1);
     }
     const char *arch = tfm_container_str(&c, "meta.arch");
-    tfm_s2s_config cfg;
-    tfm_s2s_config_default(&cfg);
+    tfm_mt_config cfg;
+    tfm_mt_config_default(&cfg);
     snprintf(cfg.arch, sizeof cfg.arch, "%s", arch);
     tfm_container_int(&c, "config.src_vocab", &cfg.src_vocab);
     tfm_container_int(&c, "config.tgt_vocab", &cfg.tgt_vocab);
@@ -50,7 +50,7 @@ static void parity(const char *file) {
     tfm_container_int(&c, "config.n_layer", &cfg.n_layer);
     cfg.dropout = 0;
     /* direct constructor calls: seq2seq.c refers to them weakly, so name them to link them in */
-    tfm_encdec *m = !strcmp(arch, "rnn") ? tfm_rnn_s2s_create(&cfg) : tfm_bahdanau_create(&cfg);
+    tfm_mt_net *m = !strcmp(arch, "rnn") ? tfm_mt_rnn_create(&cfg) : tfm_mt_bahdanau_create(&cfg);
     if (!m) {
         printf("FAIL %s: create: %s\n", arch, tfm_last_error());
         exit(1);
@@ -71,7 +71,7 @@ static void parity(const char *file) {
     tfm_graph_init(&g, 1);
     g.training = 0;
     tfm_params_zero_grad(&m->params);
-    tfm_tensor *logits = tfm_encdec_forward(m, &g, src, sv, B, Ts, dec_in, Tt);
+    tfm_tensor *logits = tfm_mt_net_forward(m, &g, src, sv, B, Ts, dec_in, Tt);
     tfm_tensor *loss = tfm_cross_entropy(&g, logits, tgt, TFM_PAD, 0.0f);
     tfm_backward(&g, loss);
     const float *ref = f32(&c, "logits", (size_t)B * Tt * V);
@@ -138,7 +138,7 @@ static void parity(const char *file) {
     CHECK(nm, inc <= 1e-5, "max |diff| %.3g", inc);
     free(tf);
     tfm_graph_free(&g);
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
     tfm_container_free(&c);
 }
 

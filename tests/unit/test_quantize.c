@@ -168,14 +168,14 @@ static void test_translators(void) {
         if (tfm_vocab_deserialize(&t.src_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi\nrun") ||
             tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nva\n!\ncours"))
             tfm_fatal("%s", tfm_last_error());
-        tfm_s2s_config c;
-        tfm_s2s_config_default(&c);
+        tfm_mt_config c;
+        tfm_mt_config_default(&c);
         snprintf(c.arch, sizeof c.arch, "%s", archs[a]);
         c.src_vocab = t.src_vocab.n, c.tgt_vocab = t.tgt_vocab.n;
         c.d_model = 8, c.n_head = 2, c.ffn = 12, c.max_len = 8, c.n_layer = 1, c.embed_size = 6, c.hidden_size = 8;
         if (a == 1) c.share_embeddings = 1, c.src_vocab = c.tgt_vocab = t.src_vocab.n, tfm_vocab_free(&t.tgt_vocab),
                     tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\ngo\n.\nhi\nrun");
-        t.model = tfm_s2s_create(&c);
+        t.model = tfm_mt_net_create(&c);
         if (!t.model) tfm_fatal("%s", tfm_last_error());
         t.model->vt->init_weights(t.model, 3);
         t.tok_kind = TFM_TOK_D2L;

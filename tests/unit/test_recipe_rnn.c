@@ -50,13 +50,13 @@ static void recipe(const char *arch, const tfm_parallel_text *p) {
         return;
     }
     tfm_parallel_ids ids;
-    tfm_nmt_arrays arr;
-    if (tfm_parallel_encode(p, &tr.src_vocab, &tr.tgt_vocab, &ids) || tfm_nmt_arrays_build(&ids, 10, &arr)) {
+    tfm_mt_corpus arr;
+    if (tfm_parallel_encode(p, &tr.src_vocab, &tr.tgt_vocab, &ids) || tfm_mt_corpus_build(&ids, 10, &arr)) {
         printf("FAIL %s recipe: arrays: %s\n", arch, tfm_last_error());
         return;
     }
-    tfm_s2s_config cfg;
-    tfm_s2s_config_default(&cfg);
+    tfm_mt_config cfg;
+    tfm_mt_config_default(&cfg);
     snprintf(cfg.arch, sizeof cfg.arch, "%s", arch);
     cfg.src_vocab = tr.src_vocab.n;
     cfg.tgt_vocab = tr.tgt_vocab.n;
@@ -64,7 +64,7 @@ static void recipe(const char *arch, const tfm_parallel_text *p) {
     cfg.hidden_size = 32;
     cfg.n_layer = 2;
     cfg.dropout = 0.1f;
-    tr.model = !strcmp(arch, "rnn") ? tfm_rnn_s2s_create(&cfg) : tfm_bahdanau_create(&cfg);
+    tr.model = !strcmp(arch, "rnn") ? tfm_mt_rnn_create(&cfg) : tfm_mt_bahdanau_create(&cfg);
     if (!tr.model) {
         printf("FAIL %s recipe: create: %s\n", arch, tfm_last_error());
         return;
@@ -118,7 +118,7 @@ static void recipe(const char *arch, const tfm_parallel_text *p) {
     CHECK(nm, bleu >= 0.15, "%.3f", bleu);
     tfm_translator_free(dec);
     tfm_adamw_free(&opt);
-    tfm_nmt_arrays_free(&arr);
+    tfm_mt_corpus_free(&arr);
     tfm_parallel_ids_free(&ids);
     tfm_mt_model_free(&tr);
 }

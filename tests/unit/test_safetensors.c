@@ -100,8 +100,8 @@ static int save_gpt(const char *path, int attention) {
 }
 
 static int save_s2s(const char *path, const char *arch) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     snprintf(c.arch, sizeof c.arch, "%s", arch);
     c.src_vocab = 9, c.tgt_vocab = 10, c.d_model = 16, c.n_head = 2, c.ffn = 24, c.max_len = 20, c.n_layer = 2;
     c.embed_size = 6, c.hidden_size = 8, c.dropout = 0.2f, c.pre_ln = !strcmp(arch, "transformer");
@@ -110,7 +110,7 @@ static int save_s2s(const char *path, const char *arch) {
         tfm_vocab_deserialize(&t.tgt_vocab, "<pad>\n<bos>\n<eos>\n<unk>\nA\nB\nC\\\nD\tx\nE\nF"))
         return printf("# vocab: %s\n", tfm_last_error()), -1;
     t.tok_kind = TFM_TOK_MOSES;
-    t.model = tfm_s2s_create(&c);
+    t.model = tfm_mt_net_create(&c);
     if (!t.model) return printf("# create: %s\n", tfm_last_error()), -1;
     t.model->vt->init_weights(t.model, 11);
     tfm_container ck;
@@ -132,8 +132,8 @@ static int save_s2s_bpe(const char *path, int tied) {
     lo.vocab_size = 300;
     tfm_bpe *b = calloc(1, sizeof *b);
     if (!b || tfm_bpe_learn_lines(b, lines, 6, &lo)) return printf("# bpe: %s\n", tfm_last_error()), free(b), -1;
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.d_model = 16, c.n_head = 2, c.ffn = 24, c.max_len = 20, c.n_layer = 2, c.share_embeddings = tied;
     c.pre_ln = !tied;
     tfm_mt_model t;
@@ -378,7 +378,7 @@ static float *model_logits(const char *path, const tfm_container *in, size_t *n)
                         *ti = tfm_container_get(in, "tgt_in");
         if (!s || !sv || !ti || s->ndim != 2 || ti->ndim != 2) return tfm_set_error("input: need src, src_valid, tgt_in"), NULL;
         if (tfm_mt_model_load(&t, path)) return NULL;
-        tfm_tensor *l = tfm_encdec_forward(t.model, &g, s->data, sv->data, s->shape[0], s->shape[1], ti->data,
+        tfm_tensor *l = tfm_mt_net_forward(t.model, &g, s->data, sv->data, s->shape[0], s->shape[1], ti->data,
                                            ti->shape[1]);
         out = malloc(l->size * sizeof(float));
         memcpy(out, l->data, l->size * sizeof(float));

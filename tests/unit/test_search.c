@@ -28,14 +28,14 @@ static const int *geta(const char *name) { return (const int *)get(name)->data; 
 static int geti(const char *name) { return geta(name)[0]; }
 static float getf(const char *name) { return ((const float *)get(name)->data)[0]; }
 
-static tfm_encdec *build(void) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+static tfm_mt_net *build(void) {
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
 #define CF(f) c.f = geti("config." #f);
     CF(src_vocab) CF(tgt_vocab) CF(d_model) CF(n_head) CF(ffn) CF(n_layer) CF(pre_ln) CF(max_len)
 #undef CF
     c.dropout = 0;
-    tfm_encdec *m = tfm_s2s_create(&c);
+    tfm_mt_net *m = tfm_mt_net_create(&c);
     if (!m) printf("FAIL create: %s\n", tfm_last_error()), exit(1);
     if (tfm_ckpt_get_params(&fx, &m->params, FIX)) printf("FAIL params: %s\n", tfm_last_error()), exit(1);
     return m;
@@ -86,7 +86,7 @@ static void free_all(tfm_hyps *h, int n) {
     for (int i = 0; i < n; i++) tfm_hyps_free(&h[i]);
 }
 
-static void test_twin(tfm_encdec *m) {
+static void test_twin(tfm_mt_net *m) {
     const int *src = geta("src_ids"), *off = geta("src_off");
     int n = (int)(get("src_off")->nbytes / sizeof(int)) - 1, n_set = geti("n_settings");
     tfm_graph g, w[2], *wp[2] = {&w[0], &w[1]};
@@ -115,7 +115,7 @@ static void test_twin(tfm_encdec *m) {
 }
 
 /* log p(ids, then <eos> if with_eos) under a teacher-forced forward, over the length penalty */
-static double forced_score(tfm_encdec *m, tfm_graph *g, const int *src, int ns, const int *ids, int len, int with_eos,
+static double forced_score(tfm_mt_net *m, tfm_graph *g, const int *src, int ns, const int *ids, int len, int with_eos,
                            float alpha) {
     int Ts = ns + 1, Tt = len + 1, V = m->cfg.tgt_vocab;
     int s[64], tin[64], valid = Ts;
@@ -125,7 +125,7 @@ static double forced_score(tfm_encdec *m, tfm_graph *g, const int *src, int ns, 
     memcpy(tin + 1, ids, sizeof(int) * (size_t)len);
     tfm_graph_reset(g);
     g->grad_enabled = 0;
-    tfm_tensor *lg = tfm_encdec_forward(m, g, s, &valid, 1, Ts, tin, Tt);
+    tfm_tensor *lg = tfm_mt_net_forward(m, g, s, &valid, 1, Ts, tin, Tt);
     double sum = 0;
     for (int t = 0; t < (with_eos ? Tt : len); t++) {
         const float *x = lg->data + (size_t)t * V;
@@ -138,7 +138,7 @@ static double forced_score(tfm_encdec *m, tfm_graph *g, const int *src, int ns, 
     return sum / pow((5.0 + len + 1) / 6.0, alpha);
 }
 
-static void test_scores_mean_what_they_say(tfm_encdec *m) {
+static void test_scores_mean_what_they_say(tfm_mt_net *m) {
     const int *src = geta("src_ids"), *off = geta("src_off");
     int n = (int)(get("src_off")->nbytes / sizeof(int)) - 1, max_len = geti("max_len");
     tfm_graph g;
@@ -187,7 +187,7 @@ static void test_scores_mean_what_they_say(tfm_encdec *m) {
 }
 
 /* a forced prefix is the start of every hypothesis; greedy continuing its own first tokens changes nothing */
-static void test_prefixes(tfm_encdec *m) {
+static void test_prefixes(tfm_mt_net *m) {
     const int *src = geta("src_ids"), *off = geta("src_off");
     int n = (int)(get("src_off")->nbytes / sizeof(int)) - 1;
     tfm_graph g;
@@ -227,11 +227,11 @@ int main(void) {
         printf("FAIL fixture %s: %s\n", FIX, tfm_last_error());
         return 1;
     }
-    tfm_encdec *m = build();
+    tfm_mt_net *m = build();
     test_twin(m);
     test_scores_mean_what_they_say(m);
     test_prefixes(m);
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
     tfm_container_free(&fx);
     CHECK_EXIT();
 }

@@ -1,4 +1,4 @@
-/* tfm_s2s_config.pad_len (train-mt --pad-to-max-len): every batch padded to a fixed length, as d2l pads to
+/* tfm_mt_config.pad_len (train-mt --pad-to-max-len): every batch padded to a fixed length, as d2l pads to
  * num_steps.
  *  - rnn / bahdanau: the GRU encoder runs over the padding, so without pad_len a sentence's translation
  *    depends on the longest sentence of its batch; with pad_len it does not (batch of 2 = each alone).
@@ -17,15 +17,15 @@
 
 #define S 8   /* num_steps */
 
-static tfm_encdec *make(const char *arch, int pad_len) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+static tfm_mt_net *make(const char *arch, int pad_len) {
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     snprintf(c.arch, sizeof c.arch, "%s", arch);
     c.src_vocab = c.tgt_vocab = 12;
     c.d_model = 16, c.n_head = 2, c.ffn = 24, c.n_layer = 2, c.max_len = 32;
     c.embed_size = 8, c.hidden_size = 16, c.dropout = 0;
     c.pad_len = pad_len;
-    tfm_encdec *m = tfm_s2s_create(&c);
+    tfm_mt_net *m = tfm_mt_net_create(&c);
     if (!m) {
         printf("FAIL create %s: %s\n", arch, tfm_last_error());
         exit(1);
@@ -35,7 +35,7 @@ static tfm_encdec *make(const char *arch, int pad_len) {
 }
 
 /* greedy translation of sentence `which` of {short, long}, either alone or batched with the other */
-static void translate(tfm_encdec *m, int which, int batched, int *out, int *len) {
+static void translate(tfm_mt_net *m, int which, int batched, int *out, int *len) {
     static const int ids[] = {5, 6, 7, 8, 9, 10, 11, 4};   /* short: ids[0..2), long: ids[2..8) */
     int off[3] = {0, 2, 8}, sent_off[2], one[8];
     tfm_graph g;
@@ -59,7 +59,7 @@ static void translate(tfm_encdec *m, int which, int batched, int *out, int *len)
 }
 
 /* the greedy output ids of the short sentence alone and batched with the long one are the same */
-static int batch_independent(tfm_encdec *m) {
+static int batch_independent(tfm_mt_net *m) {
     int a[8], b[8], la, lb;
     translate(m, 0, 0, a, &la);
     translate(m, 0, 1, b, &lb);
@@ -67,7 +67,7 @@ static int batch_independent(tfm_encdec *m) {
 }
 
 /* encoder output of the short sentence padded to its own length vs to S (RNN: the final state moves) */
-static float rnn_state_change(tfm_encdec *m) {
+static float rnn_state_change(tfm_mt_net *m) {
     int src[S] = {5, 6, TFM_EOS}, valid = 3;
     for (int t = 3; t < S; t++) src[t] = TFM_PAD;
     tfm_graph g;
@@ -83,7 +83,7 @@ static float rnn_state_change(tfm_encdec *m) {
 }
 
 /* 3 pairs: the d2l-normalised training loss with and without pad_len (one forward, same weights) */
-static void arrays(tfm_nmt_arrays *a) {
+static void arrays(tfm_mt_corpus *a) {
     static int src[3 * S], tgt[3 * S], sv[3] = {3, 5, 2}, tv[3] = {4, 2, 3};
     for (int i = 0; i < 3; i++)
         for (int t = 0; t < S; t++) {
@@ -95,10 +95,10 @@ static void arrays(tfm_nmt_arrays *a) {
 }
 
 static void check_transformer(void) {
-    tfm_encdec *m0 = make("transformer", 0), *m8 = make("transformer", S);
+    tfm_mt_net *m0 = make("transformer", 0), *m8 = make("transformer", S);
     CHECK("pad_len transformer: same weights", max_abs_diff(m0->params.t[0]->data, m8->params.t[0]->data,
                                                             (size_t)m0->params.t[0]->size) == 0, "init differs");
-    tfm_nmt_arrays a;
+    tfm_mt_corpus a;
     arrays(&a);
     tfm_graph g;
     tfm_graph_init(&g, 0);
@@ -111,13 +111,13 @@ static void check_transformer(void) {
     translate(m8, 0, 1, a8, &n8);
     CHECK("pad_len transformer: same translation", n0 >= 0 && n0 == n8 && !memcmp(a0, a8, sizeof(int) * (size_t)n0),
           "lengths %d, %d", n0, n8);
-    tfm_encdec_free(m0);
-    tfm_encdec_free(m8);
+    tfm_mt_net_free(m0);
+    tfm_mt_net_free(m8);
 }
 
 static void check_rnn(const char *arch) {
     char name[96];
-    tfm_encdec *m0 = make(arch, 0), *m8 = make(arch, S);
+    tfm_mt_net *m0 = make(arch, 0), *m8 = make(arch, S);
     float d = rnn_state_change(m0);
     snprintf(name, sizeof name, "pad_len %s: the encoder's final state depends on the padding", arch);
     CHECK(name, d > 1e-4f, "max diff %g", d);
@@ -126,27 +126,27 @@ static void check_rnn(const char *arch) {
     /* d2l loss normalisation: the same weights, one training step's loss, Tt = S with pad_len */
     tfm_graph g;
     tfm_graph_init(&g, 0);
-    tfm_nmt_arrays a;
+    tfm_mt_corpus a;
     arrays(&a);
     float l0 = tfm_mt_eval_loss(m0, &g, &a, 3), l8 = tfm_mt_eval_loss(m8, &g, &a, 3);
     snprintf(name, sizeof name, "pad_len %s: loss over the padding is another number, finite", arch);
     CHECK(name, isfinite(l0) && isfinite(l8) && l0 != l8, "%g vs %g", l0, l8);
     tfm_graph_free(&g);
-    tfm_encdec_free(m0);
-    tfm_encdec_free(m8);
+    tfm_mt_net_free(m0);
+    tfm_mt_net_free(m8);
 }
 
 static void check_config(void) {
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.src_vocab = c.tgt_vocab = 12;
     c.pad_len = -1;
-    CHECK("pad_len: negative refused", tfm_s2s_config_check(&c) != 0 && strstr(tfm_last_error(), "pad_len"),
+    CHECK("pad_len: negative refused", tfm_mt_config_check(&c) != 0 && strstr(tfm_last_error(), "pad_len"),
           "accepted");
     c.pad_len = 1 << 21;
-    CHECK("pad_len: huge refused", tfm_s2s_config_check(&c) != 0, "accepted");
+    CHECK("pad_len: huge refused", tfm_mt_config_check(&c) != 0, "accepted");
     c.pad_len = 10;
-    CHECK("pad_len: 10 accepted", tfm_s2s_config_check(&c) == 0, "%s", tfm_last_error());
+    CHECK("pad_len: 10 accepted", tfm_mt_config_check(&c) == 0, "%s", tfm_last_error());
 }
 
 int main(void) {

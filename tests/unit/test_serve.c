@@ -17,11 +17,11 @@
 static tfm_translator *random_translator(void) {
     tfm_mt_model m;
     memset(&m, 0, sizeof m);
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.src_vocab = c.tgt_vocab = WORDS + TFM_N_RESERVED;
     c.d_model = 16, c.ffn = 32, c.n_layer = 2, c.dropout = 0;
-    m.model = tfm_s2s_create(&c);
+    m.model = tfm_mt_net_create(&c);
     if (!m.model) return NULL;
     m.model->vt->init_weights(m.model, 3);
     tfm_tensor *bias = tfm_params_find(&m.model->params, "decoder.dense.bias");

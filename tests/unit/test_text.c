@@ -337,8 +337,8 @@ static void test_corpus(void) {
             }
         }
         CHECK("parallel_encode", ok, "mismatch");
-        tfm_nmt_arrays arr;
-        rc = tfm_nmt_arrays_build(&ids, 10, &arr);
+        tfm_mt_corpus arr;
+        rc = tfm_mt_corpus_build(&ids, 10, &arr);
         int trunc = 0;
         for (int i = 0; i < p.n; i++) trunc += p.src[i].n + 1 > 10;
         ok = rc == 0 && arr.n_truncated_src == trunc && trunc > 0;
@@ -348,7 +348,7 @@ static void test_corpus(void) {
             ok &= valid == arr.src_valid[i];
         }
         CHECK("nmt_arrays_truncated_count", ok, "trunc %d vs %d", arr.n_truncated_src, trunc);
-        tfm_nmt_arrays_free(&arr);
+        tfm_mt_corpus_free(&arr);
         tfm_parallel_ids_free(&ids);
         tfm_vocab_free(&sv);
         tfm_vocab_free(&tv);

@@ -58,7 +58,7 @@ static void gpt_run(void *p) {
 /* ---- Transformer: one training step (loss, backward, AdamW) then a greedy translation */
 typedef struct {
     job_head h;
-    tfm_encdec *m;
+    tfm_mt_net *m;
 } mt_job;
 
 static void mt_run(void *p) {
@@ -67,7 +67,7 @@ static void mt_run(void *p) {
     enum { B = 2, Ts = 5, Tt = 4 };
     int src[B * Ts] = {5, 6, 7, 8, TFM_EOS, 9, 10, 11, TFM_EOS, TFM_PAD}, valid[B] = {5, 4};
     int tgt[B * Tt] = {6, 7, 8, TFM_EOS, 10, 9, TFM_EOS, TFM_PAD}, tgt_in[B * Tt];
-    tfm_s2s_shift_right(tgt, B, Tt, tgt_in);
+    tfm_mt_shift_right(tgt, B, Tt, tgt_in);
     tfm_graph g;
     tfm_graph_init(&g, 7);
     g.training = 1;
@@ -77,7 +77,7 @@ static void mt_run(void *p) {
     float l = 0;
     for (int rep = 0; rep < REPS; rep++) {
         tfm_graph_reset(&g);
-        tfm_tensor *loss = tfm_encdec_loss(j->m, &g, src, valid, B, Ts, tgt_in, tgt, Tt, 0.1f);
+        tfm_tensor *loss = tfm_mt_net_loss(j->m, &g, src, valid, B, Ts, tgt_in, tgt, Tt, 0.1f);
         tfm_backward(&g, loss);
         l = loss->data[0];
         tfm_train_step(&g, &j->m->params, &opt, 1e-3f, 1.0f);
@@ -152,7 +152,7 @@ static void run_both(const char *name, job_head *a, job_head *b, void (*reset)(v
 }
 
 static tfm_gpt *g_gpt;
-static tfm_encdec *g_mt;
+static tfm_mt_net *g_mt;
 static void reset_models(void) {
     tfm_gpt_init_weights(g_gpt, 11);
     g_mt->vt->init_weights(g_mt, 12);
@@ -189,17 +189,17 @@ static void test_out_of_memory(void) {
     CHECK("GPT too large for memory: tfm_gpt_init returns an error", tfm_gpt_init(&m, &big) == -1 &&
           (strstr(tfm_last_error(), "out of memory") || strstr(tfm_last_error(), "parameters")), "got '%s'",
           tfm_last_error());
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
     c.src_vocab = c.tgt_vocab = 1 << 20;
     c.d_model = 65536;
     c.n_head = 8;
     c.ffn = 1 << 20;
-    tfm_encdec *t = tfm_s2s_create(&c);
-    CHECK("Transformer too large for memory: tfm_s2s_create returns NULL with an error",
+    tfm_mt_net *t = tfm_mt_net_create(&c);
+    CHECK("Transformer too large for memory: tfm_mt_net_create returns NULL with an error",
           t == NULL && (strstr(tfm_last_error(), "out of memory") || strstr(tfm_last_error(), "parameters")), "got '%s'",
           t ? "a model" : tfm_last_error());
-    tfm_encdec_free(t);
+    tfm_mt_net_free(t);
 #endif
 }
 
@@ -310,19 +310,19 @@ static void test_grad_sq_block(void) {
  * did the work (the caller's arena did not grow; which worker took which batch is up to the scheduler) and
  * --profile's times end up in the caller's graph */
 /* a small Transformer (d_model 16, FFN 32) with a V-word vocabulary on both sides */
-static tfm_encdec *small_transformer(int V, int n_layer, float dropout) {
-    tfm_s2s_config sc;
-    tfm_s2s_config_default(&sc);
+static tfm_mt_net *small_transformer(int V, int n_layer, float dropout) {
+    tfm_mt_config sc;
+    tfm_mt_config_default(&sc);
     sc.src_vocab = sc.tgt_vocab = V;
     sc.d_model = 16;
     sc.ffn = 32;
     sc.n_layer = n_layer;
     sc.dropout = dropout;
-    return tfm_s2s_create(&sc);
+    return tfm_mt_net_create(&sc);
 }
 
 static void test_decode_workers(void) {
-    tfm_encdec *m = small_transformer(23, 2, 0.0f);
+    tfm_mt_net *m = small_transformer(23, 2, 0.0f);
     CHECK("transformer for parallel decoding", m != NULL, "%s", tfm_last_error());
     if (!m) return;
     enum { N = 11 };
@@ -365,7 +365,7 @@ static void test_decode_workers(void) {
         tfm_graph_free(&g);
         for (int i = 0; i < 2; i++) tfm_graph_free(&w[i]);
     }
-    tfm_encdec_free(m);
+    tfm_mt_net_free(m);
 }
 
 int main(void) {
@@ -380,8 +380,8 @@ int main(void) {
     gj.h.run = gpt_run;
     CHECK("gpt init", tfm_gpt_init(&gj.m, &gc) == 0, "%s", tfm_last_error());
     g_gpt = &gj.m;
-    tfm_s2s_config dflt;
-    tfm_s2s_config_default(&dflt);
+    tfm_mt_config dflt;
+    tfm_mt_config_default(&dflt);
     mt_job mj = {{mt_run, NULL, 0}, small_transformer(12, dflt.n_layer, 0.1f)};
     CHECK("transformer create", mj.m != NULL, "%s", tfm_last_error());
     g_mt = mj.m;
@@ -391,6 +391,6 @@ int main(void) {
     run_both("one GPT sampled from two threads (own graphs) == one after the other", &a.h, &b.h, reset_models);
     test_error_per_thread();
     tfm_gpt_free(&gj.m);
-    tfm_encdec_free(mj.m);
+    tfm_mt_net_free(mj.m);
     CHECK_EXIT();
 }

@@ -1,7 +1,7 @@
 /* The encoder-decoder Transformer against its PyTorch twin (tests/fixtures/transformer_small.tfm,
  * written by scripts/make_transformer_fixture.py): logits, loss (label smoothing, <pad> ignored,
  * padded sources masked), every gradient, both through the padded forward and through the packed
- * training loss (tfm_encdec_loss: row-wise ops on the valid positions only), and the weights after 10 Adam steps (Noam schedule,
+ * training loss (tfm_mt_net_loss: row-wise ops on the valid positions only), and the weights after 10 Adam steps (Noam schedule,
  * clipping); the pre-LN variant's logits and gradients. Then the decoding machinery: incremental
  * decoding with KV caches equals the teacher-forced forward, reorder keeps rows, beam search finds a
  * hypothesis at least as likely as greedy, a checkpoint round trip, and no malloc in steady-state
@@ -31,16 +31,16 @@ static const tfm_entry *get(const char *name) {
 static int geti(const char *name) { return ((const int *)get(name)->data)[0]; }
 static float getf(const char *name) { return ((const float *)get(name)->data)[0]; }
 
-static tfm_encdec *build(const char *prefix) {
+static tfm_mt_net *build(const char *prefix) {
     char n[300];
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
 #define CF(f) snprintf(n, sizeof n, "%sconfig." #f, prefix), c.f = geti(n);
     CF(src_vocab) CF(tgt_vocab) CF(d_model) CF(n_head) CF(ffn) CF(n_layer) CF(pre_ln) CF(max_len)
 #undef CF
     snprintf(n, sizeof n, "%sconfig.dropout", prefix);
     c.dropout = getf(n);
-    tfm_encdec *m = tfm_s2s_create(&c);
+    tfm_mt_net *m = tfm_mt_net_create(&c);
     if (!m) {
         printf("FAIL create: %s\n", tfm_last_error());
         exit(1);
@@ -82,13 +82,13 @@ static void load_batch(batch *b) {
     b->tgt = (int *)t->data;
     b->valid = (int *)get("src_valid")->data;
     b->tgt_in = malloc(sizeof(int) * b->B * b->Tt);
-    tfm_s2s_shift_right(b->tgt, b->B, b->Tt, b->tgt_in);
+    tfm_mt_shift_right(b->tgt, b->B, b->Tt, b->tgt_in);
 }
 
 /* forward + backward; checks logits, loss, grads against prefix's fixture entries. packed: the loss
- * through tfm_encdec_loss (the training path: row-wise ops on the valid positions only), else the padded
+ * through tfm_mt_net_loss (the training path: row-wise ops on the valid positions only), else the padded
  * forward + cross-entropy (which also checks the logits). */
-static void check_forward_backward(tfm_encdec *m, const batch *b, const char *prefix, const char *label0, int packed) {
+static void check_forward_backward(tfm_mt_net *m, const batch *b, const char *prefix, const char *label0, int packed) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
     char n[300], name[300], label[100];
@@ -97,13 +97,13 @@ static void check_forward_backward(tfm_encdec *m, const batch *b, const char *pr
     tfm_params_zero_grad(&m->params);
     tfm_tensor *loss;
     if (packed) {
-        loss = tfm_encdec_loss(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->tgt, b->Tt, ls);
+        loss = tfm_mt_net_loss(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->tgt, b->Tt, ls);
         int n_gather = 0;
         for (int i = 0; i < g.n_nodes; i++) n_gather += g.nodes[i].op == TFM_OP_GATHER_ROWS;
         snprintf(name, sizeof name, "%s: the training loss runs on packed rows", label);
         CHECK(name, n_gather > 0, "no gather_rows node on the tape");
     } else {
-        tfm_tensor *logits = tfm_encdec_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
+        tfm_tensor *logits = tfm_mt_net_forward(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->Tt);
         loss = tfm_cross_entropy(&g, logits, b->tgt, TFM_PAD, ls);
         snprintf(n, sizeof n, "%slogits", prefix);
         const tfm_entry *el = get(n);
@@ -134,7 +134,7 @@ static void check_forward_backward(tfm_encdec *m, const batch *b, const char *pr
     tfm_graph_free(&g);
 }
 
-static void check_steps(tfm_encdec *m, const batch *b) {
+static void check_steps(tfm_mt_net *m, const batch *b) {
     tfm_mt_train_opts o;
     tfm_mt_train_opts_default(&o);
     o.schedule = TFM_SCHED_NOAM;
@@ -154,7 +154,7 @@ static void check_steps(tfm_encdec *m, const batch *b) {
         tfm_graph_reset(&g);
         tfm_params_zero_grad(&m->params);
         /* the training path (packed rows), as tfm_mt_train runs it */
-        tfm_tensor *loss = tfm_encdec_loss(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->tgt, b->Tt,
+        tfm_tensor *loss = tfm_mt_net_loss(m, &g, b->src, b->valid, b->B, b->Ts, b->tgt_in, b->tgt, b->Tt,
                                            o.label_smoothing);
         tfm_backward(&g, loss);
         tfm_clip_grad_norm(&m->params, o.grad_clip);
@@ -185,12 +185,12 @@ static void check_steps(tfm_encdec *m, const batch *b) {
 }
 
 /* incremental decoding with caches equals teacher forcing; reorder moves rows */
-static void check_incremental(tfm_encdec *m, const batch *b) {
+static void check_incremental(tfm_mt_net *m, const batch *b) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
     g.grad_enabled = 0;
     int V = m->cfg.tgt_vocab, B = b->B, Tt = b->Tt;
-    tfm_tensor *ref = tfm_encdec_forward(m, &g, b->src, b->valid, B, b->Ts, b->tgt_in, Tt);
+    tfm_tensor *ref = tfm_mt_net_forward(m, &g, b->src, b->valid, B, b->Ts, b->tgt_in, Tt);
     float *refd = malloc(sizeof(float) * ref->size);
     memcpy(refd, ref->data, sizeof(float) * ref->size);
     tfm_graph_reset(&g);
@@ -235,7 +235,7 @@ static void check_incremental(tfm_encdec *m, const batch *b) {
  * teacher-forced forward of its own source and history, so a row that reads another row's self-attention
  * cache, a stale slot or another sentence's encoder keys/values is caught (rows with equal histories
  * would hide it: here no two rows share one after a reorder that duplicates). */
-static void check_reorder_random(tfm_encdec *m, const batch *b) {
+static void check_reorder_random(tfm_mt_net *m, const batch *b) {
     tfm_graph g, gr;
     tfm_graph_init(&g, 1);
     tfm_graph_init(&gr, 1);
@@ -274,7 +274,7 @@ static void check_reorder_random(tfm_encdec *m, const batch *b) {
             valid[i] = b->valid[sent[i]];
         }
         tfm_graph_reset(&gr);
-        tfm_tensor *ref = tfm_encdec_forward(m, &gr, src, valid, rows, Ts, tin, t + 1);
+        tfm_tensor *ref = tfm_mt_net_forward(m, &gr, src, valid, rows, Ts, tin, t + 1);
         for (int i = 0; i < rows; i++) {
             double d = max_abs_diff(lg->data + (size_t)i * V, ref->data + ((size_t)i * (t + 1) + t) * V, V);
             if (!(d <= worst)) worst = d;
@@ -402,14 +402,14 @@ static void check_kv_cache(void) {
 }
 
 /* log p(y | x) of a hypothesis (ids without <eos>; <eos> appended) by teacher forcing */
-static double seq_logprob(tfm_encdec *m, tfm_graph *g, const int *src, int valid, int Ts, const int *y, int n) {
+static double seq_logprob(tfm_mt_net *m, tfm_graph *g, const int *src, int valid, int Ts, const int *y, int n) {
     int T = n + 1;
     int *tgt = malloc(sizeof(int) * T), *tin = malloc(sizeof(int) * T);
     memcpy(tgt, y, sizeof(int) * n);
     tgt[n] = TFM_EOS;
-    tfm_s2s_shift_right(tgt, 1, T, tin);
+    tfm_mt_shift_right(tgt, 1, T, tin);
     tfm_graph_reset(g);
-    tfm_tensor *lg = tfm_encdec_forward(m, g, src, &valid, 1, Ts, tin, T);
+    tfm_tensor *lg = tfm_mt_net_forward(m, g, src, &valid, 1, Ts, tin, T);
     int V = m->cfg.tgt_vocab;
     double s = 0;
     for (int t = 0; t < T; t++) {
@@ -423,7 +423,7 @@ static double seq_logprob(tfm_encdec *m, tfm_graph *g, const int *src, int valid
     return s;
 }
 
-static void check_search(tfm_encdec *m, const batch *b) {
+static void check_search(tfm_mt_net *m, const batch *b) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
     int n = b->B, *off = malloc(sizeof(int) * (n + 1)), *ids = malloc(sizeof(int) * n * b->Ts);
@@ -459,7 +459,7 @@ static void check_search(tfm_encdec *m, const batch *b) {
             tin[0] = TFM_BOS;
             memcpy(tin + 1, y, sizeof(int) * len);
             tfm_graph_reset(&g);
-            tfm_tensor *lg = tfm_encdec_forward(m, &g, b->src + i * b->Ts, &b->valid[i], 1, b->Ts, tin, T);
+            tfm_tensor *lg = tfm_mt_net_forward(m, &g, b->src + i * b->Ts, &b->valid[i], 1, b->Ts, tin, T);
             const float *x = lg->data + (size_t)len * m->cfg.tgt_vocab;
             int best = 0;
             for (int v = 1; v < m->cfg.tgt_vocab; v++)
@@ -475,7 +475,7 @@ static void check_search(tfm_encdec *m, const batch *b) {
     tfm_graph_free(&g);
 }
 
-static void check_checkpoint(tfm_encdec *m) {
+static void check_checkpoint(tfm_mt_net *m) {
     tfm_mt_model t = {0}, u;
     t.model = m;
     const char *toks[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
@@ -515,9 +515,9 @@ int main(void) {
     }
     batch b;
     load_batch(&b);
-    tfm_encdec *m = build("");
+    tfm_mt_net *m = build("");
     for (int packed = 0; packed < 2; packed++) check_forward_backward(m, &b, "", "post-LN", packed);
-    tfm_encdec *mp = build("pre.");
+    tfm_mt_net *mp = build("pre.");
     for (int packed = 0; packed < 2; packed++) check_forward_backward(mp, &b, "pre.", "pre-LN", packed);
     check_incremental(mp, &b);   /* also with the pre-LN model */
     check_incremental(m, &b);
@@ -527,8 +527,8 @@ int main(void) {
     check_checkpoint(m);
     check_steps(m, &b);           /* changes m's weights */
     check_search(m, &b);
-    tfm_encdec_free(m);
-    tfm_encdec_free(mp);
+    tfm_mt_net_free(m);
+    tfm_mt_net_free(mp);
     free(b.tgt_in);
     tfm_container_free(&fx);
     CHECK_EXIT();

@@ -33,13 +33,13 @@ static void vocab(tfm_vocab *v, char side, int n) {
 /* the fixture's model as a translator checkpoint at path (word tokens split on spaces) */
 static void make_model(tfm_mt_model *t) {
     memset(t, 0, sizeof *t);
-    tfm_s2s_config c;
-    tfm_s2s_config_default(&c);
+    tfm_mt_config c;
+    tfm_mt_config_default(&c);
 #define CF(f) c.f = geta("config." #f)[0];
     CF(src_vocab) CF(tgt_vocab) CF(d_model) CF(n_head) CF(ffn) CF(n_layer) CF(pre_ln) CF(max_len)
 #undef CF
     c.dropout = 0;
-    t->model = tfm_s2s_create(&c);
+    t->model = tfm_mt_net_create(&c);
     if (!t->model || tfm_ckpt_get_params(&fx, &t->model->params, FIX)) printf("FAIL model: %s\n", tfm_last_error()), exit(1);
     vocab(&t->src_vocab, 's', c.src_vocab);
     vocab(&t->tgt_vocab, 't', c.tgt_vocab);
@@ -169,7 +169,7 @@ static void test_prefix_attention_truncation(tfm_translator *tr, tfm_mt_model *m
         tfm_graph_init(&gr, 0);
         gr.grad_enabled = 0;
         mt->model->keep_attention = 1;
-        tfm_encdec_forward(mt->model, &gr, s, &valid, 1, Ts, tin, Tt);
+        tfm_mt_net_forward(mt->model, &gr, s, &valid, 1, Ts, tin, Tt);
         mt->model->keep_attention = 0;
         tfm_attn_map maps[64];
         int nm = mt->model->vt->attention(mt->model, 0, maps, 64), last = -1;
