@@ -104,7 +104,7 @@ TFM_API int tfm_gpt_put(tfm_container *c, const tfm_gpt *m, const tfm_char_vocab
  * tokenizer and the parameters. v NULL: the model only, whatever its tokenizer; bpe NULL: a character model
  * only (a BPE one is refused, naming tfm_gpt_load_tok); else *bpe = NULL and v filled for a character model,
  * or *bpe malloc'd (free with tfm_bpe_free + free) and v empty. 0, or -1 with nothing left allocated. */
-TFM_API int tfm_gpt_get_model(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe);
+TFM_API int tfm_gpt_get_model(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, const tfm_container *c, const char *path);
 /* The model only, as a file: weights, config and tokenizer, no training state (an export's import, a copy). */
 TFM_API int tfm_gpt_model_save(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe, const char *path);
 /* Any GPT checkpoint's model (its optimizer state is skipped, not read): tfm_gpt_get_model's contract. */

@@ -27,7 +27,7 @@ static void make_model(void) {
         for (size_t k = 0; k < m.params.t[i]->size; k++) m.params.t[i]->data[k] *= 6;
     int fd = mkstemp(path);
     close(fd);
-    if (tfm_gpt_save(path, &m, &v, NULL, NULL)) printf("FAIL save: %s\n", tfm_last_error()), exit(1);
+    if (tfm_gpt_save(&m, &v, NULL, NULL, path)) printf("FAIL save: %s\n", tfm_last_error()), exit(1);
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&v);
 }
