@@ -163,7 +163,7 @@ static void other_seeds(void) {
     {   /* a small BPE model learned from a few lines */
         const char *lines[] = {"the cat sat on the mat", "le chat est sur le tapis", "das ist gut, oder?"};
         tfm_bpe_learn_opts o;
-        tfm_bpe_learn_defaults(&o);
+        tfm_bpe_learn_opts_default(&o);
         o.vocab_size = 300;
         tfm_bpe m;
         memset(&m, 0, sizeof m);

@@ -96,7 +96,7 @@ typedef struct {
 
 /* vocab_size 8000, character_coverage 0.9995, max_piece_chars 16 (SentencePiece's defaults),
  * split_by_class 1. */
-TFM_API void tfm_bpe_learn_defaults(tfm_bpe_learn_opts *o);
+TFM_API void tfm_bpe_learn_opts_default(tfm_bpe_learn_opts *o);
 /* Learn one model from lines of valid UTF-8 text (deterministic). The model has ids
  * 0 <pad>, 1 <s>, 2 </s>, 3 <unk> (tfm's TFM_PAD/BOS/EOS/UNK), 4..259 <0x00>..<0xFF>, then the merged
  * pieces in the order they were learned (score -rank), then the characters (most frequent first).

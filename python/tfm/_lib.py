@@ -287,7 +287,7 @@ _FUNCTIONS = {
     "tfm_chrf_format": (c_char_p, [P(ChrfResult), c_char_p, c_size_t]),
     "tfm_chrf_signature": (c_char_p, [c_int, c_int, c_char_p, c_size_t]),
     # bpe.h
-    "tfm_bpe_learn_defaults": (None, [P(BpeLearnOptions)]),
+    "tfm_bpe_learn_opts_default": (None, [P(BpeLearnOptions)]),
     "tfm_bpe_learn_lines": (c_int, [P(Bpe), P(c_char_p), c_int, P(BpeLearnOptions)]),
     "tfm_bpe_learn_files": (c_int, [P(Bpe), P(c_char_p), c_int, P(BpeLearnOptions)]),
     "tfm_bpe_load": (c_int, [P(Bpe), c_char_p]),

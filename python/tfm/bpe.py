@@ -49,7 +49,7 @@ class BPETokenizer:
         split_by_class      a piece never mixes letters, digits and punctuation
         """
         o = _lib.BpeLearnOptions()
-        lib.tfm_bpe_learn_defaults(ctypes.byref(o))
+        lib.tfm_bpe_learn_opts_default(ctypes.byref(o))
         o.vocab_size, o.character_coverage = int(vocab_size), float(character_coverage)
         o.max_piece_chars, o.split_by_class = int(max_piece_chars), int(bool(split_by_class))
         lines = list(lines)

@@ -37,7 +37,7 @@ static tfm_bpe *make_bpe(mt_run *x) {
     if (!lines) return free(b), nomem(), NULL;
     for (int i = 0; i < p->n; i++) lines[2 * i] = p->src[i].tok[0], lines[2 * i + 1] = p->tgt[i].tok[0];
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     if (o->vocab_size) lo.vocab_size = o->vocab_size;
     int rc = tfm_bpe_learn_lines(b, lines, 2 * p->n, &lo);
     free(lines);

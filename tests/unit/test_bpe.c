@@ -35,7 +35,7 @@ static int has(const char *s, const char *sub) { return s && strstr(s, sub) != N
 
 static tfm_bpe_learn_opts opts(int vocab) {
     tfm_bpe_learn_opts o;
-    tfm_bpe_learn_defaults(&o);
+    tfm_bpe_learn_opts_default(&o);
     o.vocab_size = vocab;
     o.character_coverage = 1.0f;
     return o;

@@ -128,7 +128,7 @@ static int save_s2s_bpe(const char *path, int tied) {
                            "le chien a mang\xc3\xa9 le g\xc3\xa2teau !", "a cat, a dog and a mat.",
                            "un chat, un chien et un tapis."};
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     lo.vocab_size = 300;
     tfm_bpe *b = calloc(1, sizeof *b);
     if (!b || tfm_bpe_learn_lines(b, lines, 6, &lo)) return printf("# bpe: %s\n", tfm_last_error()), free(b), -1;
