@@ -66,6 +66,10 @@ TFM_API int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
 TFM_API int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
 TFM_API void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
 TFM_API void tfm_gpt_free(tfm_gpt *m);
+/* Read-only views for bindings, which never depend on the struct's layout (the Python package): m->cfg.vocab_size
+ * and m->cfg.block_size (the context length). */
+TFM_API int tfm_gpt_vocab_size(const tfm_gpt *m);
+TFM_API int tfm_gpt_block_size(const tfm_gpt *m);
 /* A second GPT of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
  * gradients: one per chunk of the batch in thread data parallelism. Free it (tfm_gpt_free) before m. */
 TFM_API int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m);

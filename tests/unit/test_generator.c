@@ -197,6 +197,10 @@ int main(void) {
     CHECK("load a train-lm checkpoint", gen && !strcmp(tfm_generator_tokenizer(gen), "char") &&
           tfm_generator_count_tokens(gen, "Rome é") == 6, "%s", tfm_last_error());
     if (gen) {
+        const tfm_gpt *gm = tfm_generator_model(gen);
+        CHECK("tfm_gpt_vocab_size and tfm_gpt_block_size equal the config",
+              tfm_gpt_vocab_size(gm) == gm->cfg.vocab_size && tfm_gpt_block_size(gm) == gm->cfg.block_size &&
+              gm->cfg.block_size > 0, "%d %d", tfm_gpt_vocab_size(gm), tfm_gpt_block_size(gm));
         test_equals_generate(gen);
         test_stop_strings(gen);
         test_streams(gen);
