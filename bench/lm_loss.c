@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     tfm_set_threads(threads);
     tfm_gpt m;
     tfm_char_vocab v;
-    if (tfm_gpt_load(argv[1], &m, &v, NULL, NULL)) return fprintf(stderr, "lm_loss: %s\n", tfm_last_error()), 1;
+    if (tfm_gpt_load(&m, &v, NULL, NULL, argv[1])) return fprintf(stderr, "lm_loss: %s\n", tfm_last_error()), 1;
     tfm_lm_data d;
     int T = m.cfg.block_size;
     if (tfm_lm_data_load(&d, argv[2], v.chars, 1.0f - val_frac, T)) return fprintf(stderr, "lm_loss: %s\n", tfm_last_error()), 1;

@@ -97,7 +97,7 @@ static void gpt_seed(int synth, int with_opt) {
     char p[1024], name[64];
     snprintf(p, sizeof p, "%s/tmp.tfm", out_dir);
     if (with_opt == 2) quantize_all(&m.params, "gpt");
-    if (tfm_gpt_save(p, &m, &v, with_opt == 1 ? &opt : NULL, with_opt == 1 ? &st : NULL)) tfm_fatal("%s", tfm_last_error());
+    if (tfm_gpt_save(&m, &v, with_opt == 1 ? &opt : NULL, with_opt == 1 ? &st : NULL, p)) tfm_fatal("%s", tfm_last_error());
     snprintf(name, sizeof name, "gpt-%s%s", synth ? "synth" : "causal", with_opt == 2 ? "-int8" : with_opt ? "-opt" : "");
     const char *targets[] = {"gpt", "container"};
     put_ckpt(p, name, targets, 2);
@@ -163,7 +163,7 @@ static void other_seeds(void) {
     {   /* a small BPE model learned from a few lines */
         const char *lines[] = {"the cat sat on the mat", "le chat est sur le tapis", "das ist gut, oder?"};
         tfm_bpe_learn_opts o;
-        tfm_bpe_learn_defaults(&o);
+        tfm_bpe_learn_opts_default(&o);
         o.vocab_size = 300;
         tfm_bpe m;
         memset(&m, 0, sizeof m);
@@ -207,7 +207,7 @@ static void other_seeds(void) {
         tfm_st_meta meta = {"format", "pt"};
         char p[1024];
         snprintf(p, sizeof p, "%s/tmp.safetensors", out_dir);
-        if (tfm_st_save(p, t, 2, &meta, 1) == 0) put_file("safetensors", "two", p);
+        if (tfm_st_save(t, 2, &meta, 1, p) == 0) put_file("safetensors", "two", p);
         else fprintf(stderr, "make_seeds: safetensors seed skipped: %s\n", tfm_last_error());
     }
 }

@@ -73,13 +73,13 @@ static int fuzz_gpt(const tfm_container *c) {
     tfm_adamw opt;
     tfm_lm_train_state st;
     tfm_bpe *bpe = NULL;   /* a BPE language model (tokenizer.kind "bpe") */
-    int full = tfm_gpt_get_tok(c, "fuzz.tfm", &m, &v, &bpe, &opt, &st) == 0;
+    int full = tfm_gpt_get_tok(&m, &v, &bpe, &opt, &st, c, "fuzz.tfm") == 0;
     if (full) {
         tfm_adamw_free(&opt);
     } else {
         char err[512];
         snprintf(err, sizeof err, "%s", tfm_last_error());
-        int weights = tfm_gpt_get_tok(c, "fuzz.tfm", &m, &v, &bpe, NULL, NULL) == 0;
+        int weights = tfm_gpt_get_tok(&m, &v, &bpe, NULL, NULL, c, "fuzz.tfm") == 0;
         tfm_set_error("%s", err);
         if (!weights) return 0;
     }

@@ -96,7 +96,7 @@ typedef struct {
 
 /* vocab_size 8000, character_coverage 0.9995, max_piece_chars 16 (SentencePiece's defaults),
  * split_by_class 1. */
-TFM_API void tfm_bpe_learn_defaults(tfm_bpe_learn_opts *o);
+TFM_API void tfm_bpe_learn_opts_default(tfm_bpe_learn_opts *o);
 /* Learn one model from lines of valid UTF-8 text (deterministic). The model has ids
  * 0 <pad>, 1 <s>, 2 </s>, 3 <unk> (tfm's TFM_PAD/BOS/EOS/UNK), 4..259 <0x00>..<0xFF>, then the merged
  * pieces in the order they were learned (score -rank), then the characters (most frequent first).
@@ -121,6 +121,18 @@ TFM_API int tfm_bpe_save(const tfm_bpe *m, const char *path);
 TFM_API int tfm_bpe_to_container(const tfm_bpe *m, tfm_container *c, const char *entry);
 TFM_API int tfm_bpe_from_container(tfm_bpe *m, const tfm_container *c, const char *entry);
 TFM_API void tfm_bpe_free(tfm_bpe *m);
+/* For bindings, which never depend on the struct's layout (the Python package: python/tfm/bpe.py): a model on
+ * the heap (tfm_bpe_new: empty, for tfm_bpe_load / tfm_bpe_learn_lines; NULL when out of memory), freed with what
+ * it holds by tfm_bpe_delete (NULL-safe); its piece count (ids 0 .. n-1), special ids (-1: none) and the text of
+ * piece id (NULL outside 0 .. n-1; *len its bytes when len is not NULL). */
+TFM_API tfm_bpe *tfm_bpe_new(void);
+TFM_API void tfm_bpe_delete(tfm_bpe *m);
+TFM_API int tfm_bpe_size(const tfm_bpe *m);
+TFM_API int tfm_bpe_pad_id(const tfm_bpe *m);
+TFM_API int tfm_bpe_bos_id(const tfm_bpe *m);
+TFM_API int tfm_bpe_eos_id(const tfm_bpe *m);
+TFM_API int tfm_bpe_unk_id(const tfm_bpe *m);
+TFM_API const char *tfm_bpe_piece(const tfm_bpe *m, int id, size_t *len);
 
 /* The `tfm bpe encode|decode` filter on a whole text: every line of text (len bytes, split at '\n' in
  * place) encoded to pieces (or ids with ids = 1), or with decode = 1 pieces (ids) turned back into text,

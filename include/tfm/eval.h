@@ -198,7 +198,7 @@ typedef struct {
  * "valid_chrf". */
 TFM_API const char *tfm_train_log_field_name(int field);
 /* Returns 0, or -1 with an error naming the file (and line); also an error if no line has a step. */
-TFM_API int tfm_train_log_load(const char *path, tfm_train_log *log);
+TFM_API int tfm_train_log_load(tfm_train_log *log, const char *path);
 TFM_API void tfm_train_log_free(tfm_train_log *log);
 /* SVG of the curves vs step, one panel each where there is data: loss (train loss, valid loss),
  * BLEU (valid_bleu, valid_chrf), learning rate. Error if no curve has a point. */

@@ -66,6 +66,10 @@ TFM_API int64_t tfm_gpt_n_params(const tfm_gpt_config *c);
 TFM_API int tfm_gpt_init(tfm_gpt *m, const tfm_gpt_config *c);
 TFM_API void tfm_gpt_init_weights(tfm_gpt *m, uint64_t seed);
 TFM_API void tfm_gpt_free(tfm_gpt *m);
+/* Read-only views for bindings, which never depend on the struct's layout (the Python package): m->cfg.vocab_size
+ * and m->cfg.block_size (the context length). */
+TFM_API int tfm_gpt_vocab_size(const tfm_gpt *m);
+TFM_API int tfm_gpt_block_size(const tfm_gpt *m);
 /* A second GPT of m's config that computes with m's weights (tfm_params_share_data) and keeps its own
  * gradients: one per chunk of the batch in thread data parallelism. Free it (tfm_gpt_free) before m. */
 TFM_API int tfm_gpt_replica_init(tfm_gpt *r, const tfm_gpt *m);
@@ -104,7 +108,7 @@ TFM_API int tfm_gpt_put(tfm_container *c, const tfm_gpt *m, const tfm_char_vocab
  * tokenizer and the parameters. v NULL: the model only, whatever its tokenizer; bpe NULL: a character model
  * only (a BPE one is refused, naming tfm_gpt_load_tok); else *bpe = NULL and v filled for a character model,
  * or *bpe malloc'd (free with tfm_bpe_free + free) and v empty. 0, or -1 with nothing left allocated. */
-TFM_API int tfm_gpt_get_model(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe);
+TFM_API int tfm_gpt_get_model(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, const tfm_container *c, const char *path);
 /* The model only, as a file: weights, config and tokenizer, no training state (an export's import, a copy). */
 TFM_API int tfm_gpt_model_save(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe, const char *path);
 /* Any GPT checkpoint's model (its optimizer state is skipped, not read): tfm_gpt_get_model's contract. */

@@ -97,7 +97,7 @@ enum { TFM_GGUF_F32 = 0, TFM_GGUF_F16 = 1, TFM_GGUF_Q8_0 = 2 };
 TFM_API int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype);
 
 /* The same for models in memory. */
-TFM_API int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v);
-TFM_API int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t);
+TFM_API int tfm_gpt_save_safetensors(const tfm_gpt *m, const tfm_char_vocab *v, const char *path);
+TFM_API int tfm_mt_model_save_safetensors(const tfm_mt_model *t, const char *path);
 
 #endif

@@ -45,7 +45,7 @@ typedef struct {
 /* Write atomically (PATH.tmp.PID, fsync, rename). Tensors are laid out in the given order. Returns 0, or
  * -1 with a tfm error naming the file (invalid name/shape, text that is not UTF-8, I/O failure); nothing
  * is left at PATH on failure. */
-TFM_API int tfm_st_save(const char *path, const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta);
+TFM_API int tfm_st_save(const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta, const char *path);
 
 typedef struct {
     char *path;

@@ -282,5 +282,13 @@ TFM_API int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char
 /* Load from a file (container load + get). */
 TFM_API int tfm_mt_model_load(tfm_mt_model *t, const char *path);
 TFM_API void tfm_mt_model_free(tfm_mt_model *t);
+/* Read-only views for bindings, which never depend on the struct's layout (the Python package): the stored
+ * decoding settings (decode.beam, 0 = none, and decode.alpha), the language codes ("" when none) and the BPE model
+ * (NULL for word vocabularies and imported MarianMT models; owned by t). */
+TFM_API int tfm_mt_model_decode_beam(const tfm_mt_model *t);
+TFM_API float tfm_mt_model_decode_alpha(const tfm_mt_model *t);
+TFM_API const char *tfm_mt_model_src_lang(const tfm_mt_model *t);
+TFM_API const char *tfm_mt_model_tgt_lang(const tfm_mt_model *t);
+TFM_API const tfm_bpe *tfm_mt_model_bpe(const tfm_mt_model *t);
 
 #endif

@@ -162,7 +162,7 @@ TFM_API const char *tfm_run_config_find(const tfm_run_config *c, const char *nam
 TFM_API void tfm_run_config_free(tfm_run_config *c);
 TFM_API void tfm_run_config_put(tfm_container *k, const tfm_run_config *c);
 TFM_API int tfm_run_config_get(const tfm_container *k, tfm_run_config *c);   /* empty for older checkpoints */
-TFM_API int tfm_run_config_load(const char *path, tfm_run_config *c);        /* the run.* entries of a checkpoint */
+TFM_API int tfm_run_config_load(tfm_run_config *c, const char *path);        /* the run.* entries of a checkpoint */
 /* "N bytes, fnv1a64 HEX" of a file's contents. 0, or -1 with a tfm error naming the file. */
 TFM_API int tfm_file_fingerprint(const char *path, char *buf, size_t n);
 
@@ -241,30 +241,30 @@ typedef struct {
 TFM_API int tfm_lm_train_state_check(const tfm_lm_train_state *st, const tfm_gpt_config *cfg);
 
 /* Checkpoint: config, tokenizer, params; and when opt/st are given, optimizer and training state. */
-TFM_API int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
-                 const tfm_lm_train_state *st);
+TFM_API int tfm_gpt_save(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt, const tfm_lm_train_state *st,
+                 const char *path);
 /* The same with the run configuration (run.* entries; run may be NULL). */
-TFM_API int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
-                     const tfm_lm_train_state *st, const tfm_run_config *run);
+TFM_API int tfm_gpt_save_run(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt, const tfm_lm_train_state *st,
+                     const tfm_run_config *run, const char *path);
 /* Loads model and vocabulary; if opt/st are non-NULL, also the training state (error if absent).
  * opt is initialised here. v may be NULL: the model only, whatever its tokenizer (tokenizer.chars, or an
  * imported GPT-2's tokenizer.kind "gpt2" entries, read by the caller). With v, a checkpoint without a
  * character vocabulary is an error naming its tokenizer.kind. */
-TFM_API int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st);
+TFM_API int tfm_gpt_load(tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st, const char *path);
 /* The same from an already loaded container (path: for error messages). A BPE language model is refused by
  * these two (their callers hold a character vocabulary): tfm_gpt_load_tok reads both kinds. */
-TFM_API int tfm_gpt_get(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
-                tfm_lm_train_state *st);
+TFM_API int tfm_gpt_get(tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st, const tfm_container *c,
+                const char *path);
 /* BPE language models: tokenizer.kind "bpe" and tokenizer.bpe (the SentencePiece model) instead of
  * tokenizer.chars. save_tok stores bpe when it is non-NULL, else v's characters. load_tok reads either kind:
  * *bpe = NULL and v filled for a character model, else *bpe malloc'd (free with tfm_bpe_free + free) and v
  * empty. */
-TFM_API int tfm_gpt_save_tok(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe,
-                             const tfm_adamw *opt, const tfm_lm_train_state *st, const tfm_run_config *run);
-TFM_API int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt,
-                             tfm_lm_train_state *st);
-TFM_API int tfm_gpt_get_tok(const tfm_container *c, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
-                            tfm_adamw *opt, tfm_lm_train_state *st);
+TFM_API int tfm_gpt_save_tok(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe, const tfm_adamw *opt,
+                             const tfm_lm_train_state *st, const tfm_run_config *run, const char *path);
+TFM_API int tfm_gpt_load_tok(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt, tfm_lm_train_state *st,
+                             const char *path);
+TFM_API int tfm_gpt_get_tok(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt, tfm_lm_train_state *st,
+                            const tfm_container *c, const char *path);
 
 /* Progress report of tfm_lm_train: every step (eval 0), and after each evaluation (eval 1, train/val losses). */
 typedef struct {
@@ -277,7 +277,7 @@ typedef struct {
 } tfm_lm_report;
 typedef void (*tfm_lm_report_fn)(const tfm_lm_report *r, void *user);
 /* Called after each evaluation and when a max_steps stop ends the run, with the state to save
- * (st->batch_rng / dropout_rng up to date): usually tfm_gpt_save(path, m, vocab, opt, st). Non-zero
+ * (st->batch_rng / dropout_rng up to date): usually tfm_gpt_save(m, vocab, opt, st, path). Non-zero
  * stops training with that error. */
 typedef int (*tfm_lm_save_fn)(const tfm_lm_train_state *st, void *user);
 
@@ -445,13 +445,13 @@ TFM_API int tfm_mt_corpus_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_m
                                       int epoch, tfm_bpe_encoder *const *enc, int n_enc, tfm_mt_corpus *a);
 /* Translation checkpoints with training state (src/train/mt_checkpoint.c): the translator (tfm_mt_model_put),
  * the AdamW moments, train.epoch/step/rng/drop_rng, train.max_len = o->num_steps and train.seed = o->seed. */
-TFM_API int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
-                const tfm_mt_train_opts *o);
-TFM_API int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
-                    const tfm_mt_train_opts *o, const tfm_run_config *run);   /* with run.* entries (run may be NULL) */
+TFM_API int tfm_mt_save(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
+                const char *path);
+TFM_API int tfm_mt_save_run(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
+                    const tfm_run_config *run, const char *path);   /* with run.* entries (run may be NULL) */
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
-TFM_API int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p,
-                  const tfm_mt_train_opts *o);
+TFM_API int tfm_mt_resume(tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p, const tfm_mt_train_opts *o,
+                  const char *path);
 
 #endif

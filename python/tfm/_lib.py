@@ -1,8 +1,9 @@
 """Loading libtfm.so and declaring what the package calls in it (ctypes, no compiler needed).
 
-Every function used is declared once in ``_FUNCTIONS`` with its C result and argument types; structs are
-mirrored as ctypes Structures whose layout ``tests/python/check_layout.py`` compares with the C compiler's
-(sizeof and offsetof of every field). ctypes releases the GIL for the duration of every foreign call, so
+Every function used is declared once in ``_FUNCTIONS`` with its C result and argument types. Only the option,
+result and report structs the calls fill are mirrored as ctypes Structures (their layout is compared with the
+C compiler's by tests/python/test_tfm.py: sizeof and offsetof of every field); the models (tfm_bpe, tfm_gpt,
+tfm_mt_model) are opaque pointers read through accessor functions, so no struct layout of theirs is assumed. ctypes releases the GIL for the duration of every foreign call, so
 Python threads run the library concurrently.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import ctypes
 import ctypes.util
 import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_long, c_size_t, c_uint8,
-                    c_uint32, c_uint64, c_void_p)
+                    c_uint64, c_void_p)
 from pathlib import Path
 
 from .errors import _raise_last
@@ -66,19 +67,6 @@ def _load() -> tuple[ctypes.CDLL, str]:
 
 
 # ---------------------------------------------------------------------------------------------- structs
-class CharVocab(Structure):          # tfm_char_vocab (text.h)
-    _fields_ = [("n", c_int), ("cps", POINTER(c_uint32)), ("chars", c_char_p)]
-
-
-class Vocab(Structure):              # tfm_vocab (text.h)
-    _fields_ = [("n", c_int), ("tok", POINTER(c_char_p)), ("slots", POINTER(c_int)), ("n_slots", c_int)]
-
-
-class Params(Structure):             # tfm_params (core.h)
-    _fields_ = [("t", c_void_p), ("n", c_int), ("cap", c_int), ("data", POINTER(c_float)),
-                ("grad", POINTER(c_float)), ("total", c_size_t), ("q8", c_void_p)]
-
-
 class TranslatorParams(Structure):   # tfm_translator_params (translator.h)
     _fields_ = [("threads", c_int), ("max_batch_size", c_int), ("pack_weights", c_int), ("profile", c_int)]
 
@@ -96,12 +84,6 @@ class Translation(Structure):        # tfm_translation (translator.h)
                 ("source_truncated", c_int), ("n_input_tokens", c_int), ("n_output_tokens", c_int)]
 
 
-class MTModel(Structure):            # tfm_mt_model (seq2seq.h)
-    _fields_ = [("model", c_void_p), ("src_vocab", Vocab), ("tgt_vocab", Vocab), ("tok_kind", c_int),
-                ("bpe", c_void_p), ("decode_beam", c_int), ("decode_alpha", c_float),
-                ("src_lang", c_char * 16), ("tgt_lang", c_char * 16), ("marian", c_void_p)]
-
-
 MAX_STOP = 8                         # TFM_MAX_STOP (generator.h)
 
 
@@ -116,17 +98,6 @@ class GenerateOptions(Structure):    # tfm_generate_options (generator.h)
 
 class Generation(Structure):         # tfm_generation (generator.h)
     _fields_ = [("text", c_void_p), ("n_prompt_tokens", c_int), ("n_tokens", c_int), ("finish_reason", c_int)]
-
-
-class GptConfig(Structure):          # tfm_gpt_config (gpt.h)
-    _fields_ = [("vocab_size", c_int), ("block_size", c_int), ("n_layer", c_int), ("n_head", c_int),
-                ("n_embd", c_int), ("dropout", c_float), ("attention", c_int), ("ln_eps", c_float)]
-
-
-class Gpt(Structure):
-    """tfm_gpt (gpt.h): the config and the parameter set are read; the rest is storage the library fills
-    (at least sizeof(tfm_gpt): checked by tests/python/check_layout.py)."""
-    _fields_ = [("cfg", GptConfig), ("params", Params), ("_rest", c_char * 448)]
 
 
 MessageFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)    # tfm_run_hooks.on_message
@@ -202,38 +173,21 @@ class ChrfResult(Structure):         # tfm_chrf_result (eval.h)
                 ("counts", (c_long * 3) * CHRF_ORDER)]
 
 
-class Bpe(Structure):                # tfm_bpe (bpe.h)
-    _fields_ = [("n", c_int), ("piece", POINTER(c_char_p)), ("len", POINTER(c_int)), ("score", POINTER(c_float)),
-                ("type", POINTER(c_uint8)), ("unk_id", c_int), ("bos_id", c_int), ("eos_id", c_int),
-                ("pad_id", c_int), ("byte_fallback", c_int), ("byte_id", c_int * 256), ("add_dummy_prefix", c_int),
-                ("remove_extra_whitespaces", c_int), ("escape_whitespaces", c_int), ("literal_ws_bytes", c_int),
-                ("unk_surface", c_char_p), ("slots", POINTER(c_int)), ("rslots", POINTER(c_int)),
-                ("n_slots", c_int), ("user_ids", POINTER(c_int)), ("n_user", c_int), ("proto", c_void_p),
-                ("proto_len", c_size_t), ("model_type", c_int), ("norm_trie", POINTER(c_uint32)),
-                ("norm_trie_n", c_size_t), ("norm_strings", c_char_p), ("norm_strings_len", c_size_t),
-                ("min_score", c_float), ("max_score", c_float), ("trie_value", POINTER(c_int)),
-                ("trie_keys", POINTER(c_uint64)), ("trie_child", POINTER(c_int)), ("trie_mask", c_size_t)]
-
-
 class BpeLearnOptions(Structure):    # tfm_bpe_learn_opts (bpe.h)
     _fields_ = [("vocab_size", c_int), ("character_coverage", c_float), ("max_piece_chars", c_int),
                 ("split_by_class", c_int)]
 
 
-# C names of the mirrored structs, for the layout check (tests/python/check_layout.py).
+# C names of the mirrored structs, for the layout check (tests/python/test_tfm.py).
 STRUCTS = {
-    "tfm_char_vocab": CharVocab, "tfm_vocab": Vocab, "tfm_params": Params,
     "tfm_translator_params": TranslatorParams, "tfm_translate_options": TranslateOptions,
-    "tfm_translation": Translation, "tfm_mt_model": MTModel, "tfm_generator_params": GeneratorParams,
-    "tfm_generate_options": GenerateOptions, "tfm_generation": Generation, "tfm_gpt_config": GptConfig,
-    "tfm_gpt": Gpt, "tfm_lm_report": LMReport,
+    "tfm_translation": Translation, "tfm_generator_params": GeneratorParams,
+    "tfm_generate_options": GenerateOptions, "tfm_generation": Generation, "tfm_lm_report": LMReport,
     "tfm_field": Field, "tfm_lm_progress": LMProgress, "tfm_run_hooks": RunHooks, "tfm_run_result": RunResult,
-    "tfm_mt_report": MTReport, "tfm_mt_run_progress": MTRunProgress, "tfm_bleu_result": BleuResult, "tfm_bleu_stats": BleuStats,
-    "tfm_chrf_stats": ChrfStats, "tfm_chrf_result": ChrfResult, "tfm_bpe": Bpe,
+    "tfm_mt_report": MTReport, "tfm_mt_run_progress": MTRunProgress, "tfm_bleu_result": BleuResult,
+    "tfm_bleu_stats": BleuStats, "tfm_chrf_stats": ChrfStats, "tfm_chrf_result": ChrfResult,
     "tfm_bpe_learn_opts": BpeLearnOptions,
 }
-# Structs of which the package reads only a head and reserves at least the C size (the rest is opaque).
-OPAQUE_TAIL = {"tfm_gpt"}
 
 # ---------------------------------------------------------------------------------------------- callbacks
 TextFn = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p)            # tfm_text_fn
@@ -253,17 +207,25 @@ _FUNCTIONS = {
     "tfm_translator_load": (c_void_p, [c_char_p, P(TranslatorParams)]),
     "tfm_translator_load_ensemble": (c_void_p, [P(c_char_p), c_int, P(TranslatorParams)]),
     "tfm_translator_free": (None, [c_void_p]),
-    "tfm_translator_model": (P(MTModel), [c_void_p]),
+    "tfm_translator_model": (c_void_p, [c_void_p]),
     "tfm_translate_options_default": (None, [P(TranslateOptions)]),
     "tfm_translation_free": (None, [P(Translation)]),
     "tfm_translator_translate_batch": (c_int, [c_void_p, P(c_char_p), c_int, P(TranslateOptions), P(Translation)]),
+    # seq2seq.h: the model behind a translator (read-only)
+    "tfm_mt_model_decode_beam": (c_int, [c_void_p]),
+    "tfm_mt_model_decode_alpha": (c_float, [c_void_p]),
+    "tfm_mt_model_src_lang": (c_char_p, [c_void_p]),
+    "tfm_mt_model_tgt_lang": (c_char_p, [c_void_p]),
+    "tfm_mt_model_bpe": (c_void_p, [c_void_p]),
     # generator.h
     "tfm_generator_params_default": (None, [P(GeneratorParams)]),
     "tfm_generator_load": (c_void_p, [c_char_p, P(GeneratorParams)]),
     "tfm_generator_free": (None, [c_void_p]),
-    "tfm_generator_model": (P(Gpt), [c_void_p]),
+    "tfm_generator_model": (c_void_p, [c_void_p]),
     "tfm_generator_tokenizer": (c_char_p, [c_void_p]),
     "tfm_generator_count_tokens": (c_int, [c_void_p, c_char_p]),
+    "tfm_gpt_vocab_size": (c_int, [c_void_p]),
+    "tfm_gpt_block_size": (c_int, [c_void_p]),
     "tfm_generate_options_default": (None, [P(GenerateOptions)]),
     "tfm_finish_reason_name": (c_char_p, [c_int]),
     "tfm_generation_free": (None, [P(Generation)]),
@@ -286,21 +248,25 @@ _FUNCTIONS = {
     "tfm_chrf_compute": (None, [P(ChrfStats), P(ChrfResult)]),
     "tfm_chrf_format": (c_char_p, [P(ChrfResult), c_char_p, c_size_t]),
     "tfm_chrf_signature": (c_char_p, [c_int, c_int, c_char_p, c_size_t]),
-    # bpe.h
-    "tfm_bpe_learn_defaults": (None, [P(BpeLearnOptions)]),
-    "tfm_bpe_learn_lines": (c_int, [P(Bpe), P(c_char_p), c_int, P(BpeLearnOptions)]),
-    "tfm_bpe_learn_files": (c_int, [P(Bpe), P(c_char_p), c_int, P(BpeLearnOptions)]),
-    "tfm_bpe_load": (c_int, [P(Bpe), c_char_p]),
-    "tfm_bpe_save": (c_int, [P(Bpe), c_char_p]),
-    "tfm_bpe_free": (None, [P(Bpe)]),
-    "tfm_bpe_piece_id": (c_int, [P(Bpe), c_char_p, c_size_t]),
-    "tfm_bpe_encode": (c_void_p, [P(Bpe), c_char_p, c_size_t, P(c_int)]),
-    "tfm_bpe_encode_pieces": (c_void_p, [P(Bpe), c_char_p, c_size_t]),
-    "tfm_bpe_decode": (c_void_p, [P(Bpe), P(c_int), c_int]),
-    "tfm_bpe_decode_pieces": (c_void_p, [P(Bpe), P(c_char_p), c_int]),
-    # text.h
-    "tfm_char_vocab_from_string": (c_int, [P(CharVocab), c_char_p]),
-    "tfm_char_vocab_free": (None, [P(CharVocab)]),
+    # bpe.h (a model is an opaque pointer: tfm_bpe_new / tfm_bpe_delete)
+    "tfm_bpe_new": (c_void_p, []),
+    "tfm_bpe_delete": (None, [c_void_p]),
+    "tfm_bpe_size": (c_int, [c_void_p]),
+    "tfm_bpe_pad_id": (c_int, [c_void_p]),
+    "tfm_bpe_bos_id": (c_int, [c_void_p]),
+    "tfm_bpe_eos_id": (c_int, [c_void_p]),
+    "tfm_bpe_unk_id": (c_int, [c_void_p]),
+    "tfm_bpe_piece": (c_void_p, [c_void_p, c_int, P(c_size_t)]),
+    "tfm_bpe_learn_opts_default": (None, [P(BpeLearnOptions)]),
+    "tfm_bpe_learn_lines": (c_int, [c_void_p, P(c_char_p), c_int, P(BpeLearnOptions)]),
+    "tfm_bpe_learn_files": (c_int, [c_void_p, P(c_char_p), c_int, P(BpeLearnOptions)]),
+    "tfm_bpe_load": (c_int, [c_void_p, c_char_p]),
+    "tfm_bpe_save": (c_int, [c_void_p, c_char_p]),
+    "tfm_bpe_piece_id": (c_int, [c_void_p, c_char_p, c_size_t]),
+    "tfm_bpe_encode": (c_void_p, [c_void_p, c_char_p, c_size_t, P(c_int)]),
+    "tfm_bpe_encode_pieces": (c_void_p, [c_void_p, c_char_p, c_size_t]),
+    "tfm_bpe_decode": (c_void_p, [c_void_p, P(c_int), c_int]),
+    "tfm_bpe_decode_pieces": (c_void_p, [c_void_p, P(c_char_p), c_int]),
     # run.h: whole runs, options set by name
     "tfm_field_find": (c_int, [P(Field), c_int, c_char_p]),
     "tfm_field_parse": (c_int, [P(Field), c_void_p, c_char_p]),

@@ -21,20 +21,25 @@ class BPETokenizer:
     """
 
     def __init__(self, path: str | os.PathLike):
-        self._m = _lib.Bpe()
-        self._owner = None
-        self._own = False
-        _lib.check(lib.tfm_bpe_load(ctypes.byref(self._m), _lib.enc(os.fspath(path), "path")))
-        self._own = True
-        self._ptr = ctypes.pointer(self._m)
+        self._ptr, self._owner = None, None
+        b = _lib.enc(os.fspath(path), "path")
+        self._own_new(lambda m: lib.tfm_bpe_load(m, b))
+
+    def _own_new(self, fill) -> None:
+        """A model of this object's own (tfm_bpe_new), filled by fill(pointer) (a tfm_bpe_load / learn call)."""
+        m = _lib.check_ptr(lib.tfm_bpe_new())
+        try:
+            _lib.check(fill(m))
+        except BaseException:
+            lib.tfm_bpe_delete(m)
+            raise
+        self._ptr = m
 
     @classmethod
     def _borrow(cls, ptr: int, owner) -> "BPETokenizer":
         """A view of a model owned by ``owner`` (a Translator), kept alive as long as this object."""
         t = cls.__new__(cls)
-        t._own, t._owner = False, owner
-        t._ptr = ctypes.cast(ptr, ctypes.POINTER(_lib.Bpe))
-        t._m = t._ptr.contents
+        t._ptr, t._owner = ptr, owner
         return t
 
     @classmethod
@@ -49,25 +54,21 @@ class BPETokenizer:
         split_by_class      a piece never mixes letters, digits and punctuation
         """
         o = _lib.BpeLearnOptions()
-        lib.tfm_bpe_learn_defaults(ctypes.byref(o))
+        lib.tfm_bpe_learn_opts_default(ctypes.byref(o))
         o.vocab_size, o.character_coverage = int(vocab_size), float(character_coverage)
         o.max_piece_chars, o.split_by_class = int(max_piece_chars), int(bool(split_by_class))
         lines = list(lines)
         arr = _lib.strings(lines, "lines")
         t = cls.__new__(cls)
-        t._m, t._owner, t._own = _lib.Bpe(), None, False
-        _lib.check(lib.tfm_bpe_learn_lines(ctypes.byref(t._m), arr, len(lines), ctypes.byref(o)))
-        t._own = True
-        t._ptr = ctypes.pointer(t._m)
+        t._ptr, t._owner = None, None
+        t._own_new(lambda m: lib.tfm_bpe_learn_lines(m, arr, len(lines), ctypes.byref(o)))
         return t
 
     def close(self) -> None:
         """Free the model now (also done when the object is collected)."""
-        if getattr(self, "_own", False):
-            self._own = False
-            if lib is not None:   # None only at interpreter shutdown
-                lib.tfm_bpe_free(ctypes.byref(self._m))
-        self._ptr = None
+        p, self._ptr = getattr(self, "_ptr", None), None
+        if p and getattr(self, "_owner", None) is None and lib is not None:   # lib: None only at shutdown
+            lib.tfm_bpe_delete(p)
 
     def __del__(self):
         self.close()
@@ -84,33 +85,35 @@ class BPETokenizer:
     @property
     def vocab_size(self) -> int:
         """Number of pieces (ids are 0 .. vocab_size - 1)."""
-        return self._p().contents.n
+        return lib.tfm_bpe_size(self._p())
 
     def __len__(self) -> int:
         return self.vocab_size
 
     @property
     def pad_id(self) -> int:
-        return self._p().contents.pad_id
+        return lib.tfm_bpe_pad_id(self._p())
 
     @property
     def bos_id(self) -> int:
-        return self._p().contents.bos_id
+        return lib.tfm_bpe_bos_id(self._p())
 
     @property
     def eos_id(self) -> int:
-        return self._p().contents.eos_id
+        return lib.tfm_bpe_eos_id(self._p())
 
     @property
     def unk_id(self) -> int:
-        return self._p().contents.unk_id
+        return lib.tfm_bpe_unk_id(self._p())
 
     def id_to_piece(self, i: int) -> str:
         """The piece of id ``i`` (IndexError outside 0..vocab_size-1)."""
-        m = self._p().contents
-        if not 0 <= i < m.n:
-            raise IndexError(f"id {i} is not in 0..{m.n - 1}")
-        return _lib.dec(m.piece[i])
+        size = self.vocab_size
+        if not 0 <= i < size:
+            raise IndexError(f"id {i} is not in 0..{size - 1}")
+        n = ctypes.c_size_t()
+        p = _lib.check_ptr(lib.tfm_bpe_piece(self._p(), int(i), ctypes.byref(n)))
+        return _lib.dec(ctypes.string_at(p, n.value))
 
     def piece_to_id(self, piece: str) -> int:
         """The id of a piece as SentencePiece's PieceToId (``unk_id`` for an unknown piece)."""
@@ -146,5 +149,5 @@ class BPETokenizer:
 
 
 def _translator_tokenizer(translator) -> Optional[BPETokenizer]:
-    m = lib.tfm_translator_model(translator._handle()).contents
-    return BPETokenizer._borrow(m.bpe, translator) if m.bpe else None
+    bpe = lib.tfm_mt_model_bpe(lib.tfm_translator_model(translator._handle()))
+    return BPETokenizer._borrow(bpe, translator) if bpe else None

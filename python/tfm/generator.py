@@ -124,10 +124,10 @@ class Generator:
         self._streams: "weakref.WeakSet[GenerationStream]" = weakref.WeakSet()
         self.path = os.fspath(path)
         self._g = _lib.check_ptr(lib.tfm_generator_load(_lib.enc(self.path, "path"), ctypes.byref(p)))
-        cfg = lib.tfm_generator_model(self._g).contents.cfg
+        m = lib.tfm_generator_model(self._g)
         self.tokenizer: str = _lib.dec(lib.tfm_generator_tokenizer(self._g))
-        self.vocab_size: int = cfg.vocab_size
-        self.block_size: int = cfg.block_size
+        self.vocab_size: int = lib.tfm_gpt_vocab_size(m)
+        self.block_size: int = lib.tfm_gpt_block_size(m)
 
     def close(self) -> None:
         """Free the model now (also done when the object is collected), and the streams still open on it;

@@ -83,11 +83,12 @@ class Translator:
         self.path = self.paths[0]
         names = (ctypes.c_char_p * len(self.paths))(*[_lib.enc(q, "path") for q in self.paths])
         self._t = _lib.check_ptr(lib.tfm_translator_load_ensemble(names, len(self.paths), ctypes.byref(p)))
-        m = lib.tfm_translator_model(self._t).contents
-        self.default_beam_size: int = m.decode_beam if m.decode_beam > 0 else 1
-        self.default_length_penalty: float = float(m.decode_alpha) if m.decode_beam > 0 else 0.0
-        self.source_language: str = _lib.dec(m.src_lang)
-        self.target_language: str = _lib.dec(m.tgt_lang)
+        m = lib.tfm_translator_model(self._t)
+        beam = lib.tfm_mt_model_decode_beam(m)
+        self.default_beam_size: int = beam if beam > 0 else 1
+        self.default_length_penalty: float = float(lib.tfm_mt_model_decode_alpha(m)) if beam > 0 else 0.0
+        self.source_language: str = _lib.dec(lib.tfm_mt_model_src_lang(m))
+        self.target_language: str = _lib.dec(lib.tfm_mt_model_tgt_lang(m))
 
     def close(self) -> None:
         """Free the model now (also done when the object is collected); not while another thread is in a

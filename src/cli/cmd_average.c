@@ -20,7 +20,7 @@ static int check_model(const char *path) {
     if (kind && !strcmp(kind, "gpt")) {
         tfm_gpt m;
         tfm_char_vocab v;
-        if (!(rc = tfm_gpt_get(&c, path, &m, &v, NULL, NULL))) tfm_gpt_free(&m), tfm_char_vocab_free(&v);
+        if (!(rc = tfm_gpt_get(&m, &v, NULL, NULL, &c, path))) tfm_gpt_free(&m), tfm_char_vocab_free(&v);
     } else if (kind) {
         tfm_mt_model t;
         if (!(rc = tfm_mt_model_get(&t, &c, path))) tfm_mt_model_free(&t);

@@ -25,7 +25,7 @@ static int bpe_usage(FILE *f) {
 /* ---------------------------------------------------------------- learn */
 static int bpe_learn(int argc, char **argv) {
     tfm_bpe_learn_opts o;
-    tfm_bpe_learn_defaults(&o);
+    tfm_bpe_learn_opts_default(&o);
     const char *out = NULL;
     cli_flag flags[] = {
         {"vocab-size", FLAG_INT, &o.vocab_size, "number of pieces, specials and bytes included", 0},

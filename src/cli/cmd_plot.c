@@ -30,7 +30,7 @@ int cmd_plot(int argc, char **argv) {
     if ((rc = cli_check_files("plot", files, 2))) return rc;
     cli_clean_stale("plot", out);
     tfm_train_log log;
-    if (tfm_train_log_load(pos[0], &log)) return cli_fail("plot", "%s", tfm_last_error());
+    if (tfm_train_log_load(&log, pos[0])) return cli_fail("plot", "%s", tfm_last_error());
     const char *slash = strrchr(pos[0], '/');
     if (tfm_train_log_plot(&log, out, title ? title : slash ? slash + 1 : pos[0])) {
         rc = cli_fail("plot", "%s: %s", pos[0], tfm_last_error());

@@ -142,7 +142,7 @@ static int write_file_fn(FILE *f, const void *ctx) {
     return write_file(f, c->h, c->t, c->n);
 }
 
-int tfm_st_save(const char *path, const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta) {
+int tfm_st_save(const tfm_st_tensor *t, int n, const tfm_st_meta *meta, int n_meta, const char *path) {
     tfm_strbuf h = {0};
     if (build_header(&h, path, t, n, meta, n_meta)) {
         tfm_strbuf_free(&h);

@@ -80,7 +80,7 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
     const char *kind = tfm_container_get(&c, "tokenizer.kind") ? tfm_container_str(&c, "tokenizer.kind") : NULL;
     tfm_lm lm;   /* an imported GPT-2: the model with its byte-level BPE */
     int rc = kind && !strcmp(kind, "gpt2") ? tfm_lm_get(&lm, &c, path)
-                                           : tfm_gpt_get_tok(&c, path, &g->model, &g->tok.chars, &g->tok.bpe, NULL, NULL);
+                                           : tfm_gpt_get_tok(&g->model, &g->tok.chars, &g->tok.bpe, NULL, NULL, &c, path);
     if (!rc && kind && !strcmp(kind, "gpt2")) g->model = lm.model, g->tok.gpt2 = lm.gpt2, g->tok.eos = lm.eos;
     tfm_container_free(&c);
     if (rc) {

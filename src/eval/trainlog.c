@@ -218,7 +218,7 @@ void tfm_train_log_free(tfm_train_log *log) {
     memset(log, 0, sizeof *log);
 }
 
-int tfm_train_log_load(const char *path, tfm_train_log *log) {
+int tfm_train_log_load(tfm_train_log *log, const char *path) {
     memset(log, 0, sizeof *log);
     size_t len;
     char *buf = tfm_read_text_file(path, &len);

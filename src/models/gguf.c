@@ -453,7 +453,7 @@ int tfm_export_gguf(const char *tfm_path, const char *gguf_path, int outtype) {
                       tfm_path, kind);
         goto done;
     }
-    if (tfm_gpt_get_model(&c, tfm_path, &m, NULL, NULL)) goto done;
+    if (tfm_gpt_get_model(&m, NULL, NULL, &c, tfm_path)) goto done;
     have_model = 1;
     if (m.cfg.attention != TFM_ATTN_CAUSAL) {
         tfm_set_error("%s: synthesizer attention has no llama.cpp architecture (GGUF export takes causal GPTs)",

@@ -134,6 +134,9 @@ void tfm_gpt_free(tfm_gpt *m) {
     m->blocks = NULL;
 }
 
+int tfm_gpt_vocab_size(const tfm_gpt *m) { return m->cfg.vocab_size; }
+int tfm_gpt_block_size(const tfm_gpt *m) { return m->cfg.block_size; }
+
 static tfm_tensor *block_forward(tfm_graph *g, const tfm_gpt_config *c, tfm_gpt_block *b, tfm_tensor *x) {
     tfm_tensor *h = tfm_LayerNorm_forward(g, &b->ln1, x);
     if (c->attention == TFM_ATTN_SYNTHESIZER) {

@@ -33,7 +33,7 @@ int tfm_gpt_model_load(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, const char 
     tfm_container c;
     if (bpe) *bpe = NULL;
     if (tfm_container_load_except(&c, path, "adam.")) return tfm_container_free(&c), -1;
-    int rc = tfm_gpt_get_model(&c, path, m, v, bpe);
+    int rc = tfm_gpt_get_model(m, v, bpe, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
@@ -73,7 +73,7 @@ static int get_bpe(const tfm_container *cp, const char *path, int vocab_size, tf
     return 0;
 }
 
-int tfm_gpt_get_model(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe) {
+int tfm_gpt_get_model(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, const tfm_container *cp, const char *path) {
     int rc = -1;
     if (v) memset(v, 0, sizeof *v);
     if (bpe) *bpe = NULL;
@@ -161,7 +161,7 @@ int tfm_lm_get(tfm_lm *lm, const tfm_container *c, const char *path) {
     lm->eos = -1;
     const char *kind = tfm_container_get(c, "tokenizer.kind") ? tfm_container_str(c, "tokenizer.kind") : NULL;
     int gpt2 = kind && !strcmp(kind, "gpt2");
-    int rc = tfm_gpt_get_model(c, path, &lm->model, gpt2 ? NULL : &lm->chars, NULL);
+    int rc = tfm_gpt_get_model(&lm->model, gpt2 ? NULL : &lm->chars, NULL, c, path);
     if (!rc && gpt2 && get_gpt2(lm, c, path)) {
         tfm_gpt2_bpe_free(lm->gpt2);
         tfm_gpt_free(&lm->model);

@@ -22,12 +22,12 @@ static int save(const char *path, const tfm_params *p, const tfm_st_meta *meta, 
         memcpy(t[i].shape, p->t[i]->shape, sizeof t[i].shape);
         t[i].data = p->t[i]->data;
     }
-    int rc = tfm_st_save(path, t, p->n, meta, n_meta);
+    int rc = tfm_st_save(t, p->n, meta, n_meta, path);
     free(t);
     return rc;
 }
 
-int tfm_gpt_save_safetensors(const char *path, const tfm_gpt *m, const tfm_char_vocab *v) {
+int tfm_gpt_save_safetensors(const tfm_gpt *m, const tfm_char_vocab *v, const char *path) {
     const tfm_gpt_config *c = &m->cfg;
     char cfg[512];
     snprintf(cfg, sizeof cfg,
@@ -52,7 +52,7 @@ static void put_tied(tfm_strbuf *b) {
     tfm_strbuf_put(b, "}", 1);
 }
 
-int tfm_mt_model_save_safetensors(const char *path, const tfm_mt_model *t) {
+int tfm_mt_model_save_safetensors(const tfm_mt_model *t, const char *path) {
     const tfm_mt_config *c = &t->model->cfg;
     if (t->bpe && (!t->bpe->proto || t->bpe->proto_len > TFM_ST_MAX_HEADER / 2))
         return tfm_set_error("%s: the BPE model is too large for the safetensors header", path), -1;
@@ -100,7 +100,7 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
         tfm_gpt m;
         tfm_char_vocab v;
         if (!tfm_gpt_model_load(&m, &v, NULL, tfm_path)) {
-            rc = tfm_gpt_save_safetensors(st_path, &m, &v);
+            rc = tfm_gpt_save_safetensors(&m, &v, st_path);
             tfm_gpt_free(&m);
             tfm_char_vocab_free(&v);
         }
@@ -110,7 +110,7 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
             if (t.marian)   /* its vocab.json and SentencePiece files have no place in tfm's safetensors metadata */
                 tfm_set_error("%s: an imported MarianMT: safetensors export is for tfm's own models (the Hugging Face "
                               "folder it came from is the safetensors form)", tfm_path);
-            else rc = tfm_mt_model_save_safetensors(st_path, &t);
+            else rc = tfm_mt_model_save_safetensors(&t, st_path);
             tfm_mt_model_free(&t);
         }
     }

@@ -579,3 +579,9 @@ void tfm_mt_model_free(tfm_mt_model *t) {
     tfm_marian_tok_free(t->marian);
     memset(t, 0, sizeof *t);
 }
+
+int tfm_mt_model_decode_beam(const tfm_mt_model *t) { return t->decode_beam; }
+float tfm_mt_model_decode_alpha(const tfm_mt_model *t) { return t->decode_alpha; }
+const char *tfm_mt_model_src_lang(const tfm_mt_model *t) { return t->src_lang; }
+const char *tfm_mt_model_tgt_lang(const tfm_mt_model *t) { return t->tgt_lang; }
+const tfm_bpe *tfm_mt_model_bpe(const tfm_mt_model *t) { return t->bpe; }

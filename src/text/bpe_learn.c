@@ -24,7 +24,7 @@
 #define N_SPECIAL 260           /* <pad> <s> </s> <unk> + 256 bytes */
 #define MAX_VOCAB 1000000
 
-void tfm_bpe_learn_defaults(tfm_bpe_learn_opts *o) {
+void tfm_bpe_learn_opts_default(tfm_bpe_learn_opts *o) {
     o->vocab_size = 8000;
     o->character_coverage = 0.9995f;
     o->max_piece_chars = 16;

@@ -557,6 +557,30 @@ void tfm_bpe_free(tfm_bpe *m) {
     memset(m, 0, sizeof *m);
 }
 
+tfm_bpe *tfm_bpe_new(void) {
+    tfm_bpe *m = calloc(1, sizeof *m);
+    if (!m) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (a BPE model)");
+    return m;
+}
+
+void tfm_bpe_delete(tfm_bpe *m) {
+    if (!m) return;
+    tfm_bpe_free(m);
+    free(m);
+}
+
+int tfm_bpe_size(const tfm_bpe *m) { return m->n; }
+int tfm_bpe_pad_id(const tfm_bpe *m) { return m->pad_id; }
+int tfm_bpe_bos_id(const tfm_bpe *m) { return m->bos_id; }
+int tfm_bpe_eos_id(const tfm_bpe *m) { return m->eos_id; }
+int tfm_bpe_unk_id(const tfm_bpe *m) { return m->unk_id; }
+
+const char *tfm_bpe_piece(const tfm_bpe *m, int id, size_t *len) {
+    if (id < 0 || id >= m->n) return NULL;
+    if (len) *len = (size_t)m->len[id];
+    return m->piece[id];
+}
+
 /* ---------------------------------------------------------------- files and containers */
 int tfm_bpe_load(tfm_bpe *m, const char *path) {
     memset(m, 0, sizeof *m);

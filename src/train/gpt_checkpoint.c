@@ -9,18 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tfm_gpt_save(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
-                 const tfm_lm_train_state *st) {
-    return tfm_gpt_save_run(path, m, v, opt, st, NULL);
+int tfm_gpt_save(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt, const tfm_lm_train_state *st,
+                 const char *path) {
+    return tfm_gpt_save_run(m, v, opt, st, NULL, path);
 }
 
-int tfm_gpt_save_run(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt,
-                     const tfm_lm_train_state *st, const tfm_run_config *run) {
-    return tfm_gpt_save_tok(path, m, v, NULL, opt, st, run);
+int tfm_gpt_save_run(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_adamw *opt, const tfm_lm_train_state *st,
+                     const tfm_run_config *run, const char *path) {
+    return tfm_gpt_save_tok(m, v, NULL, opt, st, run, path);
 }
 
-int tfm_gpt_save_tok(const char *path, const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe,
-                     const tfm_adamw *opt, const tfm_lm_train_state *st, const tfm_run_config *run) {
+int tfm_gpt_save_tok(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe *bpe, const tfm_adamw *opt,
+                     const tfm_lm_train_state *st, const tfm_run_config *run, const char *path) {
     tfm_container c;
     tfm_container_init(&c);
     if (tfm_gpt_put(&c, m, v, bpe)) return tfm_container_free(&c), -1;
@@ -113,38 +113,38 @@ static int load_state(const tfm_container *c, const char *path, const tfm_gpt_co
     return 0;
 }
 
-int tfm_gpt_load(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st) {
+int tfm_gpt_load(tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st, const char *path) {
     tfm_container c;
     if (tfm_container_load_except(&c, path, opt ? NULL : "adam.")) {   /* no optimizer wanted: its state not kept */
         tfm_container_free(&c);
         return -1;
     }
-    int rc = tfm_gpt_get(&c, path, m, v, opt, st);
+    int rc = tfm_gpt_get(m, v, opt, st, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
 
-int tfm_gpt_get(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt,
-                tfm_lm_train_state *st) {
-    return tfm_gpt_get_tok(cp, path, m, v, NULL, opt, st);
+int tfm_gpt_get(tfm_gpt *m, tfm_char_vocab *v, tfm_adamw *opt, tfm_lm_train_state *st, const tfm_container *cp,
+                const char *path) {
+    return tfm_gpt_get_tok(m, v, NULL, opt, st, cp, path);
 }
 
-int tfm_gpt_load_tok(const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt,
-                     tfm_lm_train_state *st) {
+int tfm_gpt_load_tok(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt, tfm_lm_train_state *st,
+                     const char *path) {
     tfm_container c;
     *bpe = NULL;
     if (tfm_container_load_except(&c, path, opt ? NULL : "adam.")) {
         tfm_container_free(&c);
         return -1;
     }
-    int rc = tfm_gpt_get_tok(&c, path, m, v, bpe, opt, st);
+    int rc = tfm_gpt_get_tok(m, v, bpe, opt, st, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
 
-int tfm_gpt_get_tok(const tfm_container *cp, const char *path, tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe,
-                    tfm_adamw *opt, tfm_lm_train_state *st) {
-    if (tfm_gpt_get_model(cp, path, m, v, bpe)) return -1;
+int tfm_gpt_get_tok(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, tfm_adamw *opt, tfm_lm_train_state *st,
+                    const tfm_container *cp, const char *path) {
+    if (tfm_gpt_get_model(m, v, bpe, cp, path)) return -1;
     if (!opt || !st) return 0;
     if (tfm_params_n_q8(&m->params)) {
         tfm_set_error("%s: an int8 model (tfm quantize) is for inference only: it cannot be trained or resumed "

@@ -88,7 +88,7 @@ int tfm_lm_bpe_learn(tfm_bpe *bpe, const char *path, float train_frac, int vocab
     char **lines = tfm_split_lines(text, strlen(text), &n);
     if (!lines) return free(text), tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
     tfm_bpe_learn_opts o;
-    tfm_bpe_learn_defaults(&o);
+    tfm_bpe_learn_opts_default(&o);
     o.vocab_size = vocab_size;
     o.character_coverage = 1.0f;   /* every character of the text a piece: the model writes what it read */
     int rc = tfm_bpe_learn_lines(bpe, (const char *const *)lines, n, &o);

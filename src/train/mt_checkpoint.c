@@ -39,13 +39,13 @@ int tfm_mt_corpus_from_text(const tfm_parallel_text *p, const tfm_mt_model *t, i
     return rc;
 }
 
-int tfm_mt_save(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
-                const tfm_mt_train_opts *o) {
-    return tfm_mt_save_run(path, t, opt, p, o, NULL);
+int tfm_mt_save(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
+                const char *path) {
+    return tfm_mt_save_run(t, opt, p, o, NULL, path);
 }
 
-int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p,
-                    const tfm_mt_train_opts *o, const tfm_run_config *run) {
+int tfm_mt_save_run(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
+                    const tfm_run_config *run, const char *path) {
     tfm_container c;
     tfm_container_init(&c);
     tfm_mt_model_put(&c, t);
@@ -59,8 +59,8 @@ int tfm_mt_save_run(const char *path, const tfm_mt_model *t, const tfm_adamw *op
     return rc;
 }
 
-int tfm_mt_resume(const char *path, tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p,
-                  const tfm_mt_train_opts *o) {
+int tfm_mt_resume(tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p, const tfm_mt_train_opts *o,
+                  const char *path) {
     tfm_container c;
     memset(t, 0, sizeof *t);
     memset(opt, 0, sizeof *opt);

@@ -88,7 +88,7 @@ int tfm_quantize_file(const char *in_path, const char *out_path, const tfm_quant
     if (!strcmp(kind, "gpt")) {
         tfm_gpt m;
         tfm_char_vocab v;
-        if (tfm_gpt_get(&in, in_path, &m, &v, NULL, NULL)) goto done;
+        if (tfm_gpt_get(&m, &v, NULL, NULL, &in, in_path)) goto done;
         rc = quantize_params(&m.params, kind, o, r, in_path);
         if (!rc) rc = build_output(&out, &in, &m.params, r, out_path);
         tfm_gpt_free(&m);

@@ -78,7 +78,7 @@ int tfm_run_config_get(const tfm_container *k, tfm_run_config *c) {
     return 0;
 }
 
-int tfm_run_config_load(const char *path, tfm_run_config *c) {
+int tfm_run_config_load(tfm_run_config *c, const char *path) {
     tfm_container k;
     int rc = tfm_container_load(&k, path);
     if (!rc) rc = tfm_run_config_get(&k, c);

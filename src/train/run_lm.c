@@ -203,7 +203,7 @@ static int load_data(lm_run *x) {
 static int resume_model(lm_run *x) {
     tfm_lm_run_opts *o = x->o;
     int iters = x->st.iters, f_iters = tfm_field_find(LM_FIELDS, N_FIELDS, "iters");
-    if (tfm_gpt_load_tok(o->resume, &x->m, &x->vocab, &x->bpe, &x->opt, &x->st)) return tfm_prefix_error("--resume: ");
+    if (tfm_gpt_load_tok(&x->m, &x->vocab, &x->bpe, &x->opt, &x->st, o->resume)) return tfm_prefix_error("--resume: ");
     if (x->h && x->h->given && x->h->given[f_iters]) x->st.iters = iters;
     x->cfg = x->m.cfg;
     o->n_layer = x->cfg.n_layer, o->n_head = x->cfg.n_head, o->n_embd = x->cfg.n_embd;
@@ -264,7 +264,7 @@ static void on_report(const tfm_lm_report *r, void *user) {
 
 static int on_save(const tfm_lm_train_state *st, void *user) {
     lm_run *x = user;
-    if (tfm_gpt_save_tok(x->o->out, &x->m, &x->vocab, x->bpe, &x->opt, st, &x->run)) return -1;
+    if (tfm_gpt_save_tok(&x->m, &x->vocab, x->bpe, &x->opt, st, &x->run, x->o->out)) return -1;
     x->r->saved_step = st->iter;
     return x->o->keep_last > 0 ? tfm_ckpt_keep_step(x->o->out, st->iter, x->o->keep_last) : 0;
 }
@@ -301,7 +301,7 @@ static int prepare(lm_run *x) {
         return tfm_set_error_kind(TFM_ERR_ARG, "--resume %s: is %s, not a language model%s", o->resume,
                                   tfm_checkpoint_kind_desc(kind), strcmp(kind, "seq2seq") ? "" :
                                   ": continue it with tfm train-mt --resume"), -1;
-    if (o->resume && tfm_run_config_load(o->resume, &x->stored)) return tfm_prefix_error("--resume: ");
+    if (o->resume && tfm_run_config_load(&x->stored, o->resume)) return tfm_prefix_error("--resume: ");
     int new_data = -1;
     if (o->resume && tfm_run_config_resume(LM_FIELDS, N_FIELDS, o, x->h ? x->h->given : NULL, &x->stored,
                                            o->allow_new_data, o->resume, &new_data))

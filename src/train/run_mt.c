@@ -61,7 +61,7 @@ static int resume_config(mt_run *x) {
                                       "train-lm --resume", o->resume, tfm_checkpoint_kind_desc(kind)), -1;
         return tfm_set_error_kind(TFM_ERR_ARG, "--resume %s: is %s", o->resume, tfm_checkpoint_kind_desc(kind)), -1;
     }
-    if (tfm_run_config_load(o->resume, &x->stored)) return tfm_prefix_error("--resume: ");
+    if (tfm_run_config_load(&x->stored, o->resume)) return tfm_prefix_error("--resume: ");
     if (!o->out) o->out = o->resume;
     int n, new_data;
     const tfm_field *f = mt_fields(&n);
@@ -89,7 +89,7 @@ static int prepare(mt_run *x) {
 /* ---------------------------------------------------------------- the loop */
 static int on_save(const tfm_mt_progress *p, void *user) {   /* after every epoch, every --save-every, at a stop */
     mt_run *x = user;
-    if (tfm_mt_save_run(x->o->out, &x->tr, &x->opt, p, &x->to, &x->run)) return -1;
+    if (tfm_mt_save_run(&x->tr, &x->opt, p, &x->to, &x->run, x->o->out)) return -1;
     x->r->saved_step = p->step;
     return x->o->keep_last > 0 ? tfm_ckpt_keep_step(x->o->out, p->step, x->o->keep_last) : 0;
 }

@@ -37,7 +37,7 @@ static tfm_bpe *make_bpe(mt_run *x) {
     if (!lines) return free(b), nomem(), NULL;
     for (int i = 0; i < p->n; i++) lines[2 * i] = p->src[i].tok[0], lines[2 * i + 1] = p->tgt[i].tok[0];
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     if (o->vocab_size) lo.vocab_size = o->vocab_size;
     int rc = tfm_bpe_learn_lines(b, lines, 2 * p->n, &lo);
     free(lines);
@@ -67,7 +67,7 @@ static int build_model(mt_run *x) {
 
 int mt_resume_model(mt_run *x) {
     tfm_mt_run_opts *o = x->o;
-    if (tfm_mt_resume(o->resume, &x->tr, &x->opt, &x->prog, &x->to)) return tfm_prefix_error("--resume: ");
+    if (tfm_mt_resume(&x->tr, &x->opt, &x->prog, &x->to, o->resume)) return tfm_prefix_error("--resume: ");
     const tfm_mt_config *c = &x->tr.model->cfg;   /* the options take what the model was built with */
     o->arch = c->arch;
     o->d_model = c->d_model, o->n_head = c->n_head, o->ffn = c->ffn, o->pre_ln = c->pre_ln, o->n_layer = c->n_layer;

@@ -9,6 +9,7 @@
 
 #include "tfm/kernels.h"
 #include "tfm/train.h"
+#include "train/loop.h"
 
 void tfm_lm_train_state_init(tfm_lm_train_state *st) {
     tfm_rng r;
@@ -56,62 +57,24 @@ static float accumulate(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tf
     return loss_sum;
 }
 
-/* Thread data parallelism (tfm_train_ctl.parallel): the slice is cut into k chunks, each computed on its own
- * replica (the model's weights, its own gradients) and graph by one thread with single-threaded kernels;
+/* Thread data parallelism (tfm_train_ctl.parallel): the slice is cut into k chunks in a pool (src/train/loop.h);
  * threads take chunks as they become free, so a descheduled thread holds up one chunk, not every op, and a
- * thread with no chunk left helps the others with their GEMMs (tfm_gemm_desk). The gradients are summed in
- * chunk order: the bits do not depend on which thread ran what. */
-typedef struct {   /* one chunk's state; 64-byte aligned so two threads never write one cache line */
-    _Alignas(64) tfm_graph g;
-    tfm_gpt *net;        /* chunk 0: the model itself; the others: &rep */
-    tfm_gpt rep;         /* the model's replica: its weights, this chunk's gradients */
-    float loss;
-} lm_chunk;
-
-typedef struct {
-    int k;
-    lm_chunk *c;         /* (k) */
-    tfm_params **p;      /* (k) &c[i].net->params */
-    tfm_gemm_desk *desk; /* the chunks' GEMMs, shared with threads that are done */
-    float norm;          /* the summed grads' norm (tfm_train_chunks_reduce) */
-} lm_chunks;
-
-static void chunks_free(lm_chunks *ch) {
-    for (int i = 0; i < ch->k; i++) {
-        if (ch->c[i].rep.blocks) tfm_gpt_free(&ch->c[i].rep);
-        tfm_graph_free(&ch->c[i].g);
-    }
-    free(ch->c), free(ch->p);
-    tfm_gemm_desk_free(ch->desk);
-    *ch = (lm_chunks){0};
+ * thread with no chunk left helps the others with their GEMMs (tfm_gemm_desk). */
+static void *gpt_replica(void *m) {
+    tfm_gpt *r = calloc(1, sizeof *r);
+    if (!r) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (a model replica)"), NULL;
+    if (tfm_gpt_replica_init(r, m)) return free(r), NULL;
+    return r;
 }
-
-static int chunks_init(lm_chunks *ch, tfm_gpt *m, const tfm_graph *g, int k) {   /* k <= the slice (tfm_train_chunks) */
-    *ch = (lm_chunks){0};
-    if (k <= 0) return 0;
-    if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, &ch->desk, k)) return -1;
-    ch->k = k;
-    for (int i = 0; i < k; i++) {
-        lm_chunk *c = &ch->c[i];
-        tfm_graph_init_worker(&c->g, g);
-        /* chunk 0 computes into the model's own grads (released by the optimizer step), so the chunks' sum
-         * adds k - 1 buffers into them instead of k into zeros: the same bits, a third less memory traffic */
-        if (i > 0 && tfm_gpt_replica_init(&c->rep, m)) return chunks_free(ch), -1;
-        c->net = i == 0 ? m : &c->rep;
-        ch->p[i] = &c->net->params;
-        if (i > 0) tfm_params_zero_grad(ch->p[i]);
-    }
-    return 0;
+static void gpt_free_replica(void *m) {
+    tfm_gpt_free(m);
+    free(m);
 }
-
-static void chunks_profile(lm_chunks *ch, tfm_graph *g) {
-    tfm_graph *gs[ch->k];
-    for (int i = 0; i < ch->k; i++) gs[i] = &ch->c[i].g;
-    tfm_profile_merge(g, gs, ch->k);
-}
+static tfm_params *gpt_params(void *m) { return &((tfm_gpt *)m)->params; }
+static const tfm_train_net_ops gpt_ops = {gpt_replica, gpt_free_replica, gpt_params};
 
 typedef struct {   /* one micro-batch's chunks (tfm_train_chunks_run) */
-    lm_chunks *ch;
+    tfm_train_pool *ch;
     const tfm_lm_train_state *st;
     const int *x, *y;
     int start, count;
@@ -120,15 +83,15 @@ typedef struct {   /* one micro-batch's chunks (tfm_train_chunks_run) */
 
 static void run_chunk(void *ctx, int i) {
     lm_micro *mb = ctx;
-    lm_chunk *c = &mb->ch->c[i];
+    tfm_train_chunk_slot *c = &mb->ch->c[i];
     int c0, cn;
     tfm_train_chunk(mb->start, mb->count, mb->ch->k, i, &c0, &cn);
     c->g.rng = mb->drop;
-    c->loss += slice_step(c->net, &c->g, mb->st, mb->x, mb->y, c0, cn);
+    c->loss = (float)c->loss + slice_step(c->net, &c->g, mb->st, mb->x, mb->y, c0, cn);   /* a float sum */
 }
 
-static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, const tfm_lm_train_state *st,
-                               tfm_rng *batch_rng, int *x, int *y, int start, int count) {
+static float accumulate_chunks(tfm_train_pool *ch, tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d,
+                               const tfm_lm_train_state *st, tfm_rng *batch_rng, int *x, int *y, int start, int count) {
     int k = ch->k;
     double tp = tfm_profile_begin(g);
     for (int i = 0; i < k; i++) ch->c[i].loss = 0;
@@ -140,7 +103,7 @@ static float accumulate_chunks(lm_chunks *ch, tfm_gpt *m, tfm_graph *g, const tf
     }
     ch->norm = tfm_train_chunks_reduce(g, tp, &m->params, ch->p, k);
     float loss = 0;
-    for (int i = 0; i < k; i++) loss += ch->c[i].loss;
+    for (int i = 0; i < k; i++) loss += (float)ch->c[i].loss;
     return loss;
 }
 
@@ -207,109 +170,114 @@ static int check_before_save(tfm_gpt *m, tfm_graph *g, const tfm_lm_data *d, con
         g->gemm_bf16 = bf16;
         snprintf(what, sizeof what, "the loss of a validation sequence under the new weights");
     }
-    int bad = tfm_train_check_before_save(st->iter, &m->params, opt, what, loss), agreed = bad;
-    if (!dist) return bad;
-    if (tfm_train_dist_agree(dist, &agreed)) return -1;
-    if (agreed && !bad)
-        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)",
-                      st->iter);
-    return agreed ? -1 : 0;
+    return tfm_train_check_before_save_all(dist, st->iter, &m->params, opt, what, loss);
+}
+
+/* ---------------------------------------------------------------- the loop */
+/* Everything one call of tfm_lm_train keeps across its steps. */
+typedef struct {
+    tfm_gpt *m;
+    const tfm_lm_data *d;
+    tfm_adamw *opt;
+    tfm_lm_train_state *st;
+    int max_steps, profile;
+    const tfm_train_ctl *ctl;
+    tfm_lm_report_fn report;
+    tfm_lm_save_fn save;
+    void *user;
+    tfm_train_ctl none;           /* ctl when none is given */
+    tfm_dist *dist;               /* NULL: one process */
+    int writer, start, count;     /* this rank's samples [start, start + count) of each batch */
+    int *x, *y;                   /* (B,T) inputs and targets */
+    tfm_graph g;
+    tfm_rng batch_rng;
+    tfm_train_pool ch;
+    double t_train;               /* wall time of the steps (without evaluation and saving) */
+    int steps, skipped;           /* steps of this call; batches skipped (--skip-nonfinite) */
+} lm_loop;
+
+static void loop_free(lm_loop *L) {
+    tfm_train_pool_free(&L->ch);
+    free(L->x);
+    tfm_graph_free(&L->g);
+}
+
+/* The ranks' slices, the batch buffers, the graph and the chunks. 0, or -1 with a tfm error. */
+static int loop_init(lm_loop *L, const tfm_train_ctl *ctl) {
+    int B = L->st->batch_size, T = L->m->cfg.block_size;
+    if (tfm_lm_step_check(&L->m->cfg, B)) return -1;
+    L->dist = tfm_train_dist(ctl);
+    L->start = 0, L->count = B, L->writer = !L->dist || tfm_dist_is_writer(L->dist);
+    if (L->dist && tfm_dist_slice(L->dist, B, &L->start, &L->count)) return -1;
+    L->x = malloc(sizeof(int) * (size_t)B * T * 2), L->y = L->x ? L->x + (size_t)B * T : NULL;
+    if (!L->x) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d x %d batch)", B, T), -1;
+    L->ctl = ctl ? ctl : &L->none;
+    tfm_train_graph_init(&L->g, (tfm_rng){L->st->dropout_rng}, L->profile, L->ctl->bf16);
+    L->batch_rng = (tfm_rng){L->st->batch_rng};
+    int k = tfm_train_chunks(L->ctl->parallel, tfm_get_threads(), L->count);
+    if (tfm_train_pool_init(&L->ch, &gpt_ops, L->m, &L->g, k)) return loop_free(L), -1;
+    return 0;
+}
+
+/* The evaluation, on the steps it is due, and a checkpoint (evaluation, stop, --save-every). 0, or -1 on an error. */
+static int evaluate_and_save(lm_loop *L, tfm_lm_report *r, int at_max, int stop) {
+    tfm_lm_train_state *st = L->st;
+    int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || at_max;
+    if (eval && evaluate(L->m, &L->g, L->d, st, L->dist, r)) return -1;
+    if (eval && L->report && L->writer) L->report(r, L->user);
+    if (!(eval || stop || (L->ctl->save_every > 0 && st->iter % L->ctl->save_every == 0))) return 0;
+    st->batch_rng = L->batch_rng.s;
+    st->dropout_rng = L->g.rng.s;
+    if (L->save && check_before_save(L->m, &L->g, L->d, st, L->opt, r, L->dist)) return -1;
+    int failed = L->save && L->writer && L->save(st, L->user);   /* rank 0 alone writes */
+    if (L->dist && tfm_train_dist_agree(L->dist, &failed) == 0 && failed && !L->writer)
+        tfm_set_error("rank 0 could not save the checkpoint (its message is on rank 0's stderr)");
+    return failed ? -1 : 0;
+}
+
+/* One optimizer step: grad_accum micro-batches forward and backward, the ranks' sum, the update, the report, then
+ * evaluate_and_save. 1 when the run stops here (--max-steps, a stop request), 0 to go on, -1 on an error. */
+static int lm_step(lm_loop *L) {
+    tfm_gpt *m = L->m;
+    tfm_lm_train_state *st = L->st;
+    int B = st->batch_size, T = m->cfg.block_size;
+    double t0 = tfm_now();
+    if (L->steps == 0) tfm_train_zero_grad(&L->g, &m->params);   /* later: the optimizer step releases them */
+    float loss = L->ch.k ? accumulate_chunks(&L->ch, m, &L->g, L->d, st, &L->batch_rng, L->x, L->y, L->start, L->count)
+                         : accumulate(m, &L->g, L->d, st, &L->batch_rng, L->x, L->y, L->start, L->count);
+    int stop_req = tfm_train_stop_requested(L->ctl);
+    if (L->dist) {   /* the global loss, any rank's stop request, the summed gradients */
+        double l = loss;
+        if (tfm_train_dist_reduce(&L->g, L->dist, &m->params, &l, &stop_req)) return -1;
+        loss = (float)l;
+    }
+    float lr = tfm_lr_cosine(st->iter, st->lr, st->min_lr, st->warmup, st->iters);
+    int bad = tfm_train_update(&L->g, &m->params, L->opt, lr, st->grad_clip, L->ch.k && !L->dist ? &L->ch.norm : NULL,
+                               loss);
+    if (bad && tfm_train_skip(L->ctl, st->iter + 1, loss, &L->skipped, L->writer)) return -1;
+    st->iter++;
+    L->steps++;
+    L->t_train += tfm_now() - t0;
+    tfm_lm_report r = {st->iter, st->iters, loss, lr, (float)((double)L->steps * B * T * st->grad_accum / L->t_train),
+                       (float)(L->t_train / L->steps * (st->iters - st->iter)), 0, NAN, NAN, L->t_train};
+    if (L->report && L->writer) L->report(&r, L->user);
+    int at_max = L->max_steps > 0 && st->iter >= L->max_steps;   /* the run's global step, across resumes */
+    int stop = at_max || (L->dist ? stop_req : tfm_train_stop_requested(L->ctl));
+    if (evaluate_and_save(L, &r, at_max, stop)) return -1;
+    return stop;
 }
 
 int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_state *st, int max_steps,
                  int profile, const tfm_train_ctl *ctl, tfm_lm_report_fn report, tfm_lm_save_fn save, void *user) {
-    int B = st->batch_size, T = m->cfg.block_size;
-    if (tfm_lm_step_check(&m->cfg, B)) return -1;
-    tfm_dist *dist = tfm_train_dist(ctl);   /* NULL: one process */
-    int start = 0, count = B, writer = !dist || tfm_dist_is_writer(dist);
-    if (dist && tfm_dist_slice(dist, B, &start, &count)) return -1;
-    int *x = malloc(sizeof(int) * (size_t)B * T * 2), *y = x ? x + (size_t)B * T : NULL;
-    if (!x) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (%d x %d batch)", B, T), -1;
-    tfm_graph g;
-    tfm_graph_init(&g, 0);
-    g.rng.s = st->dropout_rng;
-    g.profile = profile;
-    tfm_rng batch_rng = {st->batch_rng};
-    tfm_train_ctl none = {0};
-    if (!ctl) ctl = &none;
-    g.gemm_bf16 = ctl->bf16;   /* the chunks' worker graphs inherit it */
-    g.recycle_grads = 1;   /* nothing reads an intermediate tensor's grad after the backward */
-    lm_chunks ch;
-    if (chunks_init(&ch, m, &g, tfm_train_chunks(ctl->parallel, tfm_get_threads(), count))) {
-        free(x);
-        tfm_graph_free(&g);
-        return -1;
-    }
-    double t_train = 0;
-    int steps = 0, rc = 0;
-    int skipped = 0;
-    while (st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) {
-        double t0 = tfm_now();
-        if (steps == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the optimizer step releases them */
-        float loss = ch.k ? accumulate_chunks(&ch, m, &g, d, st, &batch_rng, x, y, start, count)
-                          : accumulate(m, &g, d, st, &batch_rng, x, y, start, count);
-        int stop_req = tfm_train_stop_requested(ctl);
-        if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
-            double l = loss;
-            if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
-                rc = -1;
-                break;
-            }
-            loss = (float)l;
-        }
-        float lr = tfm_lr_cosine(st->iter, st->lr, st->min_lr, st->warmup, st->iters);
-        /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
-        int bad = !isfinite(loss);
-        if (bad) tfm_train_zero_grad(&g, &m->params);
-        else bad = tfm_train_step_norm(&g, &m->params, opt, lr, st->grad_clip, ch.k && !dist ? &ch.norm : NULL) != 0;
-        if (bad && ++skipped > ctl->skip_nonfinite) {
-            tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr",
-                          st->iter + 1, isfinite(loss) ? "gradient norm" : "loss",
-                          skipped, ctl->skip_nonfinite);
-            rc = -1;
-            break;
-        }
-        if (bad && writer) tfm_train_note(ctl, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)", st->iter + 1,
-                         isfinite(loss) ? "gradient norm" : "loss", skipped, ctl->skip_nonfinite);
-        st->iter++;
-        steps++;
-        t_train += tfm_now() - t0;
-        tfm_lm_report r = {st->iter, st->iters, loss, lr, (float)((double)steps * B * T * st->grad_accum / t_train),
-                           (float)(t_train / steps * (st->iters - st->iter)), 0, NAN, NAN, t_train};
-        if (report && writer) report(&r, user);
-        int at_max = max_steps > 0 && st->iter >= max_steps;   /* the run's global step, across resumes */
-        int stop = at_max || (dist ? stop_req : tfm_train_stop_requested(ctl));
-        int eval = st->iter % st->eval_every == 0 || st->iter == st->iters || at_max;
-        if (eval && evaluate(m, &g, d, st, dist, &r)) {
-            rc = -1;
-            break;
-        }
-        if (eval && report && writer) report(&r, user);
-        if (eval || stop || (ctl->save_every > 0 && st->iter % ctl->save_every == 0)) {
-            st->batch_rng = batch_rng.s;
-            st->dropout_rng = g.rng.s;
-            if (save && check_before_save(m, &g, d, st, opt, &r, dist)) {
-                rc = -1;
-                break;
-            }
-            int failed = save && writer && save(st, user);   /* rank 0 alone writes */
-            if (dist && tfm_train_dist_agree(dist, &failed) == 0 && failed && !writer)
-                tfm_set_error("rank 0 could not save the checkpoint (its message is on rank 0's stderr)");
-            if (failed) {
-                rc = -1;
-                break;
-            }
-        }
-        if (stop) break;
-    }
-    char hash[32];
-    if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
-    else if (!rc && dist && writer)
-        tfm_train_note(ctl, "%d ranks: parameters identical on every rank (fnv1a64 %s)", tfm_dist_size(dist), hash);
-    if (ch.k && profile) chunks_profile(&ch, &g);
-    if (!rc && profile && steps && writer) tfm_profile_print(&g, steps, "step", t_train, tfm_isa_name(), stderr);
-    chunks_free(&ch);
-    free(x);
-    tfm_graph_free(&g);
-    return rc ? -1 : steps;
+    lm_loop L = {.m = m, .d = d, .opt = opt, .st = st, .max_steps = max_steps, .profile = profile, .report = report,
+                 .save = save, .user = user};
+    if (loop_init(&L, ctl)) return -1;
+    int rc = 0;
+    while (!rc && st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) rc = lm_step(&L);
+    rc = tfm_train_check_ranks(L.ctl, L.dist, &m->params, rc < 0 ? -1 : 0);
+    if (L.ch.k && profile) tfm_train_pool_profile(&L.ch, &L.g);
+    if (!rc && profile && L.steps && L.writer)
+        tfm_profile_print(&L.g, L.steps, "step", L.t_train, tfm_isa_name(), stderr);
+    loop_free(&L);
+    return rc ? -1 : L.steps;
 }

@@ -14,6 +14,7 @@
 
 #include "tfm/kernels.h"
 #include "tfm/train.h"
+#include "train/loop.h"
 
 void tfm_mt_train_opts_default(tfm_mt_train_opts *o) {
     memset(o, 0, sizeof *o);
@@ -182,51 +183,15 @@ static double whole_step(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *train
     return loss->data[0];
 }
 
-/* Thread data parallelism (tfm_train_ctl.parallel): k chunks of the (rank's part of the) batch, each on its
- * own graph and model (chunk 0 on the model itself, so its gradients need no copy; the others on replicas:
- * the model's weights, their own gradients), run by one thread with single-threaded kernels; the gradients
- * are summed in chunk order. The chunks are the parts rank*k .. rank*k+k-1 of the batch cut into ranks*k. */
-typedef struct {   /* 64-byte aligned: two threads never write one cache line */
-    _Alignas(64) tfm_graph g;
-    tfm_mt_net *rep;
-    double loss;
-} mt_chunk;
-
-typedef struct {
-    int k;
-    mt_chunk *c;
-    tfm_params **p;
-    tfm_gemm_desk *desk;   /* the chunks' GEMMs, shared with threads that are done */
-    float norm;          /* the summed grads' norm (tfm_train_chunks_reduce) */
-} mt_chunks;
-
-static void chunks_free(mt_chunks *ch) {
-    for (int i = 0; i < ch->k; i++) {
-        if (i > 0) tfm_mt_net_free(ch->c[i].rep);   /* chunk 0 runs on the model itself */
-        tfm_graph_free(&ch->c[i].g);
-    }
-    free(ch->c), free(ch->p);
-    tfm_gemm_desk_free(ch->desk);
-    *ch = (mt_chunks){0};
-}
-
-static int chunks_init(mt_chunks *ch, tfm_mt_net *m, const tfm_graph *g, int k) {
-    *ch = (mt_chunks){0};
-    if (k <= 0) return 0;
-    if (tfm_train_chunks_alloc((void **)&ch->c, sizeof *ch->c, &ch->p, &ch->desk, k)) return -1;
-    ch->k = k;
-    for (int i = 0; i < k; i++) {
-        mt_chunk *c = &ch->c[i];
-        tfm_graph_init_worker(&c->g, g);
-        if (!(c->rep = i == 0 ? m : tfm_mt_net_replica(m))) return chunks_free(ch), -1;
-        ch->p[i] = &c->rep->params;
-        if (i > 0) tfm_params_zero_grad(ch->p[i]);   /* the model's: zeroed before the first step */
-    }
-    return 0;
-}
+/* Thread data parallelism (tfm_train_ctl.parallel): k chunks of the (rank's part of the) batch in a pool
+ * (src/train/loop.h); the chunks are the parts rank*k .. rank*k+k-1 of the batch cut into ranks*k. */
+static void *net_replica(void *m) { return tfm_mt_net_replica(m); }
+static void net_free(void *m) { tfm_mt_net_free(m); }
+static tfm_params *net_params(void *m) { return &((tfm_mt_net *)m)->params; }
+static const tfm_train_net_ops mt_net_ops = {net_replica, net_free, net_params};
 
 typedef struct {   /* one step's chunks (tfm_train_chunks_run) */
-    mt_chunks *ch;
+    tfm_train_pool *ch;
     const tfm_mt_corpus *train;
     const int *bidx;
     int nb;
@@ -237,14 +202,14 @@ typedef struct {   /* one step's chunks (tfm_train_chunks_run) */
 
 static void run_chunk(void *ctx, int i) {
     mt_step_chunks *sc = ctx;
-    mt_chunk *c = &sc->ch->c[i];
+    tfm_train_chunk_slot *c = &sc->ch->c[i];
     c->g.rng = sc->drop;
-    c->loss = slice_step(c->rep, &c->g, sc->train, sc->bidx, sc->nb, &sc->sl[i], sc->o);
+    c->loss = slice_step(c->net, &c->g, sc->train, sc->bidx, sc->nb, &sc->sl[i], sc->o);
 }
 
 /* The chunks of one step; returns the (rank's share of the) batch's mean loss, *n_tok the batch's tokens. */
-static double chunks_step(mt_chunks *ch, tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *train, const int *bidx, int nb,
-                          int *w, int *bounds, int ranks, int rank, const tfm_mt_train_opts *o, int *n_tok) {
+static double chunks_step(tfm_train_pool *ch, tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *train, const int *bidx,
+                          int nb, int *w, int *bounds, int ranks, int rank, const tfm_mt_train_opts *o, int *n_tok) {
     int k = ch->k;
     double tp = tfm_profile_begin(g);
     mt_slice whole, sl[k];
@@ -259,12 +224,6 @@ static double chunks_step(mt_chunks *ch, tfm_mt_net *m, tfm_graph *g, const tfm_
     for (int i = 0; i < k; i++) loss += ch->c[i].loss;
     *n_tok = whole.n_tok;
     return loss;
-}
-
-static void chunks_profile(mt_chunks *ch, tfm_graph *g) {
-    tfm_graph *gs[ch->k];
-    for (int i = 0; i < ch->k; i++) gs[i] = &ch->c[i].g;
-    tfm_profile_merge(g, gs, ch->k);
 }
 
 float tfm_mt_eval_loss(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *data, int batch_size) {
@@ -321,13 +280,72 @@ static int check_before_save(tfm_mt_net *m, tfm_graph *g, const tfm_mt_corpus *p
         g->gemm_bf16 = bf16;
         what = "the loss of one sentence pair under the new weights";
     }
-    int bad = tfm_train_check_before_save(step, &m->params, opt, what, loss), agreed = bad;
-    if (!dist) return bad;
-    if (tfm_train_dist_agree(dist, &agreed)) return -1;
-    if (agreed && !bad)
-        tfm_set_error("step %d: rank 0 found the weights diverged (not saved; its message is on rank 0's stderr)",
-                      step);
-    return agreed ? -1 : 0;
+    return tfm_train_check_before_save_all(dist, step, &m->params, opt, what, loss);
+}
+
+/* ---------------------------------------------------------------- the loop */
+/* Everything one call of tfm_mt_train keeps across its epochs and steps. */
+typedef struct {
+    tfm_mt_net *m;
+    const tfm_mt_corpus *train, *valid;
+    const tfm_mt_corpus *probe;   /* its first pair: check_before_save */
+    const tfm_mt_train_opts *o;
+    const tfm_train_ctl *ctl;
+    tfm_adamw *opt;
+    tfm_mt_progress *prog;
+    tfm_mt_report_fn report;
+    tfm_mt_epoch_fn on_epoch;
+    void *user;
+    tfm_dist *dist;               /* NULL: one process */
+    int writer, ranks, rank;
+    int total, d_model;           /* the run's steps; the width of the noam schedule */
+    int *lens, *w, *bounds;       /* per-pair lengths (batching); split_batch's scratch (ranks, chunks) */
+    tfm_graph g;
+    tfm_train_pool ch;
+    double t0, t_steps;           /* the call's start; wall time of the training steps (without validation and
+                                     reporting) */
+    double loss_sum;              /* token-weighted loss since the last report */
+    long tok_since, tok_total;
+    int steps_this_run;
+    int done;                     /* stop after this step or epoch (--max-steps, a stop request, --patience) */
+    int stop_seen;                /* a rank's stop request, agreed by all (several ranks) */
+    float epoch_valid;            /* the validation loss measured at the end of the epoch (rank 0), if valid_set */
+    int valid_set;
+} mt_loop;
+
+/* Optimizer steps per epoch (a token batch's count does not depend on the shuffle); -1 with an error. */
+static int epoch_steps(const tfm_mt_corpus *train, const tfm_mt_train_opts *o) {
+    if (train->n < 1) return tfm_set_error("no training pairs"), -1;
+    if (o->batch_size < 1) return tfm_set_error("batch size must be >= 1"), -1;
+    if (o->max_tokens <= 0) return (int)(((int64_t)train->n + o->batch_size - 1) / o->batch_size);
+    tfm_batches b0;
+    if (tfm_batches_by_tokens(&b0, train->n, train->src_valid, train->tgt_valid, o->max_tokens, NULL)) return -1;
+    int n = b0.n_batches;
+    tfm_batches_free(&b0);
+    return n;
+}
+
+/* The run's total steps into *total, checked to fit the 32-bit step counters (train.step, adam.t <= train.step). */
+static int check_steps(const tfm_mt_net *m, const tfm_mt_corpus *train, const tfm_mt_train_opts *o,
+                       const tfm_mt_progress *prog, int *total) {
+    int per_epoch = epoch_steps(train, o);
+    if (per_epoch < 0) return -1;
+    if ((int64_t)o->epochs * per_epoch > INT_MAX)
+        return tfm_set_error("--epochs %d x %d steps per epoch overflows the step counter (at most %d steps)",
+                             o->epochs, per_epoch, INT_MAX), -1;
+    if (tfm_mt_step_check(&m->cfg, train, o)) return -1;
+    *total = o->epochs * per_epoch;
+    int64_t left = prog->epoch >= o->epochs ? 0 : (int64_t)(o->epochs - prog->epoch) * per_epoch - prog->batch;
+    if ((int64_t)prog->step + left > INT_MAX)
+        return tfm_set_error("train.step %d + the %lld steps left overflow the step counter (at most %d): the "
+                             "checkpoint's train.step is corrupt or edited", prog->step, (long long)left, INT_MAX), -1;
+    return 0;
+}
+
+static void loop_free(mt_loop *L) {
+    tfm_train_pool_free(&L->ch);
+    tfm_graph_free(&L->g);
+    free(L->lens);
 }
 
 /* lens[i]: the longer side of pair i (tfm_batches_make's bucketing) */
@@ -352,214 +370,194 @@ static int epoch_data(const tfm_mt_train_opts *o, int epoch, void *user, const t
     return 0;
 }
 
+/* The ranks, the chunks, the graph and the per-pair lengths of a checked run. 0, or -1 with a tfm error. */
+static int loop_init(mt_loop *L) {
+    const tfm_mt_corpus *train = L->train;
+    L->dist = tfm_train_dist(L->ctl);
+    L->writer = !L->dist || tfm_dist_is_writer(L->dist);
+    L->ranks = L->dist ? tfm_dist_size(L->dist) : 1, L->rank = L->dist ? tfm_dist_rank(L->dist) : 0;
+    int k = tfm_train_chunks(L->ctl->parallel, tfm_get_threads(), INT_MAX);   /* a token batch's pairs vary */
+    size_t parts = (size_t)L->ranks * (k ? (size_t)k : 1);
+    L->lens = malloc(sizeof(int) * ((size_t)train->n * 2 + parts + 3));
+    if (!L->lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    L->w = L->lens + train->n, L->bounds = L->w + train->n + 1;
+    pair_lengths(train, L->lens);
+    tfm_train_graph_init(&L->g, L->prog->drop_rng, L->o->profile, L->ctl->bf16);
+    if (tfm_train_pool_init(&L->ch, &mt_net_ops, L->m, &L->g, k)) return loop_free(L), -1;
+    L->d_model = L->m->cfg.d_model > 0 ? L->m->cfg.d_model : L->m->cfg.hidden_size;
+    L->t0 = tfm_now();
+    L->done = L->o->max_steps > 0 && L->prog->step >= L->o->max_steps;
+    L->epoch_valid = NAN;
+    L->probe = L->valid && L->valid->n > 0 ? L->valid : train;
+    return 0;
+}
+
+/* Forward and backward of batch bidx (nb pairs): on the chunks, this rank's slice, or the whole batch. Returns
+ * the step's mean loss (on several ranks: this rank's share of it), *n_tok its target tokens (of the global batch
+ * on several ranks). */
+static double forward_backward(mt_loop *L, const int *bidx, int nb, int *n_tok) {
+    if (L->ch.k)
+        return chunks_step(&L->ch, L->m, &L->g, L->train, bidx, nb, L->w, L->bounds, L->ranks, L->rank, L->o, n_tok);
+    if (!L->dist) return whole_step(L->m, &L->g, L->train, bidx, nb, L->o, n_tok);
+    mt_slice sl;
+    split_batch(L->train, bidx, nb, L->w, L->bounds, L->ranks, &sl);
+    sl = slice_part(&sl, L->train, bidx, L->bounds, L->rank);
+    *n_tok = sl.n_tok;
+    return slice_step(L->m, &L->g, L->train, bidx, nb, &sl, L->o);
+}
+
+/* A progress report (rank 0), with the validation loss at the end of an epoch. */
+static void report_progress(mt_loop *L, int epoch, int last, float lr) {
+    const tfm_mt_train_opts *o = L->o;
+    double now = tfm_now();
+    tfm_mt_report r = {0};
+    r.epoch = epoch + 1;
+    r.epochs = o->epochs;
+    r.step = L->prog->step;
+    r.total_steps = L->total;
+    r.loss = L->tok_since ? (float)(L->loss_sum / L->tok_since) : 0.0f;
+    r.lr = lr;
+    r.tokens_per_s = now > L->t0 ? (float)(L->tok_total / (now - L->t0)) : 0.0f;
+    double per_step = (now - L->t0) / L->steps_this_run;
+    r.eta_s = (float)(per_step * (L->total - L->prog->step));
+    r.valid_loss = -1;
+    if (last) {
+        r.end_of_epoch = 1;
+        if (L->valid && L->valid->n > 0)
+            L->epoch_valid = r.valid_loss = tfm_mt_eval_loss(L->m, &L->g, L->valid, o->batch_size), L->valid_set = 1;
+    }
+    L->report(&r, L->user);
+    L->loss_sum = 0;
+    L->tok_since = 0;
+}
+
+/* Inside an epoch, after step prog->step: validation (--eval-every) and a checkpoint (--save-every, a stop).
+ * 1 when the run stops here (L->done), 0 to go on, -1 on an error. */
+static int checkpoint_inside_epoch(mt_loop *L, int epoch, int stop_now) {
+    const tfm_mt_train_opts *o = L->o;
+    tfm_mt_progress *prog = L->prog;
+    int early = 0;   /* validation asked to stop (--patience) */
+    int save_every = L->ctl->save_every > 0 && prog->step % L->ctl->save_every == 0;
+    int validate_now = o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0;
+    int save_now = L->on_epoch && (stop_now || save_every);
+    if ((validate_now || save_now) && check_before_save(L->m, &L->g, L->probe, L->opt, NULL, prog->step, L->dist))
+        return -1;
+    if (validate_now) {
+        prog->drop_rng = L->g.rng;
+        int v = on_writer(L->dist, L->writer ? o->validate(prog, epoch + 1, L->user) : 0);
+        if (v < 0) return L->done = 1, -1;
+        early = v > 0;
+    }
+    if (!(stop_now || early || save_every)) return 0;
+    prog->drop_rng = L->g.rng;   /* a checkpoint inside the epoch: prog->batch says where */
+    int rc = L->on_epoch && on_writer(L->dist, L->writer ? L->on_epoch(prog, L->user) : 0) ? -1 : 0;
+    if (stop_now || early || rc) L->done = 1;
+    return rc ? -1 : L->done;
+}
+
+/* Step bi of the epoch's batches: forward and backward, the ranks' sum, the update, the report and what follows
+ * the step inside the epoch. 1 when the epoch's batches end here (its last batch, or L->done), 0 to go on, -1 on an
+ * error. */
+static int train_batch(mt_loop *L, const tfm_batches *bt, int bi, int epoch) {
+    const tfm_mt_train_opts *o = L->o;
+    tfm_mt_progress *prog = L->prog;
+    double t_step = tfm_now();
+    int nb = bt->off[bi + 1] - bt->off[bi], n_tok;
+    if (L->steps_this_run == 0) tfm_train_zero_grad(&L->g, &L->m->params);   /* later: the step releases them */
+    double l = forward_backward(L, bt->idx + bt->off[bi], nb, &n_tok);
+    float lv = (float)l;
+    int stop_req = tfm_train_stop_requested(L->ctl);
+    if (L->dist) {   /* the global loss, any rank's stop request, the summed gradients */
+        if (tfm_train_dist_reduce(&L->g, L->dist, &L->m->params, &l, &stop_req)) return -1;
+        lv = (float)l;
+        L->stop_seen = stop_req;
+    }
+    float lr = tfm_mt_lr(o, prog->step, L->total, L->d_model);
+    int bad = tfm_train_update(&L->g, &L->m->params, L->opt, lr, o->grad_clip,
+                               L->ch.k && !L->dist ? &L->ch.norm : NULL, lv);
+    L->t_steps += tfm_now() - t_step;
+    prog->step++;
+    prog->batch = bi + 1;
+    L->steps_this_run++;
+    if (bad && tfm_train_skip(L->ctl, prog->step, lv, &prog->skipped, L->writer)) return -1;
+    if (!bad) {
+        L->loss_sum += (double)lv * n_tok;
+        L->tok_since += n_tok;
+        L->tok_total += n_tok;
+    }
+    int last = bi == bt->n_batches - 1;
+    int stop_now = (o->max_steps > 0 && prog->step >= o->max_steps) ||
+                   (L->dist ? stop_req : tfm_train_stop_requested(L->ctl));
+    if (L->report && L->writer && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now))
+        report_progress(L, epoch, last, lr);
+    if (last) return 1;   /* the epoch's validation and checkpoint: end_epoch */
+    return checkpoint_inside_epoch(L, epoch, stop_now);
+}
+
+/* After an epoch's last step: validation (--patience may stop) and the epoch's checkpoint. 0, or -1 on an error. */
+static int end_epoch(mt_loop *L, int epoch) {
+    const tfm_mt_train_opts *o = L->o;
+    tfm_mt_progress *prog = L->prog;
+    prog->epoch = epoch + 1;
+    prog->batch = 0;
+    prog->drop_rng = L->g.rng;
+    if ((o->validate || L->on_epoch) &&
+        check_before_save(L->m, &L->g, L->probe, L->opt, L->valid_set ? &L->epoch_valid : NULL, prog->step, L->dist))
+        return -1;
+    if (o->validate) {
+        int v = on_writer(L->dist, L->writer ? o->validate(prog, epoch + 1, L->user) : 0);
+        if (v < 0) return -1;
+        if (v > 0) L->done = 1;   /* --patience: save this epoch's checkpoint, then stop */
+    }
+    if (L->on_epoch && on_writer(L->dist, L->writer ? L->on_epoch(prog, L->user) : 0)) return -1;
+    if ((o->max_steps > 0 && prog->step >= o->max_steps) || (L->dist ? L->stop_seen : tfm_train_stop_requested(L->ctl)))
+        L->done = 1;
+    return 0;
+}
+
+/* One epoch: shuffle into batches (a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip
+ * the batches done), their steps, then end_epoch. 0, or -1 on an error. */
+static int run_epoch(mt_loop *L, int epoch) {
+    const tfm_mt_train_opts *o = L->o;
+    const tfm_mt_corpus *train = L->train;
+    tfm_mt_progress *prog = L->prog;
+    if (prog->batch > 0) prog->rng = prog->epoch_rng;
+    else prog->epoch_rng = prog->rng;
+    if (o->epoch_data && epoch_data(o, epoch, L->user, train, L->lens)) return -1;
+    L->valid_set = 0;
+    tfm_batches bt;
+    if (o->max_tokens > 0 ? tfm_batches_by_tokens(&bt, train->n, train->src_valid, train->tgt_valid, o->max_tokens,
+                                                  &prog->rng)
+                          : tfm_batches_make(&bt, train->n, o->batch_size, L->lens, o->bucket, &prog->rng))
+        return -1;
+    if (prog->batch >= bt.n_batches) prog->batch = 0;
+    if (o->epoch_data) L->total = steps_now(prog, bt.n_batches, o->epochs - epoch);
+    int rc = 0;
+    for (int bi = prog->batch; bi < bt.n_batches && !rc; bi++) rc = train_batch(L, &bt, bi, epoch);
+    tfm_batches_free(&bt);
+    if (rc < 0) return -1;
+    return L->done ? 0 : end_epoch(L, epoch);
+}
+
+/* --profile: time per op kind and phase per step, on stderr (rank 0). */
+static void print_profile(mt_loop *L) {
+    if (!L->o->profile || !L->steps_this_run || !L->writer) return;
+    if (L->ch.k) tfm_train_pool_profile(&L->ch, &L->g);
+    tfm_profile_print(&L->g, L->steps_this_run, "step", L->t_steps, tfm_isa_name(), stderr);
+    fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", L->g.arena.peak / 1048576.0,
+            L->g.arena.n_mallocs);
+}
+
 int tfm_mt_train(tfm_mt_net *m, const tfm_mt_corpus *train, const tfm_mt_corpus *valid,
                  const tfm_mt_train_opts *o, tfm_adamw *opt, tfm_mt_progress *prog, tfm_mt_report_fn report,
                  tfm_mt_epoch_fn on_epoch, void *user) {
-    if (train->n < 1) return tfm_set_error("no training pairs"), -1;
-    if (o->batch_size < 1) return tfm_set_error("batch size must be >= 1"), -1;
-    int steps_per_epoch = (int)(((int64_t)train->n + o->batch_size - 1) / o->batch_size);
-    if (o->max_tokens > 0) {   /* the batch count of token batches does not depend on the shuffle */
-        tfm_batches b0;
-        if (tfm_batches_by_tokens(&b0, train->n, train->src_valid, train->tgt_valid, o->max_tokens, NULL)) return -1;
-        steps_per_epoch = b0.n_batches;
-        tfm_batches_free(&b0);
-    }
-    if ((int64_t)o->epochs * steps_per_epoch > INT_MAX)
-        return tfm_set_error("--epochs %d x %d steps per epoch overflows the step counter (at most %d steps)", o->epochs,
-                             steps_per_epoch, INT_MAX), -1;
-    if (tfm_mt_step_check(&m->cfg, train, o)) return -1;
-    int total = o->epochs * steps_per_epoch;
-    /* the steps still to take must fit the 32-bit step counters (train.step, adam.t <= train.step) */
-    int64_t left = prog->epoch >= o->epochs ? 0 : (int64_t)(o->epochs - prog->epoch) * steps_per_epoch - prog->batch;
-    if ((int64_t)prog->step + left > INT_MAX)
-        return tfm_set_error("train.step %d + the %lld steps left overflow the step counter (at most %d): the "
-                             "checkpoint's train.step is corrupt or edited", prog->step, (long long)left, INT_MAX), -1;
-    tfm_dist *dist = tfm_train_dist(&o->ctl);   /* NULL: one process */
-    int writer = !dist || tfm_dist_is_writer(dist);
-    int ranks = dist ? tfm_dist_size(dist) : 1, rank = dist ? tfm_dist_rank(dist) : 0;
-    int k = tfm_train_chunks(o->ctl.parallel, tfm_get_threads(), INT_MAX);   /* a token batch's pairs vary */
-    size_t parts = (size_t)ranks * (k ? (size_t)k : 1);
-    int *lens = malloc(sizeof(int) * ((size_t)train->n * 2 + parts + 3));
-    if (!lens) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    int *w = lens + train->n, *bounds = w + train->n + 1;   /* split_batch's scratch (ranks, chunks) */
-    pair_lengths(train, lens);
-    tfm_graph g;
-    tfm_graph_init(&g, 0);
-    g.rng = prog->drop_rng;
-    g.profile = o->profile;
-    g.gemm_bf16 = o->ctl.bf16;   /* the chunks' worker graphs inherit it */
-    g.recycle_grads = 1;   /* nothing reads an intermediate tensor's grad after the backward */
-    mt_chunks ch;
-    if (chunks_init(&ch, m, &g, k)) {
-        free(lens);
-        tfm_graph_free(&g);
-        return -1;
-    }
-    double t_steps = 0;   /* wall time of the training steps (without validation and reporting) */
-    int d_model = m->cfg.d_model > 0 ? m->cfg.d_model : m->cfg.hidden_size;
-    double t0 = tfm_now(), t_last = t0, loss_sum = 0;
-    long tok_since = 0, tok_total = 0;
-    int steps_this_run = 0, rc = 0;
-    int limit = o->max_steps > 0;   /* --max-steps: stop once the run's global step reaches it */
-    const tfm_train_ctl *ctl = &o->ctl;
-    int done = limit && prog->step >= o->max_steps;
-    int stop_seen = 0;   /* a rank's stop request, agreed by all (several ranks) */
-    float epoch_valid = NAN;   /* the validation loss measured at the end of the epoch (rank 0), if valid_set */
-    int valid_set = 0;
-    const tfm_mt_corpus *probe = valid && valid->n > 0 ? valid : train;   /* its first pair: check_before_save */
-    for (int epoch = prog->epoch; epoch < o->epochs && !rc && !done; epoch++) {
-        /* a mid-epoch checkpoint: the same shuffle again from the epoch's RNG, then skip the batches done */
-        if (prog->batch > 0) prog->rng = prog->epoch_rng;
-        else prog->epoch_rng = prog->rng;
-        if (o->epoch_data && epoch_data(o, epoch, user, train, lens)) {
-            rc = -1;
-            break;
-        }
-        tfm_batches bt;
-        valid_set = 0;
-        if (o->max_tokens > 0 ? tfm_batches_by_tokens(&bt, train->n, train->src_valid, train->tgt_valid, o->max_tokens,
-                                                      &prog->rng)
-                              : tfm_batches_make(&bt, train->n, o->batch_size, lens, o->bucket, &prog->rng)) {
-            rc = -1;
-            break;
-        }
-        if (prog->batch >= bt.n_batches) prog->batch = 0;
-        if (o->epoch_data) total = steps_now(prog, bt.n_batches, o->epochs - epoch);
-        for (int bi = prog->batch; bi < bt.n_batches; bi++) {
-            int nb = bt.off[bi + 1] - bt.off[bi];
-            double t_step = tfm_now();
-            const int *bidx = bt.idx + bt.off[bi];
-            if (steps_this_run == 0) tfm_train_zero_grad(&g, &m->params);   /* later: the step releases them */
-            int n_tok;   /* target tokens of the step (of the global batch on several ranks) */
-            double l;    /* the step's mean loss (on several ranks: this rank's share of it) */
-            if (ch.k) {
-                l = chunks_step(&ch, m, &g, train, bidx, nb, w, bounds, ranks, rank, o, &n_tok);
-            } else if (dist) {
-                mt_slice sl;
-                split_batch(train, bidx, nb, w, bounds, ranks, &sl);
-                sl = slice_part(&sl, train, bidx, bounds, rank);
-                l = slice_step(m, &g, train, bidx, nb, &sl, o);
-                n_tok = sl.n_tok;
-            } else {
-                l = whole_step(m, &g, train, bidx, nb, o, &n_tok);
-            }
-            float lv = (float)l;
-            int stop_req = tfm_train_stop_requested(ctl);
-            if (dist) {   /* the global loss, any rank's stop request, the summed gradients */
-                if (tfm_train_dist_reduce(&g, dist, &m->params, &l, &stop_req)) {
-                    rc = -1;
-                    break;
-                }
-                lv = (float)l;
-                stop_seen = stop_req;
-            }
-            float lr = tfm_mt_lr(o, prog->step, total, d_model);
-            /* the non-finite check comes before the update and before any save: no NaN reaches a checkpoint */
-            int bad = !isfinite(lv);
-            if (bad) tfm_train_zero_grad(&g, &m->params);
-            else bad = tfm_train_step_norm(&g, &m->params, opt, lr, o->grad_clip, ch.k && !dist ? &ch.norm : NULL) != 0;
-            t_steps += tfm_now() - t_step;
-            prog->step++;
-            prog->batch = bi + 1;
-            steps_this_run++;
-            if (bad && ++prog->skipped > ctl->skip_nonfinite) {
-                rc = -1;
-                tfm_set_error("step %d: %s is not finite (%d such batches, --skip-nonfinite %d); try a lower --lr",
-                              prog->step, isfinite(lv) ? "gradient norm" : "loss",
-                              prog->skipped, ctl->skip_nonfinite);
-                break;
-            }
-            if (bad && writer) {
-                tfm_train_note(ctl, "step %d: non-finite %s, batch skipped (%d of --skip-nonfinite %d)", prog->step,
-                        isfinite(lv) ? "gradient norm" : "loss", prog->skipped, ctl->skip_nonfinite);
-            } else if (!bad) {
-                loss_sum += (double)lv * n_tok;
-                tok_since += n_tok;
-                tok_total += n_tok;
-            }
-            int last = bi == bt.n_batches - 1;
-            int stop_now = (limit && prog->step >= o->max_steps) || (dist ? stop_req : tfm_train_stop_requested(ctl));
-            if (report && writer && ((o->log_every > 0 && prog->step % o->log_every == 0) || last || stop_now)) {
-                double now = tfm_now();
-                tfm_mt_report r = {0};
-                r.epoch = epoch + 1;
-                r.epochs = o->epochs;
-                r.step = prog->step;
-                r.total_steps = total;
-                r.loss = tok_since ? (float)(loss_sum / tok_since) : 0.0f;
-                r.lr = lr;
-                r.tokens_per_s = now > t0 ? (float)(tok_total / (now - t0)) : 0.0f;
-                double per_step = (now - t0) / steps_this_run;
-                r.eta_s = (float)(per_step * (total - prog->step));
-                r.valid_loss = -1;
-                if (last) {
-                    r.end_of_epoch = 1;
-                    if (valid && valid->n > 0)
-                        epoch_valid = r.valid_loss = tfm_mt_eval_loss(m, &g, valid, o->batch_size), valid_set = 1;
-                }
-                report(&r, user);
-                loss_sum = 0;
-                tok_since = 0;
-                t_last = now;
-            }
-            if (last) break;   /* the epoch's validation and checkpoint below */
-            int early = 0;   /* validation asked to stop (--patience) */
-            int validate_now = o->validate && o->valid_every > 0 && prog->step % o->valid_every == 0;
-            int save_now = on_epoch && (stop_now || (ctl->save_every > 0 && prog->step % ctl->save_every == 0));
-            if ((validate_now || save_now) && check_before_save(m, &g, probe, opt, NULL, prog->step, dist)) {
-                rc = -1;
-                break;
-            }
-            if (validate_now) {
-                prog->drop_rng = g.rng;
-                int v = on_writer(dist, writer ? o->validate(prog, epoch + 1, user) : 0);
-                if (v < 0) {
-                    rc = -1;
-                    done = 1;
-                    break;
-                }
-                early = v > 0;
-            }
-            if (stop_now || early || (ctl->save_every > 0 && prog->step % ctl->save_every == 0)) {
-                prog->drop_rng = g.rng;   /* a checkpoint inside the epoch: prog->batch says where */
-                if (on_epoch && on_writer(dist, writer ? on_epoch(prog, user) : 0)) rc = -1;
-                if (stop_now || early || rc) {
-                    done = 1;
-                    break;
-                }
-            }
-        }
-        tfm_batches_free(&bt);
-        if (rc || done) break;
-        prog->epoch = epoch + 1;
-        prog->batch = 0;
-        prog->drop_rng = g.rng;
-        if ((o->validate || on_epoch) &&
-            check_before_save(m, &g, probe, opt, valid_set ? &epoch_valid : NULL, prog->step, dist)) {
-            rc = -1;
-            break;
-        }
-        if (o->validate) {
-            int v = on_writer(dist, writer ? o->validate(prog, epoch + 1, user) : 0);
-            if (v < 0) rc = -1;
-            if (v > 0) done = 1;   /* --patience: save this epoch's checkpoint, then stop */
-        }
-        if (rc) break;
-        if (on_epoch && on_writer(dist, writer ? on_epoch(prog, user) : 0)) rc = -1;
-        if ((limit && prog->step >= o->max_steps) || (dist ? stop_seen : tfm_train_stop_requested(ctl))) done = 1;
-    }
-    (void)t_last;
-    char hash[32];
-    if (!rc && dist && tfm_train_dist_check_params(dist, &m->params, hash, sizeof hash)) rc = -1;
-    else if (!rc && dist && writer)
-        tfm_train_note(ctl, "%d ranks: parameters identical on every rank (fnv1a64 %s)", tfm_dist_size(dist), hash);
-    if (o->profile && steps_this_run && writer) {
-        if (ch.k) chunks_profile(&ch, &g);
-        tfm_profile_print(&g, steps_this_run, "step", t_steps, tfm_isa_name(), stderr);
-        fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", g.arena.peak / 1048576.0, g.arena.n_mallocs);
-    }
-    chunks_free(&ch);
-    tfm_graph_free(&g);
-    free(lens);
+    mt_loop L = {.m = m, .train = train, .valid = valid, .o = o, .ctl = &o->ctl, .opt = opt, .prog = prog,
+                 .report = report, .on_epoch = on_epoch, .user = user};
+    if (check_steps(m, train, o, prog, &L.total) || loop_init(&L)) return -1;
+    int rc = 0;
+    for (int epoch = prog->epoch; epoch < o->epochs && !rc && !L.done; epoch++) rc = run_epoch(&L, epoch);
+    rc = tfm_train_check_ranks(L.ctl, L.dist, &m->params, rc);
+    print_profile(&L);
+    loop_free(&L);
     return rc;
 }

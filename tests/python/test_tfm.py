@@ -112,7 +112,7 @@ def t_layout() -> None:
     want = []
     for cname, cls in _lib.STRUCTS.items():
         lines.append(f'printf("%zu\\n", sizeof({cname}));')
-        want.append((f"sizeof {cname}", ctypes_size(cls), cname in _lib.OPAQUE_TAIL))
+        want.append((f"sizeof {cname}", ctypes_size(cls), False))
         for fname, *_ in cls._fields_:
             if fname.startswith("_"):
                 continue
@@ -131,6 +131,18 @@ def t_layout() -> None:
             bad.append(f"{what}: C {c}, Python {py}")
     check(f"python_struct_layout ({len(want)} sizes and offsets of {len(_lib.STRUCTS)} structs)",
           not bad and len(got) == len(want), "; ".join(bad))
+
+
+def t_no_model_mirrors() -> None:
+    """The models are opaque to Python: no ctypes mirror of tfm_bpe, tfm_gpt, tfm_mt_model (or what they hold),
+    and the functions returning them are declared to return a plain pointer (read through accessors)."""
+    import ctypes
+    models = {"tfm_bpe", "tfm_gpt", "tfm_gpt_config", "tfm_mt_model", "tfm_vocab", "tfm_char_vocab", "tfm_params"}
+    mirrored = sorted(models & set(_lib.STRUCTS))
+    typed = sorted(n for n in ("tfm_translator_model", "tfm_generator_model", "tfm_mt_model_bpe", "tfm_bpe_new")
+                   if _lib._FUNCTIONS[n][0] is not ctypes.c_void_p)
+    check("python_no_model_struct_mirrors (tfm_bpe, tfm_gpt, tfm_mt_model read through accessors)",
+          not mirrored and not typed, f"mirrored: {mirrored}, typed returns: {typed}")
 
 
 def ctypes_size(cls) -> int:
@@ -569,6 +581,7 @@ def t_bpe() -> None:
 def main() -> int:
     toy_corpus()
     run("python_struct_layout", t_layout)
+    run("python_no_model_struct_mirrors", t_no_model_mirrors)
     run("python_exports", t_exports)
     run("python_version", t_version)
     run("python_metrics", t_metrics)

@@ -35,7 +35,7 @@ static int has(const char *s, const char *sub) { return s && strstr(s, sub) != N
 
 static tfm_bpe_learn_opts opts(int vocab) {
     tfm_bpe_learn_opts o;
-    tfm_bpe_learn_defaults(&o);
+    tfm_bpe_learn_opts_default(&o);
     o.vocab_size = vocab;
     o.character_coverage = 1.0f;
     return o;
@@ -451,6 +451,29 @@ static void test_model_variants(void) {
           "%s", tfm_last_error());
 }
 
+/* The accessors bindings use (tfm_bpe_new ... tfm_bpe_delete): the same answers as the struct's fields. */
+static void test_accessors(void) {
+    const char *lines[] = {"low lower lowest", "newer wider"};
+    tfm_bpe_learn_opts o = opts(280);
+    tfm_bpe *m = tfm_bpe_new();
+    CHECK("tfm_bpe_new", m && tfm_bpe_size(m) == 0, "%p", (void *)m);
+    if (!m) return;
+    CHECK("tfm_bpe_learn_lines into tfm_bpe_new", tfm_bpe_learn_lines(m, lines, 2, &o) == 0, "%s", tfm_last_error());
+    int n = tfm_bpe_size(m), ok = n == m->n && n > 260;
+    for (int i = 0; ok && i < n; i++) {
+        size_t len = 0;
+        const char *p = tfm_bpe_piece(m, i, &len);
+        ok = p == m->piece[i] && len == (size_t)m->len[i] && tfm_bpe_piece_id(m, p, len) == i;
+    }
+    CHECK("tfm_bpe_size and tfm_bpe_piece equal the fields, piece_id inverts them", ok, "n %d", n);
+    CHECK("tfm_bpe_piece outside 0..n-1 is NULL", !tfm_bpe_piece(m, -1, NULL) && !tfm_bpe_piece(m, n, NULL), "n %d", n);
+    CHECK("tfm_bpe_pad/bos/eos/unk_id", tfm_bpe_pad_id(m) == 0 && tfm_bpe_bos_id(m) == 1 && tfm_bpe_eos_id(m) == 2 &&
+          tfm_bpe_unk_id(m) == 3, "%d %d %d %d", tfm_bpe_pad_id(m), tfm_bpe_bos_id(m), tfm_bpe_eos_id(m),
+          tfm_bpe_unk_id(m));
+    tfm_bpe_delete(m);
+    tfm_bpe_delete(NULL);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tfm_test_bpe_%d", (int)getpid());
     char cmd[300];
@@ -465,6 +488,7 @@ int main(void) {
     test_files();
     test_model_variants();
     test_multi30k();
+    test_accessors();
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) return 1;
     CHECK_EXIT();

@@ -89,18 +89,18 @@ int main(void) {
     tfm_gpt_init(&g, &cfg);
     tfm_gpt_init_weights(&g, 7);
     const char *path = "build/tests/bpe_lm.tfm";
-    rc = tfm_gpt_save_tok(path, &g, NULL, &m, NULL, NULL, NULL);
+    rc = tfm_gpt_save_tok(&g, NULL, &m, NULL, NULL, NULL, path);
     tfm_gpt g2;
     tfm_char_vocab v;
     tfm_bpe *b2 = NULL;
-    int rc2 = rc ? -1 : tfm_gpt_load_tok(path, &g2, &v, &b2, NULL, NULL);
+    int rc2 = rc ? -1 : tfm_gpt_load_tok(&g2, &v, &b2, NULL, NULL, path);
     CHECK("BPE GPT checkpoint: tfm_gpt_save_tok -> tfm_gpt_load_tok gives the model and the same BPE model",
           !rc && !rc2 && b2 && b2->n == m.n && b2->proto_len == m.proto_len && !memcmp(b2->proto, m.proto, m.proto_len) &&
           v.n == 0 && !memcmp(g2.params.data, g.params.data, sizeof(float) * g.params.total), "%s", tfm_last_error());
     if (!rc2) tfm_gpt_free(&g2);
     if (b2) tfm_bpe_free(b2), free(b2);
     tfm_gpt g3;
-    int rc3 = tfm_gpt_load(path, &g3, &v, NULL, NULL);
+    int rc3 = tfm_gpt_load(&g3, &v, NULL, NULL, path);
     CHECK("tfm_gpt_load (characters only) refuses a BPE language model by name", rc3 != 0 && strstr(tfm_last_error(), "BPE language model"),
           "rc %d: %s", rc3, tfm_last_error());
     if (!rc3) tfm_gpt_free(&g3);

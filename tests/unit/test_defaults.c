@@ -71,8 +71,10 @@ static void test_other_defaults(void) {
           h.vmin >= h.vmax && h.cell == 0, "%d %g %g %d", h.grid_cols, h.vmin, h.vmax, h.cell);
     tfm_bpe_learn_opts b;
     memset(&b, 0x55, sizeof b);
-    tfm_bpe_learn_defaults(&b);
-    CHECK("tfm_bpe_learn_defaults: 8000 pieces", b.vocab_size == 8000, "%d", b.vocab_size);
+    tfm_bpe_learn_opts_default(&b);
+    CHECK("tfm_bpe_learn_opts_default: 8000 pieces, coverage 0.9995, pieces of <= 16 characters split by class",
+          b.vocab_size == 8000 && b.character_coverage == 0.9995f && b.max_piece_chars == 16 && b.split_by_class == 1,
+          "%d %g %d %d", b.vocab_size, b.character_coverage, b.max_piece_chars, b.split_by_class);
     tfm_quantize_opts q;
     tfm_quantize_opts_default(&q);
     tfm_serve_params sp;

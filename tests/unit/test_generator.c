@@ -27,7 +27,7 @@ static void make_model(void) {
         for (size_t k = 0; k < m.params.t[i]->size; k++) m.params.t[i]->data[k] *= 6;
     int fd = mkstemp(path);
     close(fd);
-    if (tfm_gpt_save(path, &m, &v, NULL, NULL)) printf("FAIL save: %s\n", tfm_last_error()), exit(1);
+    if (tfm_gpt_save(&m, &v, NULL, NULL, path)) printf("FAIL save: %s\n", tfm_last_error()), exit(1);
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&v);
 }
@@ -197,6 +197,10 @@ int main(void) {
     CHECK("load a train-lm checkpoint", gen && !strcmp(tfm_generator_tokenizer(gen), "char") &&
           tfm_generator_count_tokens(gen, "Rome é") == 6, "%s", tfm_last_error());
     if (gen) {
+        const tfm_gpt *gm = tfm_generator_model(gen);
+        CHECK("tfm_gpt_vocab_size and tfm_gpt_block_size equal the config",
+              tfm_gpt_vocab_size(gm) == gm->cfg.vocab_size && tfm_gpt_block_size(gm) == gm->cfg.block_size &&
+              gm->cfg.block_size > 0, "%d %d", tfm_gpt_vocab_size(gm), tfm_gpt_block_size(gm));
         test_equals_generate(gen);
         test_stop_strings(gen);
         test_streams(gen);

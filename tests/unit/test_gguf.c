@@ -172,7 +172,7 @@ static void check_file(const char *model, int f16) {
     CHECK(label, b && !parse(b, n, &g), "%zu bytes", n);
     tfm_gpt m;
     tfm_char_vocab v;
-    if (!b || tfm_gpt_load(model, &m, &v, NULL, NULL)) return free(b);
+    if (!b || tfm_gpt_load(&m, &v, NULL, NULL, model)) return free(b);
     const tfm_gpt_config *c = &m.cfg;
     const kv *arch = get(&g, "general.architecture"), *ctx = get(&g, "gpt2.context_length"),
              *emb = get(&g, "gpt2.embedding_length"), *ff = get(&g, "gpt2.feed_forward_length"),
@@ -269,7 +269,7 @@ static void check_q8_0(const char *model) {
     CHECK("gguf q8_0: a GGUF v3 file that parses to its end", b && !parse(b, n, &g), "%zu bytes", n);
     tfm_gpt m;
     tfm_char_vocab v;
-    if (!b || tfm_gpt_load(model, &m, &v, NULL, NULL)) return free(b);
+    if (!b || tfm_gpt_load(&m, &v, NULL, NULL, model)) return free(b);
     const kv *ft = get(&g, "general.file_type");
     const tinfo *te = tensor(&g, "token_embd.weight"), *pe = tensor(&g, "position_embd.weight"),
                 *down = tensor(&g, "blk.1.ffn_down.weight"), *norm = tensor(&g, "blk.0.ffn_norm.weight");
@@ -303,7 +303,7 @@ static void check_merges(void) {
     snprintf(model, sizeof model, "%s/mb.tfm", tmpdir);
     snprintf(path, sizeof path, "%s/mb.gguf", tmpdir);
     int ok = !tfm_gpt_init(&m, &cfg);
-    if (ok) tfm_gpt_init_weights(&m, 1), ok = !tfm_gpt_save(model, &m, &v, NULL, NULL), tfm_gpt_free(&m);
+    if (ok) tfm_gpt_init_weights(&m, 1), ok = !tfm_gpt_save(&m, &v, NULL, NULL, model), tfm_gpt_free(&m);
     ok = ok && !tfm_export_gguf(model, path, TFM_GGUF_F32);
     size_t n = 0;
     unsigned char *b = ok ? check_read_file(path, &n) : NULL;

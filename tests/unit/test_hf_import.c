@@ -59,7 +59,7 @@ static float *copy_out(const tfm_tensor *t, size_t *n) {
 static int run_gpt(const char *path, const tfm_container *in, results *r) {
     const tfm_entry *x = need(in, "x", 2), *nn = tfm_container_get(in, "n_new");
     tfm_gpt m;
-    if (!x || tfm_gpt_load(path, &m, NULL, NULL, NULL)) return -1;
+    if (!x || tfm_gpt_load(&m, NULL, NULL, NULL, path)) return -1;
     tfm_graph g;
     tfm_graph_init(&g, 1);
     g.grad_enabled = 0;

@@ -88,7 +88,7 @@ static void save_gpt(const char *path, int synth) {
     for (size_t i = 0; i < m.params.total; i++) opt.m[i] = 0.01f * (float)(i % 7), opt.v[i] = 1e-4f;
     opt.t = 3;
     tfm_lm_train_state st = {10, 2, 1, 2, 5, 2, 1, 1e-3f, 1e-4f, 0.1f, 0.9f, 0.99f, 1.0f, 3, 12345, 678, NAN};
-    if (tfm_gpt_save(path, &m, &v, &opt, &st)) tfm_fatal("test: %s", tfm_last_error());
+    if (tfm_gpt_save(&m, &v, &opt, &st, path)) tfm_fatal("test: %s", tfm_last_error());
     tfm_adamw_free(&opt);
     tfm_char_vocab_free(&v);
     tfm_gpt_free(&m);
@@ -99,7 +99,7 @@ static int load_gpt_full(const char *path) {
     tfm_char_vocab v;
     tfm_adamw opt;
     tfm_lm_train_state st;
-    int rc = tfm_gpt_load(path, &m, &v, &opt, &st);
+    int rc = tfm_gpt_load(&m, &v, &opt, &st, path);
     if (rc == 0) {
         tfm_adamw_free(&opt);
         tfm_char_vocab_free(&v);
@@ -134,7 +134,7 @@ static void test_gpt_bitflips(void) {
             tfm_char_vocab v;
             tfm_adamw opt;
             tfm_lm_train_state st;
-            rc = tfm_gpt_get(&c, "flip.tfm", &m, &v, &opt, &st);
+            rc = tfm_gpt_get(&m, &v, &opt, &st, &c, "flip.tfm");
             if (rc == 0) {
                 tfm_adamw_free(&opt);
                 tfm_char_vocab_free(&v);

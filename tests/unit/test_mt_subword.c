@@ -114,7 +114,7 @@ static void test_bpe_translator(void) {
                            "two dogs play in the snow.", "eine Frau liest ein Buch.", "a woman reads a book."};
     tfm_bpe *b = calloc(1, sizeof *b);
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     lo.vocab_size = 300;
     CHECK("bpe translator: learn", tfm_bpe_learn_lines(b, lines, 6, &lo) == 0, "%s", tfm_last_error());
     tfm_mt_config c = tiny(1);

@@ -66,7 +66,7 @@ static void test_gpt(void) {
     tfm_adamw_init(&opt, &m.params, 0.9f, 0.99f, 1e-8f, 0.1f);
     tfm_lm_train_state st = {10, 2, 1, 2, 5, 2, 1, 1e-3f, 1e-4f, 0.1f, 0.9f, 0.99f, 1.0f, 3, 12345, 678, NAN};
     const char *f32 = tpath("gpt.tfm"), *q8 = tpath("gpt.q8.tfm");
-    if (tfm_gpt_save(f32, &m, &v, &opt, &st)) tfm_fatal("%s", tfm_last_error());
+    if (tfm_gpt_save(&m, &v, &opt, &st, f32)) tfm_fatal("%s", tfm_last_error());
     tfm_quantize_opts o;
     tfm_quantize_opts_default(&o);
     tfm_quantize_report rep;
@@ -84,18 +84,18 @@ static void test_gpt(void) {
           tfm_ckpt_stored_params(&c) == (int64_t)m.params.total, "entries");
     tfm_container_free(&c);
     /* loaded = quantized in memory */
-    rc = tfm_gpt_load(q8, &q, &vq, NULL, NULL);
+    rc = tfm_gpt_load(&q, &vq, NULL, NULL, q8);
     quantize_in_memory(&m.params, "gpt", &o);
     CHECK("quantize_gpt_load_equals_in_memory", rc == 0 && same_q8(&q.params, &m.params), "%s", rc ? tfm_last_error() : "differs");
     /* save -> load keeps it */
     const char *again = tpath("gpt.q8.again.tfm");
-    rc = tfm_gpt_save(again, &q, &vq, NULL, NULL) || tfm_gpt_load(again, &r, &vr, NULL, NULL);
+    rc = tfm_gpt_save(&q, &vq, NULL, NULL, again) || tfm_gpt_load(&r, &vr, NULL, NULL, again);
     CHECK("quantize_gpt_save_load_round_trip", rc == 0 && same_q8(&q.params, &r.params), "%s", tfm_last_error());
     if (!rc) tfm_gpt_free(&r), tfm_char_vocab_free(&vr);
     /* inference only */
     tfm_adamw o2;
     tfm_lm_train_state st2;
-    CHECK("quantize_gpt_resume_refused", tfm_gpt_load(q8, &r, &vr, &o2, &st2) == -1 && strstr(tfm_last_error(), q8) &&
+    CHECK("quantize_gpt_resume_refused", tfm_gpt_load(&r, &vr, &o2, &st2, q8) == -1 && strstr(tfm_last_error(), q8) &&
           strstr(tfm_last_error(), "inference only"), "err=%s", tfm_last_error());
     CHECK("quantize_adamw_init_refuses_int8", tfm_adamw_init(&o2, &q.params, 0.9f, 0.99f, 1e-8f, 0) == -1 &&
           strstr(tfm_last_error(), "int8"), "err=%s", tfm_last_error());
@@ -106,7 +106,7 @@ static void test_gpt(void) {
     tfm_quantize_opts o3 = {0, 0};
     rc = tfm_quantize_file(f32, tpath("lin.tfm"), &o3, &rep);
     tfm_gpt_free(&r), tfm_char_vocab_free(&vr);
-    rc = rc || tfm_gpt_load(tpath("lin.tfm"), &r, &vr, NULL, NULL);
+    rc = rc || tfm_gpt_load(&r, &vr, NULL, NULL, tpath("lin.tfm"));
     CHECK("quantize_gpt_linear_only", rc == 0 && rep.n_q8 == 12 && !tfm_params_find(&r.params, "wte.weight")->q8 &&
           !tfm_params_find(&r.params, "wpe.weight")->q8 && tfm_params_find(&r.params, "blocks.0.attn.W_q.weight")->q8,
           "n_q8 %d", rep.n_q8);
@@ -142,7 +142,7 @@ static void test_size(void) {
     const char *f32 = tpath("big.tfm"), *q8 = tpath("big.q8.tfm");
     tfm_quantize_opts o;
     tfm_quantize_opts_default(&o);
-    int rc = tfm_gpt_save(f32, &m, &v, NULL, NULL) || tfm_quantize_file(f32, q8, &o, NULL);
+    int rc = tfm_gpt_save(&m, &v, NULL, NULL, f32) || tfm_quantize_file(f32, q8, &o, NULL);
     long a = file_size(f32), b = file_size(q8);
     CHECK("quantize_file_le_30_percent", rc == 0 && b > 0 && b * 10 <= a * 3, "%ld vs %ld bytes", b, a);
     printf("#   %zu parameters: fp32 file %ld bytes, int8 %ld (%.1f%%)\n", m.params.total, a, b, 100.0 * b / a);
@@ -212,7 +212,7 @@ static void expect_refused(const char *label, edit_fn edit, const char *want) {
     tfm_container_free(&c);
     tfm_gpt m;
     tfm_char_vocab v;
-    int rc = tfm_gpt_load(p, &m, &v, NULL, NULL);
+    int rc = tfm_gpt_load(&m, &v, NULL, NULL, p);
     const char *err = tfm_last_error();
     int ok = rc == -1 && strstr(err, p) && strstr(err, want) && !strchr(err, '\n') && tfm_last_error_kind() == TFM_ERR_DATA;
     CHECK(label, ok, "rc=%d err='%s' (want '%s')", rc, err, want);
@@ -269,7 +269,7 @@ static void test_bad_files(void) {
     free(b);
     tfm_gpt m;
     tfm_char_vocab v;
-    int rc = tfm_gpt_load(tpath("flip.tfm"), &m, &v, NULL, NULL);
+    int rc = tfm_gpt_load(&m, &v, NULL, NULL, tpath("flip.tfm"));
     CHECK("q8_load_refuses_flipped_int8_byte", at && rc == -1 && strstr(tfm_last_error(), "param.blocks.0.ffn.dense2.weight': checksum mismatch"),
           "rc=%d err=%s", rc, tfm_last_error());
 }

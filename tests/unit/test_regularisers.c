@@ -140,7 +140,7 @@ static void test_bpe_dropout(void) {
     for (int i = 0; i < p.n; i++) lines[2 * i] = p.src[i].tok[0], lines[2 * i + 1] = p.tgt[i].tok[0];
     tfm_bpe *m = calloc(1, sizeof *m);
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     lo.vocab_size = 800;
     int rc = tfm_bpe_learn_lines(m, lines, 2 * p.n, &lo);
     free(lines);
@@ -313,7 +313,7 @@ static int round_trip(float attention, float activation, int *entries, tfm_mt_co
     const char *lines[] = {"ein Hund", "a dog", "zwei Katzen", "two cats"};
     tfm_bpe *b = calloc(1, sizeof *b);
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     lo.vocab_size = 280;
     tfm_mt_config c;
     tfm_mt_config_default(&c);

@@ -93,7 +93,7 @@ static int save_gpt(const char *path, int attention) {
     tfm_char_vocab v;
     if (tfm_gpt_init(&m, &c) || tfm_char_vocab_from_string(&v, CHARS)) return printf("# %s\n", tfm_last_error()), -1;
     tfm_gpt_init_weights(&m, 7 + (uint64_t)attention);
-    int rc = tfm_gpt_save(path, &m, &v, NULL, NULL);
+    int rc = tfm_gpt_save(&m, &v, NULL, NULL, path);
     tfm_gpt_free(&m);
     tfm_char_vocab_free(&v);
     return rc;
@@ -128,7 +128,7 @@ static int save_s2s_bpe(const char *path, int tied) {
                            "le chien a mang\xc3\xa9 le g\xc3\xa2teau !", "a cat, a dog and a mat.",
                            "un chat, un chien et un tapis."};
     tfm_bpe_learn_opts lo;
-    tfm_bpe_learn_defaults(&lo);
+    tfm_bpe_learn_opts_default(&lo);
     lo.vocab_size = 300;
     tfm_bpe *b = calloc(1, sizeof *b);
     if (!b || tfm_bpe_learn_lines(b, lines, 6, &lo)) return printf("# bpe: %s\n", tfm_last_error()), free(b), -1;
@@ -297,7 +297,7 @@ static void bad_input(void) {
         t[k].data = bufs[k];
         k++;
     }
-    int rc = tfm_st_save(X, t, k, f.meta, f.n_meta);
+    int rc = tfm_st_save(t, k, f.meta, f.n_meta, X);
     CHECK("bad: writer accepts a subset", !rc, "%s", tfm_last_error());
     expect_bad("bad: missing tensor", X, "tensor 'blocks.1.ffn.dense1.bias' missing", NULL);
     for (int i = 0; i < k; i++) free(bufs[i]);
@@ -365,7 +365,7 @@ static float *model_logits(const char *path, const tfm_container *in, size_t *n)
         tfm_char_vocab v;
         const tfm_entry *x = tfm_container_get(in, "x");
         if (!x || x->ndim != 2) return tfm_set_error("input: need x (B,T)"), NULL;
-        if (tfm_gpt_load(path, &m, &v, NULL, NULL)) return NULL;
+        if (tfm_gpt_load(&m, &v, NULL, NULL, path)) return NULL;
         tfm_tensor *l = tfm_gpt_forward(&g, &m, x->data, x->shape[0], x->shape[1]);
         out = malloc(l->size * sizeof(float));
         memcpy(out, l->data, l->size * sizeof(float));

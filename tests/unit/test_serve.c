@@ -44,7 +44,7 @@ static int save_random_gpt(const char *path) {
     tfm_gpt g;
     if (tfm_gpt_init(&g, &c)) return -1;
     tfm_gpt_init_weights(&g, 5);
-    int rc = tfm_gpt_save(path, &g, &v, NULL, NULL);
+    int rc = tfm_gpt_save(&g, &v, NULL, NULL, path);
     tfm_gpt_free(&g);
     tfm_char_vocab_free(&v);
     return rc;

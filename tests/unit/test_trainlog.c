@@ -27,7 +27,7 @@ static void test_values(void) {
                               "{\"valid_bleu\": 12.5, \"step\": 20, \"valid_loss\": -Infinity, \"loss\": NaN, \"s\": \"\\\"\\u00e9\\n\"}\n"
                               "{\"step\": 30, \"loss\": null, \"valid_chrf\": 40.25, \"step_extra\": 7, \"loss\": 3.25}\n");
     tfm_train_log log;
-    int rc = tfm_train_log_load(p, &log);
+    int rc = tfm_train_log_load(&log, p);
     CHECK("log_load", rc == 0, "%s", tfm_last_error());
     if (rc) return;
     CHECK("log_counts", log.n == 3 && log.n_lines == 4, "n %d lines %d", log.n, log.n_lines);
@@ -64,7 +64,7 @@ static void test_errors(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *p = write_log("b.jsonl", cases[k].text);
         tfm_train_log log;
-        int rc = tfm_train_log_load(p, &log);
+        int rc = tfm_train_log_load(&log, p);
         const char *err = tfm_last_error();
         CHECK(cases[k].name, rc == -1 && strstr(err, cases[k].want) && !strchr(err, '\n'), "rc %d '%s' (want '%s')", rc,
               rc ? err : "", cases[k].want);
@@ -73,7 +73,7 @@ static void test_errors(void) {
 
 static void test_plot_fixture(void) {
     tfm_train_log log;
-    int rc = tfm_train_log_load("tests/fixtures/plot/train_log.jsonl", &log);
+    int rc = tfm_train_log_load(&log, "tests/fixtures/plot/train_log.jsonl");
     CHECK("log_fixture_load", rc == 0 && log.n == 30 && log.n_lines == 31, "%s", rc ? tfm_last_error() : "counts");
     if (rc) return;
     int nv = 0;

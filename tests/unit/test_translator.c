@@ -314,6 +314,9 @@ static void test_checkpoint_settings(tfm_mt_model *mt) {
     CHECK("decode.beam/alpha and the language pair round-trip through a checkpoint",
           m && m->decode_beam == 4 && m->decode_alpha == 0.6f && !strcmp(m->src_lang, "xx") && !strcmp(m->tgt_lang, "yy-z"),
           "%s", t ? "values differ" : tfm_last_error());
+    CHECK("the tfm_mt_model accessors read the same values", m && tfm_mt_model_decode_beam(m) == 4 &&
+          tfm_mt_model_decode_alpha(m) == 0.6f && !strcmp(tfm_mt_model_src_lang(m), "xx") &&
+          !strcmp(tfm_mt_model_tgt_lang(m), "yy-z") && tfm_mt_model_bpe(m) == m->bpe, "%s", t ? "differ" : "no model");
     tfm_translator_free(t);
     const char *bad[][3] = {{"decode.beam", "0", "decode.beam must be in 1..64"},
                             {"meta.src_lang", "d e", "meta.src_lang 'd e' is not a language code"}};
