@@ -1,6 +1,8 @@
 /* The pieces of a training loop both trainers share (src/train/loop.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "train/loop.h"
 
@@ -85,4 +87,20 @@ int tfm_train_check_ranks(const tfm_train_ctl *ctl, tfm_dist *dist, const tfm_pa
     if (tfm_dist_is_writer(dist))
         tfm_train_note(ctl, "%d ranks: parameters identical on every rank (fnv1a64 %s)", tfm_dist_size(dist), hash);
     return 0;
+}
+
+void tfm_train_note_profile(const tfm_train_ctl *ctl, const tfm_graph *g, long steps, double wall) {
+    if (!ctl || !ctl->note) return;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
+    tfm_profile_print(g, steps, "step", wall, tfm_isa_name(), f);
+    fprintf(f, "  arena: peak %.1f MiB, %zu chunk allocations\n", g->arena.peak / 1048576.0, g->arena.n_mallocs);
+    if (fclose(f) == 0)
+        for (char *line = text, *end; line && *line; line = end ? end + 1 : NULL) {
+            if ((end = strchr(line, '\n'))) *end = '\0';
+            ctl->note(line, ctl->note_user);
+        }
+    free(text);
 }

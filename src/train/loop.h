@@ -40,6 +40,10 @@ void tfm_train_pool_free(tfm_train_pool *pl);
 /* The chunks' op profiles merged into g's (--profile). */
 void tfm_train_pool_profile(tfm_train_pool *pl, tfm_graph *g);
 
+/* --profile's table (tfm_profile_print of g over `steps` steps and `wall` seconds, then the arena's peak) as
+ * ctl->note lines: the library writes nothing itself; without a note callback, nothing. */
+void tfm_train_note_profile(const tfm_train_ctl *ctl, const tfm_graph *g, long steps, double wall);
+
 /* ---------------------------------------------------------------- one step */
 /* A training loop's graph: dropout RNG, profiling, the GEMM precision its chunks' worker graphs inherit, and the
  * gradients of intermediate tensors recycled (nothing reads one after the backward). */

@@ -276,8 +276,7 @@ int tfm_lm_train(tfm_gpt *m, const tfm_lm_data *d, tfm_adamw *opt, tfm_lm_train_
     while (!rc && st->iter < st->iters && !(max_steps > 0 && st->iter >= max_steps)) rc = lm_step(&L);
     rc = tfm_train_check_ranks(L.ctl, L.dist, &m->params, rc < 0 ? -1 : 0);
     if (L.ch.k && profile) tfm_train_pool_profile(&L.ch, &L.g);
-    if (!rc && profile && L.steps && L.writer)
-        tfm_profile_print(&L.g, L.steps, "step", L.t_train, tfm_isa_name(), stderr);
+    if (!rc && profile && L.steps && L.writer) tfm_train_note_profile(L.ctl, &L.g, L.steps, L.t_train);
     loop_free(&L);
     return rc ? -1 : L.steps;
 }

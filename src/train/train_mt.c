@@ -539,13 +539,11 @@ static int run_epoch(mt_loop *L, int epoch) {
     return L->done ? 0 : end_epoch(L, epoch);
 }
 
-/* --profile: time per op kind and phase per step, on stderr (rank 0). */
+/* --profile: time per op kind and phase per step, as notes (rank 0). */
 static void print_profile(mt_loop *L) {
     if (!L->o->profile || !L->steps_this_run || !L->writer) return;
     if (L->ch.k) tfm_train_pool_profile(&L->ch, &L->g);
-    tfm_profile_print(&L->g, L->steps_this_run, "step", L->t_steps, tfm_isa_name(), stderr);
-    fprintf(stderr, "  arena: peak %.1f MiB, %zu chunk allocations\n", L->g.arena.peak / 1048576.0,
-            L->g.arena.n_mallocs);
+    tfm_train_note_profile(L->ctl, &L->g, L->steps_this_run, L->t_steps);
 }
 
 int tfm_mt_train(tfm_mt_net *m, const tfm_mt_corpus *train, const tfm_mt_corpus *valid,
