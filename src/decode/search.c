@@ -205,20 +205,17 @@ static int put_hyps(tfm_hyps *out, const int *h, int H, const int *len, const fl
  * step's GEMMs are then bound by reading the weights, and the screen reads a quarter of the layer's bytes. */
 #define SCREEN_MAX_ROWS 4
 
-/* A screened step: each row's best token (banned ones never win) into pick, as the full layer's first argmax
- * (tfm_logit_screen). 0, or -1: a hidden state is not finite (a diverged model), out of memory. */
-static int screened_step(members *e, tfm_graph *g, const tfm_logit_screen *screen, const int *prev, int rows,
-                         int step, int *pick) {
-    tfm_mt_net *m = e->m[0];
-    tfm_tensor *h = m->vt->decode_hidden(m, g, e->st[0], prev, rows, 1);   /* (rows,1,d) */
-    double tp = tfm_profile_begin(g);
+/* A screened step's choice: each row's best token (banned ones never win) from its hidden state h (rows, d)
+ * into pick, as the full layer's first argmax (tfm_logit_screen). 0, or -1: h is not finite (a diverged model),
+ * out of memory. */
+static int screened_pick(const members *e, tfm_graph *g, const tfm_logit_screen *screen, const tfm_tensor *h,
+                         int rows, int step, int *pick) {
+    const tfm_mt_config *c = &e->m[0]->cfg;
     float *scratch = tfm_arena_alloc(&g->arena, sizeof(float) * tfm_logit_screen_scratch(screen, rows));
-    int rc = !scratch ? (tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d rows)", rows), -1)
-             : tfm_logit_screen_argmax(screen, h->data, rows, m->cfg.banned, m->cfg.n_banned, scratch, pick) < 0
-                 ? nonfinite_output(step)
-                 : 0;
-    tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
-    return rc;
+    if (!scratch) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (decoding %d rows)", rows), -1;
+    return tfm_logit_screen_argmax(screen, h->data, rows, c->banned, c->n_banned, scratch, pick) < 0
+               ? nonfinite_output(step)
+               : 0;
 }
 
 /* Greedy: each row takes its most likely token (or its prefix's); the score is the sum of the chosen tokens'
@@ -249,19 +246,18 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
         const int screened = screen && rows <= SCREEN_MAX_ROWS;
+        tfm_tensor *h = NULL;   /* screened: the hidden states; else each member's logits in x_k */
+        if (screened) h = m->vt->decode_hidden(m, g, e->st[0], prev, rows, 1);   /* (rows,1,d) */
+        else decode_members(e, g, prev, rows, x_k);                              /* (rows,1,V) each */
+        double tp = tfm_profile_begin(g);
         float *scores = NULL;
         int normalized = 0;
         if (screened) {
-            if ((rc = screened_step(e, g, screen, prev, rows, step, pick))) break;
-        } else {
-            decode_members(e, g, prev, rows, x_k);   /* (rows,1,V) each */
-            scores = step_scores(e->n, x_k, rows, V, nt, scratch, &normalized);
-            if (!scores) {
-                rc = nonfinite_output(step);
-                break;
-            }
+            if ((rc = screened_pick(e, g, screen, h, rows, step, pick))) break;
+        } else if (!(scores = step_scores(e->n, x_k, rows, V, nt, scratch, &normalized))) {
+            rc = nonfinite_output(step);
+            break;
         }
-        double tp = tfm_profile_begin(g);
         int n_keep = 0;
         for (int r = 0; r < rows; r++) {
             float *x = scores ? scores + (size_t)r * V : NULL, lse = 0.0f;
