@@ -79,6 +79,11 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void tile_avx2(cons
         for (int j = 0; j < NR; j++) acc[i][j] = _mm256_setzero_si256();
     for (int k = 0; k < kb; k += 32) {
         __m256i wv[4];
+        if (MR == 1) {   /* a GEMV streams W: fetch the next tile's rows (one tile ahead), 2 lines a step */
+            const char *next = (const char *)w + (size_t)NR * ldw + (size_t)NR * k;
+            __builtin_prefetch(next);
+            __builtin_prefetch(next + 64);
+        }
         for (int j = 0; j < NR; j++) wv[j] = _mm256_load_si256((const __m256i *)(w + (size_t)j * ldw + k));
         for (int i = 0; i < MR; i++) {
             __m256i av = _mm256_load_si256((const __m256i *)(a + (size_t)i * lda + k));

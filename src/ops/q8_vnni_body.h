@@ -33,6 +33,10 @@ static inline __attribute__((always_inline)) void q8v_tile(const int MR, const i
         for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_si512();
     for (int k = 0; k < kb; k += 64) {
         __m512i wv[4];
+        if (MR == 1) {   /* a GEMV streams W: fetch the next tile's rows (one tile ahead; as the AVX2 tile) */
+            const char *next = (const char *)w + (size_t)NR * ldw + (size_t)NR * k;
+            for (int j = 0; j < NR; j++) __builtin_prefetch(next + 64 * j);
+        }
         for (int j = 0; j < NR; j++) wv[j] = _mm512_load_si512((const void *)(w + (size_t)j * ldw + k));
         for (int i = 0; i < MR; i++) {
             __m512i u = _mm512_xor_si512(_mm512_load_si512((const void *)(a + (size_t)i * lda + k)), flip);
