@@ -167,6 +167,7 @@ typedef struct {
     int off, len;        /* bytes of the normalized text; len 0 = merged away */
     int prev, next;
     int freeze;          /* never merged: 1 a user-defined piece, 2 a literal '▁' of the input */
+    int word;            /* which word ('▁' starts one): BPE-dropout redraws within a word */
 } symbol;
 
 typedef struct {
@@ -190,6 +191,8 @@ typedef struct {
     int oom;
     float p_drop;        /* BPE-dropout: each candidate merge skipped with this probability (0: exact BPE) */
     uint64_t key, ctr;   /* its draws: splitmix64(key + ctr) for ctr = 0, 1, ... */
+    pair_cand *dropped;  /* the candidates skipped since their word's last merge */
+    int n_dropped, cap_dropped;
 } encoder;
 
 static int normal_find(const tfm_bpe *m, const char *s, size_t n) {
@@ -284,6 +287,36 @@ static int skip_merge(encoder *e) {
     return (float)(z >> 40) * (1.0f / 16777216.0f) < e->p_drop;   /* a uniform 24-bit fraction in [0, 1) */
 }
 
+/* BPE-dropout as Provilkov et al.'s reference code does it, word by word: at each merge step of a word its
+ * candidates are tried best first and each is skipped with probability p; the first one kept is merged, and the
+ * skipped ones are offered again (drawn afresh) at the word's next step. A word whose every candidate is skipped
+ * at one step is done. (SentencePiece's sampling instead keeps a skipped pair out until a neighbour merge re-forms
+ * it, which fragments more.) The heap holds all words of the line; a skipped candidate waits in e->dropped until
+ * a merge in its own word puts it back. */
+static void drop_candidate(encoder *e, pair_cand c) {
+    if (e->n_dropped == e->cap_dropped) {
+        int nc = e->cap_dropped ? 2 * e->cap_dropped : 16;
+        pair_cand *d = realloc(e->dropped, (size_t)nc * sizeof *d);
+        if (!d) {
+            e->oom = 1;
+            return;
+        }
+        e->dropped = d, e->cap_dropped = nc;
+    }
+    e->dropped[e->n_dropped++] = c;
+}
+
+static void offer_dropped_again(encoder *e, int word) {
+    for (int k = 0; k < e->n_dropped;) {
+        if (e->sym[e->dropped[k].left].word != word) {
+            k++;
+            continue;
+        }
+        if (heap_push(&e->q, e->dropped[k])) e->oom = 1;
+        e->dropped[k] = e->dropped[--e->n_dropped];
+    }
+}
+
 uint64_t tfm_bpe_dropout_key(uint64_t seed, int epoch, long sentence) {
     uint64_t k = seed * 0xd1342543de82ef95ull + 0x2545f4914f6cdd1dull;
     k = (k ^ (uint64_t)(uint32_t)epoch) * 0x9e3779b97f4a7c15ull;
@@ -304,7 +337,7 @@ static int reserve_symbols(encoder *e, size_t n) {
  * reused. p_drop > 0: BPE-dropout with the draws keyed by key. */
 static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encoder *e, float p_drop, uint64_t key) {
     e->m = m, e->q.n = 0, e->n_rev = 0, e->n_seg = 0, e->prev_unk = 0, e->oom = 0;
-    e->p_drop = p_drop, e->key = key, e->ctr = 0;
+    e->p_drop = p_drop, e->key = key, e->ctr = 0, e->n_dropped = 0;
     long bad = tfm_utf8_first_invalid(text, len);
     if (bad >= 0) return tfm_set_error("invalid UTF-8 (byte 0x%02x at offset %ld)", (unsigned char)text[bad], bad), -1;
     if (normalize_into(m, text, len, &e->normb, &e->litb) || e->normb.n > (size_t)1 << 30 ||
@@ -322,13 +355,14 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
         if (e->oom) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory encoding a line"), -1;
         return 0;
     }
-    int ns = 0;
+    int ns = 0, word = 0;
     for (size_t i = 0; i < n;) {   /* characters (or user-defined pieces) */
         int u = m->n_user ? user_match(m, norm + i, n - i) : 0;
         int k = u ? u : chunk_len(m, norm + i, n - i);
         int literal = li < n_lit && lit[li] == i;   /* a '▁' of the input: frozen, output as bytes */
         li += literal;
-        e->sym[ns] = (symbol){(int)i, k, ns - 1, i + (size_t)k < n ? ns + 1 : -1, u > 0 ? 1 : literal ? 2 : 0};
+        word += ns > 0 && n - i >= BPE_WS_LEN && !memcmp(norm + i, BPE_WS, BPE_WS_LEN);
+        e->sym[ns] = (symbol){(int)i, k, ns - 1, i + (size_t)k < n ? ns + 1 : -1, u > 0 ? 1 : literal ? 2 : 0, word};
         ns++;
         i += (size_t)k;
     }
@@ -337,7 +371,11 @@ static int encode_segments(const tfm_bpe *m, const char *text, size_t len, encod
         pair_cand top = heap_pop(&e->q);
         symbol *l = &e->sym[top.left], *r = &e->sym[top.right];
         if (l->len == 0 || r->len == 0 || l->len + r->len != top.size) continue;   /* stale */
-        if (e->p_drop > 0 && skip_merge(e)) continue;   /* BPE-dropout: dropped until a neighbour merge re-forms it */
+        if (e->p_drop > 0 && skip_merge(e)) {   /* BPE-dropout: skipped at this step of its word */
+            drop_candidate(e, top);
+            continue;
+        }
+        if (e->n_dropped) offer_dropped_again(e, l->word);
         l->len += r->len;
         l->next = r->next;
         if (r->next >= 0) e->sym[r->next].prev = top.left;
@@ -361,6 +399,7 @@ static void encoder_free(encoder *e) {
     free(e->rev_id);
     free(e->rev_left);
     free(e->seg);
+    free(e->dropped);
 }
 
 static int *encode_ids(const tfm_bpe *m, const char *text, size_t len, int *n_ids, float p_drop, uint64_t key) {

@@ -1,7 +1,8 @@
 /* Issue 35's regularisers for train-mt:
  *   BPE-dropout  tfm_bpe_encode_dropout on a real corpus sample (data/fra-eng-demo.tsv): p 0 is exact BPE, p 1 the
  *                initial symbols, the same key the same segmentation, another key another one, decoding gives the
- *                text back; tfm_mt_corpus_bpe_dropout: p 0 = the exact arrays, per epoch, thread count free;
+ *                text back, and the segmentations are those of a plain reference of Provilkov et al.'s rule
+ *                (skipped merges redrawn at their word's next step); tfm_mt_corpus_bpe_dropout: p 0 = the exact arrays, per epoch, thread count free;
  *   R-Drop       tfm_mt_net_rdrop_loss = (CE1 + CE2) / 2 + alpha * symmetric KL, recomputed here from two passes
  *                with the dropout masks reproduced from the graph's RNG state; alpha 0 = the two passes' CE
  *                gradients averaged; finite differences on the whole loss (the op itself: test_gradcheck.c);
@@ -88,6 +89,96 @@ static void test_bpe_dropout_encode(const tfm_parallel_text *p, const tfm_bpe *m
     free(d), free(back);
 }
 
+/* Provilkov et al.'s rule, written plainly to check the encoder's heap version: the line's characters as symbols
+ * ('▁' + the words joined by '▁'); at every step the best candidate pair not skipped since its word's last merge
+ * (higher score, then leftmost) is drawn for; skipped, it waits; kept, it is merged and its word's skipped pairs
+ * come back. The draws are the encoder's (splitmix64 of key + counter). Returns the piece count, or -1 where the
+ * line is outside what this reference models (a character without a piece). */
+enum { REF_MAX = 512 };
+
+static int ref_piece(const tfm_bpe *m, const char *s, int n) {
+    int id = tfm_bpe_piece_id(m, s, (size_t)n);
+    return id >= 0 && m->len[id] == n && !memcmp(m->piece[id], s, (size_t)n) ? id : -1;
+}
+
+static int ref_skip(uint64_t key, uint64_t *ctr, float p) {
+    uint64_t z = key + 0x9e3779b97f4a7c15ull * ++*ctr;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f) < p;
+}
+
+static int ref_bpe_dropout(const tfm_bpe *m, const char *line, float p, uint64_t key, int *ids) {
+    char norm[4 * REF_MAX];
+    int off[REF_MAX], len[REF_MAX], word[REF_MAX], n = 0, pos = 0, w = 0;
+    char skipped[REF_MAX] = {0};   /* skipped[i]: the pair (i, i + 1), since its word's last merge */
+    size_t L = strlen(line);
+    for (size_t i = 0; i <= L;) {   /* "▁" + the line with every space a '▁' */
+        if (pos + 4 >= (int)sizeof norm || n >= REF_MAX) return -1;
+        if (n == 0 || line[i] == ' ') {
+            memcpy(norm + pos, "\xe2\x96\x81", 3);
+            off[n] = pos, len[n] = 3, word[n] = w++, n++, pos += 3;
+            i += n > 1;   /* the space is this '▁'; the first '▁' is the dummy prefix */
+            continue;
+        }
+        if (i == L) break;
+        uint32_t cp;
+        int k = tfm_utf8_decode(line + i, L - i, &cp);
+        if (k <= 0 || ref_piece(m, line + i, k) < 0) return -1;
+        memcpy(norm + pos, line + i, (size_t)k);
+        off[n] = pos, len[n] = k, word[n] = w - 1, n++, pos += k, i += (size_t)k;
+    }
+    uint64_t ctr = 0;
+    for (;;) {
+        int best = -1;
+        float best_score = 0;
+        for (int i = 0; i + 1 < n; i++) {
+            int id = skipped[i] ? -1 : ref_piece(m, norm + off[i], len[i] + len[i + 1]);
+            if (id >= 0 && (best < 0 || m->score[id] > best_score)) best = i, best_score = m->score[id];
+        }
+        if (best < 0) break;
+        if (p > 0 && ref_skip(key, &ctr, p)) {
+            skipped[best] = 1;
+            continue;
+        }
+        for (int i = 0; i + 1 < n; i++)
+            if (word[i] == word[best]) skipped[i] = 0;
+        len[best] += len[best + 1];
+        for (int i = best + 1; i + 1 < n; i++)
+            off[i] = off[i + 1], len[i] = len[i + 1], word[i] = word[i + 1], skipped[i] = skipped[i + 1];
+        n--;
+    }
+    for (int i = 0; i < n; i++) ids[i] = ref_piece(m, norm + off[i], len[i]);
+    return n;
+}
+
+static void test_bpe_dropout_reference(const tfm_parallel_text *p, const tfm_bpe *m) {
+    int checked = 0, equal = 0, differ_exact = 0;
+    int ref[REF_MAX];
+    for (int i = 0; i < 2 * p->n; i++) {
+        const char *s = (i % 2 ? p->tgt : p->src)[i / 2].tok[0];
+        int ne, *e = tfm_bpe_encode(m, s, strlen(s), &ne);
+        int nr = e ? ref_bpe_dropout(m, s, 0.0f, 0, ref) : -1;
+        int modelled = nr >= 0 && same_ids(e, ne, ref, nr);   /* the reference's exact BPE is the encoder's */
+        free(e);
+        if (!modelled) continue;
+        for (int t = 0; t < 3; t++) {
+            float pd = t == 2 ? 0.5f : 0.1f + 0.1f * (float)t;
+            uint64_t key = tfm_bpe_dropout_key(11 + (uint64_t)t, t, i);
+            int nd, *d = tfm_bpe_encode_dropout(m, s, strlen(s), pd, key, &nd);
+            nr = ref_bpe_dropout(m, s, pd, key, ref);
+            checked++;
+            equal += d && same_ids(d, nd, ref, nr);
+            differ_exact += nr != ne;
+            free(d);
+        }
+    }
+    CHECK("bpe-dropout: the encoder follows Provilkov et al.'s rule (a plain reference, p 0.1 0.2 0.5)",
+          checked > 300 && equal == checked && differ_exact > checked / 3, "%d of %d segmentations equal (%d not exact BPE)",
+          equal, checked, differ_exact);
+}
+
 static int arrays_equal(const tfm_mt_corpus *a, const tfm_mt_corpus *b) {
     size_t cells = (size_t)a->n * a->num_steps;
     return a->n == b->n && !memcmp(a->src, b->src, cells * sizeof(int)) && !memcmp(a->tgt, b->tgt, cells * sizeof(int)) &&
@@ -147,6 +238,7 @@ static void test_bpe_dropout(void) {
     CHECK("bpe-dropout: learn a model of the sample", rc == 0, "%s", tfm_last_error());
     if (!rc) {
         test_bpe_dropout_encode(&p, m);
+        test_bpe_dropout_reference(&p, m);
         test_bpe_dropout_arrays(&p, m);
     }
     tfm_parallel_text_free(&p);
