@@ -85,7 +85,7 @@ int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols
 
 /* the checks both entry points share: a 2-D parameter whose rows fit the kernels' exact int32 sums, and p's
  * table of int8 copies */
-static int q8_param_ok(tfm_params *p, int i) {
+static int q8_param_ready(tfm_params *p, int i) {
     const tfm_tensor *t = p->t[i];
     if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
         return tfm_set_error("parameter '%s': only a 2-D weight can be held in int8", t->name), 0;
@@ -112,7 +112,7 @@ static void q8_hold(tfm_params *p, int i, const tfm_q8_weight *w) {
 }
 
 int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale) {
-    if (!q8_param_ok(p, i)) return -1;
+    if (!q8_param_ready(p, i)) return -1;
     const tfm_tensor *t = p->t[i];
     int rows = t->shape[0], cols = t->shape[1];
     tfm_q8_weight w;
@@ -128,7 +128,7 @@ int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale)
 }
 
 int tfm_params_quantize(tfm_params *p, int i) {
-    if (!q8_param_ok(p, i)) return -1;
+    if (!q8_param_ready(p, i)) return -1;
     const tfm_tensor *t = p->t[i];
     tfm_q8_weight w;
     if (tfm_q8_weight_quantize_(&w, t->data, t->shape[0], t->shape[1], (size_t)t->shape[1]))
