@@ -1,8 +1,10 @@
-/* int8 weights (tfm quantize): row quantization and parameters held in int8 (include/tfm/core.h). */
-#include "tfm/core.h"
+/* int8 weights (tfm quantize): row quantization, int8 copies of fp32 rows (src/core/q8.h) and parameters held
+ * in int8 (include/tfm/core.h). */
+#include "core/q8.h"
 #include "core/mem.h"
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,87 +34,117 @@ int tfm_params_n_q8(const tfm_params *p) {
     return n;
 }
 
-static void q8_weight_free(tfm_q8_weight *w) {
+void tfm_q8_weight_free_(tfm_q8_weight *w) {
     tfm_weights_free_(w->q, (size_t)w->rows * w->ld);
     free(w->scale);
     free(w->sum);
     memset(w, 0, sizeof *w);
 }
 
-/* the checks both entry points share: a 2-D parameter whose rows fit the kernels' exact int32 sums */
-static int q8_shape_ok(const tfm_params *p, int i) {
+/* w holding rows * ld zeroed int8 bytes (tfm_weights_alloc_: the padding stays zero), rows scales and rows
+ * sums (unset); 0, or -1 with a tfm error and w empty */
+static int q8_weight_alloc(tfm_q8_weight *w, int rows, int cols) {
+    memset(w, 0, sizeof *w);
+    if (rows < 1 || cols < 1 || cols > TFM_Q8_MAX_COLS)
+        return tfm_set_error("int8 weights of %d x %d: need a row and 1 to %d columns", rows, cols, TFM_Q8_MAX_COLS),
+               -1;
+    int ld = (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * TFM_Q8_ALIGN;   /* no overflow: cols <= TFM_Q8_MAX_COLS */
+    if ((size_t)rows > SIZE_MAX / (size_t)ld || (size_t)rows > SIZE_MAX / sizeof(float))
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights: %d x %d exceed size_t)", rows, cols), -1;
+    w->rows = rows, w->cols = cols, w->ld = ld;   /* before the allocation: tfm_q8_weight_free_ needs the size */
+    w->q = tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows (ld is a multiple of 64) */
+    w->scale = malloc(sizeof(float) * (size_t)rows);
+    w->sum = malloc(sizeof(int32_t) * (size_t)rows);
+    if (!w->q || !w->scale || !w->sum) {
+        tfm_q8_weight_free_(w);
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights: %d x %d)", rows, cols), -1;
+    }
+    return 0;
+}
+
+/* the VNNI kernel's compensation term: the sum of n int8 values (exact: n <= TFM_Q8_MAX_COLS) */
+static int32_t q8_row_sum(const int8_t *q, int n) {
+    int32_t s = 0;
+    for (int c = 0; c < n; c++) s += q[c];
+    return s;
+}
+
+int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols, size_t stride) {
+    if (cols > 0 && stride < (size_t)cols) {
+        memset(w, 0, sizeof *w);
+        return tfm_set_error("int8 weights of %d x %d: a row stride of %zu", rows, cols, stride), -1;
+    }
+    if (q8_weight_alloc(w, rows, cols)) return -1;
+    for (int r = 0; r < rows; r++) {
+        int8_t *q = w->q + (size_t)r * w->ld;
+        w->scale[r] = tfm_q8_quantize_row(x + (size_t)r * stride, cols, q);
+        w->sum[r] = q8_row_sum(q, cols);
+    }
+    return 0;
+}
+
+/* the checks both entry points share: a 2-D parameter whose rows fit the kernels' exact int32 sums, and p's
+ * table of int8 copies */
+static int q8_param_ready(tfm_params *p, int i) {
     const tfm_tensor *t = p->t[i];
     if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
         return tfm_set_error("parameter '%s': only a 2-D weight can be held in int8", t->name), 0;
     if (t->shape[1] > TFM_Q8_MAX_COLS)
         return tfm_set_error("parameter '%s': %d columns, int8 weights have at most %d", t->name, t->shape[1],
                              TFM_Q8_MAX_COLS), 0;
+    if (!p->q8 && !(p->q8 = calloc((size_t)p->n, sizeof *p->q8)))
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights)"), 0;
     return 1;
 }
 
-int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale) {
-    if (!q8_shape_ok(p, i)) return -1;
+/* w becomes parameter i's int8 copy (replacing any earlier one) and the parameter's values its dequantized
+ * ones, scale[r] * q[r][c] */
+static void q8_hold(tfm_params *p, int i, const tfm_q8_weight *w) {
     tfm_tensor *t = p->t[i];
-    int rows = t->shape[0], cols = t->shape[1], ld = (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * TFM_Q8_ALIGN;
-    if (!p->q8 && !(p->q8 = calloc((size_t)p->n, sizeof *p->q8)))
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights)"), -1;
-    tfm_q8_weight *w = &p->q8[i];
-    q8_weight_free(w);
-    t->q8 = NULL;
-    w->rows = rows, w->cols = cols, w->ld = ld;   /* before the allocation: q8_weight_free needs the size */
-    w->q = tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows (ld is a multiple of 64) */
-    w->scale = malloc(sizeof(float) * (size_t)rows);
-    w->sum = malloc(sizeof(int32_t) * (size_t)rows);
-    if (!w->q || !w->scale || !w->sum) {
-        q8_weight_free(w);
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (parameter '%s' in int8: %d x %d)", t->name, rows,
-                                  cols), -1;
+    tfm_q8_weight_free_(&p->q8[i]);
+    p->q8[i] = *w;
+    for (int r = 0; r < w->rows; r++) {
+        const int8_t *q = w->q + (size_t)r * w->ld;
+        float *x = t->data + (size_t)r * w->cols;
+        for (int c = 0; c < w->cols; c++) x[c] = w->scale[r] * (float)q[c];
     }
-    memcpy(w->scale, scale, sizeof(float) * (size_t)rows);
+    t->q8 = &p->q8[i];
+}
+
+int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale) {
+    if (!q8_param_ready(p, i)) return -1;
+    const tfm_tensor *t = p->t[i];
+    int rows = t->shape[0], cols = t->shape[1];
+    tfm_q8_weight w;
+    if (q8_weight_alloc(&w, rows, cols)) return tfm_prefix_error("parameter '%s': ", t->name);
     for (int r = 0; r < rows; r++) {
-        int8_t *dst = w->q + (size_t)r * ld;
         const int8_t *src = q + (size_t)r * cols;
-        memcpy(dst, src, (size_t)cols);
-        memset(dst + cols, 0, (size_t)(ld - cols));
-        int32_t s = 0;
-        float *x = t->data + (size_t)r * cols;
-        for (int c = 0; c < cols; c++) {
-            s += src[c];
-            x[c] = scale[r] * (float)src[c];
-        }
-        w->sum[r] = s;
+        memcpy(w.q + (size_t)r * w.ld, src, (size_t)cols);
+        w.scale[r] = scale[r];
+        w.sum[r] = q8_row_sum(src, cols);
     }
-    t->q8 = w;
+    q8_hold(p, i, &w);
     return 0;
 }
 
 int tfm_params_quantize(tfm_params *p, int i) {
-    if (!q8_shape_ok(p, i)) return -1;
+    if (!q8_param_ready(p, i)) return -1;
     const tfm_tensor *t = p->t[i];
-    int rows = t->shape[0], cols = t->shape[1];
-    int8_t *q = malloc((size_t)rows * cols);
-    float *scale = malloc(sizeof(float) * (size_t)rows);
-    int rc = -1;
-    if (!q || !scale) {
-        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (quantizing parameter '%s')", t->name);
-        goto done;
-    }
-    for (int r = 0; r < rows; r++) {
-        scale[r] = tfm_q8_quantize_row(t->data + (size_t)r * cols, cols, q + (size_t)r * cols);
-        if (isnan(scale[r])) {
-            tfm_set_error("parameter '%s' holds a non-finite value in row %d: cannot quantize it", t->name, r);
-            goto done;
+    tfm_q8_weight w;
+    if (tfm_q8_weight_quantize_(&w, t->data, t->shape[0], t->shape[1], (size_t)t->shape[1]))
+        return tfm_prefix_error("parameter '%s': ", t->name);
+    for (int r = 0; r < w.rows; r++)
+        if (isnan(w.scale[r])) {
+            tfm_q8_weight_free_(&w);
+            return tfm_set_error("parameter '%s' holds a non-finite value in row %d: cannot quantize it", t->name, r),
+                   -1;
         }
-    }
-    rc = tfm_params_set_q8(p, i, q, scale);
-done:
-    free(q);
-    free(scale);
-    return rc;
+    q8_hold(p, i, &w);
+    return 0;
 }
 
 void tfm_params_free_q8_(tfm_params *p) {
-    for (int i = 0; p->q8 && i < p->n; i++) q8_weight_free(&p->q8[i]);
+    for (int i = 0; p->q8 && i < p->n; i++) tfm_q8_weight_free_(&p->q8[i]);
     free(p->q8);
     p->q8 = NULL;
 }

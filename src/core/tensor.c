@@ -1,6 +1,7 @@
 /* Tensors, parameter sets, graph-owned tensors and views. */
 #include "tfm/core.h"
 #include "core/mem.h"
+#include "core/q8.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +116,6 @@ tfm_tensor *tfm_params_find(const tfm_params *p, const char *name) {
         if (!strcmp(p->t[i]->name, name)) return p->t[i];
     return NULL;
 }
-
-void tfm_params_free_q8_(tfm_params *p);   /* q8.c */
 
 void tfm_params_free(tfm_params *p) {
     tfm_params_free_q8_(p);

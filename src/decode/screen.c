@@ -12,12 +12,11 @@
  * the maximum nor tied with it. The rest (the candidates) get their fp32 logits from tfm_gemm_bias on the
  * single row, which is the unscreened one-row step's GEMV arithmetic (the same bits), and the first maximum
  * among them in id order is the first argmax of all V fp32 logits. */
-#include "core/mem.h"
+#include "core/q8.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Above this many candidates a row computes all V logits in fp32 instead (one GEMV beats many one-row calls). */
 #define SCREEN_MAX_CANDIDATES(V) ((V) / 16 + 8)
@@ -33,31 +32,26 @@ struct tfm_logit_screen {
 
 void tfm_logit_screen_free(tfm_logit_screen *s) {
     if (!s) return;
-    tfm_weights_free_(s->q.q, (size_t)s->q.rows * s->q.ld), free(s->q.scale), free(s->q.sum), free(s->w_l1), free(s->w_err), free(s->b_abs);
+    tfm_q8_weight_free_(&s->q);
+    free(s->w_l1), free(s->w_err), free(s->b_abs);
     free(s);
 }
 
 static int quantize_rows(tfm_logit_screen *s) {
-    int V = s->V, d = s->d, ld = (d + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * TFM_Q8_ALIGN;
-    s->q = (tfm_q8_weight){.rows = V, .cols = d, .ld = ld};
-    s->q.q = tfm_weights_alloc_((size_t)V * ld);   /* huge pages: read once a step */
-    s->q.scale = malloc(sizeof(float) * (size_t)V);
-    s->q.sum = malloc(sizeof(int32_t) * (size_t)V);
+    int V = s->V, d = s->d;
+    if (tfm_q8_weight_quantize_(&s->q, s->W, V, d, (size_t)d))   /* huge pages: read once a step */
+        return tfm_prefix_error("the output layer's int8 screen: ");
     s->w_l1 = malloc(sizeof(float) * (size_t)V);
     s->w_err = malloc(sizeof(float) * (size_t)V);
     s->b_abs = malloc(sizeof(float) * (size_t)V);
-    if (!s->q.q || !s->q.scale || !s->q.sum || !s->w_l1 || !s->w_err || !s->b_abs)
+    if (!s->w_l1 || !s->w_err || !s->b_abs)
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (the output layer's int8 screen: %d x %d)", V, d), -1;
     for (int r = 0; r < V; r++) {
         const float *w = s->W + (size_t)r * d;
-        int8_t *q = s->q.q + (size_t)r * ld;
-        float sc = tfm_q8_quantize_row(w, d, q);
+        float sc = s->q.scale[r];
         if (isnan(sc)) return tfm_set_error("the output layer holds a non-finite value in row %d", r), -1;
-        memset(q + d, 0, (size_t)(ld - d));
         double l1 = 0.0, amax = 0.0;
-        int32_t sum = 0;
-        for (int k = 0; k < d; k++) l1 += fabs(w[k]), amax = fmax(amax, fabs(w[k])), sum += q[k];
-        s->q.scale[r] = sc, s->q.sum[r] = sum;
+        for (int k = 0; k < d; k++) l1 += fabs(w[k]), amax = fmax(amax, fabs(w[k]));
         s->w_l1[r] = (float)(l1 * (1.0 + 1e-6));
         s->w_err[r] = sc > 0.0f ? sc * 0.5f : (float)amax;
         s->b_abs[r] = s->b ? fabsf(s->b[r]) : 0.0f;

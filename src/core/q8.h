@@ -1,0 +1,21 @@
+/* int8 copies of fp32 rows (private to the library): the one place a tfm_q8_weight (include/tfm/core.h) is
+ * built and freed, for a model's parameters held in int8 (q8.c: tfm_params_quantize, tfm_params_set_q8) and for
+ * the greedy decoder's int8 screen of the output layer (src/decode/screen.c). */
+#ifndef TFM_CORE_Q8_H
+#define TFM_CORE_Q8_H
+#include "tfm/core.h"
+#include <stddef.h>
+
+/* w = the (rows, cols) fp32 matrix x (row r at x + r * stride, stride >= cols) in int8: ld = cols rounded up
+ * to TFM_Q8_ALIGN, row r quantized by tfm_q8_quantize_row into w->q + r * ld (the padding zero), its scale in
+ * w->scale[r], the sum of its int8 values in w->sum[r]. q comes from tfm_weights_alloc_ (src/core/mem.h: huge
+ * pages for a large matrix). A row holding a NaN or an infinity gets scale NaN (and zeros): a caller that refuses
+ * those checks w->scale. 0, or -1 with a tfm error and w empty: rows or cols < 1, cols > TFM_Q8_MAX_COLS or
+ * stride < cols (TFM_ERR_OTHER), too large for size_t or out of memory (TFM_ERR_NOMEM). */
+int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols, size_t stride);
+/* Release w's buffers (those of an empty, zeroed w too) and zero it. */
+void tfm_q8_weight_free_(tfm_q8_weight *w);
+
+void tfm_params_free_q8_(tfm_params *p);   /* p's int8 copies and their table (tfm_params_free) */
+
+#endif
