@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tfm/kernels.h"
+#include "train/run_common.h"
 #include "train/run_mt.h"
 
 /* ---------------------------------------------------------------- the fields */
@@ -94,6 +95,8 @@ static const tfm_field MT_FIELDS[] = {
     F(preset, "preset", STR, FIXED, "d2l | multi30k: defaults for the flags not given (see above)")
     F(allow_truncation, "allow-truncation", BOOL, LOCAL,
       "train even when --max-len cuts more than 5% of the pairs (else an error)")
+    F(overwrite, "overwrite", BOOL, LOCAL, "start a new run (no --resume) over an existing --out and a non-empty "
+      "--log-file, which are refused without it (default off)")
 };
 #undef F
 #define N_FIELDS ((int)(sizeof MT_FIELDS / sizeof MT_FIELDS[0]))
@@ -224,8 +227,9 @@ static int check_files(const tfm_mt_run_opts *o) {
         snprintf(dump[i], sizeof dump[i], "%s.%s", o->dump_data, MT_DUMP_SFX[i]);
         f[n++] = (tfm_file_use){"--dump-data", dump[i], TFM_FILE_OUT};
     }
-    if (!tfm_check_files(f, n)) return 0;
-    return tfm_last_error_kind() == TFM_ERR_IO ? -1 : mt_arg_error();
+    if (tfm_check_files(f, n)) return tfm_last_error_kind() == TFM_ERR_IO ? -1 : mt_arg_error();
+    int writes_run = !(o->dump_data && o->dump_only);   /* --dump-only writes neither --out nor the log */
+    return !o->resume && !o->overwrite && writes_run ? tfm_run_check_fresh("seq2seq", o->out, o->log_file) : 0;
 }
 
 /* A field of another architecture must keep its default: the model would carry the value without using it. */
