@@ -227,9 +227,8 @@ static int check_files(const tfm_mt_run_opts *o) {
         snprintf(dump[i], sizeof dump[i], "%s.%s", o->dump_data, MT_DUMP_SFX[i]);
         f[n++] = (tfm_file_use){"--dump-data", dump[i], TFM_FILE_OUT};
     }
-    if (tfm_check_files(f, n)) return tfm_last_error_kind() == TFM_ERR_IO ? -1 : mt_arg_error();
-    int writes_run = !(o->dump_data && o->dump_only);   /* --dump-only writes neither --out nor the log */
-    return !o->resume && !o->overwrite && writes_run ? tfm_run_check_fresh("seq2seq", o->out, o->log_file) : 0;
+    if (!tfm_check_files(f, n)) return 0;
+    return tfm_last_error_kind() == TFM_ERR_IO ? -1 : mt_arg_error();
 }
 
 /* A field of another architecture must keep its default: the model would carry the value without using it. */
@@ -370,6 +369,8 @@ int mt_check_options(mt_run *x) {
     if (!o->valid_src != !o->valid_tgt) BAD("--valid-src and --valid-tgt go together");
     if (!o->out) BAD("--out MODEL.tfm (or --resume MODEL.tfm) is required");
     if (check_files(o) || check_training(o) || check_shape(o) || check_tokenizer(o)) return -1;
+    int writes_run = !o->resume && !(o->dump_data && o->dump_only);   /* --dump-only writes no --out, no log */
+    if (writes_run && !o->overwrite && tfm_run_check_fresh("seq2seq", o->out, o->log_file)) return -1;
     train_opts(o, &x->to);
     return 0;
 }
