@@ -176,7 +176,7 @@ test: $(BUILD)/tfm $(TEST_BIN) $(BENCH_BIN)
 	@bash tests/run.sh $(BUILD) build-san
 
 demo: $(BUILD)/tfm
-	$(BUILD)/tfm train-lm --data data/demo.txt --out $(BUILD)/demo.tfm --iters 1500 --eval-every 500 \
+	$(BUILD)/tfm train-lm --data data/demo.txt --out $(BUILD)/demo.tfm --overwrite --iters 1500 --eval-every 500 \
 	  --n-layer 4 --n-head 4 --n-embd 128 --block-size 64 --batch-size 12 --lr 1e-3 --min-lr 1e-4 --warmup 100
 	$(BUILD)/tfm generate $(BUILD)/demo.tfm --prompt "ROMEO:" --tokens 400 --temperature 0.8 --top-k 20 --seed 1
 

@@ -35,10 +35,10 @@ step_ms() { # threads parallel -> ms/step (gpt) or target tokens/s (mt)
         "$TFM" train-mt --src $M/train.de --tgt $M/train.en --preprocess moses --min-freq 2 --max-len 40 --d-model 256 \
             --n-head 8 --n-layer 3 --ffn 512 --dropout 0.1 --label-smoothing 0.1 --schedule noam --lr 0.3 --warmup 100 \
             --batch-size 64 --bucket 8 --epochs 1 --max-steps "$iters" --log-every "$iters" --threads "$1" --parallel "$2" \
-            --out "$out/m.tfm" 2>&1 | sed -n "s/.* step $iters\/.* \([0-9]*\) tok\/s.*/\1/p"
+            --out "$out/m.tfm" --overwrite 2>&1 | sed -n "s/.* step $iters\/.* \([0-9]*\) tok\/s.*/\1/p"
         return
     fi
-    "$TFM" train-lm --data "$D" --out "$out/b.tfm" --iters "$iters" --eval-every 100000 --eval-iters 1 --n-layer 4 \
+    "$TFM" train-lm --data "$D" --out "$out/b.tfm" --overwrite --iters "$iters" --eval-every 100000 --eval-iters 1 --n-layer 4 \
         --n-head 4 --n-embd 128 --block-size 64 --batch-size 12 --threads "$1" --parallel "$2" --log-every 0 2>&1 \
         | sed -n 's/^done: .*(\([0-9.]*\) ms\/step.*/\1/p'
 }

@@ -43,10 +43,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run() {
     local name=$1 np=$2 threads=$3 log="$TMP/$1.$2x$3.log"; shift 3
     if [ "$np" = 1 ]; then
-        "$TFM" "$@" --threads "$threads" --profile --out "$TMP/$name.tfm" 2>"$log"
+        "$TFM" "$@" --threads "$threads" --profile --out "$TMP/$name.tfm" --overwrite 2>"$log"
     else
         mpirun -np "$np" --bind-to none -x OMP_NUM_THREADS="$threads" "$TFM" "$@" --threads "$threads" --profile \
-            --out "$TMP/$name.tfm" 2>"$log"
+            --out "$TMP/$name.tfm" --overwrite 2>"$log"
     fi || { echo "bench/dist.sh: $name with $np rank(s) failed:" >&2; tail -n 3 "$log" >&2; exit 1; }
     awk -v name="$name" -v np="$np" -v th="$threads" '
         /^profile/ { on = 1; next }

@@ -173,7 +173,7 @@ gpt_compare() {
     mkdir -p "$W/times"
     if [ $gpt2 = 1 ]; then
         echo "# a random GPT of GPT-2 small's shape (one training step from tfm's init on tinyshakespeare)"
-        $TFM train-lm --data "$here/../shared/data/tinyshakespeare/input.txt" --out "$W/gpt2-small.tfm" --iters 1 \
+        $TFM train-lm --data "$here/../shared/data/tinyshakespeare/input.txt" --out "$W/gpt2-small.tfm" --overwrite --iters 1 \
             --n-layer 12 --n-head 12 --n-embd 768 --block-size 1024 --batch-size 1 --eval-every 100 --eval-iters 1 \
             --threads "$max_threads" >/dev/null 2>&1 || die "could not make the GPT-2-small-shaped model"
         gpts+=("$W/gpt2-small.tfm")

@@ -18,7 +18,7 @@ COMMON="--preprocess moses --min-freq 2 --max-len 40 --d-model 256 --n-head 8 --
 if [ "$which" != torch ]; then
   echo "== tfm train"; uptime
   $TFM train-mt --src $D/train.de --tgt $D/train.en --valid-src $D/val.de --valid-tgt $D/val.en $COMMON \
-      --out "$out/tfm_m30k.tfm" --dump-data "$out/m30k" --log-every 50 2>&1 | tee "$out/tfm_train.log"
+      --out "$out/tfm_m30k.tfm" --overwrite --dump-data "$out/m30k" --log-every 50 2>&1 | tee "$out/tfm_train.log"
   $TFM train-mt --src $D/test_2016_flickr.de --tgt $D/test_2016_flickr.en --preprocess moses \
       --out "$out/unused.tfm" --dump-data "$out/test" --dump-only
   for beam in 1 4; do

@@ -49,7 +49,7 @@ L=4 H=4 C=128 T=64 B=12
 probe() { "$out/fma_peak" 0.1 "$threads" | sed -n 's/.*: \([0-9.]*\) GFLOP.*/\1/p'; }
 for r in $(seq "$rounds"); do
     before=$(probe)
-    "$TFM" train-lm --data "$D" --out "$out/g.tfm" --iters "$iters" --eval-every 100000 --eval-iters 1 \
+    "$TFM" train-lm --data "$D" --out "$out/g.tfm" --overwrite --iters "$iters" --eval-every 100000 --eval-iters 1 \
         --n-layer $L --n-head $H --n-embd $C --block-size $T --batch-size $B --threads "$threads" >"$out/run.txt" 2>&1 \
         || { cat "$out/run.txt" >&2; exit 1; }
     sed -n 's/.*steps in .* (\([0-9.]*\) ms\/step.*/\1/p' "$out/run.txt" >>"$out/ms.txt"

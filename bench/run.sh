@@ -179,7 +179,7 @@ if want gpt; then
     for r in $(seq "$ROUNDS"); do
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
             if [ $side = tfm ]; then
-                "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
+                "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --overwrite --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
                     --eval-iters 1 --threads $THREADS --log-every 10 2>"$TMP/tfm_gpt.$r.log"   # timed: no --profile
                 # ms/step over all steps (the first, warm-up step included; the torch twin's iters_per_s likewise)
                 ms=$(awk '/^done:/ {gsub(/[(]/,""); for (i=1;i<=NF;i++) if ($(i)=="ms/step,") print $(i-1)}' "$TMP/tfm_gpt.$r.log")
@@ -205,7 +205,7 @@ if want gpt; then
          $1 == "step" { split($2, a, "/"); if (a[1] in t) printf "  %6d %10s %10s\n", a[1], $5, t[a[1]] }' \
         "$TMP/torch_gpt.1.log" "$TMP/tfm_gpt.1.log"
     # the per-op profile from an extra, untimed run: --profile's timers cost time of their own
-    "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
+    "$TFM" train-lm --data "$SHAKES" --out "$TMP/gpt.tfm" --overwrite --iters $((GPT_ITERS + 1)) --eval-every 100000 --seed 1337 \
         --eval-iters 1 --threads $THREADS --log-every 1000 --profile 2>"$TMP/tfm_gpt.prof.log"
     echo "tfm per-op profile (an extra run, not timed):"
     sed -n '/^profile/,/^tfm train-lm: peak/p' "$TMP/tfm_gpt.prof.log" | sed 's/^/  /'
@@ -235,7 +235,7 @@ if want mt || want translate; then
         for side in $( [ $((r % 2)) = 1 ] && echo "tfm torch" || echo "torch tfm"); do
             if [ $side = tfm ]; then
                 # shellcheck disable=SC2086
-                "$TFM" train-mt --src $M30K/train.de --tgt $M30K/train.en $COMMON --out "$TMP/mt.tfm" \
+                "$TFM" train-mt --src $M30K/train.de --tgt $M30K/train.en $COMMON --out "$TMP/mt.tfm" --overwrite \
                     --dump-data "$TMP/m30k" --log-every 10 2>"$TMP/tfm_mt.$r.log"
                 t_tok="$t_tok $(grep -o '[0-9]* tok/s' "$TMP/tfm_mt.$r.log" | tail -1 | cut -d' ' -f1)"
                 t_rss="$t_rss $(sed -n 's/.*train-mt: peak RSS \([0-9.]*\) MiB.*/\1/p' "$TMP/tfm_mt.$r.log")"

@@ -88,7 +88,7 @@ d2l_seed() { # model seed epochs dir: one tfm run and one twin run; prints their
     local m=$1 s=$2 e=$3 d=$4
     if [ ! -s "$d/tfm_seed$s.out" ]; then
         timed "$d/tfm_seed$s.time" $TFM train-mt $(recipe_flags "$m") --epochs "$e" --seed "$s" --threads "$threads" --log-every 0 \
-            --out "$d/tfm_seed$s.tfm" --d2l-examples >"$d/tfm_seed$s.part" 2>"$d/tfm_seed$s.err" \
+            --out "$d/tfm_seed$s.tfm" --overwrite --d2l-examples >"$d/tfm_seed$s.part" 2>"$d/tfm_seed$s.err" \
             || die "tfm $m seed $s failed: $(tail -n 2 "$d/tfm_seed$s.err")"
         mv "$d/tfm_seed$s.part" "$d/tfm_seed$s.out"
         rm -f "$d/tfm_seed$s.tfm"
@@ -125,7 +125,7 @@ m30k_tfm() { # seed epochs dir
     [ -s "$d/tfm_seed$s.bleu" ] && return
     timed "$d/tfm_seed$s.time" $TFM train-mt --src $M30K/train.de --tgt $M30K/train.en --valid-src $M30K/val.de --valid-tgt $M30K/val.en \
         $M30K_FLAGS --epochs "$e" --max-steps "$max_steps" --seed "$s" --threads "$threads" --log-every 0 \
-        --out "$d/tfm_seed$s.tfm" 2>"$d/tfm_seed$s.err" || die "tfm multi30k seed $s failed: $(tail -n 2 "$d/tfm_seed$s.err")"
+        --out "$d/tfm_seed$s.tfm" --overwrite 2>"$d/tfm_seed$s.err" || die "tfm multi30k seed $s failed: $(tail -n 2 "$d/tfm_seed$s.err")"
     if ! grep -q 'valid loss' "$d/tfm_seed$s.err"; then   # stopped mid-epoch: no validation loss printed
         $PY scripts/mt_twin_train.py $M30K_TWIN --out "$d" --eval-tfm "$d/tfm_seed$s.tfm" >"$d/tfm_seed$s.valid"
     fi

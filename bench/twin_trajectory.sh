@@ -29,14 +29,14 @@ F="--preprocess moses --min-freq 2 --max-len 40 --d-model 256 --n-head 8 --n-lay
 tfm_run() { # name, env...: STEPS steps of tfm with a per-step log, then its validation loss by the twin's code
     local name=$1; shift
     env "$@" "$TFM" train-mt --src $M30K/train.de --tgt $M30K/train.en $F --lr 0.3 --schedule noam --epochs 2 \
-        --max-steps "$steps" --seed "$seed" --threads 2 --log-every 1 --out "$out/$name.tfm" 2>"$out/$name.err"
+        --max-steps "$steps" --seed "$seed" --threads 2 --log-every 1 --out "$out/$name.tfm" --overwrite 2>"$out/$name.err"
     grep -o 'step [0-9]*/[0-9]*  loss [0-9.]*' "$out/$name.err" | awk '{print $4}' >"$out/$name.loss"
     $PY scripts/mt_twin_train.py $F --lr 0.3 --out "$out" --eval-tfm "$out/$name.tfm" | grep -o 'valid loss [0-9.]*' \
         >"$out/$name.valid"
 }
 # tfm's initial weights: one step at a learning rate too small to change a float
 "$TFM" train-mt --src $M30K/train.de --tgt $M30K/train.en $F --lr 1e-30 --schedule noam --epochs 2 --max-steps 1 \
-    --seed "$seed" --threads 2 --out "$out/init.tfm" 2>/dev/null
+    --seed "$seed" --threads 2 --out "$out/init.tfm" --overwrite 2>/dev/null
 tfm_run tfm
 $PY scripts/mt_twin_train.py $F --lr 0.3 --epochs 2 --max-steps "$steps" --seed "$seed" --threads 2 \
     --init-tfm "$out/init.tfm" --tfm-order --print-steps "$steps" --out "$out/twin" >"$out/twin.log" 2>&1

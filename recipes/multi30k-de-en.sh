@@ -12,8 +12,10 @@
 #
 # Data: DIR/multi30k, where DIR is --data, else $TFM_DATA, else data/ if scripts/get-data.sh filled it, else
 # ../shared/data (or $MULTI30K: the multi30k folder itself). Everything written goes into OUTDIR; the log of the training
-# run is OUTDIR/train.jsonl (tfm plot OUTDIR/train.jsonl --out curves.svg). --smoke runs every step on
-# 300 pairs for 2 epochs with a tiny model (the test tests/cli/recipe_multi30k.sh).
+# run is OUTDIR/train.jsonl (tfm plot OUTDIR/train.jsonl --out curves.svg). A rerun into the same OUTDIR starts
+# the training over (train-mt --overwrite: the old train.tfm and train.jsonl are replaced); to continue an
+# interrupted run instead: tfm train-mt --resume OUTDIR/train.tfm. --smoke runs every step on 300 pairs for
+# 2 epochs with a tiny model (the test tests/cli/recipe_multi30k.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: recipes/multi30k-de-en.sh OUTDIR [--data DIR] [--threads N] [--epochs N] [--smoke]}
@@ -57,7 +59,7 @@ rm -f "$out"/train.step*.tfm
     --vocab-size "$vocab" "${model[@]}" --epochs "$epochs" \
     --keep-last "$keep" --keep-best --threads "$threads" --seed 1 --log-every 50 \
     --decode-beam 5 --decode-alpha 1 --src-lang de --tgt-lang en \
-    --log-file "$out/train.jsonl" --out "$out/train.tfm"
+    --log-file "$out/train.jsonl" --out "$out/train.tfm" --overwrite   # a rerun into OUTDIR starts over
 
 stamp "averaging the last $keep epoch checkpoints"
 mapfile -t last < <(for f in "$out"/train.step*.tfm; do n=${f##*step}; echo "${n%.tfm} $f"; done | sort -n | tail -n "$keep" | cut -d' ' -f2-)

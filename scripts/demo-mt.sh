@@ -34,7 +34,7 @@ fi
 t0=$(date +%s)
 echo "training an English->French translator on $(wc -l <"$data") Tatoeba pairs ($data)..." >&2
 "$TFM" train-mt --tsv "$data" "${model[@]}" --seed 1 --threads "$threads" --log-every 0 \
-    --decode-beam 4 --decode-alpha 1 --src-lang en --tgt-lang fr --out "$out/model.tfm"
+    --decode-beam 4 --decode-alpha 1 --src-lang en --tgt-lang fr --out "$out/model.tfm" --overwrite   # a rerun replaces it
 t1=$(date +%s)
 sentences=("I'm home." "Go away." "I lost." "He's calm." "I'm hungry." "We won." "Tom is tired." "I like cats."
            "I am cold." "She is happy." "We are friends." "Where is Tom?")

@@ -136,6 +136,8 @@ typedef struct {
     int log_every;
     const char *log_file;
     int max_steps, profile, allow_new_data, save_every, keep_last, skip_nonfinite;
+    int overwrite;           /* a fresh run (no resume) may replace an existing out and a non-empty log_file; 0:
+                                it refuses them before any work (a checkpoint or log of an earlier run) */
 } tfm_lm_run_opts;
 /* train-lm's defaults: the GPT baby config (4 layers, 4 heads, 128 wide, block 64), nanoGPT's char-level recipe
  * (batch 12, 2000 steps, lr 1e-3 -> 1e-4 cosine after 100 warmup steps, weight decay 0.1, betas 0.9/0.99,
@@ -148,8 +150,11 @@ TFM_API const tfm_field *tfm_lm_run_fields(int *n);
 /* The whole run: the options checked (errors name the field as a flag, "--lr must be > 0"), every file checked
  * before any work (tfm_check_files), the data read and the model built, or taken from o->resume (whose stored
  * run configuration fills the fields not given and refuses given ones that differ), trained with evaluation
- * and checkpoints to o->out. 0 (see r: it may have stopped early on *hooks->stop), or -1 with a tfm error; after
- * a failure during training the message names the last good checkpoint. hooks NULL: silent, never stopped. */
+ * and checkpoints to o->out. A fresh run (no resume) refuses, before any work, an existing o->out or a non-empty
+ * o->log_file unless o->overwrite (TFM_ERR_ARG naming the path, --resume and --overwrite): an earlier run's
+ * checkpoint and log are not replaced by mistake. 0 (see r: it may have stopped early on *hooks->stop), or -1
+ * with a tfm error; after a failure during training the message names the last good checkpoint. hooks NULL:
+ * silent, never stopped. */
 TFM_API int tfm_lm_run(tfm_lm_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r);
 
 /* ---------------------------------------------------------------- translation (src/train/run_mt*.c) */
@@ -184,6 +189,7 @@ typedef struct {
      * activation dropout, BPE-dropout's merge-skip probability (--tokenizer bpe; training segmentation only) and
      * R-Drop's alpha (0: off, one pass per batch) */
     float attention_dropout, activation_dropout, bpe_dropout, rdrop;
+    int overwrite;           /* as in tfm_lm_run_opts: 0 = a fresh run refuses an existing out or non-empty log_file */
 } tfm_mt_run_opts;
 /* train-mt's defaults: the d2l book's toy (word tokens, a 2-layer 32-wide Transformer, --max-len 10, constant lr
  * 0.005, batch 64, 10 epochs), seed 1, all CPUs. A preset (o->preset, or the one chosen without it) then sets the
@@ -199,7 +205,8 @@ TFM_API const char *tfm_mt_run_about(void);
  * checked (errors name the flag), every file checked before any work, the corpora read (with the run's tokenizer:
  * word vocabularies, or a joint BPE model learned from the pairs or read from bpe_model), the model built or
  * taken from o->resume (whose stored run configuration fills the fields not given and refuses given ones that
- * differ), trained with validation (BLEU, keep_best's OUT.best.tfm, patience) and checkpoints to o->out.
+ * differ), trained with validation (BLEU, keep_best's OUT.best.tfm, patience) and checkpoints to o->out. As in
+ * tfm_lm_run, a fresh run refuses an existing o->out or non-empty o->log_file unless o->overwrite.
  * Progress through hooks->on_mt_progress, lines through on_message. hooks->given NULL: the fields whose value
  * differs from tfm_mt_run_opts_default count as given. 0 (see r: it may have stopped early), or -1 with a tfm
  * error; after a failure during training the message names the last good checkpoint. */

@@ -1,7 +1,9 @@
 /* What the two whole runs say and decide alike (src/train/run_common.h). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "tfm/checkpoint.h"
 #include "tfm/kernels.h"
 #include "train/run_common.h"
 
@@ -57,4 +59,37 @@ int tfm_run_last_good_error(const tfm_run_result *r, const char *out, const char
                            r->start_step);
     else tfm_set_error_kind(kind, "%s; this run saved no checkpoint", err);
     return -1;
+}
+
+/* A regular file of at least one byte: what a fresh run would replace (an empty file holds no work; a device or
+ * FIFO, e.g. --log-file /dev/stderr, is not replaced). */
+static int holds_work(const char *path) {
+    struct stat st;
+    return path && !stat(path, &st) && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+/* A checkpoint of kind that holds a run configuration: what --resume continues. Its kind into k[n] ("": none). */
+static int is_run_of(const char *path, const char *kind, char *k, size_t n) {
+    tfm_run_config c;
+    if (tfm_checkpoint_kind(path, k, n)) k[0] = 0;
+    if (strcmp(k, kind) || tfm_run_config_load(&c, path)) return 0;
+    int has_run = c.n > 0;
+    tfm_run_config_free(&c);
+    return has_run;
+}
+
+int tfm_run_check_fresh(const char *kind, const char *out, const char *log_file) {
+    char k[32];
+    if (holds_work(out) && is_run_of(out, kind, k, sizeof k))
+        return tfm_set_error_kind(TFM_ERR_ARG, "--out %s exists (a checkpoint of an earlier run): continue it with "
+                                  "--resume %s, or pass --overwrite to start a new run over it", out, out), -1;
+    if (holds_work(out))
+        return tfm_set_error_kind(TFM_ERR_ARG, "--out %s exists (%s%s): pass --overwrite to replace it, or choose "
+                                  "another --out", out, *k ? tfm_checkpoint_kind_desc(k) : "not a tfm checkpoint",
+                                  *k && !strcmp(k, kind) ? " with no run to resume" : ""), -1;
+    if (holds_work(log_file))
+        return tfm_set_error_kind(TFM_ERR_ARG, "--log-file %s exists and is not empty (the log of an earlier run): "
+                                  "pass --overwrite to start a new log over it, or choose another --log-file (a "
+                                  "--resume appends to it)", log_file), -1;
+    return 0;
 }

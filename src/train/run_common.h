@@ -22,6 +22,11 @@ void tfm_run_vsay(const tfm_run_hooks *h, const char *fmt, va_list ap);
 int tfm_run_arg_error(void);
 /* "<cmd> config: --name value ..." of a run's stored options (data fingerprints and resolved paths left out) */
 void tfm_run_config_line(const tfm_run_config *run, const char *cmd, char *line, size_t n);
+/* A fresh run (no resume, no overwrite) refuses, before any work, to replace what an earlier run left: an out
+ * that is not empty (a checkpoint of kind "gpt" / "seq2seq" with a run configuration: the error says to
+ * --resume it) or a non-empty log_file (NULL: none). 0, or -1 with a TFM_ERR_ARG error naming the path and the
+ * remedies (--resume, --overwrite). */
+int tfm_run_check_fresh(const char *kind, const char *out, const char *log_file);
 /* After a failed training loop: the error kept, naming the last good checkpoint (this run's last save, else the
  * resumed checkpoint, else none). Returns -1. */
 int tfm_run_last_good_error(const tfm_run_result *r, const char *out, const char *resume);

@@ -57,6 +57,8 @@ static const tfm_field LM_FIELDS[] = {
     F(save_every, "save-every", INT, CHANGEABLE, "also checkpoint every N steps (0 = only at evals and the end)")
     F(keep_last, "keep-last", INT, CHANGEABLE, "keep the last K checkpoints as OUT.step<N>.tfm (0 = none)")
     F(skip_nonfinite, "skip-nonfinite", INT, CHANGEABLE, "skip up to N batches with a non-finite loss/grad")
+    F(overwrite, "overwrite", BOOL, LOCAL, "start a new run (no --resume) over an existing --out and a non-empty "
+      "--log-file, which are refused without it (default off)")
 };
 #undef F
 #define N_FIELDS ((int)(sizeof LM_FIELDS / sizeof LM_FIELDS[0]))
@@ -316,6 +318,7 @@ static int prepare(lm_run *x) {
     tfm_file_use files[] = {{"--data", o->data, TFM_FILE_IN}, {"--resume", o->resume, TFM_FILE_IN_PLACE},
                             {"--out", o->out, TFM_FILE_OUT}, {"--log-file", o->log_file, TFM_FILE_OUT_STREAM}};
     if (tfm_check_files(files, 4)) return tfm_last_error_kind() == TFM_ERR_IO ? -1 : arg_error();
+    if (!o->resume && !o->overwrite && tfm_run_check_fresh("gpt", o->out, o->log_file)) return -1;
     return tfm_run_config_from(LM_FIELDS, N_FIELDS, o, &x->run);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tfm/kernels.h"
+#include "train/run_common.h"
 #include "train/run_mt.h"
 
 /* ---------------------------------------------------------------- the fields */
@@ -94,6 +95,8 @@ static const tfm_field MT_FIELDS[] = {
     F(preset, "preset", STR, FIXED, "d2l | multi30k: defaults for the flags not given (see above)")
     F(allow_truncation, "allow-truncation", BOOL, LOCAL,
       "train even when --max-len cuts more than 5% of the pairs (else an error)")
+    F(overwrite, "overwrite", BOOL, LOCAL, "start a new run (no --resume) over an existing --out and a non-empty "
+      "--log-file, which are refused without it (default off)")
 };
 #undef F
 #define N_FIELDS ((int)(sizeof MT_FIELDS / sizeof MT_FIELDS[0]))
@@ -366,6 +369,8 @@ int mt_check_options(mt_run *x) {
     if (!o->valid_src != !o->valid_tgt) BAD("--valid-src and --valid-tgt go together");
     if (!o->out) BAD("--out MODEL.tfm (or --resume MODEL.tfm) is required");
     if (check_files(o) || check_training(o) || check_shape(o) || check_tokenizer(o)) return -1;
+    int writes_run = !o->resume && !(o->dump_data && o->dump_only);   /* --dump-only writes no --out, no log */
+    if (writes_run && !o->overwrite && tfm_run_check_fresh("seq2seq", o->out, o->log_file)) return -1;
     train_opts(o, &x->to);
     return 0;
 }

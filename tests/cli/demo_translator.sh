@@ -21,5 +21,9 @@ grep -Eq 'beam +4' "$TMP/info" && grep -Eq 'src_lang +en' "$TMP/info" \
     || fail "shipped corpus" "$(wc -l <data/fra-eng-demo.tsv) lines"
 make -s help >"$TMP/help" && grep -q '^demo-mt:' Makefile && grep -q 'make demo-mt' "$TMP/help" && pass "make demo-mt exists and make help lists it" \
     || fail "make demo-mt target" "missing"
+# a rerun into the same folder starts over (train-mt --overwrite), as `make demo-mt` twice does
+if TFM="$TFM" bash scripts/demo-mt.sh --smoke --out "$TMP/d" --threads 1 >"$TMP/out" 2>"$TMP/err" \
+    && [ "$(grep -c ' => ' "$TMP/out")" -eq 12 ]; then pass "demo-mt reruns into the same folder"
+else fail "demo-mt reruns into the same folder" "$(tail -n 2 "$TMP/err")"; fi
 bash scripts/demo-mt.sh --frob >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown option '--frob'" "$TMP/err" && pass "demo-mt: unknown option is exit 2" || fail "demo-mt bad option" "exit $rc"

@@ -118,3 +118,42 @@ mv "$TMP/run/small.txt" "$TMP/run/moved.txt"
     && pass "resume of a run whose --data moved names --data to give" || fail "resume: moved --data hint" "rc $rc: $(cat "$TMP/err")"
 (cd "$TMP/else" && $TFM train-lm --resume ../run/r0.tfm --data ../run/moved.txt 2>/dev/null) \
     && pass "resume with --data naming the moved file" || fail "resume with --data of the moved file" "failed"
+
+# A new run (no --resume) never replaces an earlier run's files: the checkpoint of an unfinished run as --out,
+# or its non-empty --log-file, is refused before any work (exit 2, one line naming the path, --resume and
+# --overwrite) and left byte for byte as it was; --overwrite starts a new run over them; --resume continues.
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+$TFM train-lm --data "$TMP/small.txt" --out "$TMP/u.tfm" $T1 --threads 1 --max-steps 5 --log-file "$TMP/u.jsonl" \
+    --log-every 1 2>/dev/null
+ckpt=$(sha "$TMP/u.tfm") log=$(sha "$TMP/u.jsonl") lines=$(wc -l <"$TMP/u.jsonl")
+expect_exit "train-lm refuses an existing --out without --resume" 2 \
+    "^tfm train-lm: --out .*/u\.tfm exists \(a checkpoint of an earlier run\): continue it with --resume .*/u\.tfm, or pass --overwrite to start a new run over it$" \
+    $TFM train-lm --data "$TMP/small.txt" --out "$TMP/u.tfm" $T1 --threads 1 --log-file "$TMP/u.jsonl"
+expect_exit "train-lm refuses a non-empty --log-file without --resume" 2 \
+    "^tfm train-lm: --log-file .*/u\.jsonl exists and is not empty \(the log of an earlier run\): pass --overwrite" \
+    $TFM train-lm --data "$TMP/small.txt" --out "$TMP/u2.tfm" $T1 --threads 1 --log-file "$TMP/u.jsonl"
+expect_exit "train-lm refuses an existing --out before learning BPE" 2 "u\.tfm exists" \
+    $TFM train-lm --data "$TMP/small.txt" --out "$TMP/u.tfm" $T1 --tokenizer bpe --vocab-size 300
+[ "$(sha "$TMP/u.tfm")" = "$ckpt" ] && [ "$(sha "$TMP/u.jsonl")" = "$log" ] && [ ! -e "$TMP/u2.tfm" ] \
+    && pass "train-lm refusals: checkpoint and log untouched (same sha256), nothing written" \
+    || fail "train-lm refusals: checkpoint and log untouched (same sha256), nothing written" "changed, or u2.tfm written"
+: >"$TMP/empty.jsonl"
+expect_ok "train-lm takes an empty --log-file (nothing to lose)" \
+    $TFM train-lm --data "$TMP/small.txt" --out "$TMP/u3.tfm" $T1 --threads 1 --max-steps 2 --log-file "$TMP/empty.jsonl"
+expect_ok "train-lm --resume continues the unfinished run" $TFM train-lm --resume "$TMP/u.tfm" --max-steps 8
+[ "$(wc -l <"$TMP/u.jsonl")" -gt "$lines" ] && pass "train-lm --resume appends to the run's log ($lines -> $(wc -l <"$TMP/u.jsonl") lines)" \
+    || fail "train-lm --resume appends to the run's log" "$lines -> $(wc -l <"$TMP/u.jsonl") lines"
+resumed=$(sha "$TMP/u.tfm") lines=$(wc -l <"$TMP/u.jsonl")
+expect_ok "train-lm --overwrite starts a new run over --out and --log-file" \
+    $TFM train-lm --data "$TMP/small.txt" --out "$TMP/u.tfm" $T1 --threads 1 --max-steps 2 --log-file "$TMP/u.jsonl" \
+    --log-every 1 --overwrite
+[ "$(sha "$TMP/u.tfm")" != "$resumed" ] && [ "$(wc -l <"$TMP/u.jsonl")" -lt "$lines" ] \
+    && head -n 1 "$TMP/u.jsonl" | grep -q '"step": *1[,}]' \
+    && pass "train-lm --overwrite: a new checkpoint and a new log from step 1 ($lines -> $(wc -l <"$TMP/u.jsonl") lines)" \
+    || fail "train-lm --overwrite: a new checkpoint and a new log" "$lines -> $(wc -l <"$TMP/u.jsonl") lines"
+$TFM info "$TMP/u.tfm" >"$TMP/info" 2>&1
+grep -q "iters" "$TMP/info" && ! grep -qi "overwrite" "$TMP/info" \
+    && pass "train-lm --overwrite is not stored in the run configuration" \
+    || fail "train-lm --overwrite is not stored in the run configuration" "$(grep -i overwrite "$TMP/info")"
+expect_ok "train-lm --resume with --overwrite given (not compared with the run)" \
+    $TFM train-lm --resume "$TMP/u.tfm" --max-steps 4 --overwrite

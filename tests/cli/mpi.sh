@@ -306,8 +306,9 @@ mid=0; ok=1; why=""; n=0
 for attempt in 1 2 3 4 5 6 7 8; do   # until two kills landed during a save (a temp file left), at most 8
     n=$attempt
     rm -f "$TMP/pid0"
+    # each attempt a new run over the last one's checkpoint (--overwrite)
     timeout 60 mpirun -np 1 --bind-to none sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/pid0" $TFMM train-lm $BIG --out "$TMP/k3.tfm" \
-        : -np 2 --bind-to none $TFMM train-lm $BIG --out "$TMP/k3.tfm" >/dev/null 2>"$TMP/k3.err" &
+        --overwrite : -np 2 --bind-to none $TFMM train-lm $BIG --out "$TMP/k3.tfm" --overwrite >/dev/null 2>"$TMP/k3.err" &
     job=$!
     for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k3.err" 2>/dev/null && [ -s "$TMP/k3.tfm" ] && break; sleep 0.1; done
     sleep "0.$((RANDOM % 9 + 1))"

@@ -84,7 +84,7 @@ done
     || fail "mt_bpe: determinism" "checkpoints differ or missing"
 # validation decodes its batches in parallel (2 threads, 5 batches of 8): the last validation BLEU in the log is
 # tfm bleu of a 1-thread greedy translation of the validation sources with the final weights
-M2="$TMP/m2.tfm"
+M2="$TMP/mv.tfm"   # a new name: m2.tfm is the import above
 expect_ok "mt_bpe: train-mt with 2 threads and validation batches of 8" \
     $TFM train-mt --src "$TMP/tr.de" --tgt "$TMP/tr.en" --out "$M2" --tokenizer bpe --vocab-size 1000 \
     --share-embeddings --init xavier --max-tokens 600 --batch-size 8 --valid-src "$TMP/va.de" --valid-tgt "$TMP/va.en" \

@@ -84,3 +84,50 @@ if [ $rc -eq 0 ] && grep -q "step 2/15 " "$d/err" && ! grep -q "step 3/" "$d/err
     && echo "go ." | $TFM translate "$d/ms.tfm" --threads 1 >/dev/null 2>&1; then
     pass "mt --max-steps 2 stops after 2 of 15 steps and writes a checkpoint that translates"
 else fail "mt --max-steps 2" "rc $rc, $steps step lines: $(head -c 400 "$d/err")"; fi
+
+# A fresh run (no --resume) never replaces an earlier run's checkpoint or log: an existing --out or a non-empty
+# --log-file is refused before any work (exit 2, one line naming the path, --resume and --overwrite) and left
+# byte for byte as it was; --overwrite starts a new run over them; --resume still continues the run.
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+$TFM train-mt --tsv "$d/e.tsv" --out "$d/g.tfm" --log-file "$d/g.jsonl" $TINY --epochs 2 >/dev/null 2>&1
+if [ -s "$d/g.tfm" ] && [ -s "$d/g.jsonl" ]; then
+    ckpt=$(sha "$d/g.tfm") log=$(sha "$d/g.jsonl")
+    expect_exit "mt refuses an existing --out without --resume" 2 \
+        "^tfm train-mt: --out .*/g\.tfm exists \(a checkpoint of an earlier run\): continue it with --resume .*/g\.tfm, or pass --overwrite" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/g.tfm" $TINY
+    [ "$(sha "$d/g.tfm")" = "$ckpt" ] && pass "mt refused --out: the checkpoint is untouched (same sha256)" \
+        || fail "mt refused --out: the checkpoint is untouched (same sha256)" "changed"
+    expect_exit "mt refuses a non-empty --log-file without --resume" 2 \
+        "^tfm train-mt: --log-file .*/g\.jsonl exists and is not empty .*--overwrite" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/g2.tfm" --log-file "$d/g.jsonl" $TINY
+    [ "$(sha "$d/g.jsonl")" = "$log" ] && [ ! -e "$d/g2.tfm" ] \
+        && pass "mt refused --log-file: the log is untouched (same sha256), no --out written" \
+        || fail "mt refused --log-file: the log is untouched (same sha256), no --out written" "changed or g2.tfm written"
+    # the BPE learning of a bpe run comes after the refusal: one line, nothing learned
+    expect_exit "mt refuses an existing --out before learning BPE" 2 "g\.tfm exists" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/g.tfm" --tokenizer bpe --vocab-size 300 $TINY
+    printf 'not a checkpoint\n' >"$d/notes.txt"
+    expect_exit "mt refuses an existing non-checkpoint --out" 2 "notes\.txt exists \(not a tfm checkpoint\): pass --overwrite" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/notes.txt" $TINY
+    expect_exit "mt names another trainer's checkpoint as --out" 2 "lm\.tfm exists \(a language model \(train-lm\)\)" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/lm.tfm" $TINY
+    : >"$d/empty.jsonl"
+    expect_ok "mt takes an empty --log-file (nothing to lose)" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/g3.tfm" --log-file "$d/empty.jsonl" $TINY
+    expect_ok "mt --resume continues the run into its --out" $TFM train-mt --resume "$d/g.tfm" --epochs 3
+    lines=$(wc -l <"$d/g.jsonl")
+    expect_ok "mt --overwrite starts a new run over --out and --log-file" \
+        $TFM train-mt --tsv "$d/e.tsv" --out "$d/g.tfm" --log-file "$d/g.jsonl" $TINY --epochs 1 --overwrite
+    steps=$(grep -o '"step": *[0-9]*' "$d/g.jsonl" | tail -n 1 | grep -o '[0-9]*$')
+    [ "$(wc -l <"$d/g.jsonl")" -lt "$lines" ] && [ "$(sha "$d/g.tfm")" != "$ckpt" ] \
+        && pass "mt --overwrite: a new checkpoint and a new log (not appended: $lines -> $(wc -l <"$d/g.jsonl") lines)" \
+        || fail "mt --overwrite: a new checkpoint and a new log" "$lines -> $(wc -l <"$d/g.jsonl") lines, last step $steps"
+    $TFM info "$d/g.tfm" >"$d/info" 2>&1
+    grep -q "epochs" "$d/info" && ! grep -q "overwrite" "$d/info" \
+        && pass "mt --overwrite is not stored in the run configuration" \
+        || fail "mt --overwrite is not stored in the run configuration" "$(grep -i "overwrite" "$d/info")"
+    expect_ok "mt --resume of an --overwrite run (given --overwrite: not compared)" \
+        $TFM train-mt --resume "$d/g.tfm" --epochs 2 --overwrite
+else
+    fail "mt fresh-run guard tests" "the first run wrote no checkpoint or log"
+fi

@@ -20,6 +20,10 @@ else
         && pass "recipe: results.txt has cased and lowercased BLEU with signatures, and the wall time" \
         || fail "recipe results" "$(cat "$TMP/r/results.txt")"
     [ "$(cat "$TMP/out")" = "$(cat "$TMP/r/results.txt")" ] && pass "recipe: stdout is results.txt" || fail "recipe stdout" "differs"
+    # a rerun into the same OUTDIR starts the training over (train-mt --overwrite): a new log, not appended to
+    if TFM="$TFM" bash recipes/multi30k-de-en.sh "$TMP/r" --smoke --threads 2 >"$TMP/out" 2>"$TMP/err" \
+        && [ "$(grep -c '"event": "valid"' "$TMP/r/train.jsonl")" -eq 2 ]; then pass "recipe: a rerun into the same OUTDIR"
+    else fail "recipe: a rerun into the same OUTDIR" "$(tail -n 2 "$TMP/err")"; fi
 fi
 bash recipes/multi30k-de-en.sh "$TMP/x" --frobnicate >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" "$TMP/err" && pass "recipe: an unknown option is exit 2 with its name" \

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.bash"
 head -c 8000 data/demo.txt >"$TMP/small.txt"
 ARGS=(--data "$TMP/small.txt" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 2 --iters 2
-      --eval-every 2 --eval-iters 1 --out "$TMP/m.tfm")
+      --eval-every 2 --eval-iters 1 --out "$TMP/m.tfm" --overwrite)   # each check a new run over the last one
 threads_used() { sed -En 's/.*; ([0-9]+) threads?[;,].*/\1/p' "$TMP/err" | head -n 1; }
 
 env OMP_NUM_THREADS=1 $TFM train-lm "${ARGS[@]}" >/dev/null 2>"$TMP/err"

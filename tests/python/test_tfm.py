@@ -220,6 +220,12 @@ def t_train_mt() -> None:
         check("python_train_mt_resume_refuses_a_change", False, "no error")
     except tfm.ArgumentError as e:   # the library's resume rule, naming both values as the CLI does
         check("python_train_mt_resume_refuses_a_change", "--d-model 64" in str(e) and "--d-model 32" in str(e), str(e))
+    try:   # a new run never replaces an earlier run's checkpoint unless overwrite=True (tests/cli/mt_errors.sh)
+        tfm.train_mt(tmp("py_mt.tfm"), src=tmp("train.src"), tgt=tmp("train.tgt"), **MT)
+        check("python_train_mt_refuses_an_existing_out", False, "no error")
+    except tfm.ArgumentError as e:
+        check("python_train_mt_refuses_an_existing_out (tfm.ArgumentError naming --resume and --overwrite)",
+              "py_mt.tfm exists" in str(e) and "--resume" in str(e) and "--overwrite" in str(e), str(e))
 
 
 def nbest_lines(results, with_alignment=False) -> list:
@@ -403,6 +409,15 @@ def t_train_lm() -> None:
     cli("train-lm", "--data", DEMO, "--out", tmp("cli_lm.tfm"), *LM_FLAGS)
     check("python_train_lm_equals_cli (same checkpoint bytes)", same_file(tmp("py_lm.tfm"), tmp("cli_lm.tfm")),
           "checkpoints differ")
+    try:   # a new run never replaces an earlier run's checkpoint unless overwrite=True (tests/cli/lm.sh)
+        tfm.train_lm(DEMO, tmp("py_lm.tfm"), **LM)
+        check("python_train_lm_refuses_an_existing_out", False, "no error")
+    except tfm.ArgumentError as e:
+        check("python_train_lm_refuses_an_existing_out (tfm.ArgumentError naming --resume and --overwrite)",
+              "py_lm.tfm exists" in str(e) and "--resume" in str(e) and "--overwrite" in str(e), str(e))
+    tfm.train_lm(DEMO, tmp("py_lm.tfm"), overwrite=True, **LM)
+    check("python_train_lm_overwrite (the run again over its checkpoint: the CLI's bytes, overwrite not stored)",
+          same_file(tmp("py_lm.tfm"), tmp("cli_lm.tfm")), "checkpoints differ")
     seen = []
     tfm.train_lm(DEMO, tmp("py_lm2.tfm"), progress=seen.append, **LM)
     evals = [p.step for p in seen if p.eval]

@@ -1,7 +1,8 @@
 /* tfm_mt_run from C (include/tfm/run.h): options set by name through the field table, a bad option named as its
  * flag (TFM_ERR_ARG), the preset over the fields not given (hooks->given NULL: those at their defaults), what the
  * run says through the hooks (messages, progress reports, BLEU validations with --keep-best), the stop flag, and
- * a resume that takes the stored run (thread count included) and refuses a changed fixed field. */
+ * a resume that takes the stored run (thread count included) and refuses a changed fixed field, and a new run
+ * that refuses to replace an existing checkpoint unless overwrite. */
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -121,6 +122,23 @@ static void test_stop_and_resume(void) {
           strstr(tfm_last_error(), "--d-model 64 differs"), "rc %d: %s", rc, tfm_last_error());
 }
 
+/* after test_run: out holds its checkpoint */
+static void test_fresh_run_guard(void) {
+    tfm_mt_run_opts o;
+    base_opts(&o);
+    o.epochs = 1;
+    tfm_run_result r;
+    int rc = tfm_mt_run(&o, NULL, &r);
+    CHECK("mt_run: a new run refuses an existing out (TFM_ERR_ARG naming resume and overwrite)", rc == -1 &&
+          tfm_last_error_kind() == TFM_ERR_ARG && strstr(tfm_last_error(), "m.tfm exists") &&
+          strstr(tfm_last_error(), "--resume") && strstr(tfm_last_error(), "--overwrite"), "rc %d: %s", rc,
+          tfm_last_error());
+    o.overwrite = 1;
+    rc = tfm_mt_run(&o, NULL, &r);
+    CHECK("mt_run: overwrite starts a new run over it", rc == 0 && r.start_step == 0 && r.steps == 5 &&
+          r.saved_step == 5, "rc %d start %d steps %d: %s", rc, r.start_step, r.steps, tfm_last_error());
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/tfm_mt_run_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -130,6 +148,7 @@ int main(void) {
     test_fields();
     test_bad_option();
     test_run();
+    test_fresh_run_guard();
     test_stop_and_resume();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
