@@ -54,5 +54,5 @@ bash scripts/get-data.sh --dir "$TMP/e" wikipedia >"$TMP/out" 2>"$TMP/err"; rc=$
 [ $rc -eq 2 ] && grep -q "unknown argument 'wikipedia'" "$TMP/err" && pass "get-data: an unknown name is exit 2" \
     || fail "get-data: unknown name" "exit $rc: $(cat "$TMP/err")"
 # the recipes read the folder: the Multi30k recipe's --data DIR finds the fetched files (its --smoke run is in recipe_multi30k.sh)
-grep -q 'data=$here/data' recipes/multi30k-de-en.sh && pass "recipe reads data/ (get-data.sh's default folder) first" \
-    || fail "recipe default data folder" "$(grep -n 'data=' recipes/multi30k-de-en.sh)"
+grep -q 'data=$here/data' recipes/multi30k.sh && pass "recipe reads data/ (get-data.sh's default folder) first" \
+    || fail "recipe default data folder" "$(grep -n 'data=' recipes/multi30k.sh)"

@@ -68,9 +68,9 @@ expect_exit "--preset multi30k --arch rnn" 2 "--preset multi30k is a Transformer
     "$TFM" train-mt "${RAW[@]}" --preset multi30k --arch rnn --out "$TMP/x.tfm"
 
 # the recipe: --preset multi30k for its model, and its data folder
-grep -q -- '--preset multi30k' recipes/multi30k-de-en.sh && ! grep -q -- '--d-model 256' recipes/multi30k-de-en.sh \
-    && pass "recipes/multi30k-de-en.sh trains with --preset multi30k (no copy of its flags)" \
-    || fail "recipe uses the preset" "$(grep -n 'train-mt\|preset\|d-model' recipes/multi30k-de-en.sh)"
+grep -q -- '--preset multi30k' recipes/multi30k.sh && ! grep -q -- '--d-model 256' recipes/multi30k.sh \
+    && pass "recipes/multi30k.sh trains with --preset multi30k (no copy of its flags)" \
+    || fail "recipe uses the preset" "$(grep -n 'train-mt\|preset\|d-model' recipes/multi30k.sh)"
 bash recipes/multi30k-de-en.sh "$TMP/r" --data "$TMP/nowhere" >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ $rc -eq 66 ] && grep -q "$TMP/nowhere/multi30k/train.de: not readable (scripts/get-data.sh multi30k, or --data DIR)" "$TMP/err" \
     && pass "recipe --data DIR reads DIR/multi30k (missing: named, exit 66)" || fail "recipe --data" "exit $rc: $(cat "$TMP/err")"

@@ -1,4 +1,4 @@
-# recipes/multi30k-de-en.sh (issue 10): every step of the recipe (BPE learned from the raw files, training with
+# recipes/multi30k-de-en.sh (issue 10) and multi30k-en-de.sh (issue 35; both recipes/multi30k.sh): every step of the recipe (BPE learned from the raw files, training with
 # per-epoch validation and the last epoch checkpoints kept, averaging, beam search on val and the test file,
 # both BLEU flavours) on 300 pairs with a tiny model (--smoke); its bad inputs; and the step-size check
 # accepting the recipe's real batches (--max-tokens 2048, d_model 256, --max-len 64).
@@ -25,6 +25,15 @@ else
         && [ "$(grep -c '"event": "valid"' "$TMP/r/train.jsonl")" -eq 2 ]; then pass "recipe: a rerun into the same OUTDIR"
     else fail "recipe: a rerun into the same OUTDIR" "$(tail -n 2 "$TMP/err")"; fi
 fi
+# the other direction: the same steps from English to German
+if TFM="$TFM" bash recipes/multi30k-en-de.sh "$TMP/e" --smoke --threads 2 >"$TMP/out" 2>"$TMP/err" \
+    && [ "$(wc -l <"$TMP/e/test_2016_flickr.hyp.de")" -eq 40 ] && [ ! -e "$TMP/e/test_2016_flickr.hyp.en" ] \
+    && head -n 40 $M/val.en | cmp -s - "$TMP/e/v.en" && grep -q '^nrefs:1|case:mixed' "$TMP/e/results.txt" \
+    && $TFM info "$TMP/e/model.tfm" 2>&1 | grep -q '^ *src_lang *en$' && $TFM info "$TMP/e/model.tfm" 2>&1 | grep -q '^ *tgt_lang *de$'; then pass "recipe en-de --smoke: English in, German out, scored"
+else fail "recipe en-de --smoke" "$(tail -n 3 "$TMP/err"; $TFM info "$TMP/e/model.tfm" 2>&1 | grep -i lang)"; fi
+bash recipes/multi30k.sh "$TMP/x" --from fr --to en >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'the directions are' "$TMP/err" && pass "recipe: an unknown direction is exit 2" \
+    || fail "recipe bad direction" "exit $rc: $(cat "$TMP/err")"
 bash recipes/multi30k-de-en.sh "$TMP/x" --frobnicate >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" "$TMP/err" && pass "recipe: an unknown option is exit 2 with its name" \
     || fail "recipe bad option" "exit $rc: $(cat "$TMP/err")"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Multi30k from the raw files to a translator, on the CPU, in about an hour (issues 10 and 35); the two
+# directions are recipes/multi30k-de-en.sh and recipes/multi30k-en-de.sh (this script with --from/--to).
+#
+#   recipes/multi30k.sh OUTDIR [--from de|en] [--to en|de] [--data DIR] [--threads N] [--epochs N] [--smoke]
+#
+# With SRC = --from (default de) and TGT = --to (default en):
+# 1. learns a joint 8000-piece BPE model over train.SRC + train.TGT (stored in the checkpoint),
+# 2. trains a post-LN Transformer (d_model 256, 3+3 layers, 4 heads, FFN 1024, tied embeddings, Xavier
+#    init, dropout 0.1, label smoothing 0.1, Noam peak 1e-3 after 1000 steps, batches of 2048 tokens),
+#    validating on val after every epoch (loss and greedy BLEU) and keeping the last 3 epoch checkpoints,
+# 3. averages those 3 checkpoints into OUTDIR/model.tfm (3 rather than 5: +0.85 BLEU on val, docs/RECIPES.md),
+# 4. translates val.SRC and test_2016_flickr.SRC with beam 5 (stored in the model, so a plain
+#    `tfm translate OUTDIR/model.tfm` decodes the same way) and prints sacreBLEU (13a, cased) and the
+#    lowercased score.
+#
+# Data: DIR/multi30k, where DIR is --data, else $TFM_DATA, else data/ if scripts/get-data.sh filled it, else
+# ../shared/data (or $MULTI30K: the multi30k folder itself). Everything written goes into OUTDIR; the log of the training
+# run is OUTDIR/train.jsonl (tfm plot OUTDIR/train.jsonl --out curves.svg). A rerun into the same OUTDIR starts
+# the training over (train-mt --overwrite: the old train.tfm and train.jsonl are replaced); to continue an
+# interrupted run instead: tfm train-mt --resume OUTDIR/train.tfm. --smoke runs every step on 300 pairs for
+# 2 epochs with a tiny model (the test tests/cli/recipe_multi30k.sh).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+me=recipes/multi30k.sh
+out=${1:?usage: recipes/multi30k.sh OUTDIR [--from de|en] [--to en|de] [--data DIR] [--threads N] [--epochs N] [--smoke]}
+shift
+threads=0 epochs=14 smoke=0 data=${TFM_DATA:-} S=de T=en
+while [ $# -gt 0 ]; do
+    case $1 in
+        --from) S=$2; shift 2;;
+        --to) T=$2; shift 2;;
+        --data) data=$2; shift 2;;
+        --threads) threads=$2; shift 2;;
+        --epochs) epochs=$2; shift 2;;
+        --smoke) smoke=1; shift;;
+        *) echo "$me: unknown option '$1'" >&2; exit 2;;
+    esac
+done
+case "$S-$T" in de-en|en-de) ;; *) echo "$me: --from $S --to $T: the directions are de -> en and en -> de" >&2; exit 2;; esac
+if [ -z "$data" ]; then data=$here/data; [ -r "$data/multi30k/train.de" ] || data=$here/../shared/data; fi
+D=${MULTI30K:-$data/multi30k}
+for f in train.de train.en val.de val.en test_2016_flickr.de test_2016_flickr.en; do
+    [ -r "$D/$f" ] || { echo "$me: $D/$f: not readable (scripts/get-data.sh multi30k, or --data DIR)" >&2; exit 66; }
+done
+mkdir -p "$out"
+TFM=${TFM:-$here/build/tfm}
+if [ ! -x "$TFM" ]; then make -C "$here" --no-print-directory -j2 build/tfm >/dev/null; fi
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" >&2; }
+bash "$here/bench/sysinfo.sh" >&2 2>/dev/null || true
+
+train=(--src "$D/train.$S" --tgt "$D/train.$T") valid=(--valid-src "$D/val.$S" --valid-tgt "$D/val.$T")
+model=()   # the preset's
+vocab=8000 test_src=$D/test_2016_flickr.$S test_ref=$D/test_2016_flickr.$T val_src=$D/val.$S val_ref=$D/val.$T keep=3
+if [ "$smoke" = 1 ]; then   # every step of the recipe on a few hundred pairs, in seconds
+    head -n 300 "$D/train.$S" >"$out/s.$S"; head -n 300 "$D/train.$T" >"$out/s.$T"
+    head -n 40 "$D/val.$S" >"$out/v.$S"; head -n 40 "$D/val.$T" >"$out/v.$T"
+    train=(--src "$out/s.$S" --tgt "$out/s.$T") valid=(--valid-src "$out/v.$S" --valid-tgt "$out/v.$T")
+    model=(--d-model 32 --n-head 4 --n-layer 1 --ffn 64 --max-len 128) vocab=400 epochs=2 keep=2
+    test_src=$out/v.$S test_ref=$out/v.$T val_src=$out/v.$S val_ref=$out/v.$T
+fi
+
+stamp "training ($epochs epochs)"
+rm -f "$out"/train.step*.tfm
+# --preset multi30k is the model, schedule and batching of step 2 (tfm train-mt --help lists its values)
+"$TFM" train-mt "${train[@]}" "${valid[@]}" --preset multi30k \
+    --vocab-size "$vocab" "${model[@]}" --epochs "$epochs" \
+    --keep-last "$keep" --keep-best --threads "$threads" --seed 1 --log-every 50 \
+    --decode-beam 5 --decode-alpha 1 --src-lang "$S" --tgt-lang "$T" \
+    --log-file "$out/train.jsonl" --out "$out/train.tfm" --overwrite   # a rerun into OUTDIR starts over
+
+stamp "averaging the last $keep epoch checkpoints"
+mapfile -t last < <(for f in "$out"/train.step*.tfm; do n=${f##*step}; echo "${n%.tfm} $f"; done | sort -n | tail -n "$keep" | cut -d' ' -f2-)
+if [ "${#last[@]}" -ge 2 ]; then "$TFM" average -o "$out/model.tfm" "${last[@]}" >&2; else cp "$out/train.tfm" "$out/model.tfm"; fi
+
+stamp "translating val and test_2016_flickr (the model's stored settings: beam 5, alpha 1)"
+"$TFM" translate "$out/model.tfm" --threads "$threads" <"$val_src" >"$out/val.hyp.$T"
+"$TFM" translate "$out/model.tfm" --threads "$threads" <"$test_src" >"$out/test_2016_flickr.hyp.$T"
+stamp "done"
+{
+    echo "val (averaged model, beam 5):"
+    "$TFM" bleu "$out/val.hyp.$T" "$val_ref" | head -n 1
+    echo "test_2016_flickr (averaged model, beam 5):"
+    "$TFM" bleu "$out/test_2016_flickr.hyp.$T" "$test_ref"
+    "$TFM" bleu --lowercase "$out/test_2016_flickr.hyp.$T" "$test_ref"
+    echo "wall time: $(( $(date +%s) - t0 )) s"
+} | tee "$out/results.txt"
