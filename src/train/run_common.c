@@ -80,13 +80,14 @@ static int is_run_of(const char *path, const char *kind, char *k, size_t n) {
 
 int tfm_run_check_fresh(const char *kind, const char *out, const char *log_file) {
     char k[32];
-    if (holds_work(out) && is_run_of(out, kind, k, sizeof k))
-        return tfm_set_error_kind(TFM_ERR_ARG, "--out %s exists (a checkpoint of an earlier run): continue it with "
-                                  "--resume %s, or pass --overwrite to start a new run over it", out, out), -1;
-    if (holds_work(out))
+    if (holds_work(out)) {
+        if (is_run_of(out, kind, k, sizeof k))
+            return tfm_set_error_kind(TFM_ERR_ARG, "--out %s exists (a checkpoint of an earlier run): continue it "
+                                      "with --resume %s, or pass --overwrite to start a new run over it", out, out), -1;
         return tfm_set_error_kind(TFM_ERR_ARG, "--out %s exists (%s%s): pass --overwrite to replace it, or choose "
                                   "another --out", out, *k ? tfm_checkpoint_kind_desc(k) : "not a tfm checkpoint",
                                   *k && !strcmp(k, kind) ? " with no run to resume" : ""), -1;
+    }
     if (holds_work(log_file))
         return tfm_set_error_kind(TFM_ERR_ARG, "--log-file %s exists and is not empty (the log of an earlier run): "
                                   "pass --overwrite to start a new log over it, or choose another --log-file (a "
