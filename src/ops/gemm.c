@@ -372,6 +372,19 @@ TFM_AVX2 static void pack_a_avx2(const gemm_args *g, int ic, int pc, int mc, int
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, \
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00
 
+/* pf: the next B panel (kc x NR, one 64-byte line per depth), or NULL. The first tile of a panel pulls the
+ * next panel into L2 while it computes, 4 lines per 4 depths: the hardware prefetcher loses the stream of
+ * packed weights when the other tiles of a panel reread it from L1 (decoding's GEMMs read weights from
+ * memory: M = 32, N = 8000, K = 256 ran at 26 GMAC/s against 36 for a B held in cache). */
+#define PREFETCH_PANEL4(P)                                                                   \
+    do {                                                                                     \
+        _mm_prefetch((const char *)(P), _MM_HINT_T1);                                        \
+        _mm_prefetch((const char *)((P) + NR), _MM_HINT_T1);                                 \
+        _mm_prefetch((const char *)((P) + 2 * NR), _MM_HINT_T1);                             \
+        _mm_prefetch((const char *)((P) + 3 * NR), _MM_HINT_T1);                             \
+        (P) += 4 * NR;                                                                       \
+    } while (0)
+
 /* A k-major: the MR values of depth k at a + k * astep (astep = MR: packed A; astep = lda: a transposed
  * op(A) read in place). */
 TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, ptrdiff_t astep, const float *b, float *c,
@@ -397,7 +410,7 @@ TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, ptrdiff_t astep, c
 /* A read in place: a full 6-row tile of a row-major op(A), row i at a + i * lda. The same FMAs in the
  * same order as kern_avx2_packed, so the results are bit-identical; only the packing pass is saved. */
 TFM_AVX2 static void kern_avx2_rows(int kc, const float *a, ptrdiff_t lda, const float *b, float *c,
-                                    ptrdiff_t ldc, int nr, float alpha, float beta) {
+                                    ptrdiff_t ldc, int nr, float alpha, float beta, const float *pf) {
     const int mr = MR;
     for (int i = 0; i < MR; i++) {
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
@@ -418,11 +431,70 @@ TFM_AVX2 static void kern_avx2_rows(int kc, const float *a, ptrdiff_t lda, const
         ROWFMA(a3, c3); ROWFMA(a3 + lda, c4); ROWFMA(a3 + 2 * lda, c5);                      \
         a0++; a3++; b += NR;                                                                 \
     } while (0)
-    for (; k + 4 <= kc; k += 4) { KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS(); }
+    for (; k + 4 <= kc; k += 4) {
+        if (pf) PREFETCH_PANEL4(pf);
+        KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS();
+    }
     for (; k < kc; k++) KSTEP_ROWS();
 #undef KSTEP_ROWS
 #undef ROWFMA
     KERN_STORE();
+}
+
+TFM_AVX2 static inline void edge_store(const float *t, int tw, float *c, ptrdiff_t ldc, int mr, int nr,
+                                       float alpha, float beta) {
+    for (int i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        const float *ti = t + i * tw;
+        if (beta == 0.0f) for (int j = 0; j < nr; j++) ci[j] = alpha * ti[j];
+        else if (beta == 1.0f) for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], ci[j]);
+        else for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], beta * ci[j]);
+    }
+}
+
+/* A 4 x 16 tile: row i of depth k at a + i * rs + k * cs (rs = lda, cs = 1: a row-major op(A) in place; rs = 1,
+ * cs = lda: a transposed one in place; rs = 1, cs = MR: a packed, zero-padded panel, for a ragged tile of
+ * mr < 4 rows). Eight accumulators keep both FMA pipes busy (latency 4). The same FMAs in the same order as
+ * the 6-row kernels, so an element's bits do not depend on the tile it falls in; used where M is not a
+ * multiple of 6 (M = 32 as 4 x 6 + 2 x 4 instead of 5 x 6 and a 2-row tile that costs a whole one). */
+TFM_AVX2 static void kern4_avx2(int kc, const float *a, ptrdiff_t rs, ptrdiff_t cs, const float *b, float *c,
+                                ptrdiff_t ldc, int mr, int nr, float alpha, float beta, const float *pf) {
+    for (int i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+#define KSTEP4()                                                                             \
+    do {                                                                                     \
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), av;                       \
+        av = _mm256_broadcast_ss(a);                                                         \
+        c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);              \
+        av = _mm256_broadcast_ss(a + rs);                                                    \
+        c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);              \
+        av = _mm256_broadcast_ss(a + 2 * rs);                                                \
+        c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);              \
+        av = _mm256_broadcast_ss(a + 3 * rs);                                                \
+        c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);              \
+        a += cs; b += NR;                                                                    \
+    } while (0)
+    int k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        if (pf) PREFETCH_PANEL4(pf);
+        KSTEP4(); KSTEP4(); KSTEP4(); KSTEP4();
+    }
+    for (; k < kc; k++) KSTEP4();
+#undef KSTEP4
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    if (mr == 4 && nr == NR) {
+        float *cr = c;
+        ROWUPD(c00, c01); ROWUPD(c10, c11); ROWUPD(c20, c21); ROWUPD(c30, c31);
+        return;
+    }
+    float t[4 * NR] __attribute__((aligned(32)));
+    _mm256_store_ps(t + 0, c00); _mm256_store_ps(t + 8, c01); _mm256_store_ps(t + 16, c10);
+    _mm256_store_ps(t + 24, c11); _mm256_store_ps(t + 32, c20); _mm256_store_ps(t + 40, c21);
+    _mm256_store_ps(t + 48, c30); _mm256_store_ps(t + 56, c31);
+    edge_store(t, NR, c, ldc, mr, nr, alpha, beta);
 }
 
 /* Edge tiles with 3 < nr <= 8: 6x8 on the first half of the 16-wide B panel; even and odd k go
@@ -438,17 +510,6 @@ TFM_AVX2 static void kern_avx2_rows(int kc, const float *a, ptrdiff_t lda, const
         S##5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 5), b0, S##5);                        \
         a += MR; b += NR;                                                                    \
     } while (0)
-
-TFM_AVX2 static inline void edge_store(const float *t, int tw, float *c, ptrdiff_t ldc, int mr, int nr,
-                                       float alpha, float beta) {
-    for (int i = 0; i < mr; i++) {
-        float *ci = c + i * ldc;
-        const float *ti = t + i * tw;
-        if (beta == 0.0f) for (int j = 0; j < nr; j++) ci[j] = alpha * ti[j];
-        else if (beta == 1.0f) for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], ci[j]);
-        else for (int j = 0; j < nr; j++) ci[j] = fmaf(alpha, ti[j], beta * ci[j]);
-    }
-}
 
 TFM_AVX2 static void kern8_avx2(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, int mr,
                                 int nr, float alpha, float beta) {
@@ -509,6 +570,27 @@ static inline void tile_6x16(const gemm_args *g, int avx, int kc, const float *a
     kern_c(kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff);
 }
 
+/* Rows of the next tile when op(A) is read in place, rem rows left: 6, except 4-row tiles where a 6-row one
+ * would be mostly padding (rem 1-4, 7 and 8: M = 32 as 4 x 6 + 2 x 4, M = 31 as 5 x 6 + a 1-row 4-tile). */
+static inline int direct_tile_rows(int rem) { return rem <= 4 || rem == 7 || rem == 8 ? 4 : MR; }
+
+/* The first row of the ragged last tile (fewer rows than its kernel) of mc rows tiled by direct_tile_rows, or
+ * mc when there is none. */
+static int ragged_row(int mc) {
+    int ir = 0;
+    while (mc - ir >= direct_tile_rows(mc - ir)) ir += direct_tile_rows(mc - ir);
+    return ir;
+}
+
+#if TFM_HAVE_X86
+/* A tile of rows 4 or 6 (mr of them real) through kern4_avx2 or kern_avx2_packed, A at a + i * rs + k * cs */
+TFM_AVX2 static void kern4_or_6(int rows, int kc, const float *a, ptrdiff_t rs, ptrdiff_t cs, const float *b,
+                                float *c, ptrdiff_t ldc, int mr, int nr, float alpha, float beta, const float *pf) {
+    if (rows == 4) kern4_avx2(kc, a, rs, cs, b, c, ldc, mr, nr, alpha, beta, pf);
+    else kern_avx2_packed(kc, a, cs, b, c, ldc, mr, nr, alpha, beta);   /* rs == 1 here */
+}
+#endif
+
 static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_isa isa) {
     const int avx = isa >= TFM_ISA_AVX2;
     if (m0 >= m1 || n0 >= n1) return;
@@ -550,12 +632,16 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                 const int mc = m1 - ic < TFM_GEMM_MC ? m1 - ic : TFM_GEMM_MC;
 #if TFM_HAVE_X86
                 if (avx) {
-                    const int mfull = mc / MR * MR, m12 = mc / (2 * MR) * (2 * MR);
+                    const int m12 = mc / (2 * MR) * (2 * MR);
                     if (direct_a512) {
                         if (m12 < mc) pack_a_avx2(g, ic + m12, pc, mc - m12, kc, bufA + (size_t)m12 * kc);
                     } else if (!direct_a) pack_a_avx2(g, ic, pc, mc, kc, bufA);
-                    else if (mfull < mc) pack_a_panel_c(g, ic + mfull, pc, mc - mfull, kc, bufA + (size_t)mfull * kc);
-                    memset(bufA + (size_t)(mc + MR - 1) / MR * MR * kc, 0, 8 * sizeof(float));
+                    else if (ragged_row(mc) < mc) {
+                        const int r0 = ragged_row(mc);
+                        pack_a_panel_c(g, ic + r0, pc, mc - r0, kc, bufA + (size_t)r0 * kc);
+                    }
+                    if (!direct_a) /* the narrow kernels' 8-float loads of the last 6-float group */
+                        memset(bufA + (size_t)(mc + MR - 1) / MR * MR * kc, 0, 8 * sizeof(float));
                 } else
 #endif
                     pack_a_c(g, ic, pc, mc, kc, bufA);
@@ -567,7 +653,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                     const int nr = nc - jr < NR ? nc - jr : NR;
                     const float *bp = bpack + (size_t)jr * kc;
                     for (int ir = 0; ir < mc;) {
-                        const int mr = mc - ir < MR ? mc - ir : MR;
+                        const int rows = direct_a ? direct_tile_rows(mc - ir) : MR, mr = mc - ir < rows ? mc - ir : rows;
                         float *cp = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
                         const float *ap = bufA + (size_t)ir * kc;
                         if (bias)
@@ -592,14 +678,19 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                             continue;
                         }
 #if TFM_HAVE_X86
-                        if (direct_a && mr == MR) {
-                            if (!g->ta)
-                                kern_avx2_rows(kc, g->A + (size_t)(ic + ir) * g->lda + pc, g->lda, bp, cp, g->ldc,
-                                               nr, g->alpha, beff);
+                        if (direct_a) {
+                            /* the panel's first tile prefetches the next one (PREFETCH_PANEL4) */
+                            const float *pf = ir == 0 && jr + NR < nc ? bp + (size_t)NR * kc : NULL;
+                            const float *a = g->ta ? g->A + (size_t)pc * g->lda + ic + ir
+                                                   : g->A + (size_t)(ic + ir) * g->lda + pc;
+                            const ptrdiff_t rs = g->ta ? 1 : g->lda, cs = g->ta ? g->lda : 1;
+                            if (mr < rows) /* the ragged last tile: its packed, zero-padded panel */
+                                kern4_or_6(rows, kc, ap, 1, MR, bp, cp, g->ldc, mr, nr, g->alpha, beff, pf);
+                            else if (rows == MR && !g->ta)
+                                kern_avx2_rows(kc, a, g->lda, bp, cp, g->ldc, nr, g->alpha, beff, pf);
                             else
-                                kern_avx2_packed(kc, g->A + (size_t)pc * g->lda + ic + ir, g->lda, bp, cp, g->ldc,
-                                                 MR, nr, g->alpha, beff);
-                            ir += MR;
+                                kern4_or_6(rows, kc, a, rs, cs, bp, cp, g->ldc, rows, nr, g->alpha, beff, pf);
+                            ir += rows;
                             continue;
                         }
 #endif

@@ -295,7 +295,8 @@ static void direct_a_suite(void) {
         return;
     }
     static const int shapes[][3] = {{768, 128, 128}, {384, 384, 128}, {13, 57, 7}, {37, 45, 300},
-                                    {300, 100, 520}, {64, 64, 32}, {6, 16, 1}, {385, 128, 512}};
+                                    {300, 100, 520}, {64, 64, 32}, {6, 16, 1}, {385, 128, 512},
+                                    {32, 64, 40}, {35, 48, 24}, {2, 32, 16}, {8, 25, 9}};
     static const float betas[] = {0.0f, 1.0f, 0.5f};
     int max_t = omp_get_max_threads();
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
