@@ -76,7 +76,7 @@ static int translate_some(run *r, int *eof) {
 }
 
 int cmd_translate(int argc, char **argv) {
-    int threads = 0, batch = 32, profile = 0;
+    int threads = 0, batch = 32, maxi = 16, profile = 0;
     run r = {0};
     tfm_translate_options_default(&r.o);
     cli_flag flags[] = {
@@ -92,6 +92,9 @@ int cmd_translate(int argc, char **argv) {
          "append ' ||| s-t ...': the source token each target token attends to most (last layer, heads averaged)", 0},
         {"prefix-file", FLAG_STR, &r.pf_name, "file with one target prefix a line: translation i starts with line i", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
+        {"maxi-batch", FLAG_INT, &maxi,
+         "batches read ahead (while input is ready) and sorted by source length together, so a batch holds\n"
+         "sentences of similar lengths; output keeps the input order (1 = each batch as read)", 0},
         {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
         {"profile", FLAG_BOOL, &profile,
          "at the end, print time per sentence by op kind and phase (kv_cache, search) to stderr", 0},
@@ -112,6 +115,7 @@ int cmd_translate(int argc, char **argv) {
     tfm_translate_options *o = &r.o;
     if (cli_check_range(C, "beam", o->beam_size, 0, 64) || cli_check_range(C, "max-output", o->max_decoding_length, 0, 4096) ||
         cli_check_range(C, "max-src", o->max_input_length, 2, 100000) || cli_check_range(C, "batch-size", batch, 1, 4096) ||
+        cli_check_range(C, "maxi-batch", maxi, 1, 1024) ||
         cli_check_range(C, "n-best", r.n_best, 0, 64) || cli_check_threads(C, threads))
         return CLI_EXIT_USAGE;
     if (!(o->length_penalty <= 10) || (o->length_penalty < 0 && o->length_penalty != -1))
@@ -128,7 +132,12 @@ int cmd_translate(int argc, char **argv) {
         fprintf(stderr, "tfm %s: warning: the model has %d positions (config.max_len): outputs stop at %d tokens, "
                 "not --max-output %d\n", C, max_pos, max_pos - 1, use.max_decoding_length);
     o->num_hypotheses = r.n_best ? r.n_best : 1, o->return_scores = r.scores || r.n_best;
-    r.cap = batch * (threads > 0 ? threads : tfm_default_threads());   /* the batches of all threads, decoded in parallel */
+    /* the batches of all threads (decoded in parallel), maxi_batch times over: one call sorts them by length */
+    long cap = (long)maxi * batch * (threads > 0 ? threads : tfm_default_threads());
+    if (!rc && cap > (1L << 20))
+        rc = cli_error(C, "--maxi-batch %d x --batch-size %d x threads reads %ld lines at once, at most %ld: lower them",
+                       maxi, batch, cap, 1L << 20), rc = CLI_EXIT_USAGE;
+    r.cap = rc ? 1 : (int)cap;
     r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *));
     r.res = calloc((size_t)r.cap, sizeof *r.res);
     if (!rc && (!r.lines || !r.prefixes || !r.res)) rc = cli_fail(C, "out of memory (--batch-size %d)", batch);

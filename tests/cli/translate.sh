@@ -37,6 +37,14 @@ awk -F' \\|\\|\\| ' 'BEGIN { prev = -1 } $1 != prev { print $2 } { prev = $1 }' 
     && pass "--n-best: the first hypothesis of each input is the 1-best output" || fail "n-best first = 1-best" "differs"
 awk -F' \\|\\|\\| ' '$1 == prev && $3 > last + 1e-6 { bad = 1 } { prev = $1; last = $3 } END { exit bad }' "$TMP/nbest" \
     && pass "--n-best: scores sorted within each input" || fail "n-best sorted" "$(head -n 6 "$TMP/nbest")"
+# --maxi-batch: lines read ahead and sorted by length together; the output keeps the input order, the same
+# translations as batches taken as read (--n-best's indices count the input lines in order)
+run --batch-size 4 --maxi-batch 1 --n-best 1 >"$TMP/mb1"; run --batch-size 4 --maxi-batch 8 --n-best 1 >"$TMP/mb8"
+cmp -s "$TMP/mb1" "$TMP/mb8" && [ "$(cut -d' ' -f1 "$TMP/mb8" | tr '\n' ' ')" = "$(seq 0 $((n - 1)) | tr '\n' ' ')" ] \
+    && pass "--maxi-batch 8 = --maxi-batch 1, in input order" || fail "--maxi-batch" "$(diff "$TMP/mb1" "$TMP/mb8" | head -n 4)"
+$TFM translate "$TMP/m.tfm" --maxi-batch 0 <"$TMP/src.txt" >/dev/null 2>"$TMP/e"; rc=$?
+[ $rc = 2 ] && grep -q -- "--maxi-batch must be in 1..1024" "$TMP/e" && pass "--maxi-batch 0: usage error" \
+    || fail "--maxi-batch 0" "rc $rc: $(cat "$TMP/e")"
 run --scores >"$TMP/scores"
 sed 's/ ||| -\?[0-9.]*$//' "$TMP/scores" | cmp -s - "$TMP/default" && \
     paste -d'\n' <(awk -F' \\|\\|\\| ' 'BEGIN { prev = -1 } $1 != prev { print $3 } { prev = $1 }' "$TMP/nbest") \
