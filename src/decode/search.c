@@ -263,7 +263,8 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
             float *x = scores ? scores + (size_t)r * V : NULL, lse = 0.0f;
             if (x) {
                 if (!tfm_all_finite(x, (size_t)V)) rc = nonfinite_output(step);   /* a diverged model */
-                lse = normalized ? 0.0f : row_lse(x, V, scratch);
+                /* the normaliser only feeds the score, which a screened search does not return */
+                lse = normalized || screen ? 0.0f : row_lse(x, V, scratch);
                 ban_tokens(&m->cfg, x);   /* after the log-softmax's normaliser, as in beam search */
             }
             int s = row_sent[r], best = 0;
