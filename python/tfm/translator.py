@@ -75,6 +75,8 @@ class Translator:
         p = _lib.TranslatorParams()
         lib.tfm_translator_params_default(ctypes.byref(p))
         p.threads, p.max_batch_size = int(threads), int(max_batch_size)
+        # translate_iterable's default read-ahead: 16 batches per worker (tfm translate --maxi-batch 16)
+        self._read_ahead = 16 * max(1, p.max_batch_size) * (p.threads if p.threads > 0 else lib.tfm_default_threads())
         self._t = None
         one = isinstance(path, (str, bytes, os.PathLike))
         self.paths: List[str] = [os.fspath(path)] if one else [os.fspath(q) for q in path]
@@ -174,15 +176,17 @@ class Translator:
             for i in range(n):
                 lib.tfm_translation_free(ctypes.byref(res[i]))
 
-    def translate_iterable(self, source: Iterable[str], batch_size: int = 32,
+    def translate_iterable(self, source: Iterable[str], batch_size: int = 0,
                            target_prefix: Optional[Iterable[Optional[str]]] = None,
                            **options) -> Iterator[TranslationResult]:
         """Translate a (possibly endless) iterable of sentences lazily, ``batch_size`` at a time, yielding one
-        result per input in order. ``target_prefix`` may be an iterable aligned with ``source``; the other
-        options are those of :meth:`translate_batch`. With ``threads`` > 1 a batch larger than
-        ``max_batch_size`` keeps several workers busy: use ``batch_size = threads * max_batch_size``."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        result per input in order. ``batch_size`` 0 (the default) reads 16 batches per worker
+        (``16 * max_batch_size * threads``, as ``tfm translate --maxi-batch 16``): one call sorts them by length
+        into batches of similar sentences, which decodes faster than batches taken as read. ``target_prefix``
+        may be an iterable aligned with ``source``; the other options are those of :meth:`translate_batch`."""
+        if batch_size < 0:
+            raise ValueError(f"batch_size must be >= 0 (0 = 16 batches per worker), got {batch_size}")
+        batch_size = batch_size or self._read_ahead
         it = iter(source)
         pit = iter(target_prefix) if target_prefix is not None else None
         while True:

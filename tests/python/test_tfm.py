@@ -329,6 +329,17 @@ def t_translate() -> None:
     rest = [first] + list(it)
     check("python_translate_iterable_lazy_in_order", lazy and [r.hypotheses for r in rest]
           == [r.hypotheses for r in greedy], f"consumed {len(consumed)} before the first result")
+    # the default read-ahead: 16 batches per worker (16 x 1 lines here), the same results, still lazy
+    consumed.clear()
+    tr4 = tfm.Translator(model, threads=1, max_batch_size=1)
+    it = tr4.translate_iterable(lines())
+    first = next(it)
+    ahead = len(consumed)
+    rest = [first] + list(it)
+    check("python_translate_iterable_default_reads_16_batches_ahead",
+          ahead == min(16, len(src)) and [r.hypotheses for r in rest] == [r.hypotheses for r in greedy],
+          f"consumed {ahead} of {len(src)} before the first result")
+    tr4.close()
     # two Python threads translating at once with one Translator give the results of one thread
     tr2 = tfm.Translator(model, threads=1, max_batch_size=4)
     ref = [r.hypotheses for r in tr2.translate_batch(src, beam_size=3)]
