@@ -576,7 +576,7 @@ static inline int direct_tile_rows(int rem) { return rem <= 4 || rem == 7 || rem
 
 /* The first row of the ragged last tile (fewer rows than its kernel) of mc rows tiled by direct_tile_rows, or
  * mc when there is none. */
-static int ragged_row(int mc) {
+static inline int ragged_row(int mc) {
     int ir = 0;
     while (mc - ir >= direct_tile_rows(mc - ir)) ir += direct_tile_rows(mc - ir);
     return ir;
@@ -679,8 +679,10 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                         }
 #if TFM_HAVE_X86
                         if (direct_a) {
-                            /* the panel's first tile prefetches the next one (PREFETCH_PANEL4) */
-                            const float *pf = ir == 0 && jr + NR < nc ? bp + (size_t)NR * kc : NULL;
+                            /* a B packed in advance (weights, read from memory when decoding): the panel's first
+                             * tile prefetches the next one (PREFETCH_PANEL4); one packed here is in cache already
+                             * (training's A/B: 1.02x the time with the prefetch there, 0.99x without) */
+                            const float *pf = g->Bp && ir == 0 && jr + NR < nc ? bp + (size_t)NR * kc : NULL;
                             const float *a = g->ta ? g->A + (size_t)pc * g->lda + ic + ir
                                                    : g->A + (size_t)(ic + ir) * g->lda + pc;
                             const ptrdiff_t rs = g->ta ? 1 : g->lda, cs = g->ta ? g->lda : 1;
