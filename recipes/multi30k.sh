@@ -25,7 +25,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 me=recipes/multi30k.sh
 out=${1:?usage: recipes/multi30k.sh OUTDIR [--from de|en] [--to en|de] [--data DIR] [--threads N] [--epochs N] [--smoke]}
 shift
-threads=0 epochs=14 smoke=0 data=${TFM_DATA:-} S=de T=en
+threads=0 epochs=16 smoke=0 data=${TFM_DATA:-} S=de T=en
 while [ $# -gt 0 ]; do
     case $1 in
         --from) S=$2; shift 2;;

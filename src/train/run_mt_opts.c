@@ -140,7 +140,7 @@ void mt_given(mt_run *x) {
  * name is stored with the run, like every field, so a resume keeps it. */
 #define D2L_SUMMARY "the d2l book's toy: word tokens, d_model 32, 2 layers, --max-len 10, constant lr 0.005, 10 epochs"
 #define MULTI30K_SUMMARY "recipes/multi30k-de-en.sh, for raw text: joint BPE 8000, tied embeddings, d_model 256,\n" \
-    "            3+3 layers, FFN 1024, --max-len 64, Noam 0.5 / 1000 warmup, 2048-token batches, 14 epochs"
+    "            3+3 layers, FFN 1024, --max-len 64, Noam 0.5 / 1000 warmup, 2048-token batches, 16 epochs"
 typedef struct {
     const char *name;
     const char *fields[40];   /* "field", "value" pairs, NULL-terminated */
@@ -153,7 +153,7 @@ static const preset PRESETS[] = {
     {"multi30k", {"tokenizer", "bpe", "vocab-size", "8000", "share-embeddings", "1", "init", "xavier", "d-model", "256",
                   "n-head", "4", "n-layer", "3", "ffn", "1024", "dropout", "0.1", "label-smoothing", "0.1", "max-len",
                   "64", "schedule", "noam", "lr", "0.5", "warmup", "1000", "beta2", "0.98", "grad-clip", "1",
-                  "max-tokens", "2048", "epochs", "14", NULL}},
+                  "max-tokens", "2048", "epochs", "16", NULL}},
 };
 #define N_PRESETS ((int)(sizeof PRESETS / sizeof PRESETS[0]))
 

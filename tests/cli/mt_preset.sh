@@ -19,7 +19,7 @@ expect_ok "train-mt --tokenizer bpe (no --preset) trains" "$TFM" train-mt "${RAW
 cfg=$(grep '^train-mt config:' "$TMP/err")
 for want in "--preset multi30k" "--max-len 64" "--d-model 256" "--n-layer 3" "--ffn 1024" "--share-embeddings 1" \
             "--init xavier" "--schedule noam" "--lr 0.5" "--warmup 1000" "--max-tokens 2048" "--label-smoothing 0.1" \
-            "--beta2 0.98" "--epochs 14" "--vocab-size 400"; do
+            "--beta2 0.98" "--epochs 16" "--vocab-size 400"; do
     grep -q -- " $want\( \|$\)" <<<"$cfg" || { fail "--tokenizer bpe: the multi30k preset's $want" "$cfg"; continue; }
     pass "--tokenizer bpe: the multi30k preset's $want"
 done
