@@ -1,7 +1,7 @@
 /* tfm translate MODEL.tfm [MORE.tfm ...]: one source sentence a line on stdin -> one translation a line on stdout,
- * through the translator object (include/tfm/translator.h); several models are an ensemble. Lines are batched
- * while more input is immediately available (a pipe fills whole batches; an interactive terminal gets each line
- * translated at once); output keeps the input order and is flushed after every batch. */
+ * through the translator object (include/tfm/translator.h); several models are an ensemble. Lines are read while
+ * input is ready (--maxi-batch batches per thread from a pipe, each line at once from a terminal) and translated by
+ * one call, which sorts them into batches; output keeps the input order and is flushed after every call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +37,7 @@ typedef struct {
     char **lines, **prefixes;
     tfm_translation *res;
     long n_lines, n_cut;
-    int most_cut;
+    int most_cut, eof;   /* eof: stdin ended */
 } run;
 
 /* Up to cap lines (and their prefixes) while input is ready, into r->lines; their count, or -exit status. */
@@ -92,12 +92,9 @@ int cmd_translate(int argc, char **argv) {
          "append ' ||| s-t ...': the source token each target token attends to most (last layer, heads averaged)", 0},
         {"prefix-file", FLAG_STR, &r.pf_name, "file with one target prefix a line: translation i starts with line i", 0},
         {"batch-size", FLAG_INT, &batch, "sentences decoded together", 0},
-        {"maxi-batch", FLAG_INT, &maxi,
-         "batches read ahead (while input is ready) and sorted by source length together, so a batch holds\n"
-         "sentences of similar lengths; output keeps the input order (1 = each batch as read)", 0},
+        {"maxi-batch", FLAG_INT, &maxi, "batches read ahead and sorted by length together (1 = each as read)", 0},
         {"threads", FLAG_INT, &threads, CLI_THREADS_HELP, 0},
-        {"profile", FLAG_BOOL, &profile,
-         "at the end, print time per sentence by op kind and phase (kv_cache, search) to stderr", 0},
+        {"profile", FLAG_BOOL, &profile, "at the end, print time per sentence by op kind and phase to stderr", 0},
     };
     cli_spec spec = {C, "MODEL.tfm [MODEL2.tfm ...] [--beam K] [--alpha A] [--max-output N] [--n-best K] [--scores]\n"
                         "          [--alignment] [--prefix-file F] [--threads N] [--profile] < source.txt",
@@ -105,9 +102,8 @@ int cmd_translate(int argc, char **argv) {
                      "Greedy or beam search; the decoder caches keys/values so each new token costs O(length).\n"
                      "Without --beam/--alpha the (first) model's stored decoding settings are used (tfm info).\n"
                      "Several models sharing one tokenizer are an ensemble: the search ranks by their mean log-prob.\n"
-                     "--profile prints, at the end, milliseconds per sentence spent in each op kind and in the\n"
-                     "decoding phases kv_cache (cache appends, beam reorders) and search (top-k, scores,\n"
-                     "hypotheses), with the untracked rest (tokenizing, I/O); stdout is unchanged.",
+                     "--profile: ms per sentence by op kind and decoding phase (kv_cache: cache appends, beam\n"
+                     "reorders; search: top-k, scores) and the untracked rest (tokenizing, I/O).",
                      flags, (int)(sizeof flags / sizeof flags[0]), 1, TFM_MAX_ENSEMBLE};
     const char *pos[TFM_MAX_ENSEMBLE];
     int n_pos, rc = cli_parse(&spec, argc, argv, pos, &n_pos);
@@ -132,18 +128,13 @@ int cmd_translate(int argc, char **argv) {
         fprintf(stderr, "tfm %s: warning: the model has %d positions (config.max_len): outputs stop at %d tokens, "
                 "not --max-output %d\n", C, max_pos, max_pos - 1, use.max_decoding_length);
     o->num_hypotheses = r.n_best ? r.n_best : 1, o->return_scores = r.scores || r.n_best;
-    /* the batches of all threads (decoded in parallel), maxi_batch times over: one call sorts them by length */
-    long cap = (long)maxi * batch * (threads > 0 ? threads : tfm_default_threads());
-    if (!rc && cap > (1L << 20))
-        rc = cli_error(C, "--maxi-batch %d x --batch-size %d x threads reads %ld lines at once, at most %ld: lower them",
-                       maxi, batch, cap, 1L << 20), rc = CLI_EXIT_USAGE;
-    r.cap = rc ? 1 : (int)cap;
+    long cap = (long)maxi * batch * (threads > 0 ? threads : tfm_default_threads());   /* one call sorts them */
+    r.cap = cap < (1L << 24) ? (int)cap : 1 << 24;
     r.lines = calloc((size_t)r.cap, sizeof(char *)), r.prefixes = calloc((size_t)r.cap, sizeof(char *));
     r.res = calloc((size_t)r.cap, sizeof *r.res);
-    if (!rc && (!r.lines || !r.prefixes || !r.res)) rc = cli_fail(C, "out of memory (--batch-size %d)", batch);
-    int eof = 0;   /* stdin ended */
+    if (!rc && (!r.lines || !r.prefixes || !r.res)) rc = cli_fail(C, "out of memory (--batch-size, --maxi-batch)");
     double t_start = tfm_now();
-    while (!rc && !eof) rc = translate_some(&r, &eof);
+    while (!rc && !r.eof) rc = translate_some(&r, &r.eof);
     if (!rc && r.n_lines == 0) rc = cli_error(C, "no input on stdin (expected one source sentence a line)"), rc = CLI_EXIT_DATA;
     if (!rc && ferror(stdout)) rc = cli_error(C, "error writing stdout"), rc = CLI_EXIT_IO;
     int lim = max_pos > 0 && max_pos < o->max_input_length ? max_pos : o->max_input_length;   /* tokens kept */
