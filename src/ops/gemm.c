@@ -636,9 +636,9 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
                     if (direct_a512) {
                         if (m12 < mc) pack_a_avx2(g, ic + m12, pc, mc - m12, kc, bufA + (size_t)m12 * kc);
                     } else if (!direct_a) pack_a_avx2(g, ic, pc, mc, kc, bufA);
-                    else if (ragged_row(mc) < mc) {
-                        const int r0 = ragged_row(mc);
-                        pack_a_panel_c(g, ic + r0, pc, mc - r0, kc, bufA + (size_t)r0 * kc);
+                    else {
+                        const int r0 = ragged_row(mc);   /* the ragged last tile's rows, if any, packed */
+                        if (r0 < mc) pack_a_panel_c(g, ic + r0, pc, mc - r0, kc, bufA + (size_t)r0 * kc);
                     }
                     if (!direct_a) /* the narrow kernels' 8-float loads of the last 6-float group */
                         memset(bufA + (size_t)(mc + MR - 1) / MR * MR * kc, 0, 8 * sizeof(float));
