@@ -7,6 +7,7 @@
  */
 #include "tfm/io.h"
 #include "tfm/core.h"
+#include "core/crc32.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -305,36 +306,13 @@ static void swap32_buf(void *buf, size_t nbytes) {
 }
 #endif
 
-/* ------------------------------------------------------------------ CRC-32 */
+/* ------------------------------------------------------------------ CRC-32 (core/crc32.c) */
 
-/* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, init and final xor 0xFFFFFFFF): the same
- * value as zlib's crc32(), so scripts/tfmio.py can use zlib. Slicing by 8: t[0] is the byte-at-a-time
- * table, t[k][i] the CRC of byte i followed by k zero bytes, so 8 bytes take 8 independent lookups
- * instead of a chain of 8 (about 4x faster; a checkpoint's CRC had been half of its load time). The
- * 8 KB of tables are built on the stack once per save or load (no global state; ~4k operations). */
-typedef struct { uint32_t t[8][256]; } crc_table;
-
-static void crc_table_init(crc_table *tb) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        tb->t[0][i] = c;
-    }
-    for (int k = 1; k < 8; k++)
-        for (int i = 0; i < 256; i++) tb->t[k][i] = (tb->t[k - 1][i] >> 8) ^ tb->t[0][tb->t[k - 1][i] & 0xFFu];
-}
-
-/* running CRC: start with crc = 0, feed chunks in order */
+/* The tables (8 KB) are built on the stack once per save or load (no global state; ~4k operations). */
+typedef tfm_crc_table crc_table;
+static void crc_table_init(crc_table *tb) { tfm_crc_init_(tb, 1); }
 static uint32_t crc_update(const crc_table *tb, uint32_t crc, const void *buf, size_t n) {
-    const unsigned char *p = buf;
-    crc = ~crc;
-    for (; n >= 8; n -= 8, p += 8) {
-        uint32_t a = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-        crc = tb->t[7][a & 0xFFu] ^ tb->t[6][(a >> 8) & 0xFFu] ^ tb->t[5][(a >> 16) & 0xFFu] ^ tb->t[4][a >> 24] ^
-              tb->t[3][p[4]] ^ tb->t[2][p[5]] ^ tb->t[1][p[6]] ^ tb->t[0][p[7]];
-    }
-    for (; n; n--, p++) crc = tb->t[0][(crc ^ *p) & 0xFFu] ^ (crc >> 8);
-    return ~crc;
+    return tfm_crc_update_(tb, crc, buf, n);
 }
 
 uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n) {
