@@ -300,8 +300,8 @@ static void attn_backward(const attn_args *a, int nt) {
 }
 
 /* ---------------------------------------------------------------- per-batch-entry variant
- * For short sequences with grad tracked (training), whole (Tq,Tk) score blocks of one batch entry are faster
- * on a CPU than the row-by-row tiled kernel. The forward forms S = scale Q K^T and P = masked softmax(S) for
+ * For short sequences with grad tracked (training) or more than 2 queries (an encoder, a prompt), whole (Tq,Tk)
+ * score blocks of one batch entry are faster on a CPU than the row-by-row tiled kernel. The forward forms S = scale Q K^T and P = masked softmax(S) for
  * one batch entry's H heads, O = P V straight into the (B,T,H*d) layout, and saves each row's logsumexp, max and
  * 1 / sum. Where keep_probs says so, P of all entries is kept in the arena for the backward (saving S = scale
  * Q K^T and the exponentials a second time); otherwise P lives in per-thread scratch and the backward
@@ -845,11 +845,12 @@ tfm_tensor *tfm_attention_dropout(tfm_graph *g, tfm_tensor *q, tfm_tensor *k, tf
     tfm_tensor *out = tfm_new3(g, B, Tq, H * dv);
     if (tfm_any_grad(g, in, 3)) tfm_tensor_alloc_grad(g, out);
     int grad = tfm_any_grad(g, in, 3);
-    /* training on short sequences: the materialised variant (see above); otherwise the tiled kernel */
+    /* short sequences in training, or with more than 2 queries: the materialised variant (see above); otherwise
+     * (long sequences, decoding steps) the tiled kernel */
     int drop = g->training && dropout > 0.0f;
     TFM_ASSERT(!drop || (dropout < 1.0f && tfm_attention_supports_dropout(g, Tk)),
                "attention: dropout %g needs the materialised variant (Tk %d <= %d)", dropout, Tk, TFM_ATTN_MAT_MAX_TK);
-    int mat = (grad || drop) && Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled;
+    int mat = (grad || drop || Tq > 2) && Tk <= TFM_ATTN_MAT_MAX_TK && !g->attention_tiled;
     attn_args a = {B, H, Tq, Tk, dk, dv, scale, make_view(q, 0, H, Tq, dk), make_view(k, kv_heads_first, H, Tk, dk),
                    make_view(v, kv_heads_first, H, Tk, dv), make_view(out, 0, H, Tq, dv), NULL, NULL, mask,
                    0, 0, 0, 1.0f, 0};
