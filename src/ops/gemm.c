@@ -396,14 +396,7 @@ TFM_AVX2 static void kern_avx2_packed(int kc, const float *a, ptrdiff_t astep, c
         _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
     }
     KERN_ZERO();
-    int k = 0;
-    for (; k + 4 <= kc; k += 4) {
-        KSTEP(a, 1); a += astep; b += NR;
-        KSTEP(a, 1); a += astep; b += NR;
-        KSTEP(a, 1); a += astep; b += NR;
-        KSTEP(a, 1); a += astep; b += NR;
-    }
-    for (; k < kc; k++) { KSTEP(a, 1); a += astep; b += NR; }
+    for (int k = 0; k < kc; k++) { KSTEP(a, 1); a += astep; b += NR; }   /* not unrolled: see kern_avx2_rows */
     KERN_STORE();
 }
 
@@ -431,11 +424,12 @@ TFM_AVX2 static void kern_avx2_rows(int kc, const float *a, ptrdiff_t lda, const
         ROWFMA(a3, c3); ROWFMA(a3 + lda, c4); ROWFMA(a3 + 2 * lda, c5);                      \
         a0++; a3++; b += NR;                                                                 \
     } while (0)
-    for (; k + 4 <= kc; k += 4) {
-        if (pf) PREFETCH_PANEL4(pf);
-        KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS(); KSTEP_ROWS();
-    }
-    for (; k < kc; k++) KSTEP_ROWS();
+    /* not unrolled: gcc 12 spilled two accumulators of a 4-step body to the stack (16 ymm registers: 12
+     * accumulators, 2 of B, 1 broadcast); one step keeps them all in registers (decode-step GEMMs ~1.03x) */
+    if (pf)
+        for (; k < kc; k++) { _mm_prefetch((const char *)pf, _MM_HINT_T1); pf += NR; KSTEP_ROWS(); }
+    else
+        for (; k < kc; k++) KSTEP_ROWS();
 #undef KSTEP_ROWS
 #undef ROWFMA
     KERN_STORE();
