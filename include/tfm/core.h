@@ -132,6 +132,14 @@ TFM_API void tfm_arena_init(tfm_arena *a, size_t initial_bytes);
 TFM_API void *tfm_arena_alloc(tfm_arena *a, size_t bytes);        /* 64-byte aligned, NOT zeroed */
 TFM_API void *tfm_arena_calloc(tfm_arena *a, size_t bytes);       /* zeroed */
 TFM_API void tfm_arena_reset(tfm_arena *a);  /* rewinds to the first chunk; keeps every chunk */
+/* A position to rewind to: tfm_arena_rewind(a, tfm_arena_tell(a)) later hands back everything allocated in
+ * between (for a loop whose intermediates die each iteration, e.g. an encoder's layers at inference). */
+typedef struct {
+    tfm_arena_chunk *chunk;
+    size_t used, used_total;
+} tfm_arena_pos;
+TFM_API tfm_arena_pos tfm_arena_tell(const tfm_arena *a);
+TFM_API void tfm_arena_rewind(tfm_arena *a, tfm_arena_pos p);
 TFM_API void tfm_arena_free(tfm_arena *a);
 
 /* ---------------------------------------------------------------- tensors */

@@ -60,6 +60,17 @@ void tfm_arena_reset(tfm_arena *a) {
     a->used_total = 0;
 }
 
+tfm_arena_pos tfm_arena_tell(const tfm_arena *a) {
+    tfm_arena_pos p = {a->cur, a->cur->used, a->used_total};
+    return p;
+}
+
+void tfm_arena_rewind(tfm_arena *a, tfm_arena_pos p) {
+    a->cur = p.chunk;   /* the chunks after it count as free again (tfm_arena_alloc resets them on entry) */
+    p.chunk->used = p.used;
+    a->used_total = p.used_total;
+}
+
 void tfm_arena_free(tfm_arena *a) {
     tfm_arena_chunk *c = a->head;
     while (c) {

@@ -176,7 +176,14 @@ static tfm_tensor *tf_encode_rows(tfm_mt_net *m, tfm_graph *g, const int *src, c
     memcpy(vl, src_valid, sizeof(int) * (size_t)B);
     tfm_mask mask = {.valid_lens = vl};
     tfm_tensor *x = ps ? embed_packed(g, m, &t->enc_emb, src, ps) : embed(g, m, &t->enc_emb, src, B, Ts, 0);
+    /* Inference (nothing taped, no attention maps kept): a layer's intermediates die with it, so its output is
+     * copied out and the arena rewound; otherwise the arena holds every layer's (60 MB for 32 long sentences,
+     * each page faulted in fresh the first time). */
+    int rewind = !g->grad_enabled && !m->keep_attention && !ps;
+    tfm_tensor *out[2] = {NULL, NULL};
+    if (rewind) out[0] = tfm_new3(g, B, Ts, m->cfg.d_model), out[1] = tfm_new3(g, B, Ts, m->cfg.d_model);
     for (int l = 0; l < m->cfg.n_layer; l++) {
+        tfm_arena_pos layer_start = tfm_arena_tell(&g->arena);
         enc_block *b = &t->eb[l];
         if (m->cfg.pre_ln) {
             tfm_tensor *h = tfm_LayerNorm_forward(g, &b->addnorm1.ln, x);
@@ -186,6 +193,11 @@ static tfm_tensor *tf_encode_rows(tfm_mt_net *m, tfm_graph *g, const int *src, c
         } else {
             tfm_tensor *y = add_norm(g, &b->addnorm1, x, mha(g, &b->attention, x, ps, x, ps, &mask), ps);
             x = add_norm(g, &b->addnorm2, y, ffn_rows(g, &b->ffn, y, ps), ps);
+        }
+        if (rewind) {   /* out[l % 2] is not this layer's input (that is out[(l - 1) % 2] or the embedding) */
+            memcpy(out[l % 2]->data, x->data, sizeof(float) * x->size);
+            tfm_arena_rewind(&g->arena, layer_start);
+            x = out[l % 2];
         }
     }
     if (m->cfg.pre_ln) x = tfm_LayerNorm_forward(g, &t->enc_lnf, x);

@@ -185,6 +185,36 @@ static void check_steps(tfm_mt_net *m, const batch *b) {
 }
 
 /* incremental decoding with caches equals teacher forcing; reorder moves rows */
+/* The inference encoder rewinds the arena after each layer: the same bits as keeping every layer (as it does
+ * with attention maps kept), a lower arena peak; and tfm_arena_tell / tfm_arena_rewind themselves. */
+static void check_encode_rewind(tfm_mt_net *m, const batch *b) {
+    tfm_graph g[2];
+    tfm_tensor *enc[2];
+    for (int k = 0; k < 2; k++) {   /* 0: taped (every layer kept; not training, so no dropout), 1: rewound */
+        tfm_graph_init(&g[k], 1);
+        g[k].grad_enabled = k == 0;
+        g[k].training = 0;
+        enc[k] = m->vt->encode(m, &g[k], b->src, b->valid, b->B, b->Ts);
+    }
+    CHECK("inference encoder rewinding its arena per layer = keeping every layer (bits), lower peak",
+          enc[0]->size == enc[1]->size && !memcmp(enc[0]->data, enc[1]->data, sizeof(float) * enc[0]->size) &&
+              g[1].arena.peak < g[0].arena.peak, "peaks %zu %zu", g[0].arena.peak, g[1].arena.peak);
+    tfm_graph_free(&g[0]), tfm_graph_free(&g[1]);
+    tfm_arena a;
+    tfm_arena_init(&a, 1024);
+    void *p0 = tfm_arena_alloc(&a, 100);
+    tfm_arena_pos pos = tfm_arena_tell(&a);
+    void *p1 = tfm_arena_alloc(&a, 200);
+    tfm_arena_alloc(&a, 5000);   /* a second chunk */
+    size_t mallocs = a.n_mallocs, used = 0;
+    tfm_arena_rewind(&a, pos);
+    used = a.used_total;
+    void *q1 = tfm_arena_alloc(&a, 200), *q2 = tfm_arena_alloc(&a, 5000);
+    CHECK("arena rewind: the same addresses again, no new chunk", p0 != p1 && q1 == p1 && q2 != NULL && used == 128 &&
+              a.n_mallocs == mallocs, "used %zu mallocs %zu -> %zu", used, mallocs, a.n_mallocs);
+    tfm_arena_free(&a);
+}
+
 static void check_incremental(tfm_mt_net *m, const batch *b) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
@@ -522,6 +552,8 @@ int main(void) {
     for (int packed = 0; packed < 2; packed++) check_forward_backward(m, &b, "", "post-LN", packed);
     tfm_mt_net *mp = build("pre.");
     for (int packed = 0; packed < 2; packed++) check_forward_backward(mp, &b, "pre.", "pre-LN", packed);
+    check_encode_rewind(m, &b);
+    check_encode_rewind(mp, &b);
     check_incremental(mp, &b);   /* also with the pre-LN model */
     check_incremental(m, &b);
     check_reorder_random(mp, &b);
