@@ -3,7 +3,9 @@
 # directions are recipes/multi30k-de-en.sh and recipes/multi30k-en-de.sh (this script with --from/--to).
 #
 #   recipes/multi30k.sh OUTDIR [--from de|en] [--to en|de] [--data DIR] [--threads N] [--epochs N] [--smoke]
+#                       [-- TRAIN-MT FLAGS...]
 #
+# Flags after -- go to tfm train-mt after the recipe's own and win over them (a tuning run: -- --schedule cosine).
 # With SRC = --from (default de) and TGT = --to (default en):
 # 1. learns a joint 8000-piece BPE model over train.SRC + train.TGT (stored in the checkpoint),
 # 2. trains a post-LN Transformer (d_model 256, 3+3 layers, 4 heads, FFN 1024, tied embeddings, Xavier
@@ -23,11 +25,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 me=recipes/multi30k.sh
-out=${1:?usage: recipes/multi30k.sh OUTDIR [--from de|en] [--to en|de] [--data DIR] [--threads N] [--epochs N] [--smoke]}
+out=${1:?usage: recipes/multi30k.sh OUTDIR [--from de|en] [--to en|de] [--data DIR] [--threads N] [--epochs N] [--smoke] [-- TRAIN-MT FLAGS]}
 shift
-threads=0 epochs=16 smoke=0 data=${TFM_DATA:-} S=de T=en
+threads=0 epochs=16 smoke=0 data=${TFM_DATA:-} S=de T=en extra=()
 while [ $# -gt 0 ]; do
     case $1 in
+        --) shift; extra=("$@"); break;;
         --from) S=$2; shift 2;;
         --to) T=$2; shift 2;;
         --data) data=$2; shift 2;;
@@ -68,7 +71,8 @@ rm -f "$out"/train.step*.tfm
     --vocab-size "$vocab" "${model[@]}" --epochs "$epochs" \
     --keep-last "$keep" --keep-best --threads "$threads" --seed 1 --log-every 50 \
     --decode-beam 5 --decode-alpha 1 --src-lang "$S" --tgt-lang "$T" \
-    --log-file "$out/train.jsonl" --out "$out/train.tfm" --overwrite   # a rerun into OUTDIR starts over
+    --log-file "$out/train.jsonl" --out "$out/train.tfm" --overwrite \
+    ${extra[@]+"${extra[@]}"}   # a rerun into OUTDIR starts over; flags after -- win
 
 stamp "averaging the last $keep epoch checkpoints"
 mapfile -t last < <(for f in "$out"/train.step*.tfm; do n=${f##*step}; echo "${n%.tfm} $f"; done | sort -n | tail -n "$keep" | cut -d' ' -f2-)

@@ -25,6 +25,11 @@ else
         && [ "$(grep -c '"event": "valid"' "$TMP/r/train.jsonl")" -eq 2 ]; then pass "recipe: a rerun into the same OUTDIR"
     else fail "recipe: a rerun into the same OUTDIR" "$(tail -n 2 "$TMP/err")"; fi
 fi
+# flags after -- reach train-mt and win over the recipe's
+if TFM="$TFM" bash recipes/multi30k-de-en.sh "$TMP/x2" --smoke --threads 2 -- --label-smoothing 0.2 --epochs 1 >"$TMP/out" 2>"$TMP/err" \
+    && grep -q 'train-mt config: .*--label-smoothing 0.2 ' "$TMP/err" && [ "$(grep -c '"event": "valid"' "$TMP/x2/train.jsonl")" -eq 1 ]; then
+    pass "recipe: flags after -- go to train-mt and win (label smoothing 0.2, 1 epoch)"
+else fail "recipe -- flags" "$(grep 'train-mt config' "$TMP/err" | cut -c1-200; tail -n 2 "$TMP/err")"; fi
 # the other direction: the same steps from English to German
 if TFM="$TFM" bash recipes/multi30k-en-de.sh "$TMP/e" --smoke --threads 2 >"$TMP/out" 2>"$TMP/err" \
     && [ "$(wc -l <"$TMP/e/test_2016_flickr.hyp.de")" -eq 40 ] && [ ! -e "$TMP/e/test_2016_flickr.hyp.en" ] \
