@@ -26,7 +26,8 @@
 # --quick     a functional run: few sentences and tokens, 1 round (no numbers to quote)
 #
 # tfm is timed as a whole process (load, tokenize, decode, detokenize: conservative for tfm); ORT on decoding
-# only (sessions created before the clock starts), llama.cpp on generation after the prompt. The engines are
+# only (sessions created before the clock starts), llama.cpp on generation after the prompt. A second table
+# times tfm like ORT: the same command on the first sentence alone is subtracted ((n - 1) / (T_n - T_1)). The engines are
 # installed here by `npm install --ignore-scripts` (bench/engines/package.json: onnxruntime-node 1.30.0,
 # node-llama-cpp 3.22.1 with @node-llama-cpp/linux-x64) into bench/engines/node_modules (git-ignored).
 # Needs node/npm, /usr/bin/python3 with torch (Debian python3-torch). Run it on a quiet machine.
@@ -126,6 +127,7 @@ mt_compare() {
         case $mode in greedy1) b=1 beamk=1;; greedy32) b=32 beamk=1;; beam4) b=32 beamk=4;; esac
         for t in $threads; do
             cfgs+=("$mode|tfm fp32 threads $t|tfm $mt --beam $beamk --alpha $alpha --batch-size $b --threads $t")
+            cfgs+=("$mode|tfm fp32 threads $t start-up|tfm1 $mt --beam $beamk --alpha $alpha --batch-size $b --threads $t")
             cfgs+=("$mode|tfm int8 threads $t|tfm $W/int8.tfm --beam $beamk --alpha $alpha --batch-size $b --threads $t")
         done
         for opt in all extended basic; do
@@ -136,6 +138,7 @@ mt_compare() {
         [ "$max_threads" -ge 2 ] && cfgs+=("$mode|ort all 2 processes x intra 1|ort2 --beam $beamk --alpha $alpha --batch-size $b --opt all --intra 1 --inter 1")
     done
     head -n $(( (n + 1) / 2 )) "$W/src.ids" >"$W/half1.ids"; tail -n +$(( (n + 1) / 2 + 1 )) "$W/src.ids" >"$W/half2.ids"
+    head -n 1 "$W/src.txt" >"$W/one.txt"   # tfm's start-up: the same command on one sentence
     local r i c name cmd f
     for r in $(seq "$rounds"); do
         for i in "${!cfgs[@]}"; do
@@ -144,6 +147,7 @@ mt_compare() {
             set -- $cmd
             case $1 in
                 tfm) shift; time_cmd "$f" $TFM translate "$@" <"$W/src.txt" >"$W/out.txt" 2>/dev/null;;
+                tfm1) shift; time_cmd "$f" $TFM translate "$@" <"$W/one.txt" >"$W/out.txt" 2>/dev/null;;
                 ort) shift; (cd "$E" && node ort_decode.mjs "$W/onnx" "$W/src.ids" "$W/out.ids" "$@") 2>&1 \
                         | sed -n 's/^ort: [0-9]* sentences in \([0-9.]*\) s.*/\1/p' >>"$f";;
                 ort2) shift; (cd "$E" && { node ort_decode.mjs "$W/onnx" "$W/half1.ids" "$W/o1.ids" "$@" 2>"$W/e1" &
@@ -157,12 +161,31 @@ mt_compare() {
     for i in "${!cfgs[@]}"; do
         IFS='|' read -r mode name cmd <<<"${cfgs[$i]}"
         f="$W/times/$i"
+        case $cmd in tfm1\ *) continue;; esac
         printf '  %-9s %-34s %10.1f %22s\n' "$mode" "$name" "$(awk -v n="$n" -v s="$(median "$f")" 'BEGIN { print n / s }')" \
             "$(sort -g "$f" | awk -v n="$n" 'NR == 1 { hi = n / $1 } { lo = n / $1 } END { printf "%.1f-%.1f", lo, hi }')"
     done | tee "$W/table.txt"
     for mode in greedy1 greedy32 beam4; do
         awk -v m="$mode" '$1 == m { sub(/^ +/, ""); v = $(NF - 1); if ($2 == "tfm" && $3 == "fp32" && v > t) t = v; if ($2 == "ort" && v > o) o = v }
              END { if (o > 0) printf "  %s: tfm fp32 best %.1f / ONNX Runtime best %.1f = %.2fx\n", m, t, o, t / o }' "$W/table.txt"
+    done
+    # like for like: ORT's times exclude its start-up (sessions created before the clock), tfm's include it. The
+    # same tfm command on the first sentence alone is its start-up plus that sentence: (n - 1) / (T_n - T_1)
+    echo "tfm timed like ORT, start-up excluded: (n - 1) sentences / (median time of the n - median time of the first alone):"
+    for i in "${!cfgs[@]}"; do
+        IFS='|' read -r mode name cmd <<<"${cfgs[$i]}"
+        case $cmd in tfm1\ *) ;; *) continue;; esac
+        local whole=$((i - 1))
+        printf '  %-9s %-34s %10.1f   (start-up %.3f s)\n' "$mode" "${name% start-up}, decoding" \
+            "$(awk -v n="$n" -v a="$(median "$W/times/$whole")" -v b="$(median "$W/times/$i")" 'BEGIN { print (n - 1) / (a - b) }')" \
+            "$(median "$W/times/$i")"
+    done | tee "$W/table_dec.txt"
+    for mode in greedy1 greedy32 beam4; do
+        awk -v m="$mode" 'FNR == 1 { file++ } $1 == m { sub(/^ +/, "") }
+             file == 1 && $1 == m && $2 == "ort" { v = $(NF - 1); if (v > o) o = v }
+             file == 2 && $1 == m { v = $(NF - 3); if (v > t) t = v }
+             END { if (o > 0) printf "  %s: tfm fp32 best, decoding %.1f / ONNX Runtime best %.1f = %.2fx\n", m, t, o, t / o }' \
+            "$W/table.txt" "$W/table_dec.txt"
     done
 }
 
