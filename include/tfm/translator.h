@@ -33,6 +33,9 @@ typedef struct {
     int max_batch_size;      /* sentences decoded together by one worker (default 32, as tfm translate) */
     int pack_weights;        /* 1 (default): pack the weights once for the decoder's GEMMs (faster, more memory) */
     int profile;             /* 1: time every op kind and decoding phase (tfm_translator_print_profile) */
+    int read_ahead;          /* batches per worker that a caller streaming lines reads ahead and hands over in one
+                                call, which sorts them by length into batches (default 16: tfm translate
+                                --maxi-batch, Python's translate_iterable); not used by the library itself */
 } tfm_translator_params;
 TFM_API void tfm_translator_params_default(tfm_translator_params *p);
 

@@ -68,7 +68,8 @@ def _load() -> tuple[ctypes.CDLL, str]:
 
 # ---------------------------------------------------------------------------------------------- structs
 class TranslatorParams(Structure):   # tfm_translator_params (translator.h)
-    _fields_ = [("threads", c_int), ("max_batch_size", c_int), ("pack_weights", c_int), ("profile", c_int)]
+    _fields_ = [("threads", c_int), ("max_batch_size", c_int), ("pack_weights", c_int), ("profile", c_int),
+                ("read_ahead", c_int)]
 
 
 class TranslateOptions(Structure):   # tfm_translate_options (translator.h)

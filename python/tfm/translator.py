@@ -75,8 +75,9 @@ class Translator:
         p = _lib.TranslatorParams()
         lib.tfm_translator_params_default(ctypes.byref(p))
         p.threads, p.max_batch_size = int(threads), int(max_batch_size)
-        # translate_iterable's default read-ahead: 16 batches per worker (tfm translate --maxi-batch 16)
-        self._read_ahead = 16 * max(1, p.max_batch_size) * (p.threads if p.threads > 0 else lib.tfm_default_threads())
+        # translate_iterable's default read-ahead: the library's read_ahead batches per worker (tfm translate --maxi-batch)
+        self._read_ahead = (max(1, p.read_ahead) * max(1, p.max_batch_size) *
+                            (p.threads if p.threads > 0 else lib.tfm_default_threads()))
         self._t = None
         one = isinstance(path, (str, bytes, os.PathLike))
         self.paths: List[str] = [os.fspath(path)] if one else [os.fspath(q) for q in path]
@@ -180,8 +181,8 @@ class Translator:
                            target_prefix: Optional[Iterable[Optional[str]]] = None,
                            **options) -> Iterator[TranslationResult]:
         """Translate a (possibly endless) iterable of sentences lazily, ``batch_size`` at a time, yielding one
-        result per input in order. ``batch_size`` 0 (the default) reads 16 batches per worker
-        (``16 * max_batch_size * threads``, as ``tfm translate --maxi-batch 16``): one call sorts them by length
+        result per input in order. ``batch_size`` 0 (the default) reads the library's read-ahead, 16 batches per
+        worker (``16 * max_batch_size * threads``, as ``tfm translate --maxi-batch 16``): one call sorts them by length
         into batches of similar sentences, which decodes faster than batches taken as read. ``target_prefix``
         may be an iterable aligned with ``source``; the other options are those of :meth:`translate_batch`."""
         if batch_size < 0:

@@ -1,11 +1,9 @@
-/* tfm translate MODEL.tfm [MORE.tfm ...]: one source sentence a line on stdin -> one translation a line on stdout,
- * through the translator object (include/tfm/translator.h); several models are an ensemble. Lines are read while
- * input is ready (--maxi-batch batches per thread from a pipe, each line at once from a terminal) and translated by
- * one call, which sorts them into batches; output keeps the input order and is flushed after every call. */
+/* tfm translate MODEL.tfm [MORE.tfm ...]: source lines on stdin -> translations on stdout (tfm/translator.h; more
+ * models: an ensemble). Lines read while input is ready (--maxi-batch batches per thread from a pipe, one by one from
+ * a terminal) go to one call, which sorts them into batches; output keeps the input order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include "cli/cli.h"
 #include "cli/rss.h"
 #include "tfm/translator.h"
@@ -76,7 +74,9 @@ static int translate_some(run *r, int *eof) {
 }
 
 int cmd_translate(int argc, char **argv) {
-    int threads = 0, batch = 32, maxi = 16, profile = 0;
+    tfm_translator_params tp;   /* the library's defaults, --batch-size and --maxi-batch among them */
+    tfm_translator_params_default(&tp);
+    int threads = 0, batch = tp.max_batch_size, maxi = tp.read_ahead, profile = 0;
     run r = {0};
     tfm_translate_options_default(&r.o);
     cli_flag flags[] = {
@@ -111,12 +111,12 @@ int cmd_translate(int argc, char **argv) {
     tfm_translate_options *o = &r.o;
     if (cli_check_range(C, "beam", o->beam_size, 0, 64) || cli_check_range(C, "max-output", o->max_decoding_length, 0, 4096) ||
         cli_check_range(C, "max-src", o->max_input_length, 2, 100000) || cli_check_range(C, "batch-size", batch, 1, 4096) ||
-        cli_check_range(C, "maxi-batch", maxi, 1, 1024) ||
-        cli_check_range(C, "n-best", r.n_best, 0, 64) || cli_check_threads(C, threads))
+        cli_check_range(C, "maxi-batch", maxi, 1, 1024) || cli_check_range(C, "n-best", r.n_best, 0, 64) ||
+        cli_check_threads(C, threads))
         return CLI_EXIT_USAGE;
     if (!(o->length_penalty <= 10) || (o->length_penalty < 0 && o->length_penalty != -1))
         return cli_error(C, "--alpha must be in [0, 10] (-1 = the model's), got %g", o->length_penalty);
-    tfm_translator_params tp = {threads, batch, 1, profile};
+    tp.threads = threads, tp.max_batch_size = batch, tp.profile = profile;
     if (r.pf_name && !(r.pf = fopen(r.pf_name, "r"))) return cli_error(C, "--prefix-file: cannot read %s", r.pf_name), CLI_EXIT_IO;
     if (!(r.tr = tfm_translator_load_ensemble(pos, n_pos, &tp))) rc = cli_fail(C, "%s", tfm_last_error());
     tfm_translate_options use;   /* what the calls use (the model's settings filled in); its positions bound both sides */

@@ -50,6 +50,7 @@ void tfm_translator_params_default(tfm_translator_params *p) {
     memset(p, 0, sizeof *p);
     p->max_batch_size = 32;
     p->pack_weights = 1;
+    p->read_ahead = 16;
 }
 
 void tfm_translate_options_default(tfm_translate_options *o) {
