@@ -9,8 +9,8 @@
  * added (xor) to the chunk n bits later. The four remainders fold into one (n = 128), the remainder to 64 and
  * then 32 bits, and a Barrett reduction gives the CRC. Constants are those powers of x modulo P in the
  * bit-reflected domain (as the paper tabulates them for this polynomial); the unit test checks the path
- * against the table on random buffers of every length and alignment. About 10x the table path's speed; a
- * checkpoint's CRC was a tenth of a translator's start-up. */
+ * against the table on random buffers of every length and alignment. Reading the recipe's 30 MB model: ~45 -> ~34 ms
+ * (Zen 3); a translator's start-up 0.88x the time. */
 #include "core/crc32.h"
 #if defined(__x86_64__) || defined(__i386__)
 #define CRC_X86 1

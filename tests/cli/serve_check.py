@@ -367,8 +367,9 @@ def sigterm():
 
     def translator(k):
         started.wait()
-        status, j = post("/translate", {"q": SRC * 3, "source": "en", "target": "fr"})
-        results["translate%d" % k] = (status, j.get("translatedText") == CLI * 3 if isinstance(j, dict) else j)
+        # 16 x 12 lines (the server's --max-items is 200): long enough to be still in flight when SIGTERM comes
+        status, j = post("/translate", {"q": SRC * 16, "source": "en", "target": "fr"})
+        results["translate%d" % k] = (status, j.get("translatedText") == CLI * 16 if isinstance(j, dict) else j)
 
     threads = [threading.Thread(target=streamer, args=(k,)) for k in range(2)]
     threads += [threading.Thread(target=translator, args=(k,)) for k in range(2)]
@@ -378,7 +379,9 @@ def sigterm():
     while time.time() - t0 < 20 and metric("tfm_generate_slots_busy") != 2:
         time.sleep(0.02)
     started.set()
-    time.sleep(0.05)
+    t0 = time.time()   # until both translations have arrived too (a fixed 50 ms was sometimes too short or too long)
+    while time.time() - t0 < 5 and (metric("tfm_http_requests_in_flight") or 0) < 4:
+        time.sleep(0.005)
     in_flight = metric("tfm_http_requests_in_flight")
     os.kill(PID, signal.SIGTERM)
     for t in threads:
@@ -388,7 +391,7 @@ def sigterm():
     ok = all(results.get("stream%d" % k) == want_stream for k in range(2)) and \
         all(results.get("translate%d" % k) == (200, True) for k in range(2))
     check("SIGTERM with %s requests in flight (2 streams of 300 tokens, 2 batches of %d lines): all answered in full"
-          % (int(in_flight or 0), 3 * len(SRC)), ok and in_flight >= 3, (in_flight, results))
+          % (int(in_flight or 0), 16 * len(SRC)), ok and in_flight >= 3, (in_flight, results))
     try:
         request("GET", "/health", timeout=5)
         refused = False
