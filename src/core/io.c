@@ -309,16 +309,11 @@ static void swap32_buf(void *buf, size_t nbytes) {
 /* ------------------------------------------------------------------ CRC-32 (core/crc32.c) */
 
 /* The tables (8 KB) are built on the stack once per save or load (no global state; ~4k operations). */
-typedef tfm_crc_table crc_table;
-static void crc_table_init(crc_table *tb) { tfm_crc_init_(tb, 1); }
-static uint32_t crc_update(const crc_table *tb, uint32_t crc, const void *buf, size_t n) {
-    return tfm_crc_update_(tb, crc, buf, n);
-}
 
 uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n) {
-    crc_table tb;
-    crc_table_init(&tb);
-    return crc_update(&tb, crc, buf, n);
+    tfm_crc_table tb;
+    tfm_crc_init_(&tb, 1);
+    return tfm_crc_update_(&tb, crc, buf, n);
 }
 
 /* ------------------------------------------------------------------ save */
@@ -326,12 +321,12 @@ uint32_t tfm_crc32(uint32_t crc, const void *buf, size_t n) {
 static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
 
 /* write n bytes and fold them into the entry's running CRC */
-static int write_crc(FILE *f, const crc_table *tb, uint32_t *crc, const void *p, size_t n) {
-    *crc = crc_update(tb, *crc, p, n);
+static int write_crc(FILE *f, const tfm_crc_table *tb, uint32_t *crc, const void *p, size_t n) {
+    *crc = tfm_crc_update_(tb, *crc, p, n);
     return write_all(f, p, n);
 }
 
-static int write_payload(FILE *f, const crc_table *tb, uint32_t *crc, const tfm_entry *e) {
+static int write_payload(FILE *f, const tfm_crc_table *tb, uint32_t *crc, const tfm_entry *e) {
 #if TFM_HOST_BE
     if (elem_size(e->dtype) == 4) {
         unsigned char tmp[4096];
@@ -350,8 +345,8 @@ static int write_payload(FILE *f, const crc_table *tb, uint32_t *crc, const tfm_
 
 /* v2: every entry ends with the CRC-32 of all its bytes (name length through payload) */
 static int write_container(FILE *f, const tfm_container *c) {
-    crc_table tb;
-    crc_table_init(&tb);
+    tfm_crc_table tb;
+    tfm_crc_init_(&tb, 1);
     unsigned char hdr[12];
     memcpy(hdr, TFM_MAGIC, 4);
     put_u32(hdr + 4, TFM_VERSION);
@@ -452,7 +447,7 @@ typedef struct {
     FILE *f;
     const char *path;
     uint64_t left;     /* bytes not yet consumed */
-    crc_table tb;
+    tfm_crc_table tb;
     uint32_t crc;      /* running CRC of the current entry's bytes */
     const char *skip;  /* entries whose name starts with this are read and verified, not kept (NULL: none) */
 } reader;
@@ -465,7 +460,7 @@ static int rd(reader *r, void *p, size_t n) {
         return 0;
     }
     r->left -= n;
-    r->crc = crc_update(&r->tb, r->crc, p, n);
+    r->crc = tfm_crc_update_(&r->tb, r->crc, p, n);
     return 1;
 }
 
@@ -626,7 +621,7 @@ static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *pat
     r.left = size;
     r.crc = 0;
     r.skip = skip && *skip ? skip : NULL;
-    crc_table_init(&r.tb);
+    tfm_crc_init_(&r.tb, 1);
     int rc = load_entries(c, &r);
     if (rc != 0) {
         tfm_container_free(c);

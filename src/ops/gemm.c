@@ -674,7 +674,7 @@ static void gemm_rect(const gemm_args *g, int m0, int m1, int n0, int n1, tfm_is
 #if TFM_HAVE_X86
                         if (direct_a) {
                             /* a B packed in advance (weights, read from memory when decoding): the panel's first
-                             * tile prefetches the next one (PREFETCH_PANEL4); one packed here is in cache already
+                             * tile prefetches the next one (a line a depth step); one packed here is in cache already
                              * (training's A/B: 1.02x the time with the prefetch there, 0.99x without) */
                             const float *pf = g->Bp && ir == 0 && jr + NR < nc ? bp + (size_t)NR * kc : NULL;
                             const float *a = g->ta ? g->A + (size_t)pc * g->lda + ic + ir
