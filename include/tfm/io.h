@@ -36,13 +36,18 @@ typedef struct {
     int shape[4];
     size_t nbytes;
     void *data;              /* owned by the container; always followed by one extra 0 byte
-                                (so a TFM_DT_BYTES entry can be read as a C string) */
+                                (so a TFM_DT_BYTES entry can be read as a C string); NULL for a deferred
+                                entry (tfm_container_load_deferred): read it with tfm_container_read */
+    int deferred;            /* 0: in data; 1: its payload is still in the file (2: with a CRC to check) */
+    uint64_t file_off;       /* deferred: where the payload starts in the file */
+    uint32_t crc_seed, crc_want;   /* deferred, 2: the entry's CRC before its payload, and the stored one */
 } tfm_entry;
 
 typedef struct {
     tfm_entry *e;
     int n, cap;
     char *path;              /* file it was loaded from (NULL if built in memory): used in error messages */
+    FILE *file;              /* open while deferred entries remain to be read (NULL otherwise) */
 } tfm_container;
 
 TFM_API void tfm_container_init(tfm_container *c);
@@ -101,6 +106,16 @@ TFM_API int tfm_container_load(tfm_container *c, const char *path);
  * verified (sizes, checksums) like the rest, but not kept. For a reader that needs only part of a file,
  * e.g. the weights of a checkpoint without its optimizer state ("adam."): a fraction of the memory. */
 TFM_API int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix);
+/* The same, but entries whose name starts with defer_prefix and that hold float32 are only checked for size:
+ * their payload stays in the file (e->data NULL, e->deferred set) until tfm_container_read, which checks its
+ * checksum then. A model's loader reads its parameters straight into the model's tensors this way, without a
+ * second copy of the weights in memory. The file stays open until tfm_container_free. */
+TFM_API int tfm_container_load_deferred(tfm_container *c, const char *path, const char *skip_prefix,
+                                        const char *defer_prefix);
+/* Entry e's payload (e->nbytes bytes) into dst: a copy of e->data, or for a deferred entry read from the file
+ * and checked against its CRC. Returns 0, or -1 with tfm error set (a read error, a file changed since it was
+ * loaded, a checksum mismatch); dst may then hold part of the payload. */
+TFM_API int tfm_container_read(const tfm_container *c, const tfm_entry *e, void *dst);
 /* The same from n bytes in memory; `name` stands for the file in error messages and c->path. */
 TFM_API int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name);
 /* CRC-32 as stored in version-2 containers (IEEE polynomial, = zlib crc32). Running: start with 0,

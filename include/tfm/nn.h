@@ -155,11 +155,17 @@ typedef struct {
     int *slot;               /* cap: batch row -> slot */
     int *scratch;            /* cap + n_slot ints for reorder / select */
     long n_copied;           /* slots whose prefix reorder has copied (statistics, tests) */
+    int own_kv;              /* k and v were malloc'd by init (else the caller's memory) */
 } tfm_kv_cache;
 
 /* n_slot slots, up to cap_rows batch rows (row r starts in slot r, so rows >= n_slot must be created by
  * reorder/select before use). 0, or -1 with a tfm error (out of memory / too large). */
 TFM_API int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d);
+/* The same in the caller's memory: mem holds tfm_kv_cache_floats(...) floats (k, then v); NULL: malloc'd. */
+TFM_API int tfm_kv_cache_init_in(tfm_kv_cache *c, float *mem, int n_layer, int n_slot, int cap_rows, int n_head,
+                                 int max_len, int d);
+/* The floats of k and v together (0 when too large: init refuses those) */
+TFM_API size_t tfm_kv_cache_floats(int n_layer, int n_slot, int n_head, int max_len, int d);
 TFM_API void tfm_kv_cache_free(tfm_kv_cache *c);
 /* Write K, V of shape (rows, T, H*d) (the layout the projections produce; graph tensors) at positions
  * pos..pos+T-1 of layer l, row r into its slot. */

@@ -27,7 +27,9 @@ TFM_API tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_t
 typedef struct tfm_weight_packs {
     int n;
     const tfm_tensor **t;     /* the weights (tfm_linear finds W by its data pointer) */
-    float **packed;           /* tfm_gemm_pack_b(1, out, in, W) of each */
+    float **packed;           /* tfm_gemm_pack_b(1, out, in, W) of each, all in one block: */
+    float *block;             /* one mapping (huge pages where the kernel gives them: fewer first-touch faults) */
+    size_t block_bytes;
 } tfm_weight_packs;
 TFM_API int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params);   /* 0, or -1 (out of memory) */
 /* One set over the weights of several models (an ensemble decoding on one graph). */

@@ -30,14 +30,27 @@ static int check_values(const tfm_entry *e, int nonneg, const char *path) {
     return 0;
 }
 
-/* entry e (named name) holds tensor t's values: present, F32, t's shape, and finite (non-negative if nonneg) */
-static int check_f32_entry(const tfm_entry *e, const tfm_tensor *t, const char *name, int nonneg, const char *path) {
+/* entry e (named name) is present, F32 and of tensor t's shape */
+static int check_f32_shape(const tfm_entry *e, const tfm_tensor *t, const char *name, const char *path) {
     if (!e) return tfm_set_error("%s: entry '%s' missing", path, name), -1;
     int ok = e->dtype == TFM_DT_F32 && e->ndim == t->ndim;
     for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
     if (!ok || e->nbytes != t->size * sizeof(float))
         return tfm_set_error("%s: entry '%s' has the wrong type or shape", path, name), -1;
-    return check_values(e, nonneg, path);
+    return 0;
+}
+
+/* ... and holds tensor t's values: finite (non-negative if nonneg) */
+static int check_f32_entry(const tfm_entry *e, const tfm_tensor *t, const char *name, int nonneg, const char *path) {
+    return check_f32_shape(e, t, name, path) ? -1 : check_values(e, nonneg, path);
+}
+
+/* a deferred entry's values, read into x (n floats): finite */
+static int check_f32_values(const float *x, size_t n, const char *name, const char *path) {
+    if (tfm_all_finite(x, n)) return 0;
+    size_t i = 0;
+    while (isfinite(x[i])) i++;
+    return tfm_set_error("%s: entry '%s' holds a non-finite value %g at index %zu", path, name, (double)x[i], i), -1;
 }
 
 int tfm_ckpt_check_block(const tfm_params *p, const float *block, const char *what, int nonneg) {
@@ -196,7 +209,10 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
             const tfm_entry *e = tfm_container_get(c, name);
             if (e && e->dtype == TFM_DT_I8) continue;
             if (pass == 0) {
-                if (check_f32_entry(e, t, name, 0, path)) return -1;
+                if (e && e->deferred ? check_f32_shape(e, t, name, path) : check_f32_entry(e, t, name, 0, path))
+                    return -1;
+            } else if (e->deferred) {   /* read into the tensor, then its values checked there */
+                if (tfm_container_read(c, e, t->data) || check_f32_values(t->data, t->size, name, path)) return -1;
             } else {
                 memcpy(t->data, e->data, t->size * sizeof(float));
             }

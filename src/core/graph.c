@@ -47,7 +47,44 @@ void tfm_graph_reset(tfm_graph *g) {
     g->n_nodes = 0;
 }
 
+void *tfm_graph_block_take(tfm_graph *g, size_t bytes, size_t *got) {
+    int best = -1;
+    for (int i = 0; i < TFM_GRAPH_SPARES; i++)
+        if (g->spare[i] && g->spare_bytes[i] >= bytes && (best < 0 || g->spare_bytes[i] < g->spare_bytes[best]))
+            best = i;
+    if (best >= 0) {
+        void *p = g->spare[best];
+        *got = g->spare_bytes[best];
+        g->spare[best] = NULL;
+        return p;
+    }
+    size_t n = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, n ? n : 64);
+    *got = p ? n : 0;
+    return p;
+}
+
+void tfm_graph_block_give(tfm_graph *g, void *p, size_t got) {
+    if (!p) return;
+    int slot = 0;   /* an empty one, else the smallest */
+    for (int i = 0; i < TFM_GRAPH_SPARES; i++) {
+        if (!g->spare[i]) {
+            slot = i;
+            break;
+        }
+        if (g->spare_bytes[i] < g->spare_bytes[slot]) slot = i;
+    }
+    if (g->spare[slot] && g->spare_bytes[slot] >= got) {
+        free(p);
+        return;
+    }
+    free(g->spare[slot]);
+    g->spare[slot] = p;
+    g->spare_bytes[slot] = got;
+}
+
 void tfm_graph_free(tfm_graph *g) {
+    for (int i = 0; i < TFM_GRAPH_SPARES; i++) free(g->spare[i]), g->spare[i] = NULL;
     tfm_arena_free(&g->arena);
     free(g->nodes);
     g->nodes = NULL;

@@ -102,12 +102,14 @@ void tfm_container_init(tfm_container *c) {
     c->e = NULL;
     c->n = c->cap = 0;
     c->path = NULL;
+    c->file = NULL;
 }
 
 void tfm_container_free(tfm_container *c) {
     for (int i = 0; i < c->n; i++) free(c->e[i].data);
     free(c->e);
     free(c->path);
+    if (c->file) fclose(c->file);
     tfm_container_init(c);
 }
 
@@ -450,6 +452,9 @@ typedef struct {
     tfm_crc_table tb;
     uint32_t crc;      /* running CRC of the current entry's bytes */
     const char *skip;  /* entries whose name starts with this are read and verified, not kept (NULL: none) */
+    const char *defer; /* float32 entries whose name starts with this stay in the file (NULL: none) */
+    uint64_t size;     /* the stream's bytes */
+    int n_deferred;
 } reader;
 
 /* read n bytes (caller has checked n <= left) and fold them into the running CRC */
@@ -497,6 +502,29 @@ static int check_crc(reader *r, const char *name) {
                       "corrupt", r->path, name, got, want);
         return 0;
     }
+    return 1;
+}
+
+/* A deferred entry: its payload (checked to fit, by the caller) is stepped over; where it starts, the CRC of
+ * the entry's header and the stored CRC are kept for tfm_container_read. */
+static int defer_payload(reader *r, tfm_container *c, const char *name, int ndim, const int *shape, uint64_t nbytes,
+                         uint32_t version) {
+    uint64_t off = r->size - r->left;
+    uint32_t seed = r->crc;
+    if (nbytes > (uint64_t)INT64_MAX || fseeko(r->f, (off_t)nbytes, SEEK_CUR) != 0) {
+        tfm_set_error_kind(TFM_ERR_IO, "%s: entry '%s': cannot seek past its %llu bytes: %s", r->path, name,
+                           (unsigned long long)nbytes, strerror(errno));
+        return 0;
+    }
+    r->left -= nbytes;
+    unsigned char b[4];
+    if (version >= 2 && (!need(r, 4, "entry '%s' checksum", name) || !rd(r, b, 4))) return 0;
+    tfm_entry *e = append_entry(c, name, TFM_DT_F32, ndim, shape, NULL, (size_t)nbytes);
+    e->deferred = version >= 2 ? 2 : 1;
+    e->file_off = off;
+    e->crc_seed = seed;
+    e->crc_want = version >= 2 ? get_u32(b) : 0;
+    r->n_deferred++;
     return 1;
 }
 
@@ -591,6 +619,10 @@ static int load_entries(tfm_container *c, reader *r) {
             if (!pass_over(r, nbytes) || (version >= 2 && !check_crc(r, name))) return -1;
             continue;
         }
+        if (r->defer && dtype == TFM_DT_F32 && !strncmp(name, r->defer, strlen(r->defer))) {
+            if (!defer_payload(r, c, name, (int)ndim, shape, nbytes, version)) return -1;
+            continue;
+        }
         unsigned char *buf = xmalloc((size_t)nbytes + 1);
         if (!rd(r, buf, (size_t)nbytes)) {
             free(buf);
@@ -613,14 +645,17 @@ static int load_entries(tfm_container *c, reader *r) {
     return 0;
 }
 
-/* parse the whole stream f of `size` bytes into c, which gets `path` as its name */
-static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *path, const char *skip) {
+/* parse the whole stream f of `size` bytes into c, which gets `path` as its name; *n_deferred: the entries
+ * left in the file (defer: see tfm_container_load_deferred) */
+static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *path, const char *skip, const char *defer,
+                       int *n_deferred) {
     reader r;
+    memset(&r, 0, sizeof r);
     r.f = f;
     r.path = path;
-    r.left = size;
-    r.crc = 0;
+    r.left = r.size = size;
     r.skip = skip && *skip ? skip : NULL;
+    r.defer = defer && *defer ? defer : NULL;
     tfm_crc_init_(&r.tb, 1);
     int rc = load_entries(c, &r);
     if (rc != 0) {
@@ -630,12 +665,18 @@ static int load_stream(tfm_container *c, FILE *f, uint64_t size, const char *pat
     size_t plen = strlen(path);
     c->path = xmalloc(plen + 1);
     memcpy(c->path, path, plen + 1);
+    *n_deferred = r.n_deferred;
     return 0;
 }
 
 int tfm_container_load(tfm_container *c, const char *path) { return tfm_container_load_except(c, path, NULL); }
 
 int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix) {
+    return tfm_container_load_deferred(c, path, skip_prefix, NULL);
+}
+
+int tfm_container_load_deferred(tfm_container *c, const char *path, const char *skip_prefix,
+                                const char *defer_prefix) {
     tfm_container_init(c);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -653,9 +694,43 @@ int tfm_container_load_except(tfm_container *c, const char *path, const char *sk
         fclose(f);
         return -1;
     }
-    int rc = load_stream(c, f, (uint64_t)st.st_size, path, skip_prefix);
-    fclose(f);
+    int n_deferred = 0;
+    int rc = load_stream(c, f, (uint64_t)st.st_size, path, skip_prefix, defer_prefix, &n_deferred);
+    if (!rc && n_deferred) c->file = f;   /* read from by tfm_container_read, closed by tfm_container_free */
+    else fclose(f);
     return rc ? tfm_error_in_data() : 0;   /* truncated, bad magic, CRC, sizes */
+}
+
+int tfm_container_read(const tfm_container *c, const tfm_entry *e, void *dst) {
+    if (!e->deferred) {
+        if (e->nbytes) memcpy(dst, e->data, e->nbytes);
+        return 0;
+    }
+    const char *path = cname(c);
+    if (!c->file) return tfm_set_error("%s: entry '%s': its file is closed", path, e->name), -1;
+    int fd = fileno(c->file);
+    unsigned char *p = dst;
+    for (size_t done = 0; done < e->nbytes;) {   /* pread: the FILE's position is not touched */
+        ssize_t k = pread(fd, p + done, e->nbytes - done, (off_t)(e->file_off + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            return tfm_set_error_kind(k < 0 ? TFM_ERR_IO : TFM_ERR_DATA, "%s: entry '%s': read error (file changed "
+                                      "or I/O error): %s", path, e->name, k < 0 ? strerror(errno)
+                                      : "unexpected end of file"), -1;
+        done += (size_t)k;
+    }
+    if (e->deferred == 2) {
+        tfm_crc_table tb;
+        tfm_crc_init_(&tb, 1);
+        uint32_t got = tfm_crc_update_(&tb, e->crc_seed, dst, e->nbytes);
+        if (got != e->crc_want)
+            return tfm_set_error_kind(TFM_ERR_DATA, "%s: entry '%s': checksum mismatch (stored crc32 %08x, computed "
+                                      "%08x): the file is corrupt", path, e->name, e->crc_want, got), -1;
+    }
+#if TFM_HOST_BE
+    swap32_buf(dst, e->nbytes);
+#endif
+    return 0;
 }
 
 int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const char *name) {
@@ -669,7 +744,8 @@ int tfm_container_load_mem(tfm_container *c, const void *data, size_t n, const c
         tfm_set_error_kind(TFM_ERR_IO, "%s: cannot open memory buffer: %s", name, strerror(errno));
         return -1;
     }
-    int rc = load_stream(c, f, (uint64_t)n, name, NULL);
+    int n_deferred;
+    int rc = load_stream(c, f, (uint64_t)n, name, NULL, NULL, &n_deferred);
     if (rc) tfm_error_in_data();
     fclose(f);
     return rc;

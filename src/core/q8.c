@@ -7,11 +7,28 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
+/* SSE2 (every x86-64) does 16 values a step with the same arithmetic: clamping x * inv to +-127 before
+ * cvtps2dq (nearest, ties to even, as rintf) gives what rounding then clamping gives. */
 float tfm_q8_quantize_row(const float *x, int n, int8_t *q) {
     float amax = 0.0f;
-    int finite = 1;
-    for (int i = 0; i < n; i++) {
+    int finite = 1, i = 0;
+#if defined(__SSE2__)
+    const __m128 sign = _mm_set1_ps(-0.0f), big = _mm_set1_ps(FLT_MAX);
+    __m128 vmax = _mm_setzero_ps();
+    for (; i + 4 <= n; i += 4) {
+        __m128 a = _mm_andnot_ps(sign, _mm_loadu_ps(x + i));
+        finite &= _mm_movemask_ps(_mm_cmple_ps(a, big)) == 0xF;   /* NaN and infinities fail */
+        vmax = _mm_max_ps(vmax, a);
+    }
+    float m4[4];
+    _mm_storeu_ps(m4, vmax);
+    for (int k = 0; k < 4; k++) amax = m4[k] > amax ? m4[k] : amax;
+#endif
+    for (; i < n; i++) {
         float a = fabsf(x[i]);
         if (!(a <= FLT_MAX)) finite = 0;   /* NaN or an infinity */
         else if (a > amax) amax = a;
@@ -21,7 +38,17 @@ float tfm_q8_quantize_row(const float *x, int n, int8_t *q) {
         return finite ? 0.0f : NAN;
     }
     float inv = 127.0f / amax;   /* |x[i] * inv| <= 127 up to one rounding: the clamp never moves a value by more */
-    for (int i = 0; i < n; i++) {
+    i = 0;
+#if defined(__SSE2__)
+    const __m128 vi = _mm_set1_ps(inv), hi = _mm_set1_ps(127.0f), lo = _mm_set1_ps(-127.0f);
+#define Q4(o) _mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(x + i + (o)), vi), lo), hi))
+    for (; i + 16 <= n; i += 16) {
+        __m128i ab = _mm_packs_epi32(Q4(0), Q4(4)), cd = _mm_packs_epi32(Q4(8), Q4(12));
+        _mm_storeu_si128((__m128i *)(q + i), _mm_packs_epi16(ab, cd));
+    }
+#undef Q4
+#endif
+    for (; i < n; i++) {
         float v = rintf(x[i] * inv);   /* nearest, ties to even: the vector kernels' cvtps2dq */
         q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
     }

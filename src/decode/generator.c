@@ -73,7 +73,8 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
     if (!g) return tfm_set_error_kind(TFM_ERR_NOMEM, "generator: out of memory"), NULL;
     tfm_container c;
     g->tok.eos = -1;
-    if (tfm_container_load_except(&c, path, "adam.")) {   /* a training checkpoint's optimizer state: unused */
+    /* a training checkpoint's optimizer state unused; the weights read straight into the model */
+    if (tfm_container_load_deferred(&c, path, "adam.", "param.")) {
         tfm_container_free(&c), free(g);
         return NULL;
     }

@@ -50,10 +50,15 @@ static int quantize_rows(tfm_logit_screen *s) {
         const float *w = s->W + (size_t)r * d;
         float sc = s->q.scale[r];
         if (isnan(sc)) return tfm_set_error("the output layer holds a non-finite value in row %d", r), -1;
-        double l1 = 0.0, amax = 0.0;
-        for (int k = 0; k < d; k++) l1 += fabs(w[k]), amax = fmax(amax, fabs(w[k]));
+        double l1 = 0.0;
+        float amax = 0.0f;   /* finite: the quantizer returned a number */
+        for (int k = 0; k < d; k++) {
+            float a = fabsf(w[k]);
+            l1 += a;
+            amax = a > amax ? a : amax;
+        }
         s->w_l1[r] = (float)(l1 * (1.0 + 1e-6));
-        s->w_err[r] = sc > 0.0f ? sc * 0.5f : (float)amax;
+        s->w_err[r] = sc > 0.0f ? sc * 0.5f : amax;
         s->b_abs[r] = s->b ? fabsf(s->b[r]) : 0.0f;
     }
     return 0;
@@ -106,7 +111,11 @@ static int screen_row(const tfm_logit_screen *s, const float *x, float *a, const
                       int *cand, int *fell_back) {
     const int V = s->V, d = s->d;
     double l1 = 0.0, amax = 0.0;
-    for (int k = 0; k < d; k++) l1 += fabs(x[k]), amax = fmax(amax, fabs(x[k]));
+    for (int k = 0; k < d; k++) {   /* x is finite (checked by the caller): no libm fmax needed */
+        double a = fabs(x[k]);
+        l1 += a;
+        amax = a > amax ? a : amax;
+    }
     double ea = amax / 127.0 >= TFM_Q8_TINY ? amax / 254.0 : amax;   /* the activation's int8 half step */
     /* B_r = 2 (cw |w_r|_1 + cx ew_r + 1e-6 (|a_r| + |b_r|)): the factor 2 also covers this float arithmetic */
     const float cw = (float)(2.0 * (ea + d * 0x1p-23 * amax)), cx = (float)(2.0 * (l1 + d * ea)), cr = 2e-6f;
@@ -117,7 +126,8 @@ static int screen_row(const tfm_logit_screen *s, const float *x, float *a, const
         float ar = a[r];
         if (ar == -INFINITY) continue;   /* banned */
         float B = cw * s->w_l1[r] + cx * s->w_err[r] + cr * (fabsf(ar) + s->b_abs[r]) + 1e-30f;
-        L = fmaxf(L, ar - B);
+        float lo = ar - B;
+        L = lo > L ? lo : L;
         a[r] = ar + B;
     }
     int n = 0;

@@ -40,6 +40,8 @@ struct tfm_translator {
     tfm_weight_packs packs;
     int packed;
     tfm_logit_screen *screen;   /* greedy's int8 screen of the output layer (one model, fp32 layer), or NULL */
+    int screen_made;            /* made at the first greedy translation (greedy_screen), under screen_lock */
+    pthread_mutex_t screen_lock;
     omp_lock_t lock;         /* the free list */
     pthread_rwlock_t model_lock;   /* decoding reads the model (shared); the teacher-forced attention pass sets
                                       its keep_attention and its modules keep their weights (exclusive) */
@@ -72,6 +74,16 @@ static void make_screen(tfm_translator *t) {
     tfm_set_error("%s", saved);
 }
 
+/* The screen for a greedy translation: made by the first that asks (a beam search never needs it; making it
+ * costs ~20 ms for an 8000 x 256 layer), NULL for an ensemble or an architecture without one. */
+static const tfm_logit_screen *greedy_screen(tfm_translator *t) {
+    if (t->n_models != 1) return NULL;
+    pthread_mutex_lock(&t->screen_lock);
+    if (!t->screen_made) make_screen(t), t->screen_made = 1;
+    pthread_mutex_unlock(&t->screen_lock);
+    return t->screen;
+}
+
 static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_params *p) {
     tfm_translator_params def;
     tfm_translator_params_default(&def);
@@ -97,7 +109,7 @@ static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_param
     t->threads = p->threads > 0 ? p->threads : tfm_default_threads();
     t->models[0] = t->mt->model, t->n_models = 1;
     t->packed = p->pack_weights && tfm_weight_packs_init(&t->packs, &t->mt->model->params) == 0;   /* else unpacked */
-    make_screen(t);
+    pthread_mutex_init(&t->screen_lock, NULL);
     omp_init_lock(&t->lock);
     pthread_rwlock_init(&t->model_lock, NULL);
     return t;
@@ -108,7 +120,9 @@ tfm_translator *tfm_translator_view(tfm_mt_model *m, const tfm_translator_params
 
 void tfm_translator_weights_changed(tfm_translator *t) {
     if (t->packed) tfm_weight_packs_refresh(&t->packs);
-    if (t->screen) make_screen(t);
+    tfm_logit_screen_free(t->screen);   /* the next greedy translation makes it anew */
+    t->screen = NULL;
+    t->screen_made = 0;
 }
 
 tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p) {
@@ -203,7 +217,6 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
             for (int i = 0; i < n; i++)
                 t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
             t->n_models = n;
-            make_screen(t);   /* none for an ensemble */
             t->p.pack_weights = pack;
             t->packed = pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
         }
@@ -244,6 +257,7 @@ void tfm_translator_free(tfm_translator *t) {
     }
     if (t->packed) tfm_weight_packs_free(&t->packs);
     tfm_logit_screen_free(t->screen);
+    pthread_mutex_destroy(&t->screen_lock);
     omp_destroy_lock(&t->lock);
     pthread_rwlock_destroy(&t->model_lock);
     tfm_mt_model_free(&t->own);
@@ -592,7 +606,7 @@ int tfm_translator_translate_batch(tfm_translator *t, const char *const *source,
     tfm_set_threads(t->threads);
     tfm_search_opts so = {o.beam_size, o.length_penalty, o.max_decoding_length, o.num_hypotheses,
                           o.target_prefix ? pre.ids : NULL, o.target_prefix ? pre.off : NULL,
-                          o.beam_size == 1 && !o.return_scores && t->n_models == 1 ? t->screen : NULL};   /* greedy: same tokens */
+                          o.beam_size == 1 && !o.return_scores ? greedy_screen(t) : NULL};   /* greedy: same tokens */
     pthread_rwlock_rdlock(&t->model_lock);
     int failed = m && tfm_search_nbest_ensemble(t->models, t->n_models, &w->g, w->wp, w->n_workers, src.ids, src.off,
                                                 m, max_src, o.max_batch_size ? o.max_batch_size : t->p.max_batch_size,

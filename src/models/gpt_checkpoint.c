@@ -32,7 +32,7 @@ int tfm_gpt_model_save(const tfm_gpt *m, const tfm_char_vocab *v, const tfm_bpe 
 int tfm_gpt_model_load(tfm_gpt *m, tfm_char_vocab *v, tfm_bpe **bpe, const char *path) {
     tfm_container c;
     if (bpe) *bpe = NULL;
-    if (tfm_container_load_except(&c, path, "adam.")) return tfm_container_free(&c), -1;
+    if (tfm_container_load_deferred(&c, path, "adam.", "param.")) return tfm_container_free(&c), -1;
     int rc = tfm_gpt_get_model(m, v, bpe, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
@@ -173,7 +173,7 @@ int tfm_lm_get(tfm_lm *lm, const tfm_container *c, const char *path) {
 int tfm_lm_load(tfm_lm *lm, const char *path) {
     tfm_container c;
     memset(lm, 0, sizeof *lm);
-    if (tfm_container_load_except(&c, path, "adam.")) return tfm_container_free(&c), -1;
+    if (tfm_container_load_deferred(&c, path, "adam.", "param.")) return tfm_container_free(&c), -1;
     int rc = tfm_lm_get(lm, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;

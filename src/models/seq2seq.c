@@ -560,7 +560,8 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
 int tfm_mt_model_load(tfm_mt_model *t, const char *path) {
     tfm_container c;
     memset(t, 0, sizeof *t);
-    if (tfm_container_load_except(&c, path, "adam.")) {   /* a training checkpoint's optimizer state: unused */
+    /* a training checkpoint's optimizer state unused; the weights read straight into the model */
+    if (tfm_container_load_deferred(&c, path, "adam.", "param.")) {
         tfm_container_free(&c);
         return -1;
     }

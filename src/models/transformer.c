@@ -62,6 +62,9 @@ typedef struct {
     int *valid, *valid_tmp;           /* cap: source valid length per row; reorder scratch */
     tfm_kv_cache self_kv;             /* per layer, one slot per row: cap x H x max_steps x d_k */
     tfm_kv_cache enc_kv;              /* per layer, one slot per sentence: B x H x Ts x d_k; rows share it */
+    tfm_graph *g;                     /* the graph whose spare block holds both caches (given back at free) */
+    void *block;
+    size_t block_bytes;
 } tf_state;
 
 #define IMPL(m) ((tf_impl *)(m)->impl)
@@ -208,6 +211,8 @@ static tfm_tensor *tf_encode(tfm_mt_net *m, tfm_graph *g, const int *src, const 
     return tf_encode_rows(m, g, src, src_valid, B, Ts, NULL);
 }
 
+static void tf_free_state(tfm_mt_net *m, void *state);
+
 static void *tf_init_state(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const int *src_valid, int B, int Ts,
                            int max_steps, int cap_rows) {
     tf_impl *t = IMPL(m);
@@ -232,13 +237,15 @@ static void *tf_init_state(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const i
     int L = m->cfg.n_layer, H = m->cfg.n_head, dk = m->cfg.d_model / H;
     s->valid = malloc(sizeof(int) * (size_t)cap_rows);
     s->valid_tmp = malloc(sizeof(int) * (size_t)cap_rows);
-    if (!s->valid || !s->valid_tmp || tfm_kv_cache_init(&s->self_kv, L, cap_rows, cap_rows, H, max_steps, dk) ||
-        tfm_kv_cache_init(&s->enc_kv, L, B, cap_rows, H, Ts, dk)) {
-        free(s->valid);
-        free(s->valid_tmp);
-        tfm_kv_cache_free(&s->self_kv);
-        tfm_kv_cache_free(&s->enc_kv);
-        free(s);
+    /* both caches in one block of g's, which the last batch's state gave back: pages already touched */
+    size_t n_self = tfm_kv_cache_floats(L, cap_rows, H, max_steps, dk), n_enc = tfm_kv_cache_floats(L, B, H, Ts, dk);
+    s->g = g;
+    s->block = n_self && n_enc ? tfm_graph_block_take(g, sizeof(float) * (n_self + n_enc), &s->block_bytes) : NULL;
+    if (!s->valid || !s->valid_tmp || !s->block ||
+        tfm_kv_cache_init_in(&s->self_kv, s->block, L, cap_rows, cap_rows, H, max_steps, dk) ||
+        tfm_kv_cache_init_in(&s->enc_kv, (float *)s->block + n_self, L, B, cap_rows, H, Ts, dk)) {
+        if (!s->block) tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (the KV caches of %d rows)", cap_rows);
+        tf_free_state(m, s);
         return NULL;
     }
     memcpy(s->valid, src_valid, sizeof(int) * (size_t)B);
@@ -361,6 +368,7 @@ static void tf_free_state(tfm_mt_net *m, void *state) {
     free(s->valid_tmp);
     tfm_kv_cache_free(&s->self_kv);
     tfm_kv_cache_free(&s->enc_kv);
+    tfm_graph_block_give(s->g, s->block, s->block_bytes);
     free(s);
 }
 

@@ -5,24 +5,36 @@
 
 #include "tfm/nn.h"
 
-int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d) {
+static size_t layer_floats(int n_slot, int n_head, int max_len, int d) {
+    return (size_t)n_slot * n_head * max_len * d;
+}
+
+size_t tfm_kv_cache_floats(int n_layer, int n_slot, int n_head, int max_len, int d) {
+    if (n_layer < 1 || n_slot < 1 || n_head < 1 || max_len < 1 || d < 1) return 0;
+    size_t per_layer = layer_floats(n_slot, n_head, max_len, d);
+    if (per_layer > ((size_t)1 << 34) / sizeof(float) / (size_t)n_layer) return 0;
+    return 2 * per_layer * (size_t)n_layer;
+}
+
+int tfm_kv_cache_init_in(tfm_kv_cache *c, float *mem, int n_layer, int n_slot, int cap_rows, int n_head,
+                         int max_len, int d) {
     memset(c, 0, sizeof *c);
     if (n_layer < 1 || n_slot < 1 || cap_rows < 1 || n_head < 1 || max_len < 1 || d < 1)
         return tfm_set_error("kv cache: bad sizes"), -1;
-    size_t per_layer = (size_t)n_slot * n_head * max_len * d;
-    if (per_layer > ((size_t)1 << 34) / sizeof(float) / (size_t)n_layer)
-        return tfm_set_error("kv cache: %d rows x %d positions is too large", n_slot, max_len), -1;
+    size_t total = tfm_kv_cache_floats(n_layer, n_slot, n_head, max_len, d);
+    if (!total) return tfm_set_error("kv cache: %d rows x %d positions is too large", n_slot, max_len), -1;
     c->n_layer = n_layer;
     c->n_slot = n_slot;
     c->cap = cap_rows;
     c->n_head = n_head;
     c->max_len = max_len;
     c->d = d;
-    c->k = malloc(per_layer * n_layer * sizeof(float));
-    c->v = malloc(per_layer * n_layer * sizeof(float));
+    c->own_kv = !mem;
+    c->k = mem ? mem : malloc(total * sizeof(float));
+    c->v = c->k ? c->k + total / 2 : NULL;
     c->slot = malloc(sizeof(int) * (size_t)cap_rows);
     c->scratch = malloc(sizeof(int) * (3 * (size_t)cap_rows + n_slot));
-    if (!c->k || !c->v || !c->slot || !c->scratch) {
+    if (!c->k || !c->slot || !c->scratch) {
         tfm_kv_cache_free(c);
         return tfm_set_error_kind(TFM_ERR_NOMEM, "kv cache: out of memory"), -1;
     }
@@ -30,9 +42,12 @@ int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, in
     return 0;
 }
 
+int tfm_kv_cache_init(tfm_kv_cache *c, int n_layer, int n_slot, int cap_rows, int n_head, int max_len, int d) {
+    return tfm_kv_cache_init_in(c, NULL, n_layer, n_slot, cap_rows, n_head, max_len, d);
+}
+
 void tfm_kv_cache_free(tfm_kv_cache *c) {
-    free(c->k);
-    free(c->v);
+    if (c->own_kv) free(c->k);   /* v is the second half of the same block */
     free(c->slot);
     free(c->scratch);
     c->k = c->v = NULL;

@@ -115,15 +115,21 @@ int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *par
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
     if (!p->t || !p->packed) goto fail;
+    size_t total = 0;   /* floats; each copy starts 64-aligned: the kernels load B panels aligned */
     for (int k = 0; k < n_params; k++)
         for (int i = 0; i < params[k]->n; i++) {
             const tfm_tensor *W = params[k]->t[i];
             if (W->ndim != 2 || W->q8) continue;
-            p->t[p->n] = W;
-            size_t bytes = sizeof(float) * tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]);
-            p->packed[p->n] = tfm_weights_alloc_(bytes); /* 64-aligned: the kernels load B panels aligned */
-            if (!p->packed[p->n++]) goto fail;
+            p->t[p->n++] = W;
+            total += (tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]) + 15) / 16 * 16;
         }
+    p->block_bytes = sizeof(float) * total;
+    if (!(p->block = tfm_weights_alloc_(p->block_bytes))) goto fail;
+    size_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        p->packed[i] = p->block + off;
+        off += (tfm_gemm_packed_b_floats(p->t[i]->shape[0], p->t[i]->shape[1]) + 15) / 16 * 16;
+    }
     tfm_weight_packs_refresh(p);
     return 0;
 fail:
@@ -140,8 +146,7 @@ void tfm_weight_packs_refresh(tfm_weight_packs *p) {
 }
 
 void tfm_weight_packs_free(tfm_weight_packs *p) {
-    for (int i = 0; p->packed && i < p->n; i++)
-        tfm_weights_free_(p->packed[i], sizeof(float) * tfm_gemm_packed_b_floats(p->t[i]->shape[0], p->t[i]->shape[1]));
+    tfm_weights_free_(p->block, p->block_bytes);
     free(p->packed);
     free(p->t);
     memset(p, 0, sizeof *p);

@@ -223,10 +223,26 @@ static void extremes_suite(void) {
 
 
 /* ---------------------------------------------------------------- quantization */
+/* tfm_q8_quantize_row's definition, one value at a time (its SSE2 loop must give these bits) */
+static float ref_quantize_row(const float *x, int n, int8_t *q) {
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(x[i])) return memset(q, 0, (size_t)n), NAN;
+        amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    }
+    if (amax < TFM_Q8_TINY) return memset(q, 0, (size_t)n), 0.0f;
+    float inv = 127.0f / amax;
+    for (int i = 0; i < n; i++) {
+        float v = rintf(x[i] * inv);
+        q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
+    }
+    return amax / 127.0f;
+}
+
 static void quantize_suite(void) {
     static const int ns[] = {1, 7, 8, 9, 31, 32, 33, 64, 100, 257};
-    int same = 1, bound = 1, pad_zero = 1, no128 = 1;
-    int8_t q0[320], q1[320];
+    int same = 1, same_ref = 1, bound = 1, pad_zero = 1, no128 = 1;
+    int8_t q0[320], q1[320], qr[320];
     for (size_t t = 0; t < sizeof ns / sizeof *ns; t++)
         for (int rep = 0; rep < 20; rep++) {
             int n = ns[t], pad = ld_of(n);
@@ -235,7 +251,8 @@ static void quantize_suite(void) {
             for (int i = 0; i < n; i++) x[i] = frand() * mag;
             if (rep == 5) for (int i = 0; i < n; i++) x[i] = (float)((i % 9) - 4) + 0.5f;   /* ties (amax 4.5..) */
             if (rep == 6) x[0] = 127.0f, x[n - 1] = n > 1 ? 0.5f : 127.0f;                  /* inv = 1: exact ties */
-            float s0 = tfm_q8_quantize_row(x, n, q0);
+            float s0 = tfm_q8_quantize_row(x, n, q0), sr = ref_quantize_row(x, n, qr);
+            same_ref &= bits(s0) == bits(sr) && !memcmp(q0, qr, (size_t)n);
             for (int i = 0; i < n; i++) {
                 no128 &= q0[i] != -128;
                 float err = fabsf(x[i] - s0 * (float)q0[i]);
@@ -249,6 +266,7 @@ static void quantize_suite(void) {
                 for (int i = n; i < pad; i++) pad_zero &= q1[i] == 0;
             }
         }
+    CHECK("q8_quantize_row_equals_definition", same_ref, "tfm_q8_quantize_row differs from rounding one value at a time");
     CHECK("q8_quantize_row_paths_bit_equal", same, "a path quantized a row differently from tfm_q8_quantize_row");
     CHECK("q8_quantize_dequantize_error_le_half_scale", bound, "|x - s q| > s / 2");
     CHECK("q8_quantize_padding_zero", pad_zero, "bytes past n not zero");
@@ -272,6 +290,15 @@ static void quantize_suite(void) {
         special &= isnan(tfm_q8_quantize_row_path_(PATHS[p], nanr, 40, 64, q)) && q[5] == 0;
         special &= isnan(tfm_q8_quantize_row_path_(PATHS[p], infr, 40, 64, q)) && q[5] == 0;
     }
+    /* tfm_q8_quantize_row itself: a NaN or an infinity in its vector part or its tail */
+    for (int at = 0; at < 39; at += 12) {   /* 0, 12, 24 (vector part), 36 (tail of 39) */
+        int8_t q[40];
+        float r[40];
+        memcpy(r, infr, sizeof r);
+        r[3] = 1.0f, r[at] = at % 2 ? NAN : INFINITY;
+        special &= isnan(tfm_q8_quantize_row(r, 39, q)) && q[5] == 0 && q[38] == 0;
+    }
+    special &= tfm_q8_quantize_row(z, 40, q0) == 0.0f && tfm_q8_quantize_row(tiny, 40, q0) == 0.0f && q0[2] == 0;
     CHECK("q8_quantize_zero_tiny_nan_inf_rows", special, "a special row was not zeros with scale 0 / NaN");
 }
 

@@ -513,6 +513,72 @@ static void test_integrity(void) {
 }
 
 
+/* tfm_container_load_deferred: float32 entries under the prefix stay in the file until tfm_container_read, which
+ * checks their CRC then; everything else loads as before. */
+static void test_load_deferred(void) {
+    size_t n;
+    unsigned char *raw = check_read_file(tpath("small.tfm"), &n);   /* w (2x3 f32), ids (i32), s */
+    const float w[6] = {1.5f, -2.0f, 3.25f, 0.0f, -0.125f, 1e-3f};
+    tfm_container d;
+    int rc = tfm_container_load_deferred(&d, tpath("small.tfm"), NULL, "w");
+    const tfm_entry *e = rc ? NULL : tfm_container_get(&d, "w");
+    float got[6] = {0};
+    int read_rc = e ? tfm_container_read(&d, e, got) : -1;
+    CHECK("load_deferred 'w': w stays in the file (data NULL, file open), the rest loaded",
+          e && e->deferred == 2 && !e->data && d.file && e->nbytes == sizeof w && tfm_container_get(&d, "ids")->data &&
+              !strcmp(tfm_container_str(&d, "s"), "hello"), "rc=%d %s", rc, tfm_last_error());
+    CHECK("container_read of a deferred entry gives its bytes", read_rc == 0 && !memcmp(got, w, sizeof w), "rc=%d %s",
+          read_rc, tfm_last_error());
+    int ids[4];
+    CHECK("container_read of a loaded entry copies it", !tfm_container_read(&d, tfm_container_get(&d, "ids"), ids) &&
+              ids[0] == 7 && ids[3] == 2147483647, "%s", tfm_last_error());
+    tfm_container_free(&d);
+    CHECK("container_free closes the file", d.file == NULL, "still open");
+    rc = tfm_container_load_deferred(&d, tpath("small.tfm"), NULL, "i");
+    CHECK("load_deferred defers only float32 entries (ids is i32: loaded)", rc == 0 && !d.file &&
+              tfm_container_get(&d, "ids")->data && !tfm_container_get(&d, "ids")->deferred, "rc=%d", rc);
+    tfm_container_free(&d);
+    /* a flip inside w's payload: the load succeeds (w is not read), the read names the entry and the mismatch */
+    unsigned char *b = malloc(n);
+    memcpy(b, raw, n);
+    b[OFF_E0_SIZE + 8 + 5] ^= 0x10;
+    write_file(tpath("flip_dw.tfm"), b, n);
+    rc = tfm_container_load_deferred(&d, tpath("flip_dw.tfm"), NULL, "w");
+    read_rc = rc ? 0 : tfm_container_read(&d, tfm_container_get(&d, "w"), got);
+    CHECK("a flip inside a deferred payload is a checksum mismatch at read", rc == 0 && read_rc == -1 &&
+              strstr(tfm_last_error(), "entry 'w': checksum mismatch") && tfm_last_error_kind() == TFM_ERR_DATA,
+          "rc=%d read=%d %s", rc, read_rc, tfm_last_error());
+    tfm_container_free(&d);
+    /* still checked at load: a file cut inside w's payload */
+    write_file(tpath("cut_dw.tfm"), raw, OFF_E0_SIZE + 8 + 10);
+    rc = tfm_container_load_deferred(&d, tpath("cut_dw.tfm"), NULL, "w");
+    CHECK("load_deferred refuses a file cut inside a deferred payload", rc == -1 && strstr(tfm_last_error(), "truncated"),
+          "rc=%d %s", rc, tfm_last_error());
+    tfm_container_free(&d);
+    /* the file cut after the load, before the read: a one-line read error, not a crash */
+    write_file(tpath("later.tfm"), raw, n);
+    rc = tfm_container_load_deferred(&d, tpath("later.tfm"), NULL, "w");
+    int cut = truncate(tpath("later.tfm"), OFF_E0_SIZE + 8 + 10);
+    read_rc = rc || cut ? 0 : tfm_container_read(&d, tfm_container_get(&d, "w"), got);
+    CHECK("a file cut between load and read: read error naming the entry", rc == 0 && !cut && read_rc == -1 &&
+              strstr(tfm_last_error(), "entry 'w': read error") && !strchr(tfm_last_error(), '\n'),
+          "rc=%d cut=%d read=%d %s", rc, cut, read_rc, tfm_last_error());
+    tfm_container_free(&d);
+    /* version 1 (no checksums): deferred too, read without a check */
+    unsigned char *v1 = malloc(n);
+    size_t k = to_v1(raw, n, v1);
+    write_file(tpath("v1_d.tfm"), v1, k);
+    rc = tfm_container_load_deferred(&d, tpath("v1_d.tfm"), NULL, "w");
+    e = rc ? NULL : tfm_container_get(&d, "w");
+    memset(got, 0, sizeof got);
+    CHECK("a version-1 file defers and reads the same bytes", e && e->deferred == 1 && !tfm_container_read(&d, e, got) &&
+              !memcmp(got, w, sizeof w), "rc=%d %s", rc, tfm_last_error());
+    tfm_container_free(&d);
+    free(v1);
+    free(b);
+    free(raw);
+}
+
 /* The error kind of each failure class (tfm_last_error_kind): what the CLI turns into exit 74 / 65 / 2. */
 static void test_error_kinds(void) {
     char path[600];
@@ -705,6 +771,7 @@ int main(void) {
     test_corruptions();
     test_integrity();
     test_load_except();
+    test_load_deferred();
     test_crc_paths();
     test_save_failures();
     test_error_kinds();

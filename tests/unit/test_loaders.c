@@ -303,6 +303,24 @@ static void mt_edit_case(const char *arch, const char *label, edit_fn edit, cons
     expect_error(lab, load_translator_full(p), p, want);
 }
 
+/* the inference loader (tfm_mt_model_load: the weights read from the file into the model, deferred) */
+static int load_translator_infer(const char *path) {
+    tfm_mt_model t;
+    int rc = tfm_mt_model_load(&t, path);
+    if (rc == 0) tfm_mt_model_free(&t);
+    return rc;
+}
+
+static void mt_edit_case_infer(const char *label, edit_fn edit, const char *want) {
+    tfm_container c;
+    if (tfm_container_load(&c, tpath("transformer.tfm"))) tfm_fatal("test: %s", tfm_last_error());
+    edit(&c);
+    const char *p = tpath("edited.tfm");
+    if (tfm_container_save(&c, p)) tfm_fatal("test: %s", tfm_last_error());
+    tfm_container_free(&c);
+    expect_error(label, load_translator_infer(p), p, want);
+}
+
 static void m_d_model(tfm_container *c) { tfm_container_add_int(c, "config.d_model", 65536); }
 static void m_d_model_odd(tfm_container *c) { tfm_container_add_int(c, "config.d_model", 9); }
 static void m_n_head(tfm_container *c) { tfm_container_add_int(c, "config.n_head", 3); }
@@ -338,6 +356,33 @@ static void test_translator_edits(void) {
     mt_edit_case("transformer", "config.n_head 3 does not divide d_model 8", m_n_head, "divisible");
     mt_edit_case("transformer", "config.max_len 2^21", m_max_len, "max_len");
     mt_edit_case("transformer", "NaN weight", m_nan, "entry 'param.decoder.dense.bias' holds a non-finite");
+    CHECK("transformer checkpoint loads for inference (weights read from the file)",
+          load_translator_infer(tpath("transformer.tfm")) == 0, "%s", tfm_last_error());
+    mt_edit_case_infer("inference load: NaN weight", m_nan, "entry 'param.decoder.dense.bias' holds a non-finite");
+    mt_edit_case_infer("inference load: config.d_model odd", m_d_model_odd, "d_model");
+    {   /* a flipped byte in the last weight's payload: found when it is read, as a checksum mismatch */
+        size_t n;
+        unsigned char *raw = check_read_file(tpath("transformer.tfm"), &n);
+        tfm_container c;
+        if (tfm_container_load(&c, tpath("transformer.tfm"))) tfm_fatal("test: %s", tfm_last_error());
+        const tfm_entry *last = NULL;
+        for (int i = 0; i < c.n; i++)
+            if (!strncmp(c.e[i].name, "param.", 6) && c.e[i].nbytes >= 8) last = &c.e[i];
+        size_t at = 0;   /* the payload's position: its bytes' first occurrence in the file */
+        for (size_t i = 0; last && i + last->nbytes <= n && !at; i++)
+            if (!memcmp(raw + i, last->data, last->nbytes)) at = i;
+        char want[400];
+        snprintf(want, sizeof want, "entry '%s': checksum mismatch", last ? last->name : "?");
+        tfm_container_free(&c);
+        raw[at + 3] ^= 0x40;
+        FILE *f = fopen(tpath("flip_param.tfm"), "wb");
+        fwrite(raw, 1, n, f);
+        fclose(f);
+        free(raw);
+        CHECK("inference load: the flipped weight's payload found", at > 0, "not found");
+        expect_error("inference load: a flipped weight byte is a checksum mismatch naming it",
+                     load_translator_infer(tpath("flip_param.tfm")), tpath("flip_param.tfm"), want);
+    }
     mt_edit_case("transformer", "tokenizer.kind unknown", m_kind_bogus, "tokenizer.kind");
     mt_edit_case("transformer", "tokenizer.kind d2l with a capitalised vocabulary", m_capital_vocab, "lowercases");
     mt_edit_case("transformer", "train.rng zero", m_rng, "train.rng");

@@ -215,6 +215,59 @@ static void check_encode_rewind(tfm_mt_net *m, const batch *b) {
     tfm_arena_free(&a);
 }
 
+/* A decoding state's KV caches live in a block the graph keeps between batches (tfm_graph_block_take/give):
+ * the next state takes the same block, dirty, and decodes the same bits as on fresh memory. */
+static float *decode_steps(tfm_mt_net *m, tfm_graph *g, const batch *b, int steps, void **block) {
+    tfm_graph_reset(g);
+    tfm_tensor *enc = m->vt->encode(m, g, b->src, b->valid, b->B, b->Ts);
+    void *st = m->vt->init_state(m, g, enc, b->valid, b->B, b->Ts, b->Tt, b->B);
+    int V = m->cfg.tgt_vocab, *col = malloc(sizeof(int) * b->B);
+    float *out = malloc(sizeof(float) * (size_t)steps * b->B * V);
+    for (int t = 0; t < steps; t++) {
+        tfm_graph_reset(g);
+        for (int r = 0; r < b->B; r++) col[r] = b->tgt_in[r * b->Tt + t];
+        tfm_tensor *lg = m->vt->decode(m, g, st, col, b->B, 1);
+        memcpy(out + (size_t)t * b->B * V, lg->data, sizeof(float) * (size_t)b->B * V);
+    }
+    m->vt->free_state(m, st);
+    *block = g->spare[0];
+    free(col);
+    return out;
+}
+
+static void check_state_block_reuse(tfm_mt_net *m, const batch *b) {
+    tfm_graph g;
+    tfm_graph_init(&g, 1);
+    g.grad_enabled = 0;
+    void *blk[2];
+    int steps = b->Tt < 3 ? b->Tt : 3;
+    float *first = decode_steps(m, &g, b, steps, &blk[0]), *again = decode_steps(m, &g, b, steps, &blk[1]);
+    size_t n = (size_t)steps * b->B * m->cfg.tgt_vocab;
+    int spares = 0;
+    for (int i = 0; i < TFM_GRAPH_SPARES; i++) spares += g.spare[i] != NULL;
+    CHECK("KV caches: a freed state's block is kept, the next batch takes it back and decodes the same bits",
+          blk[0] && blk[0] == blk[1] && spares == 1 && !memcmp(first, again, sizeof(float) * n), "blocks %p %p, %d spares",
+          blk[0], blk[1], spares);
+    free(first), free(again);
+    tfm_graph_free(&g);
+    /* the block cache itself: the smallest spare that fits; giving when full drops the smallest */
+    tfm_graph_init(&g, 1);
+    size_t got[6];
+    void *p[6];
+    for (int i = 0; i < 5; i++) p[i] = tfm_graph_block_take(&g, (size_t)(i + 1) * 1000, &got[i]);
+    for (int i = 0; i < 5; i++) tfm_graph_block_give(&g, p[i], got[i]);   /* the fifth pushes out the 1000 */
+    p[5] = tfm_graph_block_take(&g, 1500, &got[5]);
+    size_t none;
+    void *big = tfm_graph_block_take(&g, 100000, &none);
+    CHECK("graph blocks: 4 spares kept (the smallest dropped), the smallest that fits taken, a larger one new",
+          p[5] == p[1] && got[5] >= 2000 && got[0] >= 1000 && got[0] % 64 == 0 && big && none >= 100000 &&
+              g.spare[0] != p[0] && g.spare[1] != p[0] && g.spare[2] != p[0] && g.spare[3] != p[0],
+          "took %p (want %p)", p[5], p[1]);
+    free(big);
+    free(p[5]);
+    tfm_graph_free(&g);
+}
+
 static void check_incremental(tfm_mt_net *m, const batch *b) {
     tfm_graph g;
     tfm_graph_init(&g, 1);
@@ -554,6 +607,7 @@ int main(void) {
     for (int packed = 0; packed < 2; packed++) check_forward_backward(mp, &b, "pre.", "pre-LN", packed);
     check_encode_rewind(m, &b);
     check_encode_rewind(mp, &b);
+    check_state_block_reuse(m, &b);
     check_incremental(mp, &b);   /* also with the pre-LN model */
     check_incremental(m, &b);
     check_reorder_random(mp, &b);
