@@ -108,11 +108,31 @@ static inline void scores(float *s, const float *q, const float *Kt, int Tk, int
     }
 }
 
+/* Decoding (one query a (batch, head)): pull the visible K and V rows of entry bh into L2 while entry bh - 1 is
+ * computed. A decoding step's caches (every row's, head's and layer's keys and values) outgrow L2, and one
+ * entry's rows are too few for the hardware prefetcher to find the stream before they are read. */
+static inline void prefetch_kv_rows(const attn_args *a, int bh) {
+#if TFM_X86
+    if (bh >= a->B * a->H) return;
+    int b = bh / a->H, h = bh % a->H, lim = visible(a, b, 0);
+    const char *k = (const char *)(a->k.data + view_at(&a->k, b, h)), *v = (const char *)(a->v.data + view_at(&a->v, b, h));
+    size_t kb = (size_t)a->dk * sizeof(float), vb = (size_t)a->dv * sizeof(float);
+    for (int j = 0; j < lim; j++) {
+        const char *kr = k + (size_t)j * a->k.st * sizeof(float), *vr = v + (size_t)j * a->v.st * sizeof(float);
+        for (size_t o = 0; o < kb; o += 64) _mm_prefetch(kr + o, _MM_HINT_T1);
+        for (size_t o = 0; o < vb; o += 64) _mm_prefetch(vr + o, _MM_HINT_T1);
+    }
+#else
+    (void)a, (void)bh;
+#endif
+}
+
 static inline __attribute__((always_inline)) void attn_forward_bh(const attn_args *a, float *lse, float *Kt, int bh) {
     int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
     float *s = Kt + (size_t)(dk + dv) * Tk;
     /* few queries (decoding): dot products on K rows; otherwise transpose K once for all queries */
     int direct = a->Tq <= 2;
+    if (direct && a->Tq == 1) prefetch_kv_rows(a, bh + 1);
     if (!direct) gather_t(&a->k, b, h, Tk, dk, Kt);
     const float *Kb = a->k.data + view_at(&a->k, b, h);
     const float *Vb = a->v.data + view_at(&a->v, b, h);
@@ -142,10 +162,21 @@ static inline __attribute__((always_inline)) void attn_forward_bh(const attn_arg
             l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
             if (corr != 1.0f)
                 for (int c = 0; c < dv; c++) o[c] *= corr;
-            for (int jj = 0; jj < n; jj++) {
-                const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
-                float p = s[jj];
-                for (int c = 0; c < dv; c++) o[c] += p * vr[c];
+            if (dv == 64) {   /* the row in registers over the tile's keys (as below: a multiply, then an add) */
+                float acc[64];
+                for (int c = 0; c < 64; c++) acc[c] = o[c];
+                for (int jj = 0; jj < n; jj++) {
+                    const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
+                    float p = s[jj];
+                    for (int c = 0; c < 64; c++) acc[c] += p * vr[c];
+                }
+                for (int c = 0; c < 64; c++) o[c] = acc[c];
+            } else {
+                for (int jj = 0; jj < n; jj++) {
+                    const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
+                    float p = s[jj];
+                    for (int c = 0; c < dv; c++) o[c] += p * vr[c];
+                }
             }
             m = mnew;
         }

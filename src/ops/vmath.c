@@ -386,8 +386,31 @@ static void vdot_rows_c(float *s, const float *x, const float *Y, size_t ldy, in
     for (int r = 0; r < rows; r++) s[r] = vdot_c(x, Y + (size_t)r * ldy, n);
 }
 #ifdef HAVE_X86
+/* four rows at a time: four independent accumulator chains (a decoding step's keys come from memory, and one
+ * chain of dependent FMAs a key left the loads waiting), each row's sums in vdot_avx2's order */
 AVX2 static void vdot_rows_avx2(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
-    for (int r = 0; r < rows; r++) s[r] = vdot_avx2(x, Y + (size_t)r * ldy, n);
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const float *y0 = Y + (size_t)r * ldy, *y1 = y0 + ldy, *y2 = y1 + ldy, *y3 = y2 + ldy;
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            __m256 xv = _mm256_loadu_ps(x + i);
+            s0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y0 + i), s0);
+            s1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y1 + i), s1);
+            s2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y2 + i), s2);
+            s3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y3 + i), s3);
+        }
+        if (i < n) {
+            __m256 xv = load_tail(x + i, n - i, 0.0f);
+            s0 = _mm256_fmadd_ps(xv, load_tail(y0 + i, n - i, 0.0f), s0);
+            s1 = _mm256_fmadd_ps(xv, load_tail(y1 + i, n - i, 0.0f), s1);
+            s2 = _mm256_fmadd_ps(xv, load_tail(y2 + i, n - i, 0.0f), s2);
+            s3 = _mm256_fmadd_ps(xv, load_tail(y3 + i, n - i, 0.0f), s3);
+        }
+        s[r] = hsum8(s0), s[r + 1] = hsum8(s1), s[r + 2] = hsum8(s2), s[r + 3] = hsum8(s3);
+    }
+    for (; r < rows; r++) s[r] = vdot_avx2(x, Y + (size_t)r * ldy, n);
 }
 static void vdot_rows_avx512(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
     for (int r = 0; r < rows; r++) s[r] = tfm_vdot_avx512(x, Y + (size_t)r * ldy, n);

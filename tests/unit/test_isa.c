@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static float frand(float lo, float hi) {
@@ -125,16 +126,17 @@ static void path_suite(tfm_isa isa) {
     }
     /* dot_rows: every row's dot exactly as dot computes it (a decoding query's scores) */
     int dot_rows_ok = 1;
-    {
-        enum { ROWS = 5, LD = 37 };
-        float Y[ROWS * LD], sr[ROWS + 1];
-        for (int i = 0; i < ROWS * LD; i++) Y[i] = frand(-2, 2);
-        for (size_t n = 1; n <= 33; n += 8) {
-            sr[ROWS] = 777.0f;
-            t->dot_rows(sr, z, Y, LD, ROWS, n);
-            for (int r = 0; r < ROWS; r++) dot_rows_ok &= sr[r] == t->dot(z, Y + r * LD, n);
-            dot_rows_ok &= sr[ROWS] == 777.0f;
-        }
+    {   /* 0..9 rows: the AVX2 path's blocks of 4 and the rows after them; lengths with and without tails */
+        enum { MAXR = 9, LD = 73 };
+        float Y[MAXR * LD], sr[MAXR + 1];
+        for (int i = 0; i < MAXR * LD; i++) Y[i] = frand(-2, 2);
+        for (int rows = 0; rows <= MAXR; rows++)
+            for (size_t n = 1; n <= 70; n += 23) {
+                sr[rows] = 777.0f;
+                t->dot_rows(sr, z, Y, LD, rows, n);
+                for (int r = 0; r < rows; r++) dot_rows_ok &= sr[r] == t->dot(z, Y + r * LD, n);
+                dot_rows_ok &= sr[rows] == 777.0f;
+            }
     }
     /* drop_keep: the keep mask of consecutive keys, bit for bit the scalar hash; keys across 2^64 */
     int keep_ok = 1;
