@@ -222,6 +222,45 @@ static void test_prefixes(tfm_mt_net *m) {
     tfm_graph_free(&g);
 }
 
+/* Ties: with the output layer's weights zeroed and two equal biases above the rest, every step's logits tie
+ * between those two ids; greedy takes the first (as a first-argmax loop does), with and without a screen, and
+ * a banned first one hands the step to the second. */
+static void test_greedy_ties(tfm_mt_net *m) {
+    const tfm_tensor *W, *b;
+    m->vt->output_layer(m, &W, &b);
+    int V = W->shape[0], lo = V - 3, hi = V - 1;
+    float *w_saved = malloc(sizeof(float) * W->size), *b_saved = malloc(sizeof(float) * b->size);
+    memcpy(w_saved, W->data, sizeof(float) * W->size), memcpy(b_saved, b->data, sizeof(float) * b->size);
+    memset(W->data, 0, sizeof(float) * W->size), memset(b->data, 0, sizeof(float) * b->size);
+    b->data[lo] = b->data[hi] = 2.0f;
+    const int *src = geta("src_ids"), *off = geta("src_off");
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    tfm_search_opts o;
+    tfm_search_opts_default(&o);
+    o.max_len = 5;
+    tfm_logit_screen *scr = tfm_logit_screen_new(m);
+    int ok = 1;
+    for (int pass = 0; pass < 3; pass++) {   /* 0: unscreened, 1: screened, 2: the first id banned */
+        o.screen = pass == 1 ? scr : NULL;
+        if (pass == 2) m->cfg.banned[m->cfg.n_banned++] = lo;
+        tfm_hyps h[2];
+        int rc = tfm_search_nbest(m, &g, NULL, 0, src, off, 2, 100, 2, &o, h), want = pass == 2 ? hi : lo;
+        for (int s = 0; !rc && s < 2; s++) {
+            ok &= h[s].off[1] == o.max_len;
+            for (int t = 0; t < h[s].off[1]; t++) ok &= h[s].ids[t] == want;
+        }
+        ok &= rc == 0 && (pass != 1 || scr);
+        if (!rc) free_all(h, 2);
+        if (pass == 2) m->cfg.n_banned--;
+    }
+    CHECK("greedy: tied logits give the first id (unscreened and screened), a banned one the next", ok, "%s", "no");
+    tfm_logit_screen_free(scr);
+    tfm_graph_free(&g);
+    memcpy(W->data, w_saved, sizeof(float) * W->size), memcpy(b->data, b_saved, sizeof(float) * b->size);
+    free(w_saved), free(b_saved);
+}
+
 int main(void) {
     if (tfm_container_load(&fx, FIX)) {
         printf("FAIL fixture %s: %s\n", FIX, tfm_last_error());
@@ -231,6 +270,7 @@ int main(void) {
     test_twin(m);
     test_scores_mean_what_they_say(m);
     test_prefixes(m);
+    test_greedy_ties(m);
     tfm_mt_net_free(m);
     tfm_container_free(&fx);
     CHECK_EXIT();
