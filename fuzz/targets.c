@@ -128,6 +128,28 @@ static int fuzz_translator(const tfm_container *c) {
     return ok;
 }
 
+/* The inference loaders read a file's weights on demand (tfm_container_load_deferred, tfm_container_read):
+ * the same input as a file through them (their verdict is the in-memory path's; this one must not crash). */
+static void fuzz_deferred_load(const char *target, const uint8_t *d, size_t n) {
+    char path[64];
+    int fd = mem_path(d, n, path, sizeof path);
+    if (fd < 0) return;
+    if (!strcmp(target, "gpt")) {
+        tfm_gpt m;
+        tfm_char_vocab v;
+        tfm_bpe *bpe = NULL;
+        if (tfm_gpt_model_load(&m, &v, &bpe, path) == 0) {
+            if (bpe) tfm_bpe_free(bpe), free(bpe);
+            tfm_char_vocab_free(&v);
+            tfm_gpt_free(&m);
+        }
+    } else {
+        tfm_mt_model t;
+        if (tfm_mt_model_load(&t, path) == 0) tfm_mt_model_free(&t);
+    }
+    close(fd);
+}
+
 static void fuzz_text(const uint8_t *d, size_t n) {
     const char *s = (const char *)d;
     (void)tfm_utf8_first_invalid(s, n);
@@ -323,6 +345,7 @@ int tfm_fuzz_run(const char *target, const uint8_t *d, size_t n) {
             else accepted = 1;
         }
         tfm_container_free(&c);
+        if (strcmp(target, "container")) fuzz_deferred_load(target, d, n);
     } else if (!strcmp(target, "vocab")) {
         char *s = cstr(d, n);
         if (!s) return 0;
