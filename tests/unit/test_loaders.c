@@ -156,14 +156,19 @@ static void test_gpt_bitflips(void) {
 /* Load the good checkpoint, apply one edit through the container API (so the CRCs are right: a
  * deliberate edit, not corruption), save, and expect the model loader to refuse it. */
 typedef void (*edit_fn)(tfm_container *c);
-static void gpt_edit_case(const char *label, edit_fn edit, const char *want) {
+/* src (a file in the test directory) edited by `edit`, saved as edited.tfm, refused by `load` with `want` */
+static void edit_case(const char *src, const char *label, edit_fn edit, int (*load)(const char *path),
+                      const char *want) {
     tfm_container c;
-    if (tfm_container_load(&c, tpath("gpt.tfm"))) tfm_fatal("test: %s", tfm_last_error());
+    if (tfm_container_load(&c, tpath(src))) tfm_fatal("test: %s", tfm_last_error());
     edit(&c);
     const char *p = tpath("edited.tfm");
     if (tfm_container_save(&c, p)) tfm_fatal("test: %s", tfm_last_error());
     tfm_container_free(&c);
-    expect_error(label, load_gpt_full(p), p, want);
+    expect_error(label, load(p), p, want);
+}
+static void gpt_edit_case(const char *label, edit_fn edit, const char *want) {
+    edit_case("gpt.tfm", label, edit, load_gpt_full, want);
 }
 
 static void e_n_embd(tfm_container *c) { tfm_container_add_int(c, "config.n_embd", 65536); }
@@ -294,13 +299,7 @@ static void mt_edit_case(const char *arch, const char *label, edit_fn edit, cons
     char src[64], lab[200];
     snprintf(src, sizeof src, "%s.tfm", arch);
     snprintf(lab, sizeof lab, "%s: %s", arch, label);
-    tfm_container c;
-    if (tfm_container_load(&c, tpath(src))) tfm_fatal("test: %s", tfm_last_error());
-    edit(&c);
-    const char *p = tpath("edited.tfm");
-    if (tfm_container_save(&c, p)) tfm_fatal("test: %s", tfm_last_error());
-    tfm_container_free(&c);
-    expect_error(lab, load_translator_full(p), p, want);
+    edit_case(src, lab, edit, load_translator_full, want);
 }
 
 /* the inference loader (tfm_mt_model_load: the weights read from the file into the model, deferred) */
@@ -312,13 +311,7 @@ static int load_translator_infer(const char *path) {
 }
 
 static void mt_edit_case_infer(const char *label, edit_fn edit, const char *want) {
-    tfm_container c;
-    if (tfm_container_load(&c, tpath("transformer.tfm"))) tfm_fatal("test: %s", tfm_last_error());
-    edit(&c);
-    const char *p = tpath("edited.tfm");
-    if (tfm_container_save(&c, p)) tfm_fatal("test: %s", tfm_last_error());
-    tfm_container_free(&c);
-    expect_error(label, load_translator_infer(p), p, want);
+    edit_case("transformer.tfm", label, edit, load_translator_infer, want);
 }
 
 static void m_d_model(tfm_container *c) { tfm_container_add_int(c, "config.d_model", 65536); }
