@@ -138,7 +138,8 @@ TFM_API const char *tfm_name(char *buf, size_t n, const char *prefix, const char
  * (n_slot, n_head, max_len, d) outside the graph's arena (malloc'd, or a block the caller gives:
  * tfm_kv_cache_init_in), so a decoding loop may reset its arena between steps. Batch row r lives in slot
  * slot[r]. Attention reads the cache in place (tfm_kv_cache_ref + tfm_attention_kv: the real strides, a
- * length and the row -> slot index), so a step never copies the prefix; appending the new position of every row is O(rows*H*d).
+ * length and the row -> slot index), so a step never copies the prefix; appending the new position of every
+ * row is O(rows*H*d).
  *
  * Rows are reordered (beam search, dropping finished sentences) by remapping slots:
  *   tfm_kv_cache_reorder  for caches that are appended to (decoder self-attention, one slot per row):
