@@ -15,19 +15,23 @@ void tfm_ckpt_put_block(tfm_container *c, const char *prefix, const tfm_params *
     }
 }
 
-/* every value finite (and >= 0 if nonneg); else an error naming the entry and the first bad index */
-static int check_values(const tfm_entry *e, int nonneg, const char *path) {
-    const float *x = e->data;
-    size_t n = e->nbytes / sizeof(float);
+/* x[0..n) (entry `name`'s values) all finite (and >= 0 if nonneg); else an error naming the entry and the first
+ * bad index */
+static int check_floats(const float *x, size_t n, const char *name, int nonneg, const char *path) {
+    if (!nonneg && tfm_all_finite(x, n)) return 0;   /* the vector pass; the loop finds the first bad one */
     for (size_t i = 0; i < n; i++) {
         float v;
         memcpy(&v, x + i, sizeof v);
         if (!isfinite(v) || (nonneg && v < 0))
-            return tfm_set_error("%s: entry '%s' holds %s value %g at index %zu", path, e->name,
+            return tfm_set_error("%s: entry '%s' holds %s value %g at index %zu", path, name,
                                  isfinite(v) ? "a negative" : "a non-finite", (double)v, i),
                    -1;
     }
     return 0;
+}
+
+static int check_values(const tfm_entry *e, int nonneg, const char *path) {
+    return check_floats(e->data, e->nbytes / sizeof(float), e->name, nonneg, path);
 }
 
 /* entry e (named name) is present, F32 and of tensor t's shape */
@@ -43,14 +47,6 @@ static int check_f32_shape(const tfm_entry *e, const tfm_tensor *t, const char *
 /* ... and holds tensor t's values: finite (non-negative if nonneg) */
 static int check_f32_entry(const tfm_entry *e, const tfm_tensor *t, const char *name, int nonneg, const char *path) {
     return check_f32_shape(e, t, name, path) ? -1 : check_values(e, nonneg, path);
-}
-
-/* a deferred entry's values, read into x (n floats): finite */
-static int check_f32_values(const float *x, size_t n, const char *name, const char *path) {
-    if (tfm_all_finite(x, n)) return 0;
-    size_t i = 0;
-    while (isfinite(x[i])) i++;
-    return tfm_set_error("%s: entry '%s' holds a non-finite value %g at index %zu", path, name, (double)x[i], i), -1;
 }
 
 int tfm_ckpt_check_block(const tfm_params *p, const float *block, const char *what, int nonneg) {
@@ -212,7 +208,7 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
                 if (e && e->deferred ? check_f32_shape(e, t, name, path) : check_f32_entry(e, t, name, 0, path))
                     return -1;
             } else if (e->deferred) {   /* read into the tensor, then its values checked there */
-                if (tfm_container_read(c, e, t->data) || check_f32_values(t->data, t->size, name, path)) return -1;
+                if (tfm_container_read(c, e, t->data) || check_floats(t->data, t->size, name, 0, path)) return -1;
             } else {
                 memcpy(t->data, e->data, t->size * sizeof(float));
             }

@@ -10,37 +10,35 @@
 #include <sys/mman.h>
 #endif
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 static size_t rounded(size_t bytes, size_t unit) { return (bytes + unit - 1) / unit * unit; }
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 /* a private mapping of `size` bytes (a multiple of 2 MiB) starting on a 2 MiB boundary: map 2 MiB more, unmap
  * the ragged ends */
 static void *map_aligned(size_t size) {
-    char *m = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *m = mmap(NULL, size + TFM_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
-    char *p = (char *)rounded((uintptr_t)m, HUGE_PAGE);
+    char *p = (char *)rounded((uintptr_t)m, TFM_HUGE_PAGE);
     if (p > m) munmap(m, (size_t)(p - m));
-    if (p + size < m + size + HUGE_PAGE) munmap(p + size, (size_t)(m + size + HUGE_PAGE - (p + size)));
+    if (p + size < m + size + TFM_HUGE_PAGE) munmap(p + size, (size_t)(m + size + TFM_HUGE_PAGE - (p + size)));
     madvise(p, size, MADV_HUGEPAGE);   /* a hint: ordinary pages if the kernel declines */
     return p;
 }
 
 void *tfm_weights_alloc_(size_t bytes) {
-    if (bytes >= HUGE_PAGE) return map_aligned(rounded(bytes, HUGE_PAGE));
+    if (bytes >= TFM_HUGE_PAGE) return map_aligned(rounded(bytes, TFM_HUGE_PAGE));
     void *p = aligned_alloc(64, bytes ? rounded(bytes, 64) : 64);
     return p ? memset(p, 0, bytes) : NULL;
 }
 
 void tfm_weights_free_(void *p, size_t bytes) {
     if (!p) return;
-    if (bytes >= HUGE_PAGE) munmap(p, rounded(bytes, HUGE_PAGE));
+    if (bytes >= TFM_HUGE_PAGE) munmap(p, rounded(bytes, TFM_HUGE_PAGE));
     else free(p);
 }
 #else
 void *tfm_weights_alloc_(size_t bytes) {
-    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64, size = rounded(bytes ? bytes : 1, align);
+    size_t align = bytes >= TFM_HUGE_PAGE ? TFM_HUGE_PAGE : 64, size = rounded(bytes ? bytes : 1, align);
     void *p = aligned_alloc(align, size);
     return p ? memset(p, 0, bytes) : NULL;
 }

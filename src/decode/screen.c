@@ -13,6 +13,7 @@
  * single row, which is the unscreened one-row step's GEMV arithmetic (the same bits), and the first maximum
  * among them in id order is the first argmax of all V fp32 logits. */
 #include "core/q8.h"
+#include "ops/vmath.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
 #include <math.h>
@@ -98,13 +99,6 @@ static void fp32_logits(const tfm_logit_screen *s, const float *x, int r0, int n
     else tfm_gemm(0, 1, 1, n, s->d, 1.0f, x, s->d, W, s->d, 0.0f, out, n);
 }
 
-static int first_max(const float *f, int n) {
-    int best = 0;
-    for (int v = 1; v < n; v++)
-        if (f[v] > f[best]) best = v;
-    return best;
-}
-
 /* One row: a (V) the int8 logits (overwritten), cand (V ints) scratch. Returns the best id; *fell_back = 1
  * when the row took all V fp32 logits instead. */
 static int screen_row(const tfm_logit_screen *s, const float *x, float *a, const int *banned, int n_banned,
@@ -138,7 +132,7 @@ static int screen_row(const tfm_logit_screen *s, const float *x, float *a, const
         *fell_back = 1;
         fp32_logits(s, x, 0, V, a);
         for (int i = 0; i < n_banned; i++) a[banned[i]] = -INFINITY;
-        return first_max(a, V);
+        return tfm_vargmax_first(a, V);
     }
     int best = cand[0];
     float fb;

@@ -218,14 +218,6 @@ static int screened_pick(const members *e, tfm_graph *g, const tfm_logit_screen 
                : 0;
 }
 
-/* The first index of x's maximum (x finite, or -inf where banned; 0 when all are -inf): two vector passes,
- * the maximum and the first value not below it. */
-static int first_argmax(const float *x, int V) {
-    float m = tfm_vmax(x, (size_t)V);
-    size_t i = tfm_vfind_gt(x, (size_t)V, nextafterf(m, -INFINITY));   /* x[i] > the float below m: x[i] == m */
-    return i < (size_t)V ? (int)i : 0;
-}
-
 /* Greedy: each row takes its most likely token (or its prefix's); the score is the sum of the chosen tokens'
  * log-probabilities (<eos> included when the sentence ended with it) over the length penalty, or 0 with a
  * screen (the screen finds the best token without the log-softmax's normaliser). */
@@ -281,7 +273,7 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
             } else if (!x) {
                 best = pick[r];
             } else {
-                best = first_argmax(x, V);
+                best = tfm_vargmax_first(x, V);   /* finite (checked above), banned ones -inf */
             }
             if (step == max_len) best = eos;   /* cut here: scored as if it ended */
             if (x) logp[s] += x[best] - lse;

@@ -494,6 +494,11 @@ float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
 float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
 float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
 size_t tfm_vfind_gt(const float *x, size_t n, float thr) { return vm()->find_gt(x, n, thr); }
+int tfm_vargmax_first(const float *x, int n) {
+    float m = tfm_vmax(x, (size_t)n);
+    size_t i = tfm_vfind_gt(x, (size_t)n, nextafterf(m, -INFINITY));   /* x[i] > the float below m: x[i] == m */
+    return i < (size_t)n ? (int)i : 0;
+}
 void tfm_vdrop_keep(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n) { vm()->drop_keep(keep, key, thresh, n); }
 void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
     vm()->dot_rows(s, x, Y, ldy, rows, n);

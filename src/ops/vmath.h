@@ -72,6 +72,9 @@ void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int row
 void tfm_vdrop_keep(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n);
 /* the index of the first x[i] > thr, or n if there is none (a NaN is never > thr) */
 size_t tfm_vfind_gt(const float *x, size_t n, float thr);
+/* the index of the first maximum of x[0..n) (n >= 1; no NaN; 0 when every value is -inf): two vector passes,
+ * the maximum and the first value not below it */
+int tfm_vargmax_first(const float *x, int n);
 /* One AdamW update (PyTorch order: decay, moments, update) of n elements:
  *   g' = g * grad_scale (g zeroed after reading if zero_grad); m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
  *   w = w * decay - step_size * m / (sqrt(v) / bc2_sqrt + eps).  The same bits on every path. */
