@@ -70,7 +70,9 @@ TFM_API int tfm_search_ids(tfm_mt_net *m, tfm_graph *g, const int *src_ids, cons
  * scale per row, 4x fewer bytes) and each row's L1 norm: the int8 logits plus a rigorous bound on their
  * error (activation and weight rounding, fp32 rounding on both sides) leave a few candidates whose logits
  * are then computed in fp32, with the arithmetic of a one-row fp32 step. The winner is exactly the first
- * argmax of those fp32 logits: the token the unscreened one-row step picks.
+ * argmax of those fp32 logits: the token the unscreened one-row step picks. Steps of 5 rows and more (a batch)
+ * are bound by arithmetic instead, and take their int8 logits from 7-bit activations on a kernel that does
+ * about twice fp32's multiply-adds per cycle on AVX2 (src/ops/gemm_q8_panels.h); the bound uses that step.
  *
  * tfm_logit_screen_new: for a model whose vtable has decode_hidden / output_layer with an fp32 layer; NULL
  * otherwise (with a tfm error: not available, a non-finite weight, out of memory). The screen reads the

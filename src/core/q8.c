@@ -11,9 +11,11 @@
 #include <emmintrin.h>
 #endif
 
-/* SSE2 (every x86-64) does 16 values a step with the same arithmetic: clamping x * inv to +-127 before
+/* Symmetric quantization to [-levels, levels] (127: int8, 63: the 7-bit activations of tfm_q7_quantize_row).
+ * SSE2 (every x86-64) does 16 values a step with the same arithmetic: clamping x * inv to +-levels before
  * cvtps2dq (nearest, ties to even, as rintf) gives what rounding then clamping gives. */
-float tfm_q8_quantize_row(const float *x, int n, int8_t *q) {
+static inline __attribute__((always_inline)) float quantize_levels(const float *x, int n, int8_t *q,
+                                                                   const float levels) {
     float amax = 0.0f;
     int finite = 1, i = 0;
 #if defined(__SSE2__)
@@ -37,10 +39,10 @@ float tfm_q8_quantize_row(const float *x, int n, int8_t *q) {
         memset(q, 0, (size_t)n);
         return finite ? 0.0f : NAN;
     }
-    float inv = 127.0f / amax;   /* |x[i] * inv| <= 127 up to one rounding: the clamp never moves a value by more */
+    float inv = levels / amax;   /* |x[i] * inv| <= levels up to one rounding: the clamp never moves a value by more */
     i = 0;
 #if defined(__SSE2__)
-    const __m128 vi = _mm_set1_ps(inv), hi = _mm_set1_ps(127.0f), lo = _mm_set1_ps(-127.0f);
+    const __m128 vi = _mm_set1_ps(inv), hi = _mm_set1_ps(levels), lo = _mm_set1_ps(-levels);
 #define Q4(o) _mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(x + i + (o)), vi), lo), hi))
     for (; i + 16 <= n; i += 16) {
         __m128i ab = _mm_packs_epi32(Q4(0), Q4(4)), cd = _mm_packs_epi32(Q4(8), Q4(12));
@@ -50,10 +52,13 @@ float tfm_q8_quantize_row(const float *x, int n, int8_t *q) {
 #endif
     for (; i < n; i++) {
         float v = rintf(x[i] * inv);   /* nearest, ties to even: the vector kernels' cvtps2dq */
-        q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
+        q[i] = (int8_t)(v > levels ? levels : v < -levels ? -levels : v);
     }
-    return amax / 127.0f;
+    return amax / levels;
 }
+
+float tfm_q8_quantize_row(const float *x, int n, int8_t *q) { return quantize_levels(x, n, q, 127.0f); }
+float tfm_q7_quantize_row(const float *x, int n, int8_t *q) { return quantize_levels(x, n, q, 63.0f); }
 
 int tfm_params_n_q8(const tfm_params *p) {
     int n = 0;

@@ -18,4 +18,8 @@ void tfm_q8_weight_free_(tfm_q8_weight *w);
 
 void tfm_params_free_q8_(tfm_params *p);   /* p's int8 copies and their table (tfm_params_free) */
 
+/* 7 bits: tfm_q8_quantize_row's rules with 63 levels instead of 127 (scale amax / 63, q in [-63, 63]): the
+ * activations of tfm_gemm_q8_panels (src/ops/gemm_q8_panels.h), on which 8 bits would saturate vpmaddubsw. */
+float tfm_q7_quantize_row(const float *x, int n, int8_t *q);
+
 #endif

@@ -13,6 +13,7 @@
  * single row, which is the unscreened one-row step's GEMV arithmetic (the same bits), and the first maximum
  * among them in id order is the first argmax of all V fp32 logits. */
 #include "core/q8.h"
+#include "ops/gemm_q8_panels.h"
 #include "ops/vmath.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
@@ -21,11 +22,15 @@
 
 /* Above this many candidates a row computes all V logits in fp32 instead (one GEMV beats many one-row calls). */
 #define SCREEN_MAX_CANDIDATES(V) ((V) / 16 + 8)
+/* Steps of at least this many rows screen through the panels' GEMM (7-bit activations, about twice fp32's speed
+ * where a step is bound by arithmetic); fewer rows through tfm_gemm_q8 (8-bit, made for streaming the weights). */
+#define SCREEN_PANEL_ROWS 5
 
 struct tfm_logit_screen {
     const float *W, *b;      /* the model's layer: W (V, d), b (V) or NULL */
     int V, d;
     tfm_q8_weight q;         /* W in int8 */
+    tfm_q8_panels panels;    /* q laid out for steps of many rows */
     float *w_l1;             /* |w_r|_1 */
     float *w_err;            /* ew_r: half of row r's int8 step (its max |w| when the row is all below TFM_Q8_TINY) */
     float *b_abs;            /* |b_r| (zeros without a bias) */
@@ -33,6 +38,7 @@ struct tfm_logit_screen {
 
 void tfm_logit_screen_free(tfm_logit_screen *s) {
     if (!s) return;
+    tfm_q8_panels_free(&s->panels);
     tfm_q8_weight_free_(&s->q);
     free(s->w_l1), free(s->w_err), free(s->b_abs);
     free(s);
@@ -40,7 +46,8 @@ void tfm_logit_screen_free(tfm_logit_screen *s) {
 
 static int quantize_rows(tfm_logit_screen *s) {
     int V = s->V, d = s->d;
-    if (tfm_q8_weight_quantize_(&s->q, s->W, V, d, (size_t)d))   /* huge pages: read once a step */
+    if (tfm_q8_weight_quantize_(&s->q, s->W, V, d, (size_t)d) ||   /* huge pages: read once a step */
+        tfm_q8_panels_make(&s->panels, &s->q))
         return tfm_prefix_error("the output layer's int8 screen: ");
     s->w_l1 = malloc(sizeof(float) * (size_t)V);
     s->w_err = malloc(sizeof(float) * (size_t)V);
@@ -99,10 +106,10 @@ static void fp32_logits(const tfm_logit_screen *s, const float *x, int r0, int n
     else tfm_gemm(0, 1, 1, n, s->d, 1.0f, x, s->d, W, s->d, 0.0f, out, n);
 }
 
-/* One row: a (V) the int8 logits (overwritten), cand (V ints) scratch. Returns the best id; *fell_back = 1
- * when the row took all V fp32 logits instead. */
-static int screen_row(const tfm_logit_screen *s, const float *x, float *a, const int *banned, int n_banned,
-                      int *cand, int *fell_back) {
+/* One row: a (V) the int8 logits (overwritten), made with activations of `levels` steps each side (127 or 63),
+ * cand (V ints) scratch. Returns the best id; *fell_back = 1 when the row took all V fp32 logits instead. */
+static int screen_row(const tfm_logit_screen *s, const float *x, double levels, float *a, const int *banned,
+                      int n_banned, int *cand, int *fell_back) {
     const int V = s->V, d = s->d;
     double l1 = 0.0, amax = 0.0;
     for (int k = 0; k < d; k++) {   /* x is finite (checked by the caller): no libm fmax needed */
@@ -110,23 +117,13 @@ static int screen_row(const tfm_logit_screen *s, const float *x, float *a, const
         l1 += a;
         amax = a > amax ? a : amax;
     }
-    double ea = amax / 127.0 >= TFM_Q8_TINY ? amax / 254.0 : amax;   /* the activation's int8 half step */
+    double ea = amax / levels >= TFM_Q8_TINY ? amax / (2 * levels) : amax;   /* the activation's half step */
     /* B_r = 2 (cw |w_r|_1 + cx ew_r + 1e-6 (|a_r| + |b_r|)): the factor 2 also covers this float arithmetic */
     const float cw = (float)(2.0 * (ea + d * 0x1p-23 * amax)), cx = (float)(2.0 * (l1 + d * ea)), cr = 2e-6f;
     for (int i = 0; i < n_banned; i++) a[banned[i]] = -INFINITY;
     /* a[r] becomes the upper bound a_r + B_r; L the best lower bound */
-    float L = -INFINITY;
-    for (int r = 0; r < V; r++) {
-        float ar = a[r];
-        if (ar == -INFINITY) continue;   /* banned */
-        float B = cw * s->w_l1[r] + cx * s->w_err[r] + cr * (fabsf(ar) + s->b_abs[r]) + 1e-30f;
-        float lo = ar - B;
-        L = lo > L ? lo : L;
-        a[r] = ar + B;
-    }
-    int n = 0;
-    for (int r = 0; r < V; r++)
-        if (a[r] >= L) cand[n++] = r;   /* never a banned one: -inf < L */
+    float L = tfm_vinterval(a, s->w_l1, s->w_err, s->b_abs, cw, cx, cr, (size_t)V);
+    int n = (int)tfm_vindex_ge(a, (size_t)V, L, cand);   /* never a banned one: -inf < L */
     if (n == 0) return 0;   /* every id banned: the full loop's answer */
     if (n > SCREEN_MAX_CANDIDATES(V)) {
         *fell_back = 1;
@@ -152,11 +149,13 @@ int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows,
         if (!tfm_all_finite(h + (size_t)r * d, (size_t)d)) return -1;
     float *a = scratch;
     int *cand = (int *)(scratch + (size_t)rows * V);   /* V ints (tfm_logit_screen_scratch) */
-    tfm_gemm_q8(rows, h, d, &s->q, s->b, a, V);
+    const int many = rows >= SCREEN_PANEL_ROWS;
+    if (many) tfm_gemm_q8_panels(rows, h, d, &s->panels, s->b, a, V);
+    else tfm_gemm_q8(rows, h, d, &s->q, s->b, a, V);
     int fell_back = 0;
     for (int r = 0; r < rows; r++) {
         int fb = 0;
-        best[r] = screen_row(s, h + (size_t)r * d, a + (size_t)r * V, banned, n_banned, cand, &fb);
+        best[r] = screen_row(s, h + (size_t)r * d, many ? 63.0 : 127.0, a + (size_t)r * V, banned, n_banned, cand, &fb);
         fell_back += fb;
     }
     return fell_back;

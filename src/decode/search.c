@@ -201,9 +201,6 @@ static int put_hyps(tfm_hyps *out, const int *h, int H, const int *len, const fl
     return 0;
 }
 
-/* Greedy steps of at most this many rows go through the output layer's int8 screen when one is given: a
- * step's GEMMs are then bound by reading the weights, and the screen reads a quarter of the layer's bytes. */
-#define SCREEN_MAX_ROWS 4
 
 /* A screened step's choice: each row's best token (banned ones never win) from its hidden state h (rows, d)
  * into pick, as the full layer's first argmax (tfm_logit_screen). 0, or -1: h is not finite (a diverged model),
@@ -245,7 +242,7 @@ static int greedy_batch(members *e, tfm_graph *g, const batch_job *j) {
     int rows = nb;
     for (int step = 0; rows > 0 && step <= max_len; step++) {
         tfm_graph_reset(g);
-        const int screened = screen && rows <= SCREEN_MAX_ROWS;
+        const int screened = screen != NULL;
         tfm_tensor *h = NULL;   /* screened: the hidden states; else each member's logits in x_k */
         if (screened) h = m->vt->decode_hidden(m, g, e->st[0], prev, rows, 1);   /* (rows,1,d) */
         else decode_members(e, g, prev, rows, x_k);                              /* (rows,1,V) each */

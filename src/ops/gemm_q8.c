@@ -21,6 +21,9 @@
  * sign(-128) would overflow). vpmaddwd by ones then widens the pairs to int32. test_gemm_q8 feeds the
  * extremes (every pair at +-2 * 127 * 127) and shows that the shifted form saturates on them. */
 #include "tfm/kernels.h"
+#include "core/mem.h"
+#include "core/q8.h"
+#include "ops/gemm_q8_panels.h"
 #include "ops/isa.h"
 #include <float.h>
 #include <math.h>
@@ -121,10 +124,12 @@ static void tile_avx2_any(int mr, int nr, int kb, const int8_t *a, size_t lda, c
     else (nr == 2 ? tile_avx2_1x2 : tile_avx2_1x1)(kb, a, lda, w, ldw, out);
 }
 
-/* tfm_q8_quantize_row's arithmetic, 8 lanes: the same max (exact in any order), the same 127 / amax, the
- * same products, rounded by cvtps2dq (nearest even, as rintf). 32 values a step become bytes by two packs
- * (saturating, but |x * inv| < 127.5 always) and a lane permute. */
-TFM_TARGET_AVX2 static float quantize_row_avx2(const float *x, int n, int pad, int8_t *q) {
+/* tfm_q8_quantize_row's arithmetic (levels 127; tfm_q7_quantize_row's with 63), 8 lanes: the same max (exact in
+ * any order), the same levels / amax, the same products, rounded by cvtps2dq (nearest even, as rintf). 32 values a
+ * step become bytes by two packs (saturating, but |x * inv| < levels + 0.5 always) and a lane permute. offset is
+ * added to every byte (the padding's too): 64 gives the panels' unsigned activations. */
+TFM_TARGET_AVX2 static inline __attribute__((always_inline)) float
+quantize_levels_avx2(const float *x, int n, int pad, int8_t *q, const float levels, const int8_t offset) {
     const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(FLT_MAX);
     __m256 m = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
     int i = 0;
@@ -144,11 +149,12 @@ TFM_TARGET_AVX2 static float quantize_row_avx2(const float *x, int n, int pad, i
         else if (a > amax) amax = a;
     }
     if (!finite || amax < TFM_Q8_TINY) {
-        memset(q, 0, (size_t)pad);
+        memset(q, offset, (size_t)pad);
         return finite ? 0.0f : NAN;
     }
-    float inv = 127.0f / amax;
+    float inv = levels / amax;
     const __m256 vinv = _mm256_set1_ps(inv);
+    const __m256i voff = _mm256_set1_epi8(offset);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (i = 0; i + 32 <= n; i += 32) {
         __m256i r0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
@@ -157,14 +163,22 @@ TFM_TARGET_AVX2 static float quantize_row_avx2(const float *x, int n, int pad, i
         __m256i r3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vinv));
         /* packs work within 128-bit lanes: bytes come out as dwords 0,2,4,6 | 1,3,5,7 of the wanted order */
         __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(r0, r1), _mm256_packs_epi32(r2, r3));
-        _mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(b, order));
+        _mm256_storeu_si256((__m256i *)(q + i), _mm256_add_epi8(_mm256_permutevar8x32_epi32(b, order), voff));
     }
     for (; i < n; i++) {
         float v = rintf(x[i] * inv);
-        q[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
+        q[i] = (int8_t)((v > levels ? levels : v < -levels ? -levels : v) + offset);
     }
-    memset(q + n, 0, (size_t)(pad - n));
-    return amax / 127.0f;
+    memset(q + n, offset, (size_t)(pad - n));
+    return amax / levels;
+}
+
+TFM_TARGET_AVX2 static float quantize_row_avx2(const float *x, int n, int pad, int8_t *q) {
+    return quantize_levels_avx2(x, n, pad, q, 127.0f, 0);
+}
+
+TFM_TARGET_AVX2 static float quantize_row7_avx2(const float *x, int n, int pad, int8_t *q) {   /* the panels' */
+    return quantize_levels_avx2(x, n, pad, q, 63.0f, 64);
 }
 #endif
 
@@ -307,4 +321,170 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
 
 void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
     tfm_gemm_q8_path_(tfm_q8_active_path(), 0, M, A, lda, W, bias, C, ldc);
+}
+
+/* ---------------------------------------------------------------- panels (ops/gemm_q8_panels.h) */
+#define Q7_OFFSET 64          /* an activation byte is q + 64: 1..127, unsigned for vpmaddubsw */
+#define PANEL_GROUP_BYTES 64  /* a k group of a panel: 16 rows x 4 bytes */
+#define PANEL_ROW_BLOCK 16    /* activation rows that sweep W's panels together (their C lines stay in L2) */
+
+int tfm_q8_panels_make(tfm_q8_panels *p, const tfm_q8_weight *w) {
+    memset(p, 0, sizeof *p);
+    int panels = (w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL, groups = (w->cols + 3) / 4;
+    p->bytes = (size_t)panels * groups * PANEL_GROUP_BYTES;
+    p->p = tfm_weights_alloc_(p->bytes);   /* zeroed: the rows of the last panel beyond w->rows */
+    if (!p->p)
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 panels of a %d x %d weight)", w->rows, w->cols),
+               -1;
+    p->w = w, p->groups = groups;
+    for (int r = 0; r < w->rows; r++) {   /* row r: panel r / 16, half (r % 16) / 8, 4 bytes at (r % 8) * 4 */
+        const int8_t *q = w->q + (size_t)r * w->ld;   /* zero from cols up to ld >= 4 * groups */
+        int8_t *dst = p->p + (size_t)(r / TFM_Q8_PANEL) * groups * PANEL_GROUP_BYTES + (r % 16) / 8 * 32 + (r % 8) * 4;
+        for (int g = 0; g < groups; g++) memcpy(dst + (size_t)g * PANEL_GROUP_BYTES, q + 4 * g, 4);
+    }
+    return 0;
+}
+
+void tfm_q8_panels_free(tfm_q8_panels *p) {
+    tfm_weights_free_(p->p, p->bytes);
+    memset(p, 0, sizeof *p);
+}
+
+typedef struct {
+    int M, N, groups;
+    const int8_t *qa;         /* M rows rounded up to 4 (the extra ones q = 0), lda bytes each, q + 64 */
+    size_t lda;
+    const float *sa;          /* M */
+    const tfm_q8_panels *p;
+    const float *bias;
+    float *C;
+    int ldc;
+} panel_args;
+
+/* out[16 i + c] = sum_k (q_ik + 64) w_ck for the 4 rows at a (lda apart) and the panel's 16 rows */
+typedef void (*panel_tile_fn)(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out);
+/* C of rows [i, i + mr) x columns [j, j + nc) from a tile's out (mr <= 4, nc <= 16) */
+typedef void (*panel_store_fn)(const panel_args *g, int i, int j, int mr, int nc, const int32_t *out);
+
+static void panel_tile_c(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
+    for (int i = 0; i < 4; i++)
+        for (int c = 0; c < TFM_Q8_PANEL; c++) {
+            const uint8_t *x = (const uint8_t *)a + (size_t)i * lda;
+            const int8_t *y = p + c / 8 * 32 + c % 8 * 4;
+            int32_t s = 0;
+            for (int g = 0; g < groups; g++)
+                for (int t = 0; t < 4; t++) s += (int32_t)x[4 * g + t] * y[(size_t)g * PANEL_GROUP_BYTES + t];
+            out[16 * i + c] = s;
+        }
+}
+
+/* y = (acc - 64 sum_w) * (sa sw) (+ bias): the shift taken back out exactly, then store_tile's float steps */
+static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
+    const tfm_q8_weight *w = g->p->w;
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nc; j++) {
+            int32_t e = out[16 * i + j] - Q7_OFFSET * w->sum[j0 + j];
+            float scale = g->sa[i0 + i] * w->scale[j0 + j];
+            float y = (float)e * scale;
+            if (g->bias) y += g->bias[j0 + j];
+            g->C[(size_t)(i0 + i) * g->ldc + j0 + j] = y;
+        }
+}
+
+#if TFM_X86
+/* 4 activation rows x 16 weight rows: 8 accumulators, 2 weight vectors, a broadcast, ones, a product (13 ymm) */
+TFM_TARGET_AVX2 static void panel_tile_avx2(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int g = 0; g < groups; g++, a += 4, p += PANEL_GROUP_BYTES) {
+        __m256i b0 = _mm256_load_si256((const __m256i *)p), b1 = _mm256_load_si256((const __m256i *)(p + 32)), av;
+        int32_t four;
+#define PANEL_ROW(I, C0, C1)                                                                  \
+        memcpy(&four, a + (I) * lda, 4);                                                      \
+        av = _mm256_set1_epi32(four);                                                         \
+        C0 = _mm256_add_epi32(C0, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));     \
+        C1 = _mm256_add_epi32(C1, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
+        PANEL_ROW(0, c00, c01) PANEL_ROW(1, c10, c11) PANEL_ROW(2, c20, c21) PANEL_ROW(3, c30, c31)
+#undef PANEL_ROW
+    }
+    _mm256_store_si256((__m256i *)(out + 0), c00), _mm256_store_si256((__m256i *)(out + 8), c01);
+    _mm256_store_si256((__m256i *)(out + 16), c10), _mm256_store_si256((__m256i *)(out + 24), c11);
+    _mm256_store_si256((__m256i *)(out + 32), c20), _mm256_store_si256((__m256i *)(out + 40), c21);
+    _mm256_store_si256((__m256i *)(out + 48), c30), _mm256_store_si256((__m256i *)(out + 56), c31);
+}
+
+/* panel_store_c's arithmetic 8 columns at a time (the same operations, each rounded once) */
+TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
+    if (nc < TFM_Q8_PANEL) {
+        panel_store_c(g, i0, j0, mr, nc, out);
+        return;
+    }
+    const tfm_q8_weight *w = g->p->w;
+    for (int h = 0; h < 2; h++) {
+        const int j = j0 + 8 * h;
+        __m256i shift = _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(w->sum + j)), 6);   /* 64 sum */
+        __m256 sw = _mm256_loadu_ps(w->scale + j), b = g->bias ? _mm256_loadu_ps(g->bias + j) : _mm256_setzero_ps();
+        for (int i = 0; i < mr; i++) {
+            __m256i e = _mm256_sub_epi32(_mm256_load_si256((const __m256i *)(out + 16 * i + 8 * h)), shift);
+            __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(e), _mm256_mul_ps(_mm256_set1_ps(g->sa[i0 + i]), sw));
+            if (g->bias) y = _mm256_add_ps(y, b);
+            _mm256_storeu_ps(g->C + (size_t)(i0 + i) * g->ldc + j, y);
+        }
+    }
+}
+#endif
+
+/* the panels [pn0, pn1) for every row: PANEL_ROW_BLOCK rows at a time sweep them, a panel (groups * 64 bytes, 4
+ * KiB for 256 columns) reread from L1 by each 4-row tile */
+static void panels_range(panel_tile_fn tile, panel_store_fn store, const panel_args *g, int pn0, int pn1) {
+    int32_t out[4 * TFM_Q8_PANEL] __attribute__((aligned(32)));
+    for (int i0 = 0; i0 < g->M; i0 += PANEL_ROW_BLOCK)
+        for (int pn = pn0; pn < pn1; pn++) {
+            const int8_t *panel = g->p->p + (size_t)pn * g->groups * PANEL_GROUP_BYTES;
+            int j = pn * TFM_Q8_PANEL, nc = g->N - j < TFM_Q8_PANEL ? g->N - j : TFM_Q8_PANEL;
+            for (int i = i0; i < g->M && i < i0 + PANEL_ROW_BLOCK; i += 4) {
+                tile(g->groups, g->qa + (size_t)i * g->lda, g->lda, panel, out);
+                store(g, i, j, g->M - i < 4 ? g->M - i : 4, nc, out);
+            }
+        }
+}
+
+float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
+#if TFM_X86
+    if (path != TFM_Q8_GENERIC) return quantize_row7_avx2(x, n, pad, q);
+#endif
+    (void)path;
+    float s = tfm_q7_quantize_row(x, n, q);
+    for (int i = 0; i < n; i++) q[i] = (int8_t)(q[i] + Q7_OFFSET);
+    memset(q + n, Q7_OFFSET, (size_t)(pad - n));
+    return s;
+}
+
+void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const tfm_q8_panels *p,
+                              const float *bias, float *C, int ldc) {
+    const tfm_q8_weight *w = p->w;
+    if (M <= 0 || w->rows <= 0) return;
+    const int K = w->cols, Mp = (M + 3) / 4 * 4, panels = (w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL;
+    const size_t ldq = ((size_t)p->groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
+    float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
+    if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
+    int8_t *qa = (int8_t *)buf;
+    float *sa = buf + qbytes / sizeof(float);
+    if (nt <= 0) nt = q8_threads(M, w->rows, K);
+    if (nt > panels) nt = panels;
+    for (int i = 0; i < M; i++) sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, (int)ldq, qa + (size_t)i * ldq);
+    memset(qa + (size_t)M * ldq, Q7_OFFSET, (size_t)(Mp - M) * ldq);
+    panel_args g = {M, w->rows, p->groups, qa, ldq, sa, p, bias, C, ldc};
+    panel_tile_fn tile = panel_tile_c;
+    panel_store_fn store = panel_store_c;
+#if TFM_X86
+    if (path != TFM_Q8_GENERIC) tile = panel_tile_avx2, store = panel_store_avx2;
+#endif
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int t = 0; t < nt; t++)
+        panels_range(tile, store, &g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
+}
+
+void tfm_gemm_q8_panels(int M, const float *A, int lda, const tfm_q8_panels *p, const float *bias, float *C, int ldc) {
+    tfm_gemm_q8_panels_path_(tfm_q8_active_path(), 0, M, A, lda, p, bias, C, ldc);
 }

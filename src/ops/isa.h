@@ -76,6 +76,9 @@ float tfm_q8_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad
 void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const struct tfm_q8_weight *w, int32_t *acc);
 void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const struct tfm_q8_weight *W,
                        const float *bias, float *C, int ldc);
+/* The panels' GEMM (ops/gemm_q8_panels.h) on a given path (AVX2 wherever the int8 path is AVX2 or VNNI): its 7-bit
+ * activation row as the kernel reads it (q + 64, the padding 64 too; returns the scale). */
+float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q);
 /* The VNNI tile (src/ops/kernels_q8_avx512.c, body in ops/q8_vnni_body.h): out[i * 4 + j] = sum_{k < kb}
  * a[i * lda + k] w[j * ldw + k] for i < mr (1 or 4), j < nr (1..4); kb a multiple of 64. */
 extern const int tfm_q8_vnni_built_;

@@ -246,6 +246,19 @@ AVX2 static size_t vfind_gt_avx2(const float *x, size_t n, float thr) {
         if (x[i] > thr) return i;
     return n;
 }
+AVX2 static float vinterval_avx2(float *a, const float *u, const float *v, const float *w, float cw, float cx,
+                                 float cr, size_t n);
+AVX2 static size_t vindex_ge_avx2(const float *x, size_t n, float t, int *idx) {
+    const __m256 vt = _mm256_set1_ps(t);
+    size_t i = 0, k = 0;
+    for (; i + 8 <= n; i += 8)
+        for (unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vt, _CMP_GE_OQ)); m;
+             m &= m - 1)
+            idx[k++] = (int)(i + (size_t)__builtin_ctz(m));
+    for (; i < n; i++)
+        if (x[i] >= t) idx[k++] = (int)i;
+    return k;
+}
 AVX2 static float vdot_avx2(const float *x, const float *y, size_t n) {
     __m256 s = _mm256_setzero_ps();
     size_t i = 0;
@@ -301,6 +314,25 @@ static size_t vfind_gt_c(const float *x, size_t n, float thr) {
     for (size_t i = 0; i < n; i++)
         if (x[i] > thr) return i;
     return n;
+}
+static float vinterval_c(float *a, const float *u, const float *v, const float *w, float cw, float cx, float cr,
+                         size_t n) {
+    float L = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        float ai = a[i];
+        if (ai == -INFINITY) continue;   /* banned */
+        float B = cw * u[i] + cx * v[i] + cr * (fabsf(ai) + w[i]) + 1e-30f;
+        float lo = ai - B;
+        L = lo > L ? lo : L;
+        a[i] = ai + B;
+    }
+    return L;
+}
+static size_t vindex_ge_c(const float *x, size_t n, float t, int *idx) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] >= t) idx[k++] = (int)i;
+    return k;
 }
 static float vsum_c(const float *x, size_t n) {
     float acc[8] = {0};
@@ -455,10 +487,33 @@ AVX2 static void vdrop_keep_avx2(uint8_t *keep, uint64_t key, uint32_t thresh, s
 }
 #endif
 
+#ifdef HAVE_X86
+/* vinterval_c 8 lanes at a time (B with FMAs: the caller's margin covers the rounding); the tail by the loop */
+AVX2 static float vinterval_avx2(float *a, const float *u, const float *v, const float *w, float cw, float cx,
+                                 float cr, size_t n) {
+    const __m256 vcw = _mm256_set1_ps(cw), vcx = _mm256_set1_ps(cx), vcr = _mm256_set1_ps(cr);
+    const __m256 tiny = _mm256_set1_ps(1e-30f), ninf = _mm256_set1_ps(-INFINITY), sign = _mm256_set1_ps(-0.0f);
+    __m256 L = ninf;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 ai = _mm256_loadu_ps(a + i);
+        __m256 B = _mm256_mul_ps(vcr, _mm256_add_ps(_mm256_andnot_ps(sign, ai), _mm256_loadu_ps(w + i)));
+        B = _mm256_add_ps(_mm256_fmadd_ps(vcw, _mm256_loadu_ps(u + i), _mm256_fmadd_ps(vcx, _mm256_loadu_ps(v + i), B)),
+                          tiny);
+        L = _mm256_max_ps(L, _mm256_sub_ps(ai, B));   /* banned: -inf - inf = -inf */
+        __m256 banned = _mm256_cmp_ps(ai, ninf, _CMP_EQ_OQ);
+        _mm256_storeu_ps(a + i, _mm256_blendv_ps(_mm256_add_ps(ai, B), ninf, banned));   /* not -inf + inf */
+    }
+    float l = hmax8(L), rest = vinterval_c(a + i, u + i, v + i, w + i, cw, cx, cr, n - i);
+    return rest > l ? rest : l;
+}
+#endif
+
 /* ---------------------------------------------------------------- one table per path */
 #define VMATH_TABLE(sfx) {vexp_sum##sfx, vexp##sfx, vtanh##sfx, vsigmoid##sfx, vgelu##sfx, \
                           vgelu_backward##sfx, vmax##sfx, vsum##sfx, vdot##sfx, vadamw##sfx, vfind_gt##sfx, \
-                          vcolsum##sfx, vgelu_save_d##sfx, vdot_rows##sfx, vdrop_keep##sfx}
+                          vcolsum##sfx, vgelu_save_d##sfx, vdot_rows##sfx, vdrop_keep##sfx, vinterval##sfx,      \
+                          vindex_ge##sfx}
 #ifdef HAVE_X86
 #define vexp_sum_avx512 tfm_vexp_sum_avx512
 #define vexp_avx512 tfm_vexp_avx512
@@ -472,6 +527,8 @@ AVX2 static void vdrop_keep_avx2(uint8_t *keep, uint64_t key, uint32_t thresh, s
 #define vdot_avx512 tfm_vdot_avx512
 #define vdrop_keep_avx512 tfm_vdrop_keep_avx512
 #define vfind_gt_avx512 vfind_gt_avx2   /* a scan that stops early: 8 lanes are enough */
+#define vinterval_avx512 vinterval_avx2   /* the screen's per-row passes: a small part of a step */
+#define vindex_ge_avx512 vindex_ge_avx2
 static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_avx2), VMATH_TABLE(_avx512)};
 #else
 static const tfm_vmath_table tables[TFM_ISA_COUNT] = {VMATH_TABLE(_c), VMATH_TABLE(_c), VMATH_TABLE(_c)};
@@ -494,6 +551,10 @@ float tfm_vmax(const float *x, size_t n) { return vm()->max(x, n); }
 float tfm_vsum(const float *x, size_t n) { return vm()->sum(x, n); }
 float tfm_vdot(const float *x, const float *y, size_t n) { return vm()->dot(x, y, n); }
 size_t tfm_vfind_gt(const float *x, size_t n, float thr) { return vm()->find_gt(x, n, thr); }
+float tfm_vinterval(float *a, const float *u, const float *v, const float *w, float cw, float cx, float cr, size_t n) {
+    return vm()->interval(a, u, v, w, cw, cx, cr, n);
+}
+size_t tfm_vindex_ge(const float *x, size_t n, float t, int *idx) { return vm()->index_ge(x, n, t, idx); }
 int tfm_vargmax_first(const float *x, int n) {
     float m = tfm_vmax(x, (size_t)n);
     size_t i = tfm_vfind_gt(x, (size_t)n, nextafterf(m, -INFINITY));   /* x[i] > the float below m: x[i] == m */

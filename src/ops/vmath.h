@@ -72,6 +72,12 @@ void tfm_vdot_rows(float *s, const float *x, const float *Y, size_t ldy, int row
 void tfm_vdrop_keep(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n);
 /* the index of the first x[i] > thr, or n if there is none (a NaN is never > thr) */
 size_t tfm_vfind_gt(const float *x, size_t n, float thr);
+/* The interval step of greedy's int8 screen (src/decode/screen.c): with B_i = cw u[i] + cx v[i] + cr (|a[i]| + w[i])
+ * + 1e-30, a[i] becomes its upper end a[i] + B_i, and the largest lower end max_i (a[i] - B_i) is returned (-inf for
+ * n = 0). An a[i] of -inf (a banned id) stays -inf and has no lower end. Paths differ in rounding (FMA). */
+float tfm_vinterval(float *a, const float *u, const float *v, const float *w, float cw, float cx, float cr, size_t n);
+/* idx[0..k) = every i < n with x[i] >= t, ascending (a NaN never is); returns k */
+size_t tfm_vindex_ge(const float *x, size_t n, float t, int *idx);
 /* the index of the first maximum of x[0..n) (n >= 1; no NaN; 0 when every value is -inf): two vector passes,
  * the maximum and the first value not below it */
 int tfm_vargmax_first(const float *x, int n);
@@ -105,6 +111,8 @@ typedef struct {
     void (*gelu_save_d)(float *y, float *x, const float *bias, int C, size_t n);
     void (*dot_rows)(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n);
     void (*drop_keep)(uint8_t *keep, uint64_t key, uint32_t thresh, size_t n);
+    float (*interval)(float *a, const float *u, const float *v, const float *w, float cw, float cx, float cr, size_t n);
+    size_t (*index_ge)(const float *x, size_t n, float t, int *idx);
 } tfm_vmath_table;
 const tfm_vmath_table *tfm_vmath_for(tfm_isa isa);
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/q8.h"
+#include "ops/gemm_q8_panels.h"
 #include "ops/isa.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -389,6 +391,97 @@ static void gemm_suite(void) {
     free_weight(&w);
 }
 
+/* ---------------------------------------------------------------- the panels' GEMM (ops/gemm_q8_panels.h) */
+/* C[i][j] = (float)(exact sum of q7(a_i) qw_j) * (sa * sw) + bias, q7 by tfm_q7_quantize_row */
+static void reference_panels(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
+    int K = W->cols;
+    int8_t *q = malloc((size_t)K);
+    for (int i = 0; i < M; i++) {
+        float sa = tfm_q7_quantize_row(A + (size_t)i * lda, K, q);
+        for (int j = 0; j < W->rows; j++) {
+            int64_t s = 0;
+            for (int k = 0; k < K; k++) s += (int64_t)q[k] * W->q[(size_t)j * W->ld + k];
+            float scale = sa * W->scale[j];
+            float y = (float)(int32_t)s * scale;
+            if (bias) y += bias[j];
+            C[(size_t)i * ldc + j] = y;
+        }
+    }
+    free(q);
+}
+
+/* every path and thread count against reference_panels, bit for bit; extremes = activations at +-63 (every row's
+ * values +-amax) and weights at +-127 with equal signs: every vpmaddubsw pair at its largest, 2 * 127 * 127 */
+static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
+    int lda = K + 5, ldc = N + 3, ok_all = 1;
+    float *A = malloc(sizeof(float) * M * lda), *bias = malloc(sizeof(float) * N), *sw = malloc(sizeof(float) * N);
+    int8_t *qw = malloc((size_t)N * K);
+    for (int i = 0; i < M * lda; i++) A[i] = extremes ? (i % 3 ? 2.5f : -2.5f) : frand() * (i % 13 == 0 ? 8.0f : 1.0f);
+    for (int i = 0; i < N * K; i++) qw[i] = extremes ? (int8_t)(i % 3 ? 127 : -127) : qrand();
+    for (int j = 0; j < N; j++) sw[j] = 0.01f + 0.001f * (float)j, bias[j] = frand();
+    tfm_q8_weight w = make_weight(N, K, qw, sw);
+    tfm_q8_panels p;
+    if (tfm_q8_panels_make(&p, &w)) return printf("# panels: %s\n", tfm_last_error()), 0;
+    float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
+    for (int b = 0; b < 2; b++) {
+        reference_panels(M, A, lda, &w, b ? bias : NULL, ref, ldc);
+        for (size_t pi = 0; pi < 2; pi++) {   /* portable, AVX2 */
+            if (!tfm_q8_path_supported(PATHS[pi])) continue;
+            for (int nt = 1; nt <= 2; nt++) {
+                for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
+                tfm_gemm_q8_panels_path_(PATHS[pi], nt, M, A, lda, &p, b ? bias : NULL, C, ldc);
+                int ok = 1;
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < ldc; j++)
+                        ok &= bits(C[(size_t)i * ldc + j]) == bits(j < N ? ref[(size_t)i * ldc + j] : -7.0f);
+                if (!ok) printf("# panels M=%d N=%d K=%d bias=%d extremes=%d path %s threads %d differ\n", M, N, K, b,
+                                extremes, tfm_q8_path_name(PATHS[pi]), nt);
+                if (nt == 1) ok_all &= ok;
+                else *threads_same &= ok;
+            }
+        }
+    }
+    tfm_q8_panels_free(&p);
+    free_weight(&w);
+    free(A), free(bias), free(sw), free(qw), free(ref), free(C);
+    return ok_all;
+}
+
+static void panels_suite(void) {
+    /* the 7-bit row: every path's bytes are tfm_q7_quantize_row's + 64 (padding 64), within half a step */
+    int same = 1, bound = 1;
+    float x[77];
+    int8_t q[128], r[128];
+    for (int t = 0; t < 200; t++) {
+        int n = 1 + t % 77;
+        for (int i = 0; i < n; i++) x[i] = frand() * (t % 5 == 0 ? 1e-3f : 3.0f);
+        float s = tfm_q7_quantize_row(x, n, r);
+        for (int i = 0; i < n; i++) bound &= r[i] >= -63 && r[i] <= 63 && fabsf(x[i] - s * r[i]) <= s * 0.5f * (1 + 1e-5f);
+        for (size_t pi = 0; pi < 2; pi++) {
+            if (!tfm_q8_path_supported(PATHS[pi])) continue;
+            memset(q, 0, sizeof q);
+            float sp = tfm_q7_quantize_row_path_(PATHS[pi], x, n, 128, q);
+            same &= bits(sp) == bits(s);
+            for (int i = 0; i < 128; i++) same &= q[i] == (int8_t)(i < n ? r[i] + 64 : 64);
+        }
+    }
+    CHECK("q7_quantize_row_every_path_same_bytes", same, "a path's bytes or scale differ");
+    CHECK("q7_quantize_row_within_half_step", bound, "a value outside [-63, 63] or off by more than scale / 2");
+    float z[20] = {0};
+    z[3] = NAN;
+    CHECK("q7_quantize_nan_row", isnan(tfm_q7_quantize_row(z, 20, r)) && r[3] == 0, "not NaN / zeros");
+    static const int shapes[][3] = {{1, 1, 1}, {3, 17, 3}, {4, 16, 4}, {5, 33, 63}, {8, 40, 65}, {13, 47, 130},
+                                    {32, 100, 256}, {37, 16, 257}};
+    int ok = 1, threads_same = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        ok &= check_panels(shapes[s][0], shapes[s][1], shapes[s][2], 0, &threads_same);
+    CHECK("q8_panels_every_path_equals_formula_bits", ok, "see the lines above");
+    CHECK("q8_panels_two_threads_same_bits", threads_same, "see the lines above");
+    threads_same = 1;
+    CHECK("q8_panels_extremes_do_not_saturate", check_panels(9, 35, 256, 1, &threads_same) && threads_same,
+          "see the lines above");
+}
+
 /* ---------------------------------------------------------------- int8 parameters and tfm_linear */
 static void params_suite(void) {
     tfm_params p;
@@ -446,6 +539,7 @@ int main(void) {
     if (tfm_q8_path_supported(TFM_Q8_AVX2)) hw_pitfall();
 #endif
     gemm_suite();
+    panels_suite();
     params_suite();
     printf("# int8 GEMM path in use: %s\n", tfm_gemm_q8_backend());
     return check_failures ? 1 : 0;

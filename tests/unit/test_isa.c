@@ -50,7 +50,7 @@ static void path_suite(tfm_isa isa) {
     float x[NMAX + 1], y[NMAX + 1], z[NMAX + 1], bias[NMAX];
     double ref[NMAX];
     double w_exp = 0, w_tanh = 0, w_sig = 0, w_gelu = 0, w_geld = 0, w_sum = 0, w_dot = 0, w_es = 0;
-    int max_ok = 1, tail_ok = 1, bias_ok = 1, find_ok = 1;
+    int max_ok = 1, tail_ok = 1, bias_ok = 1, find_ok = 1, interval_ok = 1, index_ok = 1;
     for (size_t n = 0; n <= NMAX; n++) {
         for (size_t i = 0; i < n; i++) { x[i] = frand(-12.0f, 12.0f); z[i] = frand(-1.0f, 1.0f); }
         x[n] = y[n] = 777.0f; /* must stay untouched */
@@ -76,6 +76,33 @@ static void path_suite(tfm_isa isa) {
         for (size_t i = 0; i < n; i++) {
             s += x[i]; sa += fabs(x[i]); d += (double)x[i] * z[i]; da += fabs((double)x[i] * z[i]);
             mx = x[i] > mx ? x[i] : mx;
+        }
+        {   /* the screen's interval step against doubles (ids 3, 10, ... banned), then index_ge exactly */
+            float a[NMAX + 1], u[NMAX], v[NMAX], w[NMAX];
+            double lo_ref = -INFINITY;
+            for (size_t i = 0; i < n; i++) {
+                a[i] = i % 7 == 3 ? -INFINITY : x[i];
+                u[i] = frand(0, 3), v[i] = frand(0, 1e-2f), w[i] = frand(0, 2);
+            }
+            a[n] = 777.0f;
+            float cw = 0.01f, cx = 5.0f, cr = 2e-6f, up_ref[NMAX];
+            for (size_t i = 0; i < n; i++) {
+                double B = (double)cw * u[i] + (double)cx * v[i] + (double)cr * (fabs(a[i]) + w[i]) + 1e-30;
+                up_ref[i] = a[i] == -INFINITY ? -INFINITY : (float)(a[i] + B);
+                if (a[i] != -INFINITY && a[i] - B > lo_ref) lo_ref = a[i] - B;
+            }
+            float lo = t->interval(a, u, v, w, cw, cx, cr, n);
+            interval_ok &= fabs(lo - lo_ref) <= 1e-6 * (fabs(lo_ref) + 1) || (n == 0 && lo == -INFINITY) ||
+                           (lo == -INFINITY && lo_ref == -INFINITY);
+            for (size_t i = 0; i < n; i++)
+                interval_ok &= up_ref[i] == -INFINITY ? a[i] == -INFINITY : fabs(a[i] - up_ref[i]) <= 1e-6 * (fabs(up_ref[i]) + 1);
+            interval_ok &= a[n] == 777.0f;
+            int idx[NMAX], want[NMAX];
+            float thr = frand(-13.0f, 13.0f);
+            size_t k = 0, got = t->index_ge(x, n, thr, idx);
+            for (size_t i = 0; i < n; i++)
+                if (x[i] >= thr) want[k++] = (int)i;
+            index_ok &= got == k && !memcmp(idx, want, sizeof(int) * k);
         }
         for (int q = 0; q < 4; q++) {   /* find_gt: thresholds below, among and above the values */
             float thr = q == 3 ? 13.0f : frand(-13.0f, 13.0f);
@@ -165,6 +192,8 @@ static void path_suite(tfm_isa isa) {
     REPORT("tails_untouched", tail_ok, "wrote past n");
     REPORT("max", max_ok, "wrong max");
     REPORT("find_gt", find_ok, "wrong first index above the threshold");
+    REPORT("interval", interval_ok, "an upper end or the largest lower end off, a banned id changed, or wrote past n");
+    REPORT("index_ge", index_ok, "wrong indices at or above the threshold");
     REPORT("sum", w_sum < 1e-6, "worst err/sum|x| %g", w_sum);
     REPORT("dot", w_dot < 1e-6, "worst err/sum|xz| %g", w_dot);
     REPORT("drop_keep_equals_hash", keep_ok, "a keep byte differs from the scalar hash, or wrote past n");

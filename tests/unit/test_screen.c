@@ -1,10 +1,12 @@
 /* Greedy's output layer through the int8 screen (tfm_logit_screen, src/decode/screen.c): the screened argmax
  * must be exactly the first argmax of the fp32 logits a one-row step computes (tfm_gemm_bias with M = 1),
  *   - for random hidden states at scales from 1e-3 to 1e3 (a random Transformer's output layer, V = 3000,
- *     with a bias), on the active kernels (tests/run.sh runs this under every TFM_ISA the CPU has);
- *   - for exact ties (two equal rows: the lower id wins) and one-ulp near-ties;
+ *     with a bias), in steps of 1-4 rows (8-bit activations) and 5-9 rows (7-bit, the panels' GEMM), on the
+ *     active kernels (tests/run.sh runs this under every TFM_ISA the CPU has);
+ *   - for exact ties (two equal rows: the lower id wins) and one-ulp near-ties, in steps of 1 and 6 rows;
  *   - for a flat distribution (h = 0 and equal biases: every row a candidate, the fall-back path);
  *   - with banned ids (the best one banned: the second best wins);
+ *   - for the activation's rounding at its worst (a bound with the wrong step drops the winner);
  * and a non-finite hidden state gives -1, an int8 output layer or an architecture without decode_hidden gives
  * no screen, and greedy search over sentences with the screen returns the same tokens as without it. */
 #include <math.h>
@@ -50,7 +52,7 @@ static float *scratch_for(const tfm_logit_screen *s, int rows) {
 }
 
 static void test_random(tfm_mt_net *m, const tfm_logit_screen *s) {
-    enum { ROWS = 4, TRIALS = 300 };
+    enum { ROWS = 9, TRIALS = 300 };   /* 1-4 rows: the 8-bit int8 GEMM; 5 and more: the 7-bit panels */
     float h[ROWS * D], z[V], *scr = scratch_for(s, ROWS);
     int best[ROWS], wrong = 0, fallbacks = 0, n = 0;
     uint64_t st = 12345;
@@ -64,7 +66,7 @@ static void test_random(tfm_mt_net *m, const tfm_logit_screen *s) {
         fallbacks += tfm_logit_screen_argmax(s, h, rows, NULL, 0, scr, best);
         for (int r = 0; r < rows; r++, n++) wrong += best[r] != reference(m, h + r * D, NULL, 0, z);
     }
-    CHECK("screen: random hidden states (1e-3..1e3), the fp32 first argmax", wrong == 0,
+    CHECK("screen: random hidden states (1e-3..1e3), 1-9 rows, the fp32 first argmax", wrong == 0,
           "%d of %d rows differ", wrong, n);
     printf("# %d rows, %d fell back to the full layer\n", n, fallbacks);
     free(scr);
@@ -78,10 +80,14 @@ static void test_ties(tfm_mt_net *m) {
     memcpy(W->data + (size_t)10 * D, W->data + (size_t)20 * D, sizeof(float) * D);   /* row 10 = row 20 */
     if (b) b->data[10] = b->data[20];
     tfm_logit_screen *s = tfm_logit_screen_new(m);
-    float *scr = scratch_for(s, 1);
-    int best = -1, want = reference(m, h, NULL, 0, z);
+    float *scr = scratch_for(s, 6), h6[6 * D];
+    int best = -1, want = reference(m, h, NULL, 0, z), best6[6], tie6 = 1;
     tfm_logit_screen_argmax(s, h, 1, NULL, 0, scr, &best);
     CHECK("screen: an exact tie goes to the lower id", best == 10 && want == 10, "screen %d, reference %d", best, want);
+    for (int r = 0; r < 6; r++) memcpy(h6 + r * D, h, sizeof h);   /* a step of 6 rows: the panels' GEMM */
+    tfm_logit_screen_argmax(s, h6, 6, NULL, 0, scr, best6);
+    for (int r = 0; r < 6; r++) tie6 &= best6[r] == 10;
+    CHECK("screen: an exact tie in a step of 6 rows goes to the lower id", tie6, "row 0: %d", best6[0]);
     /* one ulp up in one weight of row 20: the two logits now differ in the last bits or not at all */
     for (int k = 0; k < D; k++) {
         float *w = W->data + (size_t)20 * D + k;
@@ -91,8 +97,12 @@ static void test_ties(tfm_mt_net *m) {
         want = reference(m, h, NULL, 0, z);
         tfm_logit_screen_argmax(s, h, 1, NULL, 0, scr, &best);
         if (best != want) break;
+        for (int r = 0; r < 6; r++) memcpy(h6 + r * D, h, sizeof h);
+        tfm_logit_screen_argmax(s, h6, 6, NULL, 0, scr, best6);
+        if ((best = best6[5]) != want) break;
     }
-    CHECK("screen: one-ulp near-ties, the fp32 first argmax", best == want, "screen %d, reference %d", best, want);
+    CHECK("screen: one-ulp near-ties (1 and 6 rows), the fp32 first argmax", best == want, "screen %d, reference %d",
+          best, want);
     tfm_logit_screen_free(s);
     free(scr);
 }
@@ -123,6 +133,42 @@ static void test_flat_and_banned(tfm_mt_net *m) {
           "accepted");
     tfm_logit_screen_free(s);
     free(scr);
+}
+
+/* The activation's rounding at its worst: x = (63, +-0.49 step, ...) with row A's weights matching its signs, so
+ * every small value rounds to 0 and all their contributions (about 0.49 step |w_A|_1) are lost, and row B wins in
+ * int8 on the first component alone. A bound that undercounts the activation term (the wrong step, 8-bit where the
+ * panels use 7) drops A, the fp32 winner. In a step of 1 row (8-bit) and of 6 rows (7-bit). */
+static void test_worst_rounding(void) {
+    tfm_mt_net *m = make_model(0);
+    const tfm_tensor *W, *b;
+    m->vt->output_layer(m, &W, &b);
+    memset(W->data, 0, sizeof(float) * W->size);
+    if (b) memset(b->data, 0, sizeof(float) * b->size);
+    float *wa = W->data + (size_t)100 * D, *wb = W->data + (size_t)200 * D, h[6 * D], z[V];
+    wa[0] = 1.0f;
+    for (int k = 1; k < D; k++) wa[k] = k % 2 ? 1.0f : -1.0f;
+    int ok = 1, best[6];
+    for (int rows = 1; rows <= 6; rows += 5) {
+        float step = 63.0f / (rows == 1 ? 127.0f : 63.0f);   /* amax / levels */
+        for (int r = 0; r < rows; r++) {
+            h[r * D] = 63.0f;
+            for (int k = 1; k < D; k++) h[r * D + k] = 0.49f * step * wa[k];
+        }
+        /* z_A = 63 + 0.49 step (D - 1), its int8 value 63; B's, on the grid, 2.5 below z_A: A is a candidate only
+         * if the bound counts at least 1 / 2.3 of the activation's worst error (the bound's 2x margin included) */
+        wb[0] = (63.0f + 0.49f * step * (D - 1) - 2.5f) / 63.0f;
+        tfm_logit_screen *s = tfm_logit_screen_new(m);
+        float *scr = scratch_for(s, 6);
+        int want = reference(m, h, NULL, 0, z);
+        tfm_logit_screen_argmax(s, h, rows, NULL, 0, scr, best);
+        ok &= want == 100 && best[0] == 100 && best[rows - 1] == 100;
+        if (!ok) printf("# %d rows: screen %d, reference %d\n", rows, best[0], want);
+        free(scr);
+        tfm_logit_screen_free(s);
+    }
+    CHECK("screen: the activation's worst rounding (1 and 6 rows) keeps the fp32 winner", ok, "see above");
+    tfm_mt_net_free(m);
 }
 
 static void test_no_screen(void) {
@@ -157,8 +203,8 @@ static void test_search(tfm_mt_net *m) {
     tfm_graph g;
     tfm_graph_init(&g, 0);
     g.grad_enabled = 0;
-    int same = 1, batches[2] = {1, 3};
-    for (int bi = 0; bi < 2; bi++) {
+    int same = 1, batches[3] = {1, 3, 6};
+    for (int bi = 0; bi < 3; bi++) {
         tfm_search_opts o;
         tfm_search_opts_default(&o);
         o.max_len = 12;
@@ -174,7 +220,7 @@ static void test_search(tfm_mt_net *m) {
         for (int i = 0; rc1 == 0 && i < N; i++) tfm_hyps_free(&full[i]);
         for (int i = 0; rc2 == 0 && i < N; i++) tfm_hyps_free(&scr[i]);
     }
-    CHECK("screen: greedy search with the screen gives the same tokens (batch 1 and 3)", same, "differ");
+    CHECK("screen: greedy search with the screen gives the same tokens (batch 1, 3 and 6)", same, "differ");
     tfm_graph_free(&g);
     tfm_logit_screen_free(s);
 }
@@ -191,5 +237,6 @@ int main(void) {
     test_ties(m);
     tfm_mt_net_free(m);
     test_no_screen();
+    test_worst_rounding();
     CHECK_EXIT();
 }
