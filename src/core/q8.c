@@ -66,7 +66,34 @@ int tfm_params_n_q8(const tfm_params *p) {
     return n;
 }
 
+static size_t panel_bytes(const tfm_q8_weight *w) {
+    return (size_t)((w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL) * (size_t)((w->cols + 3) / 4) * 64;
+}
+
+const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w) {
+    int8_t *have = __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE);
+    if (have) return have;
+    const size_t bytes = panel_bytes(w), group = 64, groups = (size_t)(w->cols + 3) / 4;
+    int8_t *p = tfm_weights_alloc_(bytes);   /* zeroed: rows of the last panel past w->rows */
+    if (!p) return NULL;
+    for (int r = 0; r < w->rows; r++) {   /* row r: panel r / 16, half (r % 16) / 8, 4 bytes at (r % 8) * 4 */
+        const int8_t *q = w->q + (size_t)r * w->ld;   /* zero from cols up to ld >= 4 * groups */
+        int8_t *dst = p + (size_t)(r / TFM_Q8_PANEL) * groups * group + (size_t)(r % 16 / 8 * 32 + r % 8 * 4);
+        for (size_t g = 0; g < groups; g++) memcpy(dst + g * group, q + 4 * g, 4);
+    }
+    tfm_q8_weight *mw = (tfm_q8_weight *)w;   /* the panels are a cache of q: filled in once, under a CAS */
+    if (__atomic_compare_exchange_n(&mw->panels, &have, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return p;
+    tfm_weights_free_(p, bytes);   /* another thread's copy won */
+    return have;
+}
+
+void tfm_q8_weight_free_panels_(tfm_q8_weight *w) {
+    tfm_weights_free_(w->panels, panel_bytes(w));
+    w->panels = NULL;
+}
+
 void tfm_q8_weight_free_(tfm_q8_weight *w) {
+    if (w->panels) tfm_q8_weight_free_panels_(w);
     tfm_weights_free_(w->q, (size_t)w->rows * w->ld);
     free(w->scale);
     free(w->sum);

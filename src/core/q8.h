@@ -13,8 +13,16 @@
  * those checks w->scale. 0, or -1 with a tfm error and w empty: rows or cols < 1, cols > TFM_Q8_MAX_COLS or
  * stride < cols (TFM_ERR_OTHER), too large for size_t or out of memory (TFM_ERR_NOMEM). */
 int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols, size_t stride);
-/* Release w's buffers (those of an empty, zeroed w too) and zero it. */
+/* Release w's buffers (those of an empty, zeroed w too, and its panels) and zero it. */
 void tfm_q8_weight_free_(tfm_q8_weight *w);
+
+/* w's rows laid out for the int8 GEMM of many rows (src/ops/gemm_q8.c): panels of TFM_Q8_PANEL rows, k in groups
+ * of 4; group g of a panel is 64 bytes, its rows 0-7 x 4 bytes then rows 8-15 x 4 bytes (rows past w->rows and k
+ * past cols zero). Made by the first call and kept in w->panels (threads may race to make it: one copy wins, the
+ * others are freed); NULL when out of memory (the caller takes the row layout instead). */
+#define TFM_Q8_PANEL 16
+const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w);
+void tfm_q8_weight_free_panels_(tfm_q8_weight *w);   /* w->panels released (a weight not made here: tests) */
 
 void tfm_params_free_q8_(tfm_params *p);   /* p's int8 copies and their table (tfm_params_free) */
 

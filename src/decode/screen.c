@@ -30,7 +30,6 @@ struct tfm_logit_screen {
     const float *W, *b;      /* the model's layer: W (V, d), b (V) or NULL */
     int V, d;
     tfm_q8_weight q;         /* W in int8 */
-    tfm_q8_panels panels;    /* q laid out for steps of many rows */
     float *w_l1;             /* |w_r|_1 */
     float *w_err;            /* ew_r: half of row r's int8 step (its max |w| when the row is all below TFM_Q8_TINY) */
     float *b_abs;            /* |b_r| (zeros without a bias) */
@@ -38,7 +37,6 @@ struct tfm_logit_screen {
 
 void tfm_logit_screen_free(tfm_logit_screen *s) {
     if (!s) return;
-    tfm_q8_panels_free(&s->panels);
     tfm_q8_weight_free_(&s->q);
     free(s->w_l1), free(s->w_err), free(s->b_abs);
     free(s);
@@ -46,8 +44,7 @@ void tfm_logit_screen_free(tfm_logit_screen *s) {
 
 static int quantize_rows(tfm_logit_screen *s) {
     int V = s->V, d = s->d;
-    if (tfm_q8_weight_quantize_(&s->q, s->W, V, d, (size_t)d) ||   /* huge pages: read once a step */
-        tfm_q8_panels_make(&s->panels, &s->q))
+    if (tfm_q8_weight_quantize_(&s->q, s->W, V, d, (size_t)d))   /* huge pages: read once a step */
         return tfm_prefix_error("the output layer's int8 screen: ");
     s->w_l1 = malloc(sizeof(float) * (size_t)V);
     s->w_err = malloc(sizeof(float) * (size_t)V);
@@ -150,7 +147,7 @@ int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows,
     float *a = scratch;
     int *cand = (int *)(scratch + (size_t)rows * V);   /* V ints (tfm_logit_screen_scratch) */
     const int many = rows >= SCREEN_PANEL_ROWS;
-    if (many) tfm_gemm_q8_panels(rows, h, d, &s->panels, s->b, a, V);
+    if (many) tfm_gemm_q8_panels(rows, h, d, &s->q, s->b, a, V);
     else tfm_gemm_q8(rows, h, d, &s->q, s->b, a, V);
     int fell_back = 0;
     for (int r = 0; r < rows; r++) {

@@ -37,6 +37,9 @@
 
 /* Multiply-adds per thread before another thread is used (as tfm_gemm). */
 #define Q8_MIN_WORK (1 << 18)
+/* tfm_gemm_q8 on AVX2 takes W's panels from this many rows up (fewer: a step that streams the weights, which the
+ * row layout reads with fewer instructions) */
+#define Q8_PANEL_ROWS 5
 /* A thread's block of C: up to Q8_RB rows x Q8_CB columns (whole 4 x 4 tiles). */
 #define Q8_RB 16
 #define Q8_CB 64
@@ -296,9 +299,20 @@ static int q8_threads(int M, int N, int K) {
     return by_work < 1 ? 1 : by_work < nt ? by_work : nt;
 }
 
+static int q8_panels_signed(int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w, const float *bias,
+                            float *C, int ldc, int32_t *acc, int nt);
+
 void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const tfm_q8_weight *w, int32_t *acc) {
-    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, NULL, NULL, 0, acc};
     TFM_ASSERT(lda == w->ld, "tfm_q8_dot_path_: lda %d, weight rows of %d bytes", lda, w->ld);
+    if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS) {   /* as tfm_gemm_q8 does: rows in 4-row multiples */
+        int8_t *q4 = aligned_alloc(64, (size_t)(M + 3) / 4 * 4 * (size_t)lda);
+        TFM_ASSERT(q4 != NULL, "tfm_q8_dot_path_: out of memory");
+        memcpy(q4, qa, (size_t)M * lda);
+        int rc = q8_panels_signed(M, q4, (size_t)lda, NULL, w, NULL, NULL, 0, acc, 1);
+        free(q4);
+        if (rc == 0) return;
+    }
+    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, NULL, NULL, 0, acc};
     q8_run(&g, 1);
 }
 
@@ -306,8 +320,9 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
                        const float *bias, float *C, int ldc) {
     if (M <= 0 || W->rows <= 0) return;
     int K = W->cols, kb = W->ld;
-    /* the quantized rows (kb bytes each, 64-byte aligned) and their scales, in the thread's scratch */
-    size_t qbytes = (size_t)M * kb;
+    /* the quantized rows (kb bytes each, 64-byte aligned; 4-row multiples for the panels) and their scales, in
+     * the thread's scratch */
+    size_t qbytes = (size_t)(M + 3) / 4 * 4 * kb;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
     int8_t *qa = (int8_t *)buf;
@@ -315,6 +330,8 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
     if (nt <= 0) nt = q8_threads(M, W->rows, K);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
     for (int i = 0; i < M; i++) sa[i] = tfm_q8_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
+    if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS && !q8_panels_signed(M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
+        return;
     q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, bias, C, ldc, NULL};
     q8_run(&g, nt);
 }
@@ -323,49 +340,38 @@ void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const f
     tfm_gemm_q8_path_(tfm_q8_active_path(), 0, M, A, lda, W, bias, C, ldc);
 }
 
-/* ---------------------------------------------------------------- panels (ops/gemm_q8_panels.h) */
-#define Q7_OFFSET 64          /* an activation byte is q + 64: 1..127, unsigned for vpmaddubsw */
+/* ---------------------------------------------------------------- panels (many rows: ops/gemm_q8_panels.h) */
+/* W in panels (tfm_q8_weight_panels_, core/q8.h): a 4-row tile broadcasts 4 bytes of an activation row and
+ * multiplies them with two vectors of the panel (16 weight rows x 4 k), so W is read once per 16 activation rows
+ * instead of once per 4 and every vpmaddubsw gives 32 products. Two forms of the activations:
+ *   - 8 bits (tfm_gemm_q8 from Q8_PANEL_ROWS rows up, AVX2): the sign trick as in tile_avx2, |a| * (sign(a) w),
+ *     the same exact sums as every other path;
+ *   - 7 bits shifted to unsigned, q + 64 (tfm_gemm_q8_panels: greedy's screen), no vpsignb per product; the
+ *     shift comes back out exactly as 64 * sum(w). */
+#define Q7_OFFSET 64          /* a 7-bit activation byte is q + 64: 1..127, unsigned for vpmaddubsw */
 #define PANEL_GROUP_BYTES 64  /* a k group of a panel: 16 rows x 4 bytes */
 #define PANEL_ROW_BLOCK 16    /* activation rows that sweep W's panels together (their C lines stay in L2) */
 
-int tfm_q8_panels_make(tfm_q8_panels *p, const tfm_q8_weight *w) {
-    memset(p, 0, sizeof *p);
-    int panels = (w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL, groups = (w->cols + 3) / 4;
-    p->bytes = (size_t)panels * groups * PANEL_GROUP_BYTES;
-    p->p = tfm_weights_alloc_(p->bytes);   /* zeroed: the rows of the last panel beyond w->rows */
-    if (!p->p)
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 panels of a %d x %d weight)", w->rows, w->cols),
-               -1;
-    p->w = w, p->groups = groups;
-    for (int r = 0; r < w->rows; r++) {   /* row r: panel r / 16, half (r % 16) / 8, 4 bytes at (r % 8) * 4 */
-        const int8_t *q = w->q + (size_t)r * w->ld;   /* zero from cols up to ld >= 4 * groups */
-        int8_t *dst = p->p + (size_t)(r / TFM_Q8_PANEL) * groups * PANEL_GROUP_BYTES + (r % 16) / 8 * 32 + (r % 8) * 4;
-        for (int g = 0; g < groups; g++) memcpy(dst + (size_t)g * PANEL_GROUP_BYTES, q + 4 * g, 4);
-    }
-    return 0;
-}
-
-void tfm_q8_panels_free(tfm_q8_panels *p) {
-    tfm_weights_free_(p->p, p->bytes);
-    memset(p, 0, sizeof *p);
-}
-
 typedef struct {
     int M, N, groups;
-    const int8_t *qa;         /* M rows rounded up to 4 (the extra ones q = 0), lda bytes each, q + 64 */
+    const int8_t *qa;         /* M rows rounded up to 4 (the extra ones zero: q = 0), lda bytes each */
     size_t lda;
     const float *sa;          /* M */
-    const tfm_q8_panels *p;
+    const tfm_q8_weight *w;
+    const int8_t *panels;
+    int32_t shift;            /* what the activations were shifted by (64 or 0): acc - shift * sum(w) is exact */
     const float *bias;
-    float *C;
+    float *C;                 /* NULL: acc instead (tests) */
     int ldc;
+    int32_t *acc;             /* M x N */
 } panel_args;
 
-/* out[16 i + c] = sum_k (q_ik + 64) w_ck for the 4 rows at a (lda apart) and the panel's 16 rows */
+/* out[16 i + c] = sum_k a_ik w_ck for the 4 rows at a (lda apart) and the panel's 16 rows */
 typedef void (*panel_tile_fn)(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out);
 /* C of rows [i, i + mr) x columns [j, j + nc) from a tile's out (mr <= 4, nc <= 16) */
 typedef void (*panel_store_fn)(const panel_args *g, int i, int j, int mr, int nc, const int32_t *out);
 
+/* the 7-bit form's tile: activations as unsigned bytes */
 static void panel_tile_c(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
     for (int i = 0; i < 4; i++)
         for (int c = 0; c < TFM_Q8_PANEL; c++) {
@@ -378,12 +384,16 @@ static void panel_tile_c(int groups, const int8_t *a, size_t lda, const int8_t *
         }
 }
 
-/* y = (acc - 64 sum_w) * (sa sw) (+ bias): the shift taken back out exactly, then store_tile's float steps */
+/* y = (acc - shift sum_w) * (sa sw) (+ bias): store_tile's float steps */
 static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
-    const tfm_q8_weight *w = g->p->w;
+    const tfm_q8_weight *w = g->w;
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nc; j++) {
-            int32_t e = out[16 * i + j] - Q7_OFFSET * w->sum[j0 + j];
+            int32_t e = out[16 * i + j] - g->shift * w->sum[j0 + j];
+            if (!g->C) {
+                g->acc[(size_t)(i0 + i) * g->N + j0 + j] = e;
+                continue;
+            }
             float scale = g->sa[i0 + i] * w->scale[j0 + j];
             float y = (float)e * scale;
             if (g->bias) y += g->bias[j0 + j];
@@ -392,37 +402,47 @@ static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, c
 }
 
 #if TFM_X86
-/* 4 activation rows x 16 weight rows: 8 accumulators, 2 weight vectors, a broadcast, ones, a product (13 ymm) */
-TFM_TARGET_AVX2 static void panel_tile_avx2(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    for (int g = 0; g < groups; g++, a += 4, p += PANEL_GROUP_BYTES) {
-        __m256i b0 = _mm256_load_si256((const __m256i *)p), b1 = _mm256_load_si256((const __m256i *)(p + 32)), av;
-        int32_t four;
-#define PANEL_ROW(I, C0, C1)                                                                  \
-        memcpy(&four, a + (I) * lda, 4);                                                      \
-        av = _mm256_set1_epi32(four);                                                         \
-        C0 = _mm256_add_epi32(C0, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));     \
-        C1 = _mm256_add_epi32(C1, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
-        PANEL_ROW(0, c00, c01) PANEL_ROW(1, c10, c11) PANEL_ROW(2, c20, c21) PANEL_ROW(3, c30, c31)
-#undef PANEL_ROW
+/* 4 activation rows x 16 weight rows: 8 accumulators, 2 weight vectors, a broadcast (and its |.|), ones and a
+ * product (15 ymm). SIGNED: the 8-bit form (|a| * sign(a) w); else the 7-bit form's unsigned a. */
+#define PANEL_TILE_AVX2(NAME, SIGNED)                                                                         \
+    TFM_TARGET_AVX2 static void NAME(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) { \
+        const __m256i ones = _mm256_set1_epi16(1);                                                            \
+        __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, \
+                c31 = c00;                                                                                    \
+        for (int g = 0; g < groups; g++, a += 4, p += PANEL_GROUP_BYTES) {                                    \
+            __m256i b0 = _mm256_load_si256((const __m256i *)p), b1 = _mm256_load_si256((const __m256i *)(p + 32)); \
+            PANEL_ROW(0, c00, c01, SIGNED) PANEL_ROW(1, c10, c11, SIGNED)                                     \
+            PANEL_ROW(2, c20, c21, SIGNED) PANEL_ROW(3, c30, c31, SIGNED)                                     \
+        }                                                                                                     \
+        _mm256_store_si256((__m256i *)(out + 0), c00), _mm256_store_si256((__m256i *)(out + 8), c01);         \
+        _mm256_store_si256((__m256i *)(out + 16), c10), _mm256_store_si256((__m256i *)(out + 24), c11);       \
+        _mm256_store_si256((__m256i *)(out + 32), c20), _mm256_store_si256((__m256i *)(out + 40), c21);       \
+        _mm256_store_si256((__m256i *)(out + 48), c30), _mm256_store_si256((__m256i *)(out + 56), c31);       \
     }
-    _mm256_store_si256((__m256i *)(out + 0), c00), _mm256_store_si256((__m256i *)(out + 8), c01);
-    _mm256_store_si256((__m256i *)(out + 16), c10), _mm256_store_si256((__m256i *)(out + 24), c11);
-    _mm256_store_si256((__m256i *)(out + 32), c20), _mm256_store_si256((__m256i *)(out + 40), c21);
-    _mm256_store_si256((__m256i *)(out + 48), c30), _mm256_store_si256((__m256i *)(out + 56), c31);
-}
+#define PANEL_ROW(I, C0, C1, SIGNED)                                                                          \
+    {                                                                                                         \
+        int32_t four;                                                                                         \
+        memcpy(&four, a + (I) * lda, 4);                                                                      \
+        __m256i av = _mm256_set1_epi32(four), au = SIGNED ? _mm256_abs_epi8(av) : av;                         \
+        __m256i w0 = SIGNED ? _mm256_sign_epi8(b0, av) : b0, w1 = SIGNED ? _mm256_sign_epi8(b1, av) : b1;     \
+        C0 = _mm256_add_epi32(C0, _mm256_madd_epi16(_mm256_maddubs_epi16(au, w0), ones));                     \
+        C1 = _mm256_add_epi32(C1, _mm256_madd_epi16(_mm256_maddubs_epi16(au, w1), ones));                     \
+    }
+PANEL_TILE_AVX2(panel_tile_avx2, 0)
+PANEL_TILE_AVX2(panel_tile_sign_avx2, 1)
+#undef PANEL_ROW
+#undef PANEL_TILE_AVX2
 
 /* panel_store_c's arithmetic 8 columns at a time (the same operations, each rounded once) */
 TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
-    if (nc < TFM_Q8_PANEL) {
+    if (nc < TFM_Q8_PANEL || !g->C) {
         panel_store_c(g, i0, j0, mr, nc, out);
         return;
     }
-    const tfm_q8_weight *w = g->p->w;
+    const tfm_q8_weight *w = g->w;
     for (int h = 0; h < 2; h++) {
         const int j = j0 + 8 * h;
-        __m256i shift = _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(w->sum + j)), 6);   /* 64 sum */
+        __m256i shift = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->sum + j)), _mm256_set1_epi32(g->shift));
         __m256 sw = _mm256_loadu_ps(w->scale + j), b = g->bias ? _mm256_loadu_ps(g->bias + j) : _mm256_setzero_ps();
         for (int i = 0; i < mr; i++) {
             __m256i e = _mm256_sub_epi32(_mm256_load_si256((const __m256i *)(out + 16 * i + 8 * h)), shift);
@@ -440,13 +460,40 @@ static void panels_range(panel_tile_fn tile, panel_store_fn store, const panel_a
     int32_t out[4 * TFM_Q8_PANEL] __attribute__((aligned(32)));
     for (int i0 = 0; i0 < g->M; i0 += PANEL_ROW_BLOCK)
         for (int pn = pn0; pn < pn1; pn++) {
-            const int8_t *panel = g->p->p + (size_t)pn * g->groups * PANEL_GROUP_BYTES;
+            const int8_t *panel = g->panels + (size_t)pn * g->groups * PANEL_GROUP_BYTES;
             int j = pn * TFM_Q8_PANEL, nc = g->N - j < TFM_Q8_PANEL ? g->N - j : TFM_Q8_PANEL;
             for (int i = i0; i < g->M && i < i0 + PANEL_ROW_BLOCK; i += 4) {
                 tile(g->groups, g->qa + (size_t)i * g->lda, g->lda, panel, out);
                 store(g, i, j, g->M - i < 4 ? g->M - i : 4, nc, out);
             }
         }
+}
+
+/* every panel, split over nt threads in contiguous ranges (exact sums: the same bits whatever the split) */
+static void panels_run(panel_tile_fn tile, panel_store_fn store, const panel_args *g, int nt) {
+    int panels = (g->N + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL;
+    if (nt > panels) nt = panels;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int t = 0; t < nt; t++)
+        panels_range(tile, store, g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
+}
+
+/* the 8-bit form on AVX2 from Q8_PANEL_ROWS rows (qa: M rows of lda bytes, zero beyond cols; the buffer must
+ * hold 4-row multiples: rows M.. are zeroed here); 0, or -1 when the panels cannot be made (the caller tiles
+ * rows instead) */
+static int q8_panels_signed(int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w, const float *bias,
+                            float *C, int ldc, int32_t *acc, int nt) {
+#if TFM_X86
+    const int8_t *panels = tfm_q8_weight_panels_(w);
+    if (!panels) return -1;
+    memset(qa + (size_t)M * lda, 0, (size_t)((M + 3) / 4 * 4 - M) * lda);
+    panel_args g = {M, w->rows, (w->cols + 3) / 4, qa, lda, sa, w, panels, 0, bias, C, ldc, acc};
+    panels_run(panel_tile_sign_avx2, panel_store_avx2, &g, nt);
+    return 0;
+#else
+    (void)M, (void)qa, (void)lda, (void)sa, (void)w, (void)bias, (void)C, (void)ldc, (void)acc, (void)nt;
+    return -1;
+#endif
 }
 
 float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
@@ -460,31 +507,28 @@ float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad
     return s;
 }
 
-void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const tfm_q8_panels *p,
+void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const tfm_q8_weight *w,
                               const float *bias, float *C, int ldc) {
-    const tfm_q8_weight *w = p->w;
     if (M <= 0 || w->rows <= 0) return;
-    const int K = w->cols, Mp = (M + 3) / 4 * 4, panels = (w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL;
-    const size_t ldq = ((size_t)p->groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
+    const int8_t *panels = tfm_q8_weight_panels_(w);
+    if (!panels) tfm_fatal("int8 GEMM: out of memory (the panels of a %d x %d weight)", w->rows, w->cols);
+    const int K = w->cols, Mp = (M + 3) / 4 * 4, groups = (K + 3) / 4;
+    const size_t ldq = ((size_t)groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
     int8_t *qa = (int8_t *)buf;
     float *sa = buf + qbytes / sizeof(float);
-    if (nt <= 0) nt = q8_threads(M, w->rows, K);
-    if (nt > panels) nt = panels;
     for (int i = 0; i < M; i++) sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, (int)ldq, qa + (size_t)i * ldq);
     memset(qa + (size_t)M * ldq, Q7_OFFSET, (size_t)(Mp - M) * ldq);
-    panel_args g = {M, w->rows, p->groups, qa, ldq, sa, p, bias, C, ldc};
+    panel_args g = {M, w->rows, groups, qa, ldq, sa, w, panels, Q7_OFFSET, bias, C, ldc, NULL};
     panel_tile_fn tile = panel_tile_c;
     panel_store_fn store = panel_store_c;
 #if TFM_X86
     if (path != TFM_Q8_GENERIC) tile = panel_tile_avx2, store = panel_store_avx2;
 #endif
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int t = 0; t < nt; t++)
-        panels_range(tile, store, &g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
+    panels_run(tile, store, &g, nt > 0 ? nt : q8_threads(M, w->rows, K));
 }
 
-void tfm_gemm_q8_panels(int M, const float *A, int lda, const tfm_q8_panels *p, const float *bias, float *C, int ldc) {
-    tfm_gemm_q8_panels_path_(tfm_q8_active_path(), 0, M, A, lda, p, bias, C, ldc);
+void tfm_gemm_q8_panels(int M, const float *A, int lda, const tfm_q8_weight *w, const float *bias, float *C, int ldc) {
+    tfm_gemm_q8_panels_path_(tfm_q8_active_path(), 0, M, A, lda, w, bias, C, ldc);
 }

@@ -30,7 +30,7 @@ static int ld_of(int cols) { return (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * T
 
 /* a weight from rows x cols bytes (64-byte aligned, zero-padded rows) */
 static tfm_q8_weight make_weight(int rows, int cols, const int8_t *q, const float *scale) {
-    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL};
+    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL, NULL};
     w.q = aligned_alloc(64, (size_t)rows * w.ld);
     w.scale = malloc(sizeof(float) * rows);
     w.sum = malloc(sizeof(int32_t) * rows);
@@ -43,7 +43,7 @@ static tfm_q8_weight make_weight(int rows, int cols, const int8_t *q, const floa
     }
     return w;
 }
-static void free_weight(tfm_q8_weight *w) { free(w->q), free(w->scale), free(w->sum); }
+static void free_weight(tfm_q8_weight *w) { tfm_q8_weight_free_panels_(w), free(w->q), free(w->scale), free(w->sum); }
 
 /* activations as the kernels read them: M rows of ld bytes, 64-byte aligned, zero beyond cols */
 static int8_t *make_acts(int M, int cols, const int8_t *q) {
@@ -194,6 +194,10 @@ static void extremes_suite(void) {
         for (int r = 0; r < 4; r++) qa[r * K + k] = v[r], qw[r * K + k] = v[(r + 1) % 4];
     }
     check_dot("extremes", M, N, K, qa, qw, 0);
+    int8_t *qa8 = malloc(2 * M * K);   /* the same rows twice: 8 rows, AVX2's panels (5 rows and more) */
+    memcpy(qa8, qa, (size_t)M * K), memcpy(qa8 + M * K, qa, (size_t)M * K);
+    check_dot("extremes_8_rows", 2 * M, N, K, qa8, qw, 0);
+    free(qa8);
     /* the pitfall, shown: the shifted form saturates here (so this data does reach it) */
     int64_t exact = 0, shifted = 0;
     for (int k = 0; k < K; k += 2) {
@@ -220,7 +224,10 @@ static void extremes_suite(void) {
     int8_t *la = malloc(2 * (size_t)KM), *lw = malloc(2 * (size_t)KM);
     for (int k = 0; k < KM; k++) la[k] = 127, la[KM + k] = -127, lw[k] = 127, lw[KM + k] = -127;
     check_dot("max_cols_extremes", 2, 2, KM, la, lw, 0);
-    free(la), free(lw);
+    int8_t *l5 = malloc(5 * (size_t)KM);   /* 5 rows (the panels): +127, -127, +127, ... */
+    for (int r = 0; r < 5; r++) memcpy(l5 + (size_t)r * KM, la + (size_t)(r % 2) * KM, (size_t)KM);
+    check_dot("max_cols_extremes_5_rows", 5, 2, KM, l5, lw, 0);
+    free(l5), free(la), free(lw);
 }
 
 
@@ -420,8 +427,6 @@ static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
     for (int i = 0; i < N * K; i++) qw[i] = extremes ? (int8_t)(i % 3 ? 127 : -127) : qrand();
     for (int j = 0; j < N; j++) sw[j] = 0.01f + 0.001f * (float)j, bias[j] = frand();
     tfm_q8_weight w = make_weight(N, K, qw, sw);
-    tfm_q8_panels p;
-    if (tfm_q8_panels_make(&p, &w)) return printf("# panels: %s\n", tfm_last_error()), 0;
     float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
     for (int b = 0; b < 2; b++) {
         reference_panels(M, A, lda, &w, b ? bias : NULL, ref, ldc);
@@ -429,7 +434,7 @@ static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
             if (!tfm_q8_path_supported(PATHS[pi])) continue;
             for (int nt = 1; nt <= 2; nt++) {
                 for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
-                tfm_gemm_q8_panels_path_(PATHS[pi], nt, M, A, lda, &p, b ? bias : NULL, C, ldc);
+                tfm_gemm_q8_panels_path_(PATHS[pi], nt, M, A, lda, &w, b ? bias : NULL, C, ldc);
                 int ok = 1;
                 for (int i = 0; i < M; i++)
                     for (int j = 0; j < ldc; j++)
@@ -441,7 +446,6 @@ static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
             }
         }
     }
-    tfm_q8_panels_free(&p);
     free_weight(&w);
     free(A), free(bias), free(sw), free(qw), free(ref), free(C);
     return ok_all;
@@ -477,6 +481,26 @@ static void panels_suite(void) {
         ok &= check_panels(shapes[s][0], shapes[s][1], shapes[s][2], 0, &threads_same);
     CHECK("q8_panels_every_path_equals_formula_bits", ok, "see the lines above");
     CHECK("q8_panels_two_threads_same_bits", threads_same, "see the lines above");
+    /* the panels made lazily by racing threads: one copy, the same for all, laid out as core/q8.h says */
+    {
+        enum { R = 37, K = 70, T = 4 };
+        int8_t qw[R * K];
+        for (int i = 0; i < R * K; i++) qw[i] = qrand();
+        tfm_q8_weight w = make_weight(R, K, qw, NULL);
+        const int8_t *got[T];
+#pragma omp parallel for num_threads(T)
+        for (int t = 0; t < T; t++) got[t] = tfm_q8_weight_panels_(&w);
+        int one = got[0] != NULL && got[0] == w.panels, layout = 1;
+        for (int t = 1; t < T; t++) one &= got[t] == got[0];
+        for (int r = 0; r < 48 && one; r++)   /* 3 panels: rows past 37 zero */
+            for (int k = 0; k < 72; k++) {
+                const int8_t *at = got[0] + (size_t)(r / 16) * 18 * 64 + (size_t)(k / 4) * 64 + r % 16 / 8 * 32 + r % 8 * 4 + k % 4;
+                layout &= *at == (r < R && k < K ? qw[r * K + k] : 0);
+            }
+        CHECK("q8_panels_made_once_by_racing_threads", one, "threads got different panels");
+        CHECK("q8_panels_layout", layout, "a byte is not where core/q8.h puts it");
+        free_weight(&w);
+    }
     threads_same = 1;
     CHECK("q8_panels_extremes_do_not_saturate", check_panels(9, 35, 256, 1, &threads_same) && threads_same,
           "see the lines above");
