@@ -237,8 +237,10 @@ static void adamw_suite(void) {
         tfm_vmath_for((tfm_isa)isa)->adamw(w, g, m, v, N, &k);
         int zeroed = 1;
         for (int i = 0; i < N; i++) zeroed &= g[i] == 0.0f;
-        CHECK(name, zeroed && max_abs_diff(w, rw, N) <= 1e-7 && max_abs_diff(m, rm, N) <= 1e-9 &&
-                        max_abs_diff(v, rv, N) <= 1e-10, "w diff %g, grads zeroed %d", max_abs_diff(w, rw, N), zeroed);
+        /* within 2 ulps of the values' sizes (|m| < 0.01: ulp 9.3e-10; v < 1e-3: ulp 1.2e-10; w < 1: 6e-8) */
+        CHECK(name, zeroed && max_abs_diff(w, rw, N) <= 1.2e-7 && max_abs_diff(m, rm, N) <= 1.9e-9 &&
+                        max_abs_diff(v, rv, N) <= 2.4e-10, "w diff %g, m diff %g, v diff %g, grads zeroed %d",
+              max_abs_diff(w, rw, N), max_abs_diff(m, rm, N), max_abs_diff(v, rv, N), zeroed);
     }
 }
 
