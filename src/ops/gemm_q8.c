@@ -330,7 +330,8 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
     if (nt <= 0) nt = q8_threads(M, W->rows, K);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
     for (int i = 0; i < M; i++) sa[i] = tfm_q8_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
-    if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS && !q8_panels_signed(M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
+    if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS &&
+        !q8_panels_signed(M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
         return;
     q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, bias, C, ldc, NULL};
     q8_run(&g, nt);
@@ -442,7 +443,8 @@ TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0
     const tfm_q8_weight *w = g->w;
     for (int h = 0; h < 2; h++) {
         const int j = j0 + 8 * h;
-        __m256i shift = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->sum + j)), _mm256_set1_epi32(g->shift));
+        __m256i shift =
+            _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->sum + j)), _mm256_set1_epi32(g->shift));
         __m256 sw = _mm256_loadu_ps(w->scale + j), b = g->bias ? _mm256_loadu_ps(g->bias + j) : _mm256_setzero_ps();
         for (int i = 0; i < mr; i++) {
             __m256i e = _mm256_sub_epi32(_mm256_load_si256((const __m256i *)(out + 16 * i + 8 * h)), shift);
@@ -518,7 +520,8 @@ void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, i
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
     int8_t *qa = (int8_t *)buf;
     float *sa = buf + qbytes / sizeof(float);
-    for (int i = 0; i < M; i++) sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, (int)ldq, qa + (size_t)i * ldq);
+    for (int i = 0; i < M; i++)
+        sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, (int)ldq, qa + (size_t)i * ldq);
     memset(qa + (size_t)M * ldq, Q7_OFFSET, (size_t)(Mp - M) * ldq);
     panel_args g = {M, w->rows, groups, qa, ldq, sa, w, panels, Q7_OFFSET, bias, C, ldc, NULL};
     panel_tile_fn tile = panel_tile_c;

@@ -312,12 +312,14 @@ static void quantize_suite(void) {
 }
 
 /* ---------------------------------------------------------------- the whole GEMM */
-/* C[i][j] = (float)acc * (sa * sw) + bias, from exact sums of the rows quantized by tfm_q8_quantize_row */
-static void reference_gemm(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
+/* C[i][j] = (float)acc * (sa * sw) + bias, from exact sums of the rows quantized by `quantize`
+ * (tfm_q8_quantize_row: tfm_gemm_q8; tfm_q7_quantize_row: tfm_gemm_q8_panels) */
+static void reference_gemm(float (*quantize)(const float *, int, int8_t *), int M, const float *A, int lda,
+                           const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
     int K = W->cols;
     int8_t *q = malloc((size_t)K);
     for (int i = 0; i < M; i++) {
-        float sa = tfm_q8_quantize_row(A + (size_t)i * lda, K, q);
+        float sa = quantize(A + (size_t)i * lda, K, q);
         for (int j = 0; j < W->rows; j++) {
             int64_t s = 0;
             for (int k = 0; k < K; k++) s += (int64_t)q[k] * W->q[(size_t)j * W->ld + k];
@@ -344,7 +346,7 @@ static void gemm_suite(void) {
         tfm_q8_weight w = make_weight(N, K, qw, sw);
         float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc), *F = malloc(sizeof(float) * M * N);
         for (int b = 0; b < 2; b++) {
-            reference_gemm(M, A, lda, &w, b ? bias : NULL, ref, ldc);
+            reference_gemm(tfm_q8_quantize_row, M, A, lda, &w, b ? bias : NULL, ref, ldc);
             for (size_t p = 0; p < 3; p++) {
                 if (!tfm_q8_path_supported(PATHS[p])) continue;
                 for (int nt = 1; nt <= 2; nt++) {
@@ -399,26 +401,9 @@ static void gemm_suite(void) {
 }
 
 /* ---------------------------------------------------------------- the panels' GEMM (ops/gemm_q8_panels.h) */
-/* C[i][j] = (float)(exact sum of q7(a_i) qw_j) * (sa * sw) + bias, q7 by tfm_q7_quantize_row */
-static void reference_panels(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
-    int K = W->cols;
-    int8_t *q = malloc((size_t)K);
-    for (int i = 0; i < M; i++) {
-        float sa = tfm_q7_quantize_row(A + (size_t)i * lda, K, q);
-        for (int j = 0; j < W->rows; j++) {
-            int64_t s = 0;
-            for (int k = 0; k < K; k++) s += (int64_t)q[k] * W->q[(size_t)j * W->ld + k];
-            float scale = sa * W->scale[j];
-            float y = (float)(int32_t)s * scale;
-            if (bias) y += bias[j];
-            C[(size_t)i * ldc + j] = y;
-        }
-    }
-    free(q);
-}
-
-/* every path and thread count against reference_panels, bit for bit; extremes = activations at +-63 (every row's
- * values +-amax) and weights at +-127 with equal signs: every vpmaddubsw pair at its largest, 2 * 127 * 127 */
+/* every path and thread count against reference_gemm with 7-bit rows, bit for bit; extremes = activations at
+ * +-63 (every row's values +-amax) and weights at +-127 with equal signs: every vpmaddubsw pair at its largest,
+ * 2 * 127 * 127 */
 static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
     int lda = K + 5, ldc = N + 3, ok_all = 1;
     float *A = malloc(sizeof(float) * M * lda), *bias = malloc(sizeof(float) * N), *sw = malloc(sizeof(float) * N);
@@ -429,7 +414,7 @@ static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
     tfm_q8_weight w = make_weight(N, K, qw, sw);
     float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
     for (int b = 0; b < 2; b++) {
-        reference_panels(M, A, lda, &w, b ? bias : NULL, ref, ldc);
+        reference_gemm(tfm_q7_quantize_row, M, A, lda, &w, b ? bias : NULL, ref, ldc);
         for (size_t pi = 0; pi < 2; pi++) {   /* portable, AVX2 */
             if (!tfm_q8_path_supported(PATHS[pi])) continue;
             for (int nt = 1; nt <= 2; nt++) {
