@@ -39,30 +39,42 @@ int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
     m->max_len = max_len;
     m->d = d;
     m->P = malloc(sizeof(float) * (size_t)max_len * d);
-    if (!m->P) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
+    double *div = malloc(sizeof(double) * (size_t)(d / 2 + 1));   /* 10000^(i/d), the same for every position */
+    if (!m->P || !div) {
+        free(div), free(m->P), m->P = NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
+    }
+    for (int i = 0; i < d; i += 2) div[i / 2] = pow(10000.0, (double)i / d);
     for (int pos = 0; pos < max_len; pos++)
         for (int i = 0; i < d; i += 2) {
             /* computed in double then rounded, as PyTorch computes pos / 10000^(i/d) in float32:
              * the difference is below 1e-6 for the sizes used here */
-            double angle = pos / pow(10000.0, (double)i / d);
+            double angle = pos / div[i / 2];
             m->P[(size_t)pos * d + i] = (float)sin(angle);
             if (i + 1 < d) m->P[(size_t)pos * d + i + 1] = (float)cos(angle);
         }
+    free(div);
     return 0;
 }
 
 int tfm_PositionalEncoding_init_halves(tfm_PositionalEncoding *m, int max_len, int d) {
     m->max_len = max_len;
     m->d = d;
-    m->P = malloc(sizeof(float) * (size_t)max_len * d);
-    if (!m->P) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
     int half = d / 2;
+    m->P = malloc(sizeof(float) * (size_t)max_len * d);
+    double *div = malloc(sizeof(double) * (size_t)(half + 1));   /* 10000^(2k/d), the same for every position */
+    if (!m->P || !div) {
+        free(div), free(m->P), m->P = NULL;
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
+    }
+    for (int k = 0; k < half; k++) div[k] = pow(10000.0, (double)(2 * k) / d);
     for (int pos = 0; pos < max_len; pos++)
         for (int k = 0; k < half; k++) {   /* in double, then rounded: what numpy computes before the float cast */
-            double angle = pos / pow(10000.0, (double)(2 * k) / d);
+            double angle = pos / div[k];
             m->P[(size_t)pos * d + k] = (float)sin(angle);
             m->P[(size_t)pos * d + half + k] = (float)cos(angle);
         }
+    free(div);
     return 0;
 }
 
