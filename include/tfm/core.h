@@ -181,7 +181,8 @@ typedef struct tfm_q8_weight {
     int8_t *q;               /* rows * ld */
     float *scale;            /* rows */
     int32_t *sum;            /* rows */
-    int8_t *panels;          /* NULL, or q laid out for the GEMM of many rows: made at its first call (private) */
+    int8_t *panels;          /* NULL, or q laid out for GEMMs of many rows, made when they pay (private) */
+    int many_row_calls;      /* GEMMs of 5 rows or more so far (private: when to make the panels) */
 } tfm_q8_weight;
 /* Quantize n values: amax = max |x|; scale = amax / 127 and q[i] = x[i] * (127 / amax) rounded to nearest
  * even (in [-127, 127]). A row with amax < TFM_Q8_TINY becomes zeros with scale 0; one holding a NaN or an

@@ -38,7 +38,7 @@
 /* Multiply-adds per thread before another thread is used (as tfm_gemm). */
 #define Q8_MIN_WORK (1 << 18)
 /* tfm_gemm_q8 on AVX2 takes W's panels from this many rows up (fewer: a step that streams the weights, which the
- * row layout reads with fewer instructions) */
+ * row layout reads with fewer instructions), once they are made (q8_panels_pay) */
 #define Q8_PANEL_ROWS 5
 /* A thread's block of C: up to Q8_RB rows x Q8_CB columns (whole 4 x 4 tiles). */
 #define Q8_RB 16
@@ -302,6 +302,17 @@ static int q8_threads(int M, int N, int K) {
 static int q8_panels_signed(int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w, const float *bias,
                             float *C, int ldc, int32_t *acc, int nt);
 
+/* The panels are a second copy of the weight, so tfm_gemm_q8 makes them when they pay: at a call of
+ * Q8_PANEL_BIG_ROWS rows or more (its arithmetic dwarfs one pass over the weight) or at the second call of
+ * Q8_PANEL_ROWS or more (a batch or a beam: every decoding step is one). A GPT prompt of a few tokens before
+ * one-row generation never makes them. */
+#define Q8_PANEL_BIG_ROWS 64
+static int q8_panels_pay(const tfm_q8_weight *w, int M) {
+    if (M < Q8_PANEL_ROWS) return 0;
+    if (M >= Q8_PANEL_BIG_ROWS || __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE)) return 1;
+    return __atomic_add_fetch(&((tfm_q8_weight *)w)->many_row_calls, 1, __ATOMIC_RELAXED) >= 2;
+}
+
 void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const tfm_q8_weight *w, int32_t *acc) {
     TFM_ASSERT(lda == w->ld, "tfm_q8_dot_path_: lda %d, weight rows of %d bytes", lda, w->ld);
     if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS) {   /* as tfm_gemm_q8 does: rows in 4-row multiples */
@@ -330,7 +341,7 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
     if (nt <= 0) nt = q8_threads(M, W->rows, K);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
     for (int i = 0; i < M; i++) sa[i] = tfm_q8_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
-    if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS &&
+    if (path == TFM_Q8_AVX2 && q8_panels_pay(W, M) &&
         !q8_panels_signed(M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
         return;
     q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, bias, C, ldc, NULL};

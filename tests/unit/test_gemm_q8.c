@@ -30,7 +30,7 @@ static int ld_of(int cols) { return (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * T
 
 /* a weight from rows x cols bytes (64-byte aligned, zero-padded rows) */
 static tfm_q8_weight make_weight(int rows, int cols, const int8_t *q, const float *scale) {
-    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL, NULL};
+    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL, NULL, 0};
     w.q = aligned_alloc(64, (size_t)rows * w.ld);
     w.scale = malloc(sizeof(float) * rows);
     w.sum = malloc(sizeof(int32_t) * rows);
@@ -483,6 +483,18 @@ static void panels_suite(void) {
                 layout &= *at == (r < R && k < K ? qw[r * K + k] : 0);
             }
         CHECK("q8_panels_made_once_by_racing_threads", one, "threads got different panels");
+        if (tfm_q8_path_supported(TFM_Q8_AVX2)) {   /* tfm_gemm_q8 makes them at a second call of 5+ rows */
+            tfm_q8_weight w2 = make_weight(R, K, qw, NULL);
+            float A[6 * K], C[6 * R];
+            for (int i = 0; i < 6 * K; i++) A[i] = frand();
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 4, A, K, &w2, NULL, C, R);
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 6, A, K, &w2, NULL, C, R);
+            int after_one = w2.panels != NULL;
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 6, A, K, &w2, NULL, C, R);
+            CHECK("q8_panels_made_at_the_second_gemm_of_5_rows", !after_one && w2.panels != NULL,
+                  "after one call: %d, after two: %d", after_one, w2.panels != NULL);
+            free_weight(&w2);
+        }
         CHECK("q8_panels_layout", layout, "a byte is not where core/q8.h puts it");
         free_weight(&w);
     }
