@@ -6,11 +6,13 @@
  * each activation row quantized on the fly with the same rule (tfm_q8_quantize_row), into a per-thread
  * scratch buffer. The layout is row-major on both sides: a tile of mr activation rows x nr weight rows runs
  * along k in vector-wide chunks and sums each accumulator's lanes at the end (good for the few rows of a
- * decoding step: one row of A against all of W is a stream through W).
+ * decoding step: one row of A against all of W is a stream through W). From 5 rows a step (a batch, a beam)
+ * the AVX2 path reads W in panels instead (core/q8.h; "panels" below), which reuse every weight vector for 4
+ * activation rows and 16 weight rows at once.
  *
  * Paths (ops/isa.h): portable C; AVX2; AVX-512 VNNI (src/ops/kernels_q8_avx512.c). Each computes the exact
  * integer sums, and the scaling above is the same scalar code for all, so every path and every thread
- * count gives the same bits.
+ * count gives the same bits. The screen's GEMM with 7-bit activations (ops/gemm_q8_panels.h) is at the end.
  *
  * The AVX2 pitfall: vpmaddubsw multiplies unsigned by signed bytes and adds adjacent pairs into int16 with
  * saturation. With activations shifted to unsigned (a + 128, up to 255) and 8-bit weights a pair reaches
