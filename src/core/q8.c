@@ -67,13 +67,13 @@ int tfm_params_n_q8(const tfm_params *p) {
 }
 
 static size_t panel_bytes(const tfm_q8_weight *w) {
-    return (size_t)((w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL) * (size_t)((w->cols + 3) / 4) * 64;
+    return (size_t)((w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL) * (size_t)tfm_q8_panel_groups(w) * TFM_Q8_PANEL_GROUP;
 }
 
 const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w) {
     int8_t *have = __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE);
     if (have) return have;
-    const size_t bytes = panel_bytes(w), group = 64, groups = (size_t)(w->cols + 3) / 4;
+    const size_t bytes = panel_bytes(w), group = TFM_Q8_PANEL_GROUP, groups = (size_t)tfm_q8_panel_groups(w);
     int8_t *p = tfm_weights_alloc_(bytes);   /* zeroed: rows of the last panel past w->rows */
     if (!p) return NULL;
     for (int r = 0; r < w->rows; r++) {   /* row r: panel r / 16, half (r % 16) / 8, 4 bytes at (r % 8) * 4 */

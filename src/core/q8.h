@@ -21,6 +21,8 @@ void tfm_q8_weight_free_(tfm_q8_weight *w);
  * past cols zero). Made by the first call and kept in w->panels (threads may race to make it: one copy wins, the
  * others are freed); NULL when out of memory (the caller takes the row layout instead). */
 #define TFM_Q8_PANEL 16
+#define TFM_Q8_PANEL_GROUP 64   /* bytes of a k group of a panel: 16 rows x 4 k */
+static inline int tfm_q8_panel_groups(const tfm_q8_weight *w) { return (w->cols + 3) / 4; }   /* k groups a panel */
 const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w);
 void tfm_q8_weight_free_panels_(tfm_q8_weight *w);   /* w->panels released (a weight not made here: tests) */
 

@@ -42,6 +42,8 @@
 /* tfm_gemm_q8 on AVX2 takes W's panels from this many rows up (fewer: a step that streams the weights, which the
  * row layout reads with fewer instructions), once they are made (q8_panels_pay) */
 #define Q8_PANEL_ROWS 5
+/* a 7-bit activation byte of the panels' GEMM is q + 64: 1..127, unsigned for vpmaddubsw */
+#define Q7_OFFSET 64
 /* A thread's block of C: up to Q8_RB rows x Q8_CB columns (whole 4 x 4 tiles). */
 #define Q8_RB 16
 #define Q8_CB 64
@@ -183,7 +185,7 @@ TFM_TARGET_AVX2 static float quantize_row_avx2(const float *x, int n, int pad, i
 }
 
 TFM_TARGET_AVX2 static float quantize_row7_avx2(const float *x, int n, int pad, int8_t *q) {   /* the panels' */
-    return quantize_levels_avx2(x, n, pad, q, 63.0f, 64);
+    return quantize_levels_avx2(x, n, pad, q, 63.0f, Q7_OFFSET);
 }
 #endif
 
@@ -362,8 +364,6 @@ void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const f
  *     the same exact sums as every other path;
  *   - 7 bits shifted to unsigned, q + 64 (tfm_gemm_q8_panels: greedy's screen), no vpsignb per product; the
  *     shift comes back out exactly as 64 * sum(w). */
-#define Q7_OFFSET 64          /* a 7-bit activation byte is q + 64: 1..127, unsigned for vpmaddubsw */
-#define PANEL_GROUP_BYTES 64  /* a k group of a panel: 16 rows x 4 bytes */
 #define PANEL_ROW_BLOCK 16    /* activation rows that sweep W's panels together (their C lines stay in L2) */
 
 typedef struct {
@@ -393,7 +393,7 @@ static void panel_tile_c(int groups, const int8_t *a, size_t lda, const int8_t *
             const int8_t *y = p + c / 8 * 32 + c % 8 * 4;
             int32_t s = 0;
             for (int g = 0; g < groups; g++)
-                for (int t = 0; t < 4; t++) s += (int32_t)x[4 * g + t] * y[(size_t)g * PANEL_GROUP_BYTES + t];
+                for (int t = 0; t < 4; t++) s += (int32_t)x[4 * g + t] * y[(size_t)g * TFM_Q8_PANEL_GROUP + t];
             out[16 * i + c] = s;
         }
 }
@@ -423,7 +423,7 @@ static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, c
         const __m256i ones = _mm256_set1_epi16(1);                                                            \
         __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, \
                 c31 = c00;                                                                                    \
-        for (int g = 0; g < groups; g++, a += 4, p += PANEL_GROUP_BYTES) {                                    \
+        for (int g = 0; g < groups; g++, a += 4, p += TFM_Q8_PANEL_GROUP) {                                    \
             __m256i b0 = _mm256_load_si256((const __m256i *)p), b1 = _mm256_load_si256((const __m256i *)(p + 32)); \
             PANEL_ROW(0, c00, c01, SIGNED) PANEL_ROW(1, c10, c11, SIGNED)                                     \
             PANEL_ROW(2, c20, c21, SIGNED) PANEL_ROW(3, c30, c31, SIGNED)                                     \
@@ -475,7 +475,7 @@ static void panels_range(panel_tile_fn tile, panel_store_fn store, const panel_a
     int32_t out[4 * TFM_Q8_PANEL] __attribute__((aligned(32)));
     for (int i0 = 0; i0 < g->M; i0 += PANEL_ROW_BLOCK)
         for (int pn = pn0; pn < pn1; pn++) {
-            const int8_t *panel = g->panels + (size_t)pn * g->groups * PANEL_GROUP_BYTES;
+            const int8_t *panel = g->panels + (size_t)pn * g->groups * TFM_Q8_PANEL_GROUP;
             int j = pn * TFM_Q8_PANEL, nc = g->N - j < TFM_Q8_PANEL ? g->N - j : TFM_Q8_PANEL;
             for (int i = i0; i < g->M && i < i0 + PANEL_ROW_BLOCK; i += 4) {
                 tile(g->groups, g->qa + (size_t)i * g->lda, g->lda, panel, out);
@@ -502,7 +502,7 @@ static int q8_panels_signed(int M, int8_t *qa, size_t lda, const float *sa, cons
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) return -1;
     memset(qa + (size_t)M * lda, 0, (size_t)((M + 3) / 4 * 4 - M) * lda);
-    panel_args g = {M, w->rows, (w->cols + 3) / 4, qa, lda, sa, w, panels, 0, bias, C, ldc, acc};
+    panel_args g = {M, w->rows, tfm_q8_panel_groups(w), qa, lda, sa, w, panels, 0, bias, C, ldc, acc};
     panels_run(panel_tile_sign_avx2, panel_store_avx2, &g, nt);
     return 0;
 #else
@@ -527,7 +527,7 @@ void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, i
     if (M <= 0 || w->rows <= 0) return;
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) tfm_fatal("int8 GEMM: out of memory (the panels of a %d x %d weight)", w->rows, w->cols);
-    const int K = w->cols, Mp = (M + 3) / 4 * 4, groups = (K + 3) / 4;
+    const int K = w->cols, Mp = (M + 3) / 4 * 4, groups = tfm_q8_panel_groups(w);
     const size_t ldq = ((size_t)groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
