@@ -332,6 +332,41 @@ static void reference_gemm(float (*quantize)(const float *, int, int8_t *), int 
     free(q);
 }
 
+/* gemm (tfm_gemm_q8_path_ or tfm_gemm_q8_panels_path_) on the first n_paths of PATHS the CPU has, at 1 and 2
+ * threads, with and without the bias, against reference_gemm with `quantize`, bit for bit (C's gap past N left
+ * alone). Returns 1 if every 1-thread result matched; *threads_same &= the 2-thread ones; a "#" line names each
+ * mismatch. */
+typedef void (*gemm_path_fn)(tfm_q8_path, int, int, const float *, int, const tfm_q8_weight *, const float *, float *,
+                             int);
+static int against_reference(gemm_path_fn gemm, float (*quantize)(const float *, int, int8_t *), int n_paths,
+                             const char *label, int M, const float *A, int lda, const tfm_q8_weight *w,
+                             const float *bias, int ldc, int *threads_same) {
+    const int N = w->rows, K = w->cols;
+    float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
+    int all_same = 1;
+    for (int b = 0; b < 2; b++) {
+        reference_gemm(quantize, M, A, lda, w, b ? bias : NULL, ref, ldc);
+        for (int p = 0; p < n_paths; p++) {
+            if (!tfm_q8_path_supported(PATHS[p])) continue;
+            for (int nt = 1; nt <= 2; nt++) {
+                for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
+                gemm(PATHS[p], nt, M, A, lda, w, b ? bias : NULL, C, ldc);
+                int ok = 1;
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < ldc; j++) {
+                        float want = j < N ? ref[(size_t)i * ldc + j] : -7.0f;   /* the gap left alone */
+                        ok &= bits(C[(size_t)i * ldc + j]) == bits(want);
+                    }
+                if (!ok) printf("# %sM=%d N=%d K=%d bias=%d path %s threads %d differs\n", label, M, N, K, b,
+                                tfm_q8_path_name(PATHS[p]), nt);
+                *(nt == 1 ? &all_same : threads_same) &= ok;
+            }
+        }
+    }
+    free(ref), free(C);
+    return all_same;
+}
+
 static void gemm_suite(void) {
     static const int shapes[][3] = {{1, 1, 1}, {1, 37, 130}, {3, 5, 64}, {4, 9, 33}, {7, 70, 200}, {33, 129, 257}, {64, 96, 512}};
     int all_same = 1, threads_same = 1, close = 1;
@@ -344,26 +379,9 @@ static void gemm_suite(void) {
         for (int j = 0; j < N; j++) sw[j] = tfm_q8_quantize_row(Wf + (size_t)j * K, K, qw + (size_t)j * K), bias[j] = frand();
         for (int i = 0; i < M * lda; i++) A[i] = frand() * (i % 13 == 0 ? 8.0f : 1.0f);
         tfm_q8_weight w = make_weight(N, K, qw, sw);
-        float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc), *F = malloc(sizeof(float) * M * N);
-        for (int b = 0; b < 2; b++) {
-            reference_gemm(tfm_q8_quantize_row, M, A, lda, &w, b ? bias : NULL, ref, ldc);
-            for (size_t p = 0; p < 3; p++) {
-                if (!tfm_q8_path_supported(PATHS[p])) continue;
-                for (int nt = 1; nt <= 2; nt++) {
-                    for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
-                    tfm_gemm_q8_path_(PATHS[p], nt, M, A, lda, &w, b ? bias : NULL, C, ldc);
-                    int ok = 1;
-                    for (int i = 0; i < M; i++)
-                        for (int j = 0; j < ldc; j++) {
-                            float want = j < N ? ref[(size_t)i * ldc + j] : -7.0f;   /* the gap left alone */
-                            ok &= bits(C[(size_t)i * ldc + j]) == bits(want);
-                        }
-                    if (!ok) printf("# M=%d N=%d K=%d bias=%d path %s threads %d differs\n", M, N, K, b,
-                                    tfm_q8_path_name(PATHS[p]), nt);
-                    *(nt == 1 ? &all_same : &threads_same) &= ok;
-                }
-            }
-        }
+        float *C = malloc(sizeof(float) * M * N), *F = malloc(sizeof(float) * M * N);
+        all_same &= against_reference(tfm_gemm_q8_path_, tfm_q8_quantize_row, 3, "", M, A, lda, &w, bias, ldc,
+                                      &threads_same);
         /* against fp32: |C - A W^T| within the two quantization errors (a loose, shape-aware bound) */
         tfm_gemm(0, 1, M, N, K, 1.0f, A, lda, Wf, K, 0.0f, F, N);
         for (int i = 0; i < M; i++) {
@@ -376,7 +394,7 @@ static void gemm_suite(void) {
                 close &= fabs((double)C[j] - F[(size_t)i * N + j]) <= bound;
             }
         }
-        free(Wf), free(A), free(bias), free(qw), free(sw), free(ref), free(C), free(F);
+        free(Wf), free(A), free(bias), free(qw), free(sw), free(C), free(F);
         free_weight(&w);
     }
     CHECK("q8_gemm_every_path_equals_formula_bits", all_same, "see the lines above");
@@ -405,34 +423,18 @@ static void gemm_suite(void) {
  * +-63 (every row's values +-amax) and weights at +-127 with equal signs: every vpmaddubsw pair at its largest,
  * 2 * 127 * 127 */
 static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
-    int lda = K + 5, ldc = N + 3, ok_all = 1;
+    int lda = K + 5, ldc = N + 3;
     float *A = malloc(sizeof(float) * M * lda), *bias = malloc(sizeof(float) * N), *sw = malloc(sizeof(float) * N);
     int8_t *qw = malloc((size_t)N * K);
     for (int i = 0; i < M * lda; i++) A[i] = extremes ? (i % 3 ? 2.5f : -2.5f) : frand() * (i % 13 == 0 ? 8.0f : 1.0f);
     for (int i = 0; i < N * K; i++) qw[i] = extremes ? (int8_t)(i % 3 ? 127 : -127) : qrand();
     for (int j = 0; j < N; j++) sw[j] = 0.01f + 0.001f * (float)j, bias[j] = frand();
     tfm_q8_weight w = make_weight(N, K, qw, sw);
-    float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
-    for (int b = 0; b < 2; b++) {
-        reference_gemm(tfm_q7_quantize_row, M, A, lda, &w, b ? bias : NULL, ref, ldc);
-        for (size_t pi = 0; pi < 2; pi++) {   /* portable, AVX2 */
-            if (!tfm_q8_path_supported(PATHS[pi])) continue;
-            for (int nt = 1; nt <= 2; nt++) {
-                for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
-                tfm_gemm_q8_panels_path_(PATHS[pi], nt, M, A, lda, &w, b ? bias : NULL, C, ldc);
-                int ok = 1;
-                for (int i = 0; i < M; i++)
-                    for (int j = 0; j < ldc; j++)
-                        ok &= bits(C[(size_t)i * ldc + j]) == bits(j < N ? ref[(size_t)i * ldc + j] : -7.0f);
-                if (!ok) printf("# panels M=%d N=%d K=%d bias=%d extremes=%d path %s threads %d differ\n", M, N, K, b,
-                                extremes, tfm_q8_path_name(PATHS[pi]), nt);
-                if (nt == 1) ok_all &= ok;
-                else *threads_same &= ok;
-            }
-        }
-    }
+    /* portable and AVX2 (the 7-bit panels have no VNNI path) */
+    int ok_all = against_reference(tfm_gemm_q8_panels_path_, tfm_q7_quantize_row, 2,
+                                   extremes ? "panels, extremes: " : "panels: ", M, A, lda, &w, bias, ldc, threads_same);
     free_weight(&w);
-    free(A), free(bias), free(sw), free(qw), free(ref), free(C);
+    free(A), free(bias), free(sw), free(qw);
     return ok_all;
 }
 
@@ -479,7 +481,8 @@ static void panels_suite(void) {
         for (int t = 1; t < T; t++) one &= got[t] == got[0];
         for (int r = 0; r < 48 && one; r++)   /* 3 panels: rows past 37 zero */
             for (int k = 0; k < 72; k++) {
-                const int8_t *at = got[0] + (size_t)(r / 16) * 18 * 64 + (size_t)(k / 4) * 64 + r % 16 / 8 * 32 + r % 8 * 4 + k % 4;
+                const int8_t *at = got[0] + (size_t)(r / 16) * 18 * 64 + (size_t)(k / 4) * 64 + r % 16 / 8 * 32 +
+                                   r % 8 * 4 + k % 4;
                 layout &= *at == (r < R && k < K ? qw[r * K + k] : 0);
             }
         CHECK("q8_panels_made_once_by_racing_threads", one, "threads got different panels");
