@@ -7,8 +7,8 @@
  * scratch buffer. The layout is row-major on both sides: a tile of mr activation rows x nr weight rows runs
  * along k in vector-wide chunks and sums each accumulator's lanes at the end (good for the few rows of a
  * decoding step: one row of A against all of W is a stream through W). From 5 rows a step (a batch, a beam)
- * the AVX2 path reads W in panels instead (core/q8.h; "panels" below), which reuse every weight vector for 4
- * activation rows and 16 weight rows at once.
+ * the AVX2 and VNNI paths read W in panels instead (core/q8.h; "panels" below), which reuse every weight vector
+ * for 4 (AVX2) or 8 (VNNI) activation rows and 16 weight rows at once, with no horizontal sums.
  *
  * Paths (ops/isa.h): portable C; AVX2; AVX-512 VNNI (src/ops/kernels_q8_avx512.c). Each computes the exact
  * integer sums, and the scaling above is the same scalar code for all, so every path and every thread
@@ -39,11 +39,14 @@
 
 /* Multiply-adds per thread before another thread is used (as tfm_gemm). */
 #define Q8_MIN_WORK (1 << 18)
-/* tfm_gemm_q8 on AVX2 takes W's panels from this many rows up (fewer: a step that streams the weights, which the
- * row layout reads with fewer instructions), once they are made (q8_panels_pay) */
+/* tfm_gemm_q8 on AVX2 and VNNI takes W's panels from this many rows up (fewer: a step that streams the weights,
+ * which the row layout reads with fewer instructions), once they are made (q8_panels_pay) */
 #define Q8_PANEL_ROWS 5
 /* a 7-bit activation byte of the panels' GEMM is q + 64: 1..127, unsigned for vpmaddubsw */
 #define Q7_OFFSET 64
+/* the panels' row tiles are at most this many rows (VNNI's); activation buffers hold multiples of it */
+#define PANEL_TILE_ROWS_MAX 8
+static size_t panel_padded_rows(int M) { return (size_t)(M + PANEL_TILE_ROWS_MAX - 1) / PANEL_TILE_ROWS_MAX * PANEL_TILE_ROWS_MAX; }
 /* A thread's block of C: up to Q8_RB rows x Q8_CB columns (whole 4 x 4 tiles). */
 #define Q8_RB 16
 #define Q8_CB 64
@@ -303,8 +306,8 @@ static int q8_threads(int M, int N, int K) {
     return by_work < 1 ? 1 : by_work < nt ? by_work : nt;
 }
 
-static int q8_panels_signed(int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w, const float *bias,
-                            float *C, int ldc, int32_t *acc, int nt);
+static int q8_panels_8bit(tfm_q8_path path, int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w,
+                          const float *bias, float *C, int ldc, int32_t *acc, int nt);
 
 /* The panels are a second copy of the weight, so tfm_gemm_q8 makes them when they pay: at a call of
  * Q8_PANEL_BIG_ROWS rows or more (its arithmetic dwarfs one pass over the weight) or at the second call of
@@ -319,11 +322,11 @@ static int q8_panels_pay(const tfm_q8_weight *w, int M) {
 
 void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const tfm_q8_weight *w, int32_t *acc) {
     TFM_ASSERT(lda == w->ld, "tfm_q8_dot_path_: lda %d, weight rows of %d bytes", lda, w->ld);
-    if (path == TFM_Q8_AVX2 && M >= Q8_PANEL_ROWS) {   /* as tfm_gemm_q8 does: rows in 4-row multiples */
-        int8_t *q4 = aligned_alloc(64, (size_t)(M + 3) / 4 * 4 * (size_t)lda);
+    if (path != TFM_Q8_GENERIC && M >= Q8_PANEL_ROWS) {   /* as tfm_gemm_q8 does, in a buffer of whole tiles */
+        int8_t *q4 = aligned_alloc(64, panel_padded_rows(M) * (size_t)lda);
         TFM_ASSERT(q4 != NULL, "tfm_q8_dot_path_: out of memory");
         memcpy(q4, qa, (size_t)M * lda);
-        int rc = q8_panels_signed(M, q4, (size_t)lda, NULL, w, NULL, NULL, 0, acc, 1);
+        int rc = q8_panels_8bit(path, M, q4, (size_t)lda, NULL, w, NULL, NULL, 0, acc, 1);
         free(q4);
         if (rc == 0) return;
     }
@@ -335,9 +338,9 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
                        const float *bias, float *C, int ldc) {
     if (M <= 0 || W->rows <= 0) return;
     int K = W->cols, kb = W->ld;
-    /* the quantized rows (kb bytes each, 64-byte aligned; 4-row multiples for the panels) and their scales, in
-     * the thread's scratch */
-    size_t qbytes = (size_t)(M + 3) / 4 * 4 * kb;
+    /* the quantized rows (kb bytes each, 64-byte aligned; whole panel tiles) and their scales, in the thread's
+     * scratch */
+    size_t qbytes = panel_padded_rows(M) * kb;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
     int8_t *qa = (int8_t *)buf;
@@ -345,8 +348,8 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
     if (nt <= 0) nt = q8_threads(M, W->rows, K);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
     for (int i = 0; i < M; i++) sa[i] = tfm_q8_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
-    if (path == TFM_Q8_AVX2 && q8_panels_pay(W, M) &&
-        !q8_panels_signed(M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
+    if (path != TFM_Q8_GENERIC && q8_panels_pay(W, M) &&
+        !q8_panels_8bit(path, M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
         return;
     q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, bias, C, ldc, NULL};
     q8_run(&g, nt);
@@ -357,11 +360,12 @@ void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const f
 }
 
 /* ---------------------------------------------------------------- panels (many rows: ops/gemm_q8_panels.h) */
-/* W in panels (tfm_q8_weight_panels_, core/q8.h): a 4-row tile broadcasts 4 bytes of an activation row and
- * multiplies them with two vectors of the panel (16 weight rows x 4 k), so W is read once per 16 activation rows
- * instead of once per 4 and every vpmaddubsw gives 32 products. Two forms of the activations:
- *   - 8 bits (tfm_gemm_q8 from Q8_PANEL_ROWS rows up, AVX2): the sign trick as in tile_avx2, |a| * (sign(a) w),
- *     the same exact sums as every other path;
+/* W in panels (tfm_q8_weight_panels_, core/q8.h): an AVX2 tile of 4 rows broadcasts 4 bytes of an activation row
+ * and multiplies them with two vectors of the panel (16 weight rows x 4 k), so W is read once per 16 activation
+ * rows instead of once per 4 and every vpmaddubsw gives 32 products; a VNNI tile of 8 rows does the same with one
+ * vector and one vpdpbusd (ops/q8_vnni_body.h). Two forms of the activations:
+ *   - 8 bits (tfm_gemm_q8 from Q8_PANEL_ROWS rows up): on AVX2 the sign trick as in tile_avx2, |a| * (sign(a) w);
+ *     on VNNI a + 128 as unsigned bytes, the shift taken off as 128 * sum(w): the same exact sums as every path;
  *   - 7 bits shifted to unsigned, q + 64 (tfm_gemm_q8_panels: greedy's screen), no vpsignb per product; the
  *     shift comes back out exactly as 64 * sum(w). */
 #define PANEL_ROW_BLOCK 16    /* activation rows that sweep W's panels together (their C lines stay in L2) */
@@ -373,17 +377,22 @@ typedef struct {
     const float *sa;          /* M */
     const tfm_q8_weight *w;
     const int8_t *panels;
-    int32_t shift;            /* what the activations were shifted by (64 or 0): acc - shift * sum(w) is exact */
+    int32_t shift;            /* what the activations were shifted by (128, 64 or 0): acc - shift * sum(w) is exact */
     const float *bias;
     float *C;                 /* NULL: acc instead (tests) */
     int ldc;
     int32_t *acc;             /* M x N */
 } panel_args;
 
-/* out[16 i + c] = sum_k a_ik w_ck for the 4 rows at a (lda apart) and the panel's 16 rows */
+/* out[16 i + c] = sum_k a_ik w_ck for the tile's rows at a (lda apart) and the panel's 16 rows */
 typedef void (*panel_tile_fn)(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out);
-/* C of rows [i, i + mr) x columns [j, j + nc) from a tile's out (mr <= 4, nc <= 16) */
+/* C of rows [i, i + mr) x columns [j, j + nc) from a tile's out (mr <= the tile's rows, nc <= 16) */
 typedef void (*panel_store_fn)(const panel_args *g, int i, int j, int mr, int nc, const int32_t *out);
+typedef struct {
+    panel_tile_fn tile;
+    panel_store_fn store;
+    int rows;                 /* of a tile: 4, or 8 (VNNI) */
+} panel_kernel;
 
 /* the 7-bit form's tile: activations as unsigned bytes */
 static void panel_tile_c(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
@@ -471,42 +480,49 @@ TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0
 
 /* the panels [pn0, pn1) for every row: PANEL_ROW_BLOCK rows at a time sweep them, a panel (groups * 64 bytes, 4
  * KiB for 256 columns) reread from L1 by each 4-row tile */
-static void panels_range(panel_tile_fn tile, panel_store_fn store, const panel_args *g, int pn0, int pn1) {
-    int32_t out[4 * TFM_Q8_PANEL] __attribute__((aligned(32)));
+static void panels_range(const panel_kernel *k, const panel_args *g, int pn0, int pn1) {
+    int32_t out[PANEL_TILE_ROWS_MAX * TFM_Q8_PANEL] __attribute__((aligned(64)));
     for (int i0 = 0; i0 < g->M; i0 += PANEL_ROW_BLOCK)
         for (int pn = pn0; pn < pn1; pn++) {
             const int8_t *panel = g->panels + (size_t)pn * g->groups * TFM_Q8_PANEL_GROUP;
             int j = pn * TFM_Q8_PANEL, nc = g->N - j < TFM_Q8_PANEL ? g->N - j : TFM_Q8_PANEL;
-            for (int i = i0; i < g->M && i < i0 + PANEL_ROW_BLOCK; i += 4) {
-                tile(g->groups, g->qa + (size_t)i * g->lda, g->lda, panel, out);
-                store(g, i, j, g->M - i < 4 ? g->M - i : 4, nc, out);
+            for (int i = i0; i < g->M && i < i0 + PANEL_ROW_BLOCK; i += k->rows) {
+                k->tile(g->groups, g->qa + (size_t)i * g->lda, g->lda, panel, out);
+                k->store(g, i, j, g->M - i < k->rows ? g->M - i : k->rows, nc, out);
             }
         }
 }
 
-/* every panel, split over nt threads in contiguous ranges (exact sums: the same bits whatever the split) */
-static void panels_run(panel_tile_fn tile, panel_store_fn store, const panel_args *g, int nt) {
+/* every panel, split over nt threads in contiguous ranges (exact sums: the same bits whatever the split); qa
+ * holds whole tiles (rows M.. set by the caller) */
+static void panels_run(const panel_kernel *k, const panel_args *g, int nt) {
     int panels = (g->N + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL;
     if (nt > panels) nt = panels;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int t = 0; t < nt; t++)
-        panels_range(tile, store, g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
+        panels_range(k, g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
 }
 
-/* the 8-bit form on AVX2 from Q8_PANEL_ROWS rows (qa: M rows of lda bytes, zero beyond cols; the buffer must
- * hold 4-row multiples: rows M.. are zeroed here); 0, or -1 when the panels cannot be made (the caller tiles
- * rows instead) */
-static int q8_panels_signed(int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w, const float *bias,
-                            float *C, int ldc, int32_t *acc, int nt) {
+/* the 8-bit form from Q8_PANEL_ROWS rows on AVX2 (the sign trick) or VNNI (a + 128: qa's bytes flipped here).
+ * qa: M rows of lda bytes, zero beyond cols, in a buffer of panel_padded_rows(M) rows (rows M.. are set here).
+ * 0, or -1 when the panels cannot be made (the caller tiles rows instead). */
+static int q8_panels_8bit(tfm_q8_path path, int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w,
+                          const float *bias, float *C, int ldc, int32_t *acc, int nt) {
 #if TFM_X86
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) return -1;
-    memset(qa + (size_t)M * lda, 0, (size_t)((M + 3) / 4 * 4 - M) * lda);
-    panel_args g = {M, w->rows, tfm_q8_panel_groups(w), qa, lda, sa, w, panels, 0, bias, C, ldc, acc};
-    panels_run(panel_tile_sign_avx2, panel_store_avx2, &g, nt);
+    const int vnni = path == TFM_Q8_VNNI;
+    const panel_kernel k = vnni ? (panel_kernel){tfm_q8_panel_tile_vnni, panel_store_avx2, TFM_Q8_VNNI_PANEL_ROWS}
+                                : (panel_kernel){panel_tile_sign_avx2, panel_store_avx2, 4};
+    const size_t bytes = (size_t)(M + k.rows - 1) / k.rows * k.rows * lda;
+    memset(qa + (size_t)M * lda, 0, bytes - (size_t)M * lda);
+    if (vnni)
+        for (size_t t = 0; t < bytes; t++) qa[t] = (int8_t)((uint8_t)qa[t] ^ 0x80);   /* a + 128, unsigned */
+    panel_args g = {M, w->rows, tfm_q8_panel_groups(w), qa, lda, sa, w, panels, vnni ? 128 : 0, bias, C, ldc, acc};
+    panels_run(&k, &g, nt);
     return 0;
 #else
-    (void)M, (void)qa, (void)lda, (void)sa, (void)w, (void)bias, (void)C, (void)ldc, (void)acc, (void)nt;
+    (void)path, (void)M, (void)qa, (void)lda, (void)sa, (void)w, (void)bias, (void)C, (void)ldc, (void)acc, (void)nt;
     return -1;
 #endif
 }
@@ -527,7 +543,12 @@ void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, i
     if (M <= 0 || w->rows <= 0) return;
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) tfm_fatal("int8 GEMM: out of memory (the panels of a %d x %d weight)", w->rows, w->cols);
-    const int K = w->cols, Mp = (M + 3) / 4 * 4, groups = tfm_q8_panel_groups(w);
+    panel_kernel k = {panel_tile_c, panel_store_c, 4};
+#if TFM_X86
+    if (path == TFM_Q8_VNNI) k = (panel_kernel){tfm_q8_panel_tile_vnni, panel_store_avx2, TFM_Q8_VNNI_PANEL_ROWS};
+    else if (path == TFM_Q8_AVX2) k = (panel_kernel){panel_tile_avx2, panel_store_avx2, 4};
+#endif
+    const int K = w->cols, Mp = (M + k.rows - 1) / k.rows * k.rows, groups = tfm_q8_panel_groups(w);
     const size_t ldq = ((size_t)groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
@@ -537,12 +558,7 @@ void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, i
         sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, (int)ldq, qa + (size_t)i * ldq);
     memset(qa + (size_t)M * ldq, Q7_OFFSET, (size_t)(Mp - M) * ldq);
     panel_args g = {M, w->rows, groups, qa, ldq, sa, w, panels, Q7_OFFSET, bias, C, ldc, NULL};
-    panel_tile_fn tile = panel_tile_c;
-    panel_store_fn store = panel_store_c;
-#if TFM_X86
-    if (path != TFM_Q8_GENERIC) tile = panel_tile_avx2, store = panel_store_avx2;
-#endif
-    panels_run(tile, store, &g, nt > 0 ? nt : q8_threads(M, w->rows, K));
+    panels_run(&k, &g, nt > 0 ? nt : q8_threads(M, w->rows, K));
 }
 
 void tfm_gemm_q8_panels(int M, const float *A, int lda, const tfm_q8_weight *w, const float *bias, float *C, int ldc) {

@@ -76,7 +76,7 @@ float tfm_q8_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad
 void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const struct tfm_q8_weight *w, int32_t *acc);
 void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const struct tfm_q8_weight *W,
                        const float *bias, float *C, int ldc);
-/* The panels' GEMM (ops/gemm_q8_panels.h) on a given path (AVX2 wherever the int8 path is AVX2 or VNNI): its 7-bit
+/* The panels' GEMM (ops/gemm_q8_panels.h) on a given path (VNNI's quantizer is AVX2's): its 7-bit
  * activation row as the kernel reads it (q + 64, the padding 64 too; returns the scale). */
 float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q);
 /* The VNNI tile (src/ops/kernels_q8_avx512.c, body in ops/q8_vnni_body.h): out[i * 4 + j] = sum_{k < kb}
@@ -84,6 +84,10 @@ float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad
 extern const int tfm_q8_vnni_built_;
 void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
                       const int32_t *wsum, int32_t *out);
+/* The VNNI panel tile (the same files): out[16 i + c] = sum_{g < groups, t < 4} u[i * lda + 4 g + t] p[64 g + 4 c + t]
+ * for 8 rows i of unsigned activation bytes u and the 16 rows c of one panel p (core/q8.h's layout). */
+#define TFM_Q8_VNNI_PANEL_ROWS 8
+void tfm_q8_panel_tile_vnni(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out);
 
 /* 1 if kernels_avx512.c was compiled with AVX-512 enabled (the Makefile's per-file flags). */
 extern const int tfm_avx512_built_;

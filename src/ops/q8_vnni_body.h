@@ -2,7 +2,7 @@
  * src/ops/kernels_q8_avx512.c (-mavx512f -mavx512bw -mavx512vnni; run only where cpuid reports them) and
  * by tests/unit/test_gemm_q8.c against SIMDe's portable versions of the same intrinsics, so the kernel's
  * logic (indexing, tile shapes, the compensation term, the sums) is checked on CPUs without AVX-512 too.
- * The includer provides the intrinsics and defines Q8V_NAME (the entry point's name).
+ * The includer provides the intrinsics and defines Q8V_NAME and Q8V_PANEL_NAME (the entry points' names).
  *
  * vpdpbusd multiplies unsigned bytes by signed bytes and adds each group of four products to an int32 lane
  * (no intermediate saturation, unlike vpmaddubsw). The activations are signed, so they enter shifted:
@@ -11,6 +11,7 @@
  * < 2^31), so the result is the exact integer dot product. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* lanes of four __m512i summed: {sum v0, sum v1, sum v2, sum v3} */
 static inline __attribute__((always_inline)) __m128i q8v_sum4(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
@@ -68,4 +69,26 @@ void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t 
     static const tile_fn tiles[2][4] = {{q8v_tile_1x1, q8v_tile_1x2, q8v_tile_1x3, q8v_tile_1x4},
                                         {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4}};
     tiles[mr == 4][nr - 1](kb, a, lda, w, ldw, wsum, out);
+}
+
+/* The panel tile: 8 rows of unsigned activation bytes (lda apart, shifted by the caller: the 8-bit form as a + 128,
+ * the 7-bit one as q + 64) against one panel of W (core/q8.h: a 64-byte group is 16 weight rows x 4 k, row c's 4
+ * bytes at 4c, so a group is one vector whose lane c belongs to row c). Per group and row: one broadcast of the
+ * row's 4 bytes and one vpdpbusd into that row's 16 sums; 8 rows keep 8 independent accumulators, which hides
+ * vpdpbusd's latency. No horizontal sums: lane c of row i's accumulator is out[16 i + c]. */
+void Q8V_PANEL_NAME(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
+    __m512i acc[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) acc[i] = _mm512_setzero_si512();
+    for (int g = 0; g < groups; g++, a += 4, p += 64) {
+        const __m512i w = _mm512_load_si512((const void *)p);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            int32_t four;
+            memcpy(&four, a + (size_t)i * lda, 4);
+            acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_set1_epi32(four), w);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) _mm512_storeu_si512((void *)(out + 16 * i), acc[i]);
 }

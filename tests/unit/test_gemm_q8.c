@@ -96,12 +96,14 @@ TFM_TARGET_AVX2 static void hw_pitfall(void) {
 #pragma GCC diagnostic ignored "-Wpsabi"
 #include <simde/x86/avx512.h>
 #define Q8V_NAME emu_tile_vnni
+#define Q8V_PANEL_NAME emu_panel_tile_vnni
 #include "ops/q8_vnni_body.h"
 #pragma GCC diagnostic pop
 #else
 #define HAVE_SIMDE 0
 #endif
 
+#if HAVE_SIMDE
 /* acc (M x N) from a tile function, with the tile shapes the driver uses for the VNNI path */
 typedef void (*tile_fn)(int, int, int, const int8_t *, size_t, const int8_t *, size_t, const int32_t *, int32_t *);
 static void dot_with_tile(tile_fn tile, int M, const int8_t *qa, const tfm_q8_weight *w, int32_t *acc) {
@@ -119,8 +121,30 @@ static void dot_with_tile(tile_fn tile, int M, const int8_t *qa, const tfm_q8_we
     }
 }
 
+/* acc (M x N) from the VNNI panel tile, as gemm_q8.c drives it: rows a + 128 as unsigned bytes in whole 8-row
+ * tiles, W's panels, the shift taken off as 128 * sum(w) */
+static void dot_with_panel_tile(int M, const int8_t *qa, const tfm_q8_weight *w, int32_t *acc) {
+    const int8_t *panels = tfm_q8_weight_panels_(w);
+    int Mp = (M + 7) / 8 * 8, groups = tfm_q8_panel_groups(w);
+    int8_t *u = aligned_alloc(64, (size_t)Mp * w->ld);
+    for (size_t t = 0; t < (size_t)Mp * w->ld; t++) u[t] = (int8_t)((t < (size_t)M * w->ld ? (uint8_t)qa[t] : 0) ^ 0x80);
+    int32_t out[8 * 16];
+    for (int i = 0; i < M; i += 8)
+        for (int j = 0; j < w->rows; j += 16) {
+            emu_panel_tile_vnni(groups, u + (size_t)i * w->ld, (size_t)w->ld,
+                                panels + (size_t)(j / 16) * groups * TFM_Q8_PANEL_GROUP, out);
+            for (int r = 0; r < 8 && i + r < M; r++)
+                for (int c = 0; c < 16 && j + c < w->rows; c++)
+                    acc[(size_t)(i + r) * w->rows + j + c] = out[16 * r + c] - 128 * w->sum[j + c];
+        }
+    free(u);
+}
+#endif
+
 /* every path's integer products equal the exact sums; name says which data. With quiet, no CHECK line: the
- * bit p + 1 of the result is set if path p (3: VNNI under SIMDe) differed (a "#" line says where). */
+ * bit p + 1 of the result is set if path p (3: VNNI's row tile under SIMDe, 4: its panel tile) differed (a "#"
+ * line says where). */
+static const char *const SIMDE_PATHS[] = {"avx512-vnni-simde", "avx512-vnni-panels-simde"};
 static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, const int8_t *qw, int quiet) {
     int failed = 0;
     tfm_q8_weight w = make_weight(N, K, qw, NULL);
@@ -129,13 +153,14 @@ static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, co
     int32_t *acc = malloc(sizeof(int32_t) * M * N);
     reference_dot(M, N, K, qa, qw, ref);
     char label[160];
-    for (int p = 0; p < 3 + HAVE_SIMDE; p++) {
-        const char *pn = p < 3 ? tfm_q8_path_name(PATHS[p]) : "avx512-vnni-simde";
+    for (int p = 0; p < 3 + 2 * HAVE_SIMDE; p++) {
+        const char *pn = p < 3 ? tfm_q8_path_name(PATHS[p]) : SIMDE_PATHS[p - 3];
         snprintf(label, sizeof label, "q8_dot_%s_%s", pn, name);
         if (p < 3 && !tfm_q8_path_supported(PATHS[p])) continue;   /* reported once in main */
         memset(acc, 0x55, sizeof(int32_t) * M * N);
 #if HAVE_SIMDE
         if (p == 3) dot_with_tile(emu_tile_vnni, M, a, &w, acc);
+        else if (p == 4) dot_with_panel_tile(M, a, &w, acc);
         else
 #endif
             tfm_q8_dot_path_(PATHS[p], M, a, w.ld, &w, acc);
@@ -156,7 +181,7 @@ static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, co
 
 static void dot_suite(void) {
     /* ragged shapes: K across the 32- and 64-byte chunks, rows across the 4-row and 4/2-column tiles */
-    static const int Ms[] = {1, 2, 3, 4, 5, 7, 9}, Ns[] = {1, 2, 3, 5, 8, 17}, Ks[] = {1, 31, 32, 33, 64, 65, 130, 300};
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 9, 17}, Ns[] = {1, 2, 3, 5, 8, 17}, Ks[] = {1, 31, 32, 33, 64, 65, 130, 300};
     int total = 0, failed = 0;
     for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
@@ -170,9 +195,9 @@ static void dot_suite(void) {
                 free(qa), free(qw);
             }
     char label[80];
-    for (int p = 0; p < 3 + HAVE_SIMDE; p++) {
+    for (int p = 0; p < 3 + 2 * HAVE_SIMDE; p++) {
         if (p < 3 && !tfm_q8_path_supported(PATHS[p])) continue;
-        snprintf(label, sizeof label, "q8_dot_%s_ragged_%d_shapes_exact", p < 3 ? tfm_q8_path_name(PATHS[p]) : "avx512-vnni-simde", total);
+        snprintf(label, sizeof label, "q8_dot_%s_ragged_%d_shapes_exact", p < 3 ? tfm_q8_path_name(PATHS[p]) : SIMDE_PATHS[p - 3], total);
         CHECK(label, !(failed & (2 << p)), "see the lines above");
     }
 }
@@ -332,21 +357,21 @@ static void reference_gemm(float (*quantize)(const float *, int, int8_t *), int 
     free(q);
 }
 
-/* gemm (tfm_gemm_q8_path_ or tfm_gemm_q8_panels_path_) on the first n_paths of PATHS the CPU has, at 1 and 2
+/* gemm (tfm_gemm_q8_path_ or tfm_gemm_q8_panels_path_) on each of PATHS the CPU has, at 1 and 2
  * threads, with and without the bias, against reference_gemm with `quantize`, bit for bit (C's gap past N left
  * alone). Returns 1 if every 1-thread result matched; *threads_same &= the 2-thread ones; a "#" line names each
  * mismatch. */
 typedef void (*gemm_path_fn)(tfm_q8_path, int, int, const float *, int, const tfm_q8_weight *, const float *, float *,
                              int);
-static int against_reference(gemm_path_fn gemm, float (*quantize)(const float *, int, int8_t *), int n_paths,
-                             const char *label, int M, const float *A, int lda, const tfm_q8_weight *w,
+static int against_reference(gemm_path_fn gemm, float (*quantize)(const float *, int, int8_t *), const char *label,
+                             int M, const float *A, int lda, const tfm_q8_weight *w,
                              const float *bias, int ldc, int *threads_same) {
     const int N = w->rows, K = w->cols;
     float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
     int all_same = 1;
     for (int b = 0; b < 2; b++) {
         reference_gemm(quantize, M, A, lda, w, b ? bias : NULL, ref, ldc);
-        for (int p = 0; p < n_paths; p++) {
+        for (int p = 0; p < 3; p++) {
             if (!tfm_q8_path_supported(PATHS[p])) continue;
             for (int nt = 1; nt <= 2; nt++) {
                 for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
@@ -380,7 +405,7 @@ static void gemm_suite(void) {
         for (int i = 0; i < M * lda; i++) A[i] = frand() * (i % 13 == 0 ? 8.0f : 1.0f);
         tfm_q8_weight w = make_weight(N, K, qw, sw);
         float *C = malloc(sizeof(float) * M * N), *F = malloc(sizeof(float) * M * N);
-        all_same &= against_reference(tfm_gemm_q8_path_, tfm_q8_quantize_row, 3, "", M, A, lda, &w, bias, ldc,
+        all_same &= against_reference(tfm_gemm_q8_path_, tfm_q8_quantize_row, "", M, A, lda, &w, bias, ldc,
                                       &threads_same);
         /* against fp32: |C - A W^T| within the two quantization errors (a loose, shape-aware bound) */
         tfm_gemm(0, 1, M, N, K, 1.0f, A, lda, Wf, K, 0.0f, F, N);
@@ -430,8 +455,7 @@ static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
     for (int i = 0; i < N * K; i++) qw[i] = extremes ? (int8_t)(i % 3 ? 127 : -127) : qrand();
     for (int j = 0; j < N; j++) sw[j] = 0.01f + 0.001f * (float)j, bias[j] = frand();
     tfm_q8_weight w = make_weight(N, K, qw, sw);
-    /* portable and AVX2 (the 7-bit panels have no VNNI path) */
-    int ok_all = against_reference(tfm_gemm_q8_panels_path_, tfm_q7_quantize_row, 2,
+    int ok_all = against_reference(tfm_gemm_q8_panels_path_, tfm_q7_quantize_row,
                                    extremes ? "panels, extremes: " : "panels: ", M, A, lda, &w, bias, ldc, threads_same);
     free_weight(&w);
     free(A), free(bias), free(sw), free(qw);
@@ -448,7 +472,7 @@ static void panels_suite(void) {
         for (int i = 0; i < n; i++) x[i] = frand() * (t % 5 == 0 ? 1e-3f : 3.0f);
         float s = tfm_q7_quantize_row(x, n, r);
         for (int i = 0; i < n; i++) bound &= r[i] >= -63 && r[i] <= 63 && fabsf(x[i] - s * r[i]) <= s * 0.5f * (1 + 1e-5f);
-        for (size_t pi = 0; pi < 2; pi++) {
+        for (size_t pi = 0; pi < 3; pi++) {
             if (!tfm_q8_path_supported(PATHS[pi])) continue;
             memset(q, 0, sizeof q);
             float sp = tfm_q7_quantize_row_path_(PATHS[pi], x, n, 128, q);
