@@ -12,8 +12,10 @@
  * the maximum nor tied with it. The rest (the candidates) get their fp32 logits from tfm_gemm_bias on the
  * single row, which is the unscreened one-row step's GEMV arithmetic (the same bits), and the first maximum
  * among them in id order is the first argmax of all V fp32 logits. */
+#include "decode/screen.h"
 #include "core/q8.h"
 #include "ops/gemm_q8_panels.h"
+#include "ops/isa.h"
 #include "ops/vmath.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
@@ -22,8 +24,11 @@
 
 /* Above this many candidates a row computes all V logits in fp32 instead (one GEMV beats many one-row calls). */
 #define SCREEN_MAX_CANDIDATES(V) ((V) / 16 + 8)
-/* Steps of at least this many rows screen through the panels' GEMM (7-bit activations, about twice fp32's speed
- * where a step is bound by arithmetic); fewer rows through tfm_gemm_q8 (8-bit, made for streaming the weights). */
+/* On AVX2, steps of at least this many rows screen through the panels' GEMM (7-bit activations, about twice
+ * fp32's speed where a step is bound by arithmetic); fewer rows through tfm_gemm_q8 (8-bit, made for streaming the
+ * weights). VNNI's tfm_gemm_q8 reads the same panels at the same speed with 8-bit activations (vpdpbusd does not
+ * saturate), whose half-as-wide bound leaves about half the candidates (2.1 a row against 4.0, greedy batch 32 on
+ * the recipe's model): there every step takes tfm_gemm_q8. */
 #define SCREEN_PANEL_ROWS 5
 
 struct tfm_logit_screen {
@@ -139,6 +144,10 @@ static int screen_row(const tfm_logit_screen *s, const float *x, double levels, 
     return best;
 }
 
+int tfm_logit_screen_levels_(int rows) {
+    return rows >= SCREEN_PANEL_ROWS && tfm_q8_active_path() != TFM_Q8_VNNI ? 63 : 127;
+}
+
 int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows, const int *banned, int n_banned,
                             float *scratch, int *best) {
     const int V = s->V, d = s->d;
@@ -146,13 +155,13 @@ int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows,
         if (!tfm_all_finite(h + (size_t)r * d, (size_t)d)) return -1;
     float *a = scratch;
     int *cand = (int *)(scratch + (size_t)rows * V);   /* V ints (tfm_logit_screen_scratch) */
-    const int many = rows >= SCREEN_PANEL_ROWS;
-    if (many) tfm_gemm_q8_panels(rows, h, d, &s->q, s->b, a, V);
+    const int levels = tfm_logit_screen_levels_(rows);
+    if (levels == 63) tfm_gemm_q8_panels(rows, h, d, &s->q, s->b, a, V);
     else tfm_gemm_q8(rows, h, d, &s->q, s->b, a, V);
     int fell_back = 0;
     for (int r = 0; r < rows; r++) {
         int fb = 0;
-        best[r] = screen_row(s, h + (size_t)r * d, many ? 63.0 : 127.0, a + (size_t)r * V, banned, n_banned, cand, &fb);
+        best[r] = screen_row(s, h + (size_t)r * d, levels, a + (size_t)r * V, banned, n_banned, cand, &fb);
         fell_back += fb;
     }
     return fell_back;

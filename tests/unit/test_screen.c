@@ -1,8 +1,8 @@
 /* Greedy's output layer through the int8 screen (tfm_logit_screen, src/decode/screen.c): the screened argmax
  * must be exactly the first argmax of the fp32 logits a one-row step computes (tfm_gemm_bias with M = 1),
  *   - for random hidden states at scales from 1e-3 to 1e3 (a random Transformer's output layer, V = 3000,
- *     with a bias), in steps of 1-4 rows (8-bit activations) and 5-9 rows (7-bit, the panels' GEMM), on the
- *     active kernels (tests/run.sh runs this under every TFM_ISA the CPU has);
+ *     with a bias), in steps of 1-4 rows (8-bit activations) and 5-9 rows (7-bit, the panels' GEMM on AVX2;
+ *     8-bit on VNNI), on the active kernels (tests/run.sh runs this under every TFM_ISA the CPU has);
  *   - for exact ties (two equal rows: the lower id wins) and one-ulp near-ties, in steps of 1 and 6 rows;
  *   - for a flat distribution (h = 0 and equal biases: every row a candidate, the fall-back path);
  *   - with banned ids (the best one banned: the second best wins);
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "decode/screen.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
 
@@ -52,7 +53,7 @@ static float *scratch_for(const tfm_logit_screen *s, int rows) {
 }
 
 static void test_random(tfm_mt_net *m, const tfm_logit_screen *s) {
-    enum { ROWS = 9, TRIALS = 300 };   /* 1-4 rows: the 8-bit int8 GEMM; 5 and more: the 7-bit panels */
+    enum { ROWS = 9, TRIALS = 300 };   /* 1-4 rows: the 8-bit int8 GEMM; 5 and more: the 7-bit panels (AVX2) */
     float h[ROWS * D], z[V], *scr = scratch_for(s, ROWS);
     int best[ROWS], wrong = 0, fallbacks = 0, n = 0;
     uint64_t st = 12345;
@@ -138,7 +139,7 @@ static void test_flat_and_banned(tfm_mt_net *m) {
 /* The activation's rounding at its worst: x = (63, +-0.49 step, ...) with row A's weights matching its signs, so
  * every small value rounds to 0 and all their contributions (about 0.49 step |w_A|_1) are lost, and row B wins in
  * int8 on the first component alone. A bound that undercounts the activation term (the wrong step, 8-bit where the
- * panels use 7) drops A, the fp32 winner. In a step of 1 row (8-bit) and of 6 rows (7-bit). */
+ * panels use 7) drops A, the fp32 winner. In a step of 1 row (8-bit) and of 6 rows (7-bit on AVX2, 8 on VNNI). */
 static void test_worst_rounding(void) {
     tfm_mt_net *m = make_model(0);
     const tfm_tensor *W, *b;
@@ -150,7 +151,7 @@ static void test_worst_rounding(void) {
     for (int k = 1; k < D; k++) wa[k] = k % 2 ? 1.0f : -1.0f;
     int ok = 1, best[6];
     for (int rows = 1; rows <= 6; rows += 5) {
-        float step = 63.0f / (rows == 1 ? 127.0f : 63.0f);   /* amax / levels */
+        float step = 63.0f / (float)tfm_logit_screen_levels_(rows);   /* amax / levels */
         for (int r = 0; r < rows; r++) {
             h[r * D] = 63.0f;
             for (int k = 1; k < D; k++) h[r * D + k] = 0.49f * step * wa[k];
