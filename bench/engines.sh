@@ -22,7 +22,8 @@
 #             Exported with `tfm export MODEL --format gguf --out X.gguf [--outtype q8_0]` (F32 and Q8_0); tfm
 #             generate (fp32 and int8) against llama.cpp (bench/engines/llama_gen.mjs) generating --tokens after a
 #             fixed prompt, greedy, at each thread count, llama.cpp batch 512 and 32.
-# --rounds    alternating rounds (every configuration once a round; medians at the end; default 5)
+# --rounds    alternating rounds (every configuration once a round, in an order shuffled by the round's number;
+#             medians at the end; default 5)
 # --quick     a functional run: few sentences and tokens, 1 round (no numbers to quote)
 #
 # tfm is timed as a whole process (load, tokenize, decode, detokenize: conservative for tfm); ORT on decoding
@@ -89,6 +90,12 @@ time_cmd() {
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }' >>"$f"
 }
+# round_order N R: 0..N-1 in round R's order, shuffled with R as the seed (the same order for the same R on every run):
+# a configuration does not always follow the same one (after ORT's two processes a tfm run was ~1.3x slower:
+# bench/results/engines_mt_2026-11-28_xeon_order.txt)
+round_order() { awk -v n="$1" -v r="$2" 'BEGIN { srand(r); for (i = 0; i < n; i++) o[i] = i
+    for (i = n - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = o[i]; o[i] = o[j]; o[j] = t }
+    for (i = 0; i < n; i++) print o[i] }'; }
 # median of the numbers in a file
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -141,7 +148,7 @@ mt_compare() {
     head -n 1 "$W/src.txt" >"$W/one.txt"   # tfm's start-up: the same command on one sentence
     local r i c name cmd f
     for r in $(seq "$rounds"); do
-        for i in "${!cfgs[@]}"; do
+        for i in $(round_order ${#cfgs[@]} "$r"); do
             IFS='|' read -r mode name cmd <<<"${cfgs[$i]}"
             f="$W/times/$i"
             set -- $cmd
@@ -224,7 +231,7 @@ gpt_compare() {
     done
     local r i f cmd name
     for r in $(seq "$rounds"); do
-        for i in "${!cfgs[@]}"; do
+        for i in $(round_order ${#cfgs[@]} "$r"); do
             IFS='|' read -r k name cmd <<<"${cfgs[$i]}"
             f="$W/times/$i"
             set -- $cmd
