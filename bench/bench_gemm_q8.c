@@ -6,10 +6,10 @@
  * model's decoder at greedy batch 32 and beam 4 x 32 (d_model 256, FFN 1024, vocabulary 8000) and a few rows.
  * Columns, in G multiply-adds per second (medians over R rounds, each configuration for about T ms a round, the
  * configurations in turn within a round):
- *   fp32        tfm_gemm (the weight as B transposed, as tfm_linear)
+ *   fp32        tfm_gemm_pb on the weight packed once (as tfm_linear decodes with tfm_weight_packs)
  *   <path> rows tfm_gemm_q8's row tiles on that path (4-row calls: the layout one-row steps read)
  *   <path>      tfm_gemm_q8 on that path (from 5 rows: W's panels, core/q8.h)
- *   screen      tfm_gemm_q8_panels (7-bit activations; greedy's screen of the output layer)
+ *   7-bit       tfm_gemm_q8_panels (7-bit activations: greedy's screen from 5 rows where the path is AVX2)
  * The CPU and the paths are printed; the numbers depend on the machine's load (run it on a quiet machine). */
 #include "core/q8.h"
 #include "ops/gemm_q8_panels.h"
@@ -36,7 +36,7 @@ typedef struct {
     int M, N, K;
     const float *A;
     float *C;
-    const float *W;
+    const float *W, *Wp;      /* the weight, and packed for tfm_gemm_pb */
     const tfm_q8_weight *w;
 } shape;
 
@@ -45,7 +45,7 @@ enum { FP32, ROWS, FULL, SCREEN };
 /* one call of configuration kind on path */
 static void run(int kind, tfm_q8_path path, const shape *s) {
     switch (kind) {
-    case FP32: tfm_gemm(0, 1, s->M, s->N, s->K, 1.0f, s->A, s->K, s->W, s->K, 0.0f, s->C, s->N); break;
+    case FP32: tfm_gemm_pb(0, 1, s->M, s->N, s->K, 1.0f, s->A, s->K, s->W, s->K, s->Wp, 0.0f, s->C, s->N); break;
     case ROWS:
         for (int m = 0; m < s->M; m += 4)
             tfm_gemm_q8_path_(path, 1, s->M - m < 4 ? s->M - m : 4, s->A + (size_t)m * s->K, s->K, s->w, NULL,
@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
         kinds[n] = ROWS, paths[n] = p, snprintf(names[n++], 32, "%s rows", tfm_q8_path_name((tfm_q8_path)p));
         kinds[n] = FULL, paths[n] = p, snprintf(names[n++], 32, "%s", tfm_q8_path_name((tfm_q8_path)p));
     }
-    kinds[n] = SCREEN, paths[n] = tfm_q8_active_path(), snprintf(names[n++], 32, "screen");
+    kinds[n] = SCREEN, paths[n] = tfm_q8_active_path(), snprintf(names[n++], 32, "7-bit");
     printf("# bench_gemm_q8: 1 thread, %d rounds of ~%.0f ms per configuration; G multiply-adds/s, medians\n", rounds,
            ms);
     printf("# int8 path in use: %s, fp32 GEMM: %s\n", tfm_gemm_q8_backend(), tfm_gemm_backend());
@@ -98,10 +98,13 @@ int main(int argc, char **argv) {
         srand(1);
         for (int i = 0; i < M * K; i++) A[i] = (float)rand() / (float)RAND_MAX - 0.5f;
         for (int i = 0; i < N * K; i++) W[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+        float *Wp = aligned_alloc(64, sizeof(float) * ((tfm_gemm_packed_b_floats(N, K) + 15) / 16 * 16 + 16));   /* the kernels load its panels aligned */
         tfm_q8_weight w;
         memset(&w, 0, sizeof w);
-        if (tfm_q8_weight_quantize_(&w, W, N, K, (size_t)K)) return fprintf(stderr, "bench_gemm_q8: out of memory\n"), 1;
-        shape s = {M, N, K, A, C, W, &w};
+        if (!Wp || tfm_q8_weight_quantize_(&w, W, N, K, (size_t)K))
+            return fprintf(stderr, "bench_gemm_q8: out of memory\n"), 1;
+        tfm_gemm_pack_b(1, N, K, W, K, Wp);
+        shape s = {M, N, K, A, C, W, Wp, &w};
         double gmacs[16][99], macs = (double)M * N * K;
         for (int c = 0; c < n; c++) run(kinds[c], (tfm_q8_path)paths[c], &s);   /* warm-up; makes the panels */
         for (int r = 0; r < rounds; r++)
@@ -121,7 +124,7 @@ int main(int argc, char **argv) {
         }
         printf("\n");
         tfm_q8_weight_free_(&w);
-        free(A), free(W), free(C);
+        free(A), free(W), free(Wp), free(C);
     }
     return 0;
 }
