@@ -98,7 +98,8 @@ int main(int argc, char **argv) {
         srand(1);
         for (int i = 0; i < M * K; i++) A[i] = (float)rand() / (float)RAND_MAX - 0.5f;
         for (int i = 0; i < N * K; i++) W[i] = (float)rand() / (float)RAND_MAX - 0.5f;
-        float *Wp = aligned_alloc(64, sizeof(float) * ((tfm_gemm_packed_b_floats(N, K) + 15) / 16 * 16 + 16));   /* the kernels load its panels aligned */
+        /* 64-byte aligned: the kernels load its panels aligned */
+        float *Wp = aligned_alloc(64, sizeof(float) * ((tfm_gemm_packed_b_floats(N, K) + 15) / 16 * 16 + 16));
         tfm_q8_weight w;
         memset(&w, 0, sizeof w);
         if (!Wp || tfm_q8_weight_quantize_(&w, W, N, K, (size_t)K))

@@ -45,8 +45,10 @@
 /* a 7-bit activation byte of the panels' GEMM is q + 64: 1..127, unsigned for vpmaddubsw */
 #define Q7_OFFSET 64
 /* the panels' row tiles are at most this many rows (VNNI's); activation buffers hold multiples of it */
-#define PANEL_TILE_ROWS_MAX 8
-static size_t panel_padded_rows(int M) { return (size_t)(M + PANEL_TILE_ROWS_MAX - 1) / PANEL_TILE_ROWS_MAX * PANEL_TILE_ROWS_MAX; }
+#define PANEL_TILE_ROWS_MAX TFM_Q8_VNNI_PANEL_ROWS
+static size_t panel_padded_rows(int M) {
+    return (size_t)(M + PANEL_TILE_ROWS_MAX - 1) / PANEL_TILE_ROWS_MAX * PANEL_TILE_ROWS_MAX;
+}
 /* A thread's block of C: up to Q8_RB rows x Q8_CB columns (whole 4 x 4 tiles). */
 #define Q8_RB 16
 #define Q8_CB 64
@@ -479,7 +481,7 @@ TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0
 #endif
 
 /* the panels [pn0, pn1) for every row: PANEL_ROW_BLOCK rows at a time sweep them, a panel (groups * 64 bytes, 4
- * KiB for 256 columns) reread from L1 by each 4-row tile */
+ * KiB for 256 columns) reread from L1 by each tile of rows */
 static void panels_range(const panel_kernel *k, const panel_args *g, int pn0, int pn1) {
     int32_t out[PANEL_TILE_ROWS_MAX * TFM_Q8_PANEL] __attribute__((aligned(64)));
     for (int i0 = 0; i0 < g->M; i0 += PANEL_ROW_BLOCK)
@@ -491,6 +493,18 @@ static void panels_range(const panel_kernel *k, const panel_args *g, int pn0, in
                 k->store(g, i, j, g->M - i < k->rows ? g->M - i : k->rows, nc, out);
             }
         }
+}
+
+/* the panel kernel of a path for 8-bit activations (tfm_gemm_q8: AVX2's sign trick, or VNNI) or the 7-bit ones
+ * (tfm_gemm_q8_panels: unsigned q + 64 on every path; VNNI's tile takes both as unsigned bytes) */
+static panel_kernel panel_kernel_of(tfm_q8_path path, int eight_bit) {
+#if TFM_X86
+    if (path == TFM_Q8_VNNI) return (panel_kernel){tfm_q8_panel_tile_vnni, panel_store_avx2, TFM_Q8_VNNI_PANEL_ROWS};
+    if (path == TFM_Q8_AVX2)
+        return (panel_kernel){eight_bit ? panel_tile_sign_avx2 : panel_tile_avx2, panel_store_avx2, 4};
+#endif
+    (void)path, (void)eight_bit;
+    return (panel_kernel){panel_tile_c, panel_store_c, 4};   /* the 7-bit form only (8 bits: the row tiles) */
 }
 
 /* every panel, split over nt threads in contiguous ranges (exact sums: the same bits whatever the split); qa
@@ -512,8 +526,7 @@ static int q8_panels_8bit(tfm_q8_path path, int M, int8_t *qa, size_t lda, const
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) return -1;
     const int vnni = path == TFM_Q8_VNNI;
-    const panel_kernel k = vnni ? (panel_kernel){tfm_q8_panel_tile_vnni, panel_store_avx2, TFM_Q8_VNNI_PANEL_ROWS}
-                                : (panel_kernel){panel_tile_sign_avx2, panel_store_avx2, 4};
+    const panel_kernel k = panel_kernel_of(path, 1);
     const size_t bytes = (size_t)(M + k.rows - 1) / k.rows * k.rows * lda;
     memset(qa + (size_t)M * lda, 0, bytes - (size_t)M * lda);
     if (vnni)
@@ -543,11 +556,7 @@ void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, i
     if (M <= 0 || w->rows <= 0) return;
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) tfm_fatal("int8 GEMM: out of memory (the panels of a %d x %d weight)", w->rows, w->cols);
-    panel_kernel k = {panel_tile_c, panel_store_c, 4};
-#if TFM_X86
-    if (path == TFM_Q8_VNNI) k = (panel_kernel){tfm_q8_panel_tile_vnni, panel_store_avx2, TFM_Q8_VNNI_PANEL_ROWS};
-    else if (path == TFM_Q8_AVX2) k = (panel_kernel){panel_tile_avx2, panel_store_avx2, 4};
-#endif
+    const panel_kernel k = panel_kernel_of(path, 0);
     const int K = w->cols, Mp = (M + k.rows - 1) / k.rows * k.rows, groups = tfm_q8_panel_groups(w);
     const size_t ldq = ((size_t)groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
