@@ -18,18 +18,22 @@ TFM_API tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int t
 TFM_API tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_tensor *bias);
 /* Weights packed once for decoding. tfm_linear and its fused variants multiply by W through tfm_gemm,
  * which packs W into 16-wide panels on every call; during decoding (few rows per call, the same weights
- * for thousands of calls) that packing is a large share of the time. tfm_weight_packs_init packs every
- * 2-D parameter once (as much memory again as those weights); a graph whose `packs` points at the set
- * then multiplies by the packed copy (tfm_gemm_pb: the same bits). The copies do not follow the weights:
- * tfm_weight_packs_refresh re-packs them in place after the weights changed (train-mt's validation),
- * and a graph must not use a stale set. An OpenBLAS build packs nothing (the set is empty), nor is a weight
- * held in int8 (tensor q8, tfm quantize) packed: tfm_linear multiplies by its int8 form. */
+ * for thousands of calls) that packing is a large share of the time. tfm_weight_packs_init sets aside room
+ * for every 2-D parameter's packed copy (as much memory again as those weights); a graph whose `packs` points
+ * at the set multiplies by the packed copy (tfm_gemm_pb: the same bits), which the first tfm_linear that
+ * reads W makes (one thread packs; another that meets it half made multiplies unpacked that once: the same
+ * bits), so a weight no GEMM reads (greedy with the screen never multiplies by the tied output layer) is never
+ * packed and its room never touched. The copies do not follow the weights: tfm_weight_packs_refresh marks
+ * them stale after the weights changed (train-mt's validation; each is packed again at its next use), and it
+ * must not run while a graph decodes with the set. An OpenBLAS build packs nothing (the set is empty), nor is
+ * a weight held in int8 (tensor q8, tfm quantize) packed: tfm_linear multiplies by its int8 form. */
 typedef struct tfm_weight_packs {
     int n;
     const tfm_tensor **t;     /* the weights (tfm_linear finds W by its data pointer) */
     float **packed;           /* tfm_gemm_pack_b(1, out, in, W) of each, all in one block: */
     float *block;             /* one mapping (huge pages where the kernel gives them: fewer first-touch faults) */
     size_t block_bytes;
+    int *state;               /* each weight's copy: 0 not made, 1 being made, 2 made */
 } tfm_weight_packs;
 TFM_API int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params);   /* 0, or -1 (out of memory) */
 /* One set over the weights of several models (an ensemble decoding on one graph). */

@@ -114,7 +114,8 @@ int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *par
     if (!n) return 0;
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
-    if (!p->t || !p->packed) goto fail;
+    p->state = calloc((size_t)n, sizeof *p->state);   /* nothing packed until used */
+    if (!p->t || !p->packed || !p->state) goto fail;
     size_t total = 0;   /* floats; each copy starts 64-aligned: the kernels load B panels aligned */
     for (int k = 0; k < n_params; k++)
         for (int i = 0; i < params[k]->n; i++) {
@@ -130,7 +131,6 @@ int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *par
         p->packed[i] = p->block + off;
         off += (tfm_gemm_packed_b_floats(p->t[i]->shape[0], p->t[i]->shape[1]) + 15) / 16 * 16;
     }
-    tfm_weight_packs_refresh(p);
     return 0;
 fail:
     tfm_weight_packs_free(p);
@@ -138,18 +138,27 @@ fail:
 }
 
 void tfm_weight_packs_refresh(tfm_weight_packs *p) {
-#pragma omp parallel for schedule(dynamic, 1) if (p->n > 1)
-    for (int i = 0; i < p->n; i++) {
-        const tfm_tensor *W = p->t[i];
-        tfm_gemm_pack_b(1, W->shape[0], W->shape[1], W->data, W->shape[1], p->packed[i]);
-    }
+    for (int i = 0; i < p->n; i++) __atomic_store_n(&p->state[i], 0, __ATOMIC_RELEASE);   /* packed at next use */
 }
 
 void tfm_weight_packs_free(tfm_weight_packs *p) {
     tfm_weights_free_(p->block, p->block_bytes);
     free(p->packed);
     free(p->t);
+    free(p->state);
     memset(p, 0, sizeof *p);
+}
+
+/* copy i of p, made here at its first use; NULL while another thread makes it (the caller multiplies unpacked) */
+static const float *pack_made(const tfm_weight_packs *p, int i) {
+    int state = __atomic_load_n(&p->state[i], __ATOMIC_ACQUIRE), zero = 0;
+    if (state == 2) return p->packed[i];
+    if (state != 0 || !__atomic_compare_exchange_n(&p->state[i], &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return NULL;
+    const tfm_tensor *W = p->t[i];
+    tfm_gemm_pack_b(1, W->shape[0], W->shape[1], W->data, W->shape[1], p->packed[i]);
+    __atomic_store_n(&p->state[i], 2, __ATOMIC_RELEASE);
+    return p->packed[i];
 }
 
 /* W's packed copy if g decodes with packed weights and W is one of them, else NULL. */
@@ -157,7 +166,7 @@ static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
     const tfm_weight_packs *p = g->packs;
     if (!p) return NULL;
     for (int i = 0; i < p->n; i++)
-        if (p->t[i]->data == W->data) return p->packed[i];
+        if (p->t[i]->data == W->data) return pack_made(p, i);
     return NULL;
 }
 

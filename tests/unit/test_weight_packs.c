@@ -1,7 +1,8 @@
 /* Weights packed once for decoding (include/tfm/ops.h tfm_weight_packs, src/ops/matmul.c): tfm_linear and
  * tfm_linear_relu give the same bits with a graph's packs as without, for row counts that take the GEMV path
  * (1), ragged panels (7) and threaded blocks (300), at 1 and 2 threads; the packs are really read (stale
- * packs after a weight change give other numbers) and tfm_weight_packs_refresh brings them up to date. */
+ * packs after a weight change give other numbers) and tfm_weight_packs_refresh brings them up to date; a copy is
+ * made at its weight's first use (a weight no GEMM reads is never packed), once when threads race to it. */
 #include "check.h"
 #include "tfm/kernels.h"
 #include "tfm/ops.h"
@@ -45,6 +46,9 @@ int main(void) {
         tfm_params_free(&p);
         CHECK_EXIT();
     }
+    int none = 1;
+    for (int i = 0; i < packs.n; i++) none &= packs.state[i] == 0;
+    CHECK("weight_packs_init packs nothing yet", none, "a copy made before its first use");
     static const int rows[] = {1, 7, 300};
     float *x = malloc(sizeof(float) * 300 * 300), *y0 = malloc(sizeof(float) * 300 * 61),
           *y1 = malloc(sizeof(float) * 300 * 61);
@@ -63,6 +67,27 @@ int main(void) {
                       max_abs_diff(y0, y1, (size_t)rows[r] * 61));
             }
     omp_set_num_threads(max_t);
+    int w_made = 0, w2_made = 0;
+    for (int i = 0; i < packs.n; i++) *(packs.t[i] == W ? &w_made : &w2_made) = packs.state[i] == 2;
+    CHECK("weight_packs: the used weight is packed, the unused one is not", w_made && !w2_made, "W %d, W2 %d", w_made,
+          w2_made);
+    {   /* threads racing to a fresh set: every result the unpacked bits, the copy made once */
+        tfm_weight_packs fresh;
+        tfm_weight_packs_init(&fresh, &p);
+        enum { T = 4 };
+        float *yt = malloc(sizeof(float) * T * 7 * 61);
+        forward(NULL, W, b, x, 7, 0, y0);
+#pragma omp parallel for num_threads(T)
+        for (int t = 0; t < T; t++) forward(&fresh, W, b, x, 7, 0, yt + (size_t)t * 7 * 61);
+        int same = 1;
+        for (int t = 0; t < T; t++) same &= !memcmp(y0, yt + (size_t)t * 7 * 61, sizeof(float) * 7 * 61);
+        int made = 0;
+        for (int i = 0; i < fresh.n; i++) made += fresh.state[i] == 2;
+        CHECK("weight_packs: threads racing to a fresh set get the unpacked bits; one copy made", same && made == 1,
+              "same %d, made %d", same, made);
+        free(yt);
+        tfm_weight_packs_free(&fresh);
+    }
     for (size_t i = 0; i < W->size; i++) W->data[i] *= 1.5f;   /* training moved the weights */
     forward(NULL, W, b, x, 300, 0, y0);
     forward(&packs, W, b, x, 300, 0, y1);
