@@ -527,7 +527,7 @@ static int q8_panels_8bit(tfm_q8_path path, int M, int8_t *qa, size_t lda, const
     if (!panels) return -1;
     const int vnni = path == TFM_Q8_VNNI;
     const panel_kernel k = panel_kernel_of(path, 1);
-    const size_t bytes = (size_t)(M + k.rows - 1) / k.rows * k.rows * lda;
+    const size_t bytes = panel_padded_rows(M) * lda;
     memset(qa + (size_t)M * lda, 0, bytes - (size_t)M * lda);
     if (vnni)
         for (size_t t = 0; t < bytes; t++) qa[t] = (int8_t)((uint8_t)qa[t] ^ 0x80);   /* a + 128, unsigned */
@@ -557,7 +557,7 @@ void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, i
     const int8_t *panels = tfm_q8_weight_panels_(w);
     if (!panels) tfm_fatal("int8 GEMM: out of memory (the panels of a %d x %d weight)", w->rows, w->cols);
     const panel_kernel k = panel_kernel_of(path, 0);
-    const int K = w->cols, Mp = (M + k.rows - 1) / k.rows * k.rows, groups = tfm_q8_panel_groups(w);
+    const int K = w->cols, Mp = (int)panel_padded_rows(M), groups = tfm_q8_panel_groups(w);
     const size_t ldq = ((size_t)groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
