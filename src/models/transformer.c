@@ -207,8 +207,25 @@ static tfm_tensor *tf_encode_rows(tfm_mt_net *m, tfm_graph *g, const int *src, c
     return x;
 }
 
+/* Inference encodes a batch in groups of sentences of at most this many rows (sentences x Ts) each: one layer's
+ * intermediates for 32 sentences of 40 tokens are ~16 MB, every page of it fresh memory the first time, and a
+ * few hundred rows keep the GEMMs as fast. Each sentence is encoded alone, so the groups change no bits. */
+#define TF_ENCODE_GROUP_ROWS 384
+
 static tfm_tensor *tf_encode(tfm_mt_net *m, tfm_graph *g, const int *src, const int *src_valid, int B, int Ts) {
-    return tf_encode_rows(m, g, src, src_valid, B, Ts, NULL);
+    int group = TF_ENCODE_GROUP_ROWS / Ts > 0 ? TF_ENCODE_GROUP_ROWS / Ts : 1;
+    if (g->grad_enabled || m->keep_attention || group >= B) return tf_encode_rows(m, g, src, src_valid, B, Ts, NULL);
+    int d = m->cfg.d_model;
+    tfm_tensor *enc = tfm_new3(g, B, Ts, d);
+    for (int b0 = 0; b0 < B; b0 += group) {
+        int nb = B - b0 < group ? B - b0 : group;
+        tfm_arena_pos start = tfm_arena_tell(&g->arena);
+        tfm_tensor *x = tf_encode_rows(m, g, src + (size_t)b0 * Ts, src_valid + b0, nb, Ts, NULL);
+        memcpy(enc->data + (size_t)b0 * Ts * d, x->data, sizeof(float) * x->size);
+        tfm_arena_rewind(&g->arena, start);
+    }
+    IMPL(m)->last_B = B;
+    return enc;
 }
 
 static void tf_free_state(tfm_mt_net *m, void *state);
@@ -250,10 +267,12 @@ static void *tf_init_state(tfm_mt_net *m, tfm_graph *g, tfm_tensor *enc, const i
     }
     memcpy(s->valid, src_valid, sizeof(int) * (size_t)B);
     /* encoder keys/values of every decoder layer, once per sentence (slot b = sentence b) */
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L; l++) {   /* K and V copied into the cache, their arena space handed back */
+        tfm_arena_pos before = tfm_arena_tell(&g->arena);
         const tfm_MultiHeadAttention *a = &t->db[l].attention2;
         tfm_tensor *K = tfm_Linear_forward(g, &a->W_k, enc), *V = tfm_Linear_forward(g, &a->W_v, enc); /* (B,Ts,H*dk) */
         tfm_kv_cache_append(&s->enc_kv, l, K, V, B, 0);
+        if (!g->grad_enabled) tfm_arena_rewind(&g->arena, before);
     }
     s->enc_kv.len = Ts;
     return s;

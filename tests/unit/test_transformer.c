@@ -215,6 +215,33 @@ static void check_encode_rewind(tfm_mt_net *m, const batch *b) {
     tfm_arena_free(&a);
 }
 
+/* Inference encodes a large batch in groups of sentences (src/models/transformer.c, TF_ENCODE_GROUP_ROWS, 384
+ * rows): 96 sentences (the fixture's, repeated) give the same bits as the taped encoder over the whole batch,
+ * and the arena's peak grows by less than half from 48 sentences (one group) to 96 (two), not twofold. */
+static void check_encode_groups(tfm_mt_net *m, const batch *b) {
+    int B = 96, Ts = b->Ts;
+    int *src = malloc(sizeof(int) * (size_t)B * Ts), *valid = malloc(sizeof(int) * (size_t)B);
+    for (int i = 0; i < B; i++) {
+        memcpy(src + (size_t)i * Ts, b->src + (size_t)(i % b->B) * Ts, sizeof(int) * (size_t)Ts);
+        valid[i] = b->valid[i % b->B];
+    }
+    tfm_graph g[3];
+    tfm_tensor *enc[3];
+    for (int k = 0; k < 3; k++) {   /* 0: taped, all 96 at once; 1: inference, 96 in groups; 2: inference, 48 */
+        tfm_graph_init(&g[k], 1);
+        g[k].grad_enabled = k == 0;
+        g[k].training = 0;
+        enc[k] = m->vt->encode(m, &g[k], src, valid, k == 2 ? B / 2 : B, Ts);
+    }
+    CHECK("inference encoder in groups of sentences = the whole batch at once (bits), a smaller arena",
+          B / 2 * Ts <= 384 && B * Ts > 384 && enc[0]->size == enc[1]->size &&
+              !memcmp(enc[0]->data, enc[1]->data, sizeof(float) * enc[0]->size) &&
+              g[1].arena.peak < g[2].arena.peak * 3 / 2,
+          "%d rows, arena peak %zu bytes, %zu for half the sentences", B * Ts, g[1].arena.peak, g[2].arena.peak);
+    for (int k = 0; k < 3; k++) tfm_graph_free(&g[k]);
+    free(src), free(valid);
+}
+
 /* A decoding state's KV caches live in a block the graph keeps between batches (tfm_graph_block_take/give):
  * the next state takes the same block, dirty, and decodes the same bits as on fresh memory. */
 static float *decode_steps(tfm_mt_net *m, tfm_graph *g, const batch *b, int steps, void **block) {
@@ -607,6 +634,8 @@ int main(void) {
     for (int packed = 0; packed < 2; packed++) check_forward_backward(mp, &b, "pre.", "pre-LN", packed);
     check_encode_rewind(m, &b);
     check_encode_rewind(mp, &b);
+    check_encode_groups(m, &b);
+    check_encode_groups(mp, &b);
     check_state_block_reuse(m, &b);
     check_incremental(mp, &b);   /* also with the pre-LN model */
     check_incremental(m, &b);
