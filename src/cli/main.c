@@ -57,8 +57,18 @@ static int help_command(int argc, char **argv) {
     return CLI_EXIT_USAGE;
 }
 
+/* `--threads 1` (or --threads=1) is the last --threads given: no OpenMP team ever waits, so the idle threads'
+ * spin needs no setting (nor its re-exec) */
+static int one_thread_asked(int argc, char **argv) {
+    const char *last = NULL;
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) last = argv[++i];
+        else if (!strncmp(argv[i], "--threads=", 10)) last = argv[i] + 10;
+    return last && !strcmp(last, "1");
+}
+
 int main(int argc, char **argv) {
-    tfm_threads_short_spin(argv); /* may re-execute the program once (see tfm/core.h) */
+    if (!one_thread_asked(argc, argv)) tfm_threads_short_spin(argv); /* may re-execute the program once (tfm/core.h) */
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -66,9 +66,13 @@ if command -v strace >/dev/null && strace -f -e trace=execve -o "$TMP/st" true 2
     env -u OMP_WAIT_POLICY -u KMP_BLOCKTIME GOMP_SPINCOUNT=300000 strace -f -e trace=execve -o "$TMP/st" \
         $TFM train-lm "${ARGS[@]}" --threads 2 >/dev/null 2>&1
     b=$(grep -c 'execve(' "$TMP/st")
+    env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u KMP_BLOCKTIME strace -f -e trace=execve -o "$TMP/st" \
+        $TFM train-lm "${ARGS[@]}" --threads 2 --threads=1 >/dev/null 2>&1
+    c=$(grep -c 'execve(' "$TMP/st")
     if ldd "$TFM" | grep -q libgomp; then
-        [ "$a" = 2 ] && [ "$b" = 1 ] && pass "libgomp: re-executed once to set the short spin, not when GOMP_SPINCOUNT is set" \
-            || fail "short-spin re-exec" "execve count $a (unset) / $b (set), expected 2 / 1"
+        [ "$a" = 2 ] && [ "$b" = 1 ] && [ "$c" = 1 ] \
+            && pass "libgomp: re-executed once to set the short spin, not when GOMP_SPINCOUNT is set nor at --threads 1" \
+            || fail "short-spin re-exec" "execve count $a (unset) / $b (set) / $c (--threads 1 last), expected 2 / 1 / 1"
     else
         [ "$a" = 1 ] && pass "libomp: short spin set without re-executing" || fail "short spin (libomp)" "execve count $a"
     fi
