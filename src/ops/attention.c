@@ -98,13 +98,43 @@ static void gather_t(const view *x, int b, int h, int T, int d, float *xt) {
     }
 }
 
-/* s[0..n) = scale * q . k_j for keys j0..j0+n */
-static inline void scores(float *s, const float *q, const float *Kt, int Tk, int dk, int j0, int n, float scale) {
-    for (int jj = 0; jj < n; jj++) s[jj] = 0.0f;
+/* 16 floats as one value (GCC/clang generic vectors): a register on the AVX-512 path, two on AVX2, four SSE ones
+ * on the portable path; v16u is the unaligned, aliasing view of 16 floats in memory. */
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* s[0 .. 16 nv) = sum over c < dk of (q[c] * scale) * Kt[c][0 .. 16 nv), the nv vectors of s in registers across
+ * c; every element adds in c order, a multiply then an add (two statements: no FMA contraction under clang
+ * either), the bits of the scalar loop. */
+static inline __attribute__((always_inline)) void score_columns(float *s, const float *q, const float *Kt, int Tk,
+                                                                 int dk, float scale, const int nv) {
+    v16f acc[4];
+    for (int k = 0; k < nv; k++) acc[k] = (v16f){0};
     for (int c = 0; c < dk; c++) {
         float qc = q[c] * scale;
-        const float *row = Kt + (size_t)c * Tk + j0;
-        for (int jj = 0; jj < n; jj++) s[jj] += qc * row[jj];
+        const float *row = Kt + (size_t)c * Tk;
+        for (int k = 0; k < nv; k++) {
+            v16f t = *(const v16u *)(row + 16 * k) * qc;
+            acc[k] = acc[k] + t;
+        }
+    }
+    for (int k = 0; k < nv; k++) *(v16u *)(s + 16 * k) = acc[k];
+}
+
+/* s[0..n) = scale * q . k_j for keys j0..j0+n: 64, 32 or 16 keys at a time, then single keys */
+static inline __attribute__((always_inline)) void scores(float *s, const float *q, const float *Kt, int Tk, int dk,
+                                                          int j0, int n, float scale) {
+    int jj = 0;
+    for (; jj + 64 <= n; jj += 64) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 4);
+    if (jj + 32 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 2), jj += 32;
+    if (jj + 16 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 1), jj += 16;
+    for (; jj < n; jj++) {
+        float acc = 0.0f;
+        for (int c = 0; c < dk; c++) {
+            float t = q[c] * scale * Kt[(size_t)c * Tk + j0 + jj];
+            acc += t;
+        }
+        s[jj] = acc;
     }
 }
 
@@ -125,6 +155,37 @@ static inline void prefetch_kv_rows(const attn_args *a, int bh) {
 #else
     (void)a, (void)bh;
 #endif
+}
+
+/* o[0 .. 16 nv) += sum over keys jj < n of p[jj] * V row jj, the nv vectors of o held in registers across the
+ * keys. Each element adds its terms in key order, a multiply then an add (two statements: no FMA contraction
+ * under clang either), so every path and column split gives the same bits. */
+static inline __attribute__((always_inline)) void pv_columns(float *o, const float *p, const float *V, size_t st,
+                                                              int n, const int nv) {
+    v16f acc[4];
+    for (int k = 0; k < nv; k++) acc[k] = *(const v16u *)(o + 16 * k);
+    for (int jj = 0; jj < n; jj++) {
+        const float *vr = V + (size_t)jj * st;
+        for (int k = 0; k < nv; k++) {
+            v16f t = *(const v16u *)(vr + 16 * k) * p[jj];
+            acc[k] = acc[k] + t;
+        }
+    }
+    for (int k = 0; k < nv; k++) *(v16u *)(o + 16 * k) = acc[k];
+}
+
+/* o[0..dv) += sum_jj p[jj] * V[jj * st + c]: 64, 32 or 16 columns at a time, then single columns */
+static inline __attribute__((always_inline)) void accumulate_pv(float *o, const float *p, const float *V, size_t st,
+                                                                 int n, int dv) {
+    int c = 0;
+    for (; c + 64 <= dv; c += 64) pv_columns(o + c, p, V + c, st, n, 4);
+    if (c + 32 <= dv) pv_columns(o + c, p, V + c, st, n, 2), c += 32;
+    if (c + 16 <= dv) pv_columns(o + c, p, V + c, st, n, 1), c += 16;
+    for (; c < dv; c++)
+        for (int jj = 0; jj < n; jj++) {
+            float t = p[jj] * V[(size_t)jj * st + c];
+            o[c] += t;
+        }
 }
 
 static inline __attribute__((always_inline)) void attn_forward_bh(const attn_args *a, float *lse, float *Kt, int bh) {
@@ -162,22 +223,7 @@ static inline __attribute__((always_inline)) void attn_forward_bh(const attn_arg
             l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
             if (corr != 1.0f)
                 for (int c = 0; c < dv; c++) o[c] *= corr;
-            if (dv == 64) {   /* the row in registers over the tile's keys (as below: a multiply, then an add) */
-                float acc[64];
-                for (int c = 0; c < 64; c++) acc[c] = o[c];
-                for (int jj = 0; jj < n; jj++) {
-                    const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
-                    float p = s[jj];
-                    for (int c = 0; c < 64; c++) acc[c] += p * vr[c];
-                }
-                for (int c = 0; c < 64; c++) o[c] = acc[c];
-            } else {
-                for (int jj = 0; jj < n; jj++) {
-                    const float *vr = Vb + (size_t)(j0 + jj) * a->v.st;
-                    float p = s[jj];
-                    for (int c = 0; c < dv; c++) o[c] += p * vr[c];
-                }
-            }
+            accumulate_pv(o, s, Vb + (size_t)j0 * a->v.st, a->v.st, n, dv);
             m = mnew;
         }
         float inv = 1.0f / l;

@@ -4,6 +4,50 @@
 #include "tfm/road.h"
 #include <stdlib.h>
 
+
+/* The fused attention kernel (tfm_attention, tiled: decoding's one query, a prompt's many) against a double
+ * reference: head sizes of 16..128 lanes and ragged ones (40, 80: the 64/32/16-lane blocks and single lanes),
+ * key counts across the 64-key tiles and ragged ones, causal or not. Run once per instruction-set path
+ * (tests/run.sh). */
+static double fused_attention_error(tfm_graph *g, int Tq, int Tk, int d, int causal, int tiled) {
+    const int B = 2, H = 2, C = H * d;
+    float *q = malloc(sizeof(float) * B * Tq * C), *k = malloc(sizeof(float) * B * Tk * C);
+    float *v = malloc(sizeof(float) * B * Tk * C);
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(Tq * 1000 + Tk * 7 + d);
+    for (int i = 0; i < B * Tq * C; i++) q[i] = (float)((x = x * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5f;
+    for (int i = 0; i < B * Tk * C; i++) k[i] = (float)((x = x * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5f;
+    for (int i = 0; i < B * Tk * C; i++) v[i] = (float)((x = x * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5f;
+    tfm_mask m = {.causal = causal};
+    float scale = 1.0f / sqrtf((float)d);
+    g->attention_tiled = tiled;
+    tfm_tensor *o = tfm_attention(g, tfm_constant(g, q, 3, (int[]){B, Tq, C}), tfm_constant(g, k, 3, (int[]){B, Tk, C}),
+                                  tfm_constant(g, v, 3, (int[]){B, Tk, C}), H, 0, &m, scale);
+    double worst = 0.0, *w = malloc(sizeof(double) * Tk);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Tq; i++) {
+                int lim = causal ? i + 1 + Tk - Tq : Tk;
+                double mx = -1e300, sum = 0.0;
+                for (int j = 0; j < lim; j++) {
+                    double dot = 0.0;
+                    for (int c = 0; c < d; c++)
+                        dot += (double)q[((size_t)b * Tq + i) * C + h * d + c] * k[((size_t)b * Tk + j) * C + h * d + c];
+                    w[j] = dot * scale;
+                    if (w[j] > mx) mx = w[j];
+                }
+                for (int j = 0; j < lim; j++) sum += (w[j] = exp(w[j] - mx));
+                for (int c = 0; c < d; c++) {
+                    double ref = 0.0;
+                    for (int j = 0; j < lim; j++) ref += w[j] / sum * v[((size_t)b * Tk + j) * C + h * d + c];
+                    double e = fabs(o->data[((size_t)b * Tq + i) * C + h * d + c] - ref);
+                    if (e > worst) worst = e;
+                }
+            }
+    g->attention_tiled = 0;
+    free(q), free(k), free(v), free(w);
+    return worst;
+}
+
 int main(void) {
     tfm_set_threads(1);
     tfm_graph g;
@@ -85,6 +129,22 @@ int main(void) {
                   fabs(att.weights->data[0] - 0.5) < 1e-6,
               "weights not as expected");
         tfm_params_free(&p);
+    }
+    {
+        const int Tqs[] = {1, 3}, Tks[] = {1, 17, 70, 100, 150}, ds[] = {16, 32, 40, 64, 80, 128};
+        double worst = 0.0;
+        char where[96] = "";
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 5; b++)
+                for (int c = 0; c < 6; c++)
+                    for (int causal = 0; causal < 2; causal++) {
+                        if (Tqs[a] > Tks[b]) continue;
+                        tfm_graph_reset(&g);
+                        double e = fused_attention_error(&g, Tqs[a], Tks[b], ds[c], causal, Tqs[a] > 1);
+                        if (!(e <= worst)) worst = e, snprintf(where, sizeof where, "Tq %d Tk %d d %d causal %d", Tqs[a], Tks[b], ds[c], causal);
+                    }
+        CHECK("fused attention (one query, and tiled queries) = a double reference, head sizes 16..128 and ragged",
+              worst < 2e-6, "max error %.3g at %s", worst, where);
     }
     tfm_graph_free(&g);
     CHECK_EXIT();
