@@ -103,8 +103,8 @@ TFM_API tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_ma
  * q (B,Tq,H*dk) -> out (B,Tq,H*dv). k, v: (B,Tk,H*dk), (B,Tk,H*dv), or with kv_heads_first
  * (B,H,Tk,dk), (B,H,Tk,dv). mask: as tfm_masked_softmax with n_heads = H (its n_heads is ignored).
  * No weights output: use the exact path for that. The row logsumexp (B,H,Tq) is saved.
- * When Tk <= 128 and grad is tracked (training on short sequences) or Tq > 2 (an encoder, a prompt) the tile
- * is one batch entry's (H,Tq,Tk) block instead of a key tile: scores and probabilities formed whole (faster
+ * When Tk <= 128 and grad is tracked (training on short sequences) or Tq > 2 (an encoder, a prompt; without grad
+ * up to Tk 512) the tile is one batch entry's (H,Tq,Tk) block instead of a key tile: scores and probabilities formed whole (faster
  * on CPU at these sizes, and only up to each row's last visible key); with grad the probabilities (B,H,Tq,Tk rounded up to 8)
  * are kept for the backward (AVX2 and portable paths, at most 64 MiB) or recomputed there from each row's
  * saved max and sum, with the same bits. Still no permutes. g->attention_tiled = 1 disables the per-entry
