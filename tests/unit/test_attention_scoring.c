@@ -6,9 +6,9 @@
 
 
 /* The fused attention kernel (tfm_attention: tiled for decoding's one query; a prompt's many queries tiled or
- * materialised) against a double reference: head sizes of 16..128 lanes and ragged ones (40, 80: the 64/32/16-lane blocks and single lanes),
- * key counts across the 64-key tiles and ragged ones, causal or not. Run once per instruction-set path
- * (tests/run.sh). */
+ * materialised) against a double reference: head sizes of 16..128 lanes and ragged ones (40, 80: the 64/32/16
+ * lane blocks and single lanes), key counts across the 64-key tiles and ragged ones, causal or not. Run once per
+ * instruction-set path (tests/run.sh). */
 static double fused_attention_error(tfm_graph *g, int Tq, int Tk, int d, int causal, int tiled) {
     const int B = 2, H = 2, C = H * d;
     float *q = malloc(sizeof(float) * B * Tq * C), *k = malloc(sizeof(float) * B * Tk * C);
