@@ -718,25 +718,29 @@ static INLINE_ALL void block_dropout(const attn_args *a, int b, const mat_scratc
     }
 }
 
-/* P for every head of batch entry b: S = scale Q K^T up to each row block's visible keys, then the
- * masked softmax (forward: save receives each row's values, block_probs; backward: from the saved ones). */
-static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, const mat_kernels *kx,
-                                       float *save) {
+/* S = scale Q K^T for head h of batch entry b up to each row block's visible keys (ms->lim set), then the masked
+ * softmax (forward: save receives each row's values, block_probs; backward: from the saved ones). */
+static INLINE_ALL void head_probs(const attn_args *a, int b, int h, const mat_scratch *ms, const mat_kernels *kx,
+                                  float *save) {
     int Tq = a->Tq, Tk = a->Tk, dk = a->dk, rows = kx->rows;
     const int *lim = ms->lim;
-    entry_limits(a, b, ms);
-    for (int h = 0; h < a->H; h++) {
-        kx->gather(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
-        const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
-        float *S = ms->P + h * ms->hs;
-        for (int i0 = 0; i0 < Tq; i0 += rows) {
-            int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(lim + i0, R));
-            /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
-            kx->mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0,
+    kx->gather(&a->k, b, h, Tk, dk, ms->ldp, ms->Xt);
+    const float *Q = a->q.data + b * a->q.sb + h * a->q.sh;
+    float *S = ms->P + h * ms->hs;
+    for (int i0 = 0; i0 < Tq; i0 += rows) {
+        int R = Tq - i0 < rows ? Tq - i0 : rows, w = round8(max_of(lim + i0, R));
+        /* scale (q . k), as the exact path rounds it (not q . (scale k)) */
+        kx->mm(R, w, 0, dk, Q + i0 * a->q.st, (ptrdiff_t)a->q.st, 1, ms->Xt, ms->ldp, S + i0 * ms->ldp, ms->ldp, 0,
                a->scale);
-        }
-        block_probs(a, b, h, ms, save);
     }
+    block_probs(a, b, h, ms, save);
+}
+
+/* P for every head of batch entry b */
+static INLINE_ALL void block_probs_all(const attn_args *a, int b, const mat_scratch *ms, const mat_kernels *kx,
+                                       float *save) {
+    entry_limits(a, b, ms);
+    for (int h = 0; h < a->H; h++) head_probs(a, b, h, ms, kx, save);
 }
 
 /* The backward over a kept P: each row's visible keys and extent, as block_probs found them. */
@@ -751,28 +755,42 @@ static INLINE_ALL void kept_probs_limits(const attn_args *a, int b, const mat_sc
         }
 }
 
-static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, const mat_kernels *kx, int b) {
-    int Tq = a->Tq, dv = a->dv, rows = kx->rows;
-    mat_scratch ms = mat_scratch_at(a, b, 0, buf);
-    block_probs_all(a, b, &ms, kx, lse);
-    if (a->drop) block_dropout(a, b, &ms, NULL);
-    for (int h = 0; h < a->H; h++) { /* O = P V over each block's extent */
-        const int *ext = ms.ext + h * Tq;
-        const float *P = ms.Pd + h * ms.hs, *V = a->v.data + view_at(&a->v, b, h);
-        float *O = a->o.data + b * a->o.sb + h * a->o.sh;
-        for (int i0 = 0; i0 < Tq; i0 += rows) {
-            int R = Tq - i0 < rows ? Tq - i0 : rows;
-            kx->mm(R, dv, 0, max_of(ext + i0, R), P + i0 * ms.ldp, ms.ldp, 1, V, (ptrdiff_t)a->v.st,
-               O + i0 * a->o.st, (ptrdiff_t)a->o.st, 0, 1.0f);
-        }
+/* O = P V for head h of batch entry b, over each row block's extent */
+static INLINE_ALL void head_output(const attn_args *a, int b, int h, const mat_scratch *ms, const mat_kernels *kx) {
+    int Tq = a->Tq, rows = kx->rows;
+    const int *ext = ms->ext + h * Tq;
+    const float *P = ms->Pd + h * ms->hs, *V = a->v.data + view_at(&a->v, b, h);
+    float *O = a->o.data + b * a->o.sb + h * a->o.sh;
+    for (int i0 = 0; i0 < Tq; i0 += rows) {
+        int R = Tq - i0 < rows ? Tq - i0 : rows;
+        kx->mm(R, a->dv, 0, max_of(ext + i0, R), P + i0 * ms->ldp, ms->ldp, 1, V, (ptrdiff_t)a->v.st, O + i0 * a->o.st,
+               (ptrdiff_t)a->o.st, 0, 1.0f);
     }
 }
-#define MAT_FWD_ARGS const attn_args *a, float *lse, float *buf, int b
+
+/* The forward of batch entry b (head < 0: every head, with dropout when asked), or of one head alone (no dropout:
+ * fewer entries than threads, one (entry, head) a thread); the same operations per head either way. */
+static INLINE_ALL void mat_forward_entry(const attn_args *a, float *lse, float *buf, const mat_kernels *kx, int b,
+                                         int head) {
+    mat_scratch ms = mat_scratch_at(a, b, 0, buf);
+    if (head >= 0) {
+        entry_limits(a, b, &ms);
+        head_probs(a, b, head, &ms, kx, lse);
+        head_output(a, b, head, &ms, kx);
+        return;
+    }
+    block_probs_all(a, b, &ms, kx, lse);
+    if (a->drop) block_dropout(a, b, &ms, NULL);
+    for (int h = 0; h < a->H; h++) head_output(a, b, h, &ms, kx);
+}
+#define MAT_FWD_ARGS const attn_args *a, float *lse, float *buf, int b, int head
 typedef void (*mat_fwd_fn)(MAT_FWD_ARGS);
-static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_c, b); }
+static void mat_forward_c(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_c, b, head); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_avx2, b); }
-TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_avx512, b); }
+TFM_TARGET_AVX2 static void mat_forward_avx2(MAT_FWD_ARGS) { mat_forward_entry(a, lse, buf, &mat_kernels_avx2, b, head); }
+TFM_TARGET_AVX512 static void mat_forward_avx512(MAT_FWD_ARGS) {
+    mat_forward_entry(a, lse, buf, &mat_kernels_avx512, b, head);
+}
 static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_avx2, mat_forward_avx512};
 #else
 static const mat_fwd_fn mat_forward_paths[TFM_ISA_COUNT] = {mat_forward_c, mat_forward_c, mat_forward_c};
@@ -782,8 +800,13 @@ static void mat_forward(const attn_args *a, float *lse, int nt) {
     size_t per = mat_scratch_floats(a, 0);
     float *buf = thread_scratch(per, nt);
     const mat_fwd_fn entry = mat_forward_paths[tfm_isa_active()];
+    if (nt > 1 && a->B < nt && a->H > 1 && !a->drop) {   /* a prompt, one sentence: its heads on the threads */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+        for (int bh = 0; bh < a->B * a->H; bh++) entry(a, lse, buf + per * omp_get_thread_num(), bh / a->H, bh % a->H);
+        return;
+    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), b);
+    for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), b, -1);
 }
 
 /* dX[j] += sum_i Y(i,j) Z_i for keys j (a row block at a time), from the first query whose x exceeds the block's

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "tfm/road.h"
 #include <stdlib.h>
+#include <string.h>
 
 
 /* The fused attention kernel (tfm_attention: tiled for decoding's one query; a prompt's many queries tiled or
@@ -149,6 +150,28 @@ int main(void) {
         CHECK("fused attention (one query; queries tiled, and materialised up to 512 keys without grad) = a double "
               "reference, head sizes 16..128 and ragged",
               worst < 2e-6, "max error %.3g at %s", worst, where);
+    }
+    {   /* one batch entry on 2 threads: its heads split over them (mat_forward), the bits of 1 thread */
+        const int Tq = 100, Tk = 100, H = 4, d = 32, C = H * d;
+        float *x = malloc(sizeof(float) * 3 * Tq * C), *out[2];
+        for (int i = 0; i < 3 * Tq * C; i++) x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        tfm_mask m = {.causal = 1};
+        for (int k = 0; k < 2; k++) {   /* each on its own graph: no output left over from the other */
+            tfm_graph gk;
+            tfm_graph_init(&gk, 1);
+            gk.grad_enabled = 0;
+            tfm_set_threads(2 - k);
+            tfm_tensor *o = tfm_attention(&gk, tfm_constant(&gk, x, 3, (int[]){1, Tq, C}),
+                                          tfm_constant(&gk, x + Tq * C, 3, (int[]){1, Tk, C}),
+                                          tfm_constant(&gk, x + 2 * Tq * C, 3, (int[]){1, Tk, C}), H, 0, &m, 0.125f);
+            out[k] = malloc(sizeof(float) * Tq * C);
+            memcpy(out[k], o->data, sizeof(float) * Tq * C);
+            tfm_graph_free(&gk);
+        }
+        tfm_set_threads(1);
+        CHECK("fused attention, one entry's heads on 2 threads = 1 thread (bits)",
+              !memcmp(out[0], out[1], sizeof(float) * Tq * C), "outputs differ");
+        free(x), free(out[0]), free(out[1]);
     }
     tfm_graph_free(&g);
     CHECK_EXIT();
