@@ -20,10 +20,11 @@ TFM_API tfm_tensor *tfm_linear(tfm_graph *g, tfm_tensor *x, tfm_tensor *W, tfm_t
  * which packs W into 16-wide panels on every call; during decoding (few rows per call, the same weights
  * for thousands of calls) that packing is a large share of the time. tfm_weight_packs_init sets aside room
  * for every 2-D parameter's packed copy (as much memory again as those weights); a graph whose `packs` points
- * at the set multiplies by the packed copy (tfm_gemm_pb: the same bits), which the first tfm_linear that
- * reads W makes (one thread packs; another that meets it half made multiplies unpacked that once: the same
- * bits), so a weight no GEMM reads (greedy with the screen never multiplies by the tied output layer) is never
- * packed and its room never touched. The copies do not follow the weights: tfm_weight_packs_refresh marks
+ * at the set multiplies by the packed copy (tfm_gemm_pb: the same bits), which the first tfm_linear of more
+ * than one row that reads W makes (one thread packs; another that meets it half made multiplies unpacked that
+ * once: the same bits; a one-row product reads W as it is, tfm_gemm's GEMV, and makes no copy), so a weight no
+ * GEMM reads (greedy with the screen never multiplies by the tied output layer), or only one-row products read
+ * (a decoder's weights under greedy batches of one), is never packed and its room never touched. The copies do not follow the weights: tfm_weight_packs_refresh marks
  * them stale after the weights changed (train-mt's validation; each is packed again at its next use), and it
  * must not run while a graph decodes with the set. An OpenBLAS build packs nothing (the set is empty), nor is
  * a weight held in int8 (tensor q8, tfm quantize) packed: tfm_linear multiplies by its int8 form. */

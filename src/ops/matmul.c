@@ -161,12 +161,15 @@ static const float *pack_made(const tfm_weight_packs *p, int i) {
     return p->packed[i];
 }
 
-/* W's packed copy if g decodes with packed weights and W is one of them, else NULL. */
-static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W) {
+/* W's packed copy if g decodes with packed weights and W is one of them, else NULL. A product of one row (a
+ * decoding step of one sentence) does not make it: it reads W once either way (tfm_gemm's GEMV), so the copy
+ * would cost more than it saves until a product of more rows asks for it. */
+static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W, int rows) {
     const tfm_weight_packs *p = g->packs;
     if (!p) return NULL;
     for (int i = 0; i < p->n; i++)
-        if (p->t[i]->data == W->data) return pack_made(p, i);
+        if (p->t[i]->data == W->data)
+            return rows > 1 || __atomic_load_n(&p->state[i], __ATOMIC_ACQUIRE) == 2 ? pack_made(p, i) : NULL;
     return NULL;
 }
 
@@ -183,7 +186,7 @@ static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tenso
         tfm_gemm_bf16(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias, beta, y, out_f);
         return;
     }
-    const float *Wp = packed_weight(g, W);
+    const float *Wp = packed_weight(g, W, rows);
     if (bias) tfm_gemm_bias(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, bias, y, out_f);
     else if (Wp) tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, Wp, beta, y, out_f);
     else tfm_gemm(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, beta, y, out_f);

@@ -2,7 +2,8 @@
  * tfm_linear_relu give the same bits with a graph's packs as without, for row counts that take the GEMV path
  * (1), ragged panels (7) and threaded blocks (300), at 1 and 2 threads; the packs are really read (stale
  * packs after a weight change give other numbers) and tfm_weight_packs_refresh brings them up to date; a copy is
- * made at its weight's first use (a weight no GEMM reads is never packed), once when threads race to it. */
+ * made at its weight's first use by more than one row (a weight no GEMM reads, or only a one-row GEMV, is never
+ * packed), once when threads race to it. */
 #include "check.h"
 #include "tfm/kernels.h"
 #include "tfm/ops.h"
@@ -71,6 +72,15 @@ int main(void) {
     for (int i = 0; i < packs.n; i++) *(packs.t[i] == W ? &w_made : &w2_made) = packs.state[i] == 2;
     CHECK("weight_packs: the used weight is packed, the unused one is not", w_made && !w2_made, "W %d, W2 %d", w_made,
           w2_made);
+    {   /* one row (a decoding step of one sentence): the GEMV reads W as it is, no copy made for it */
+        tfm_weight_packs fresh;
+        tfm_weight_packs_init(&fresh, &p);
+        forward(&fresh, W, b, x, 1, 0, y1);
+        int made = 0;
+        for (int i = 0; i < fresh.n; i++) made += fresh.state[i] != 0;
+        CHECK("weight_packs: a one-row product makes no copy (an unpacked GEMV)", made == 0, "%d made", made);
+        tfm_weight_packs_free(&fresh);
+    }
     {   /* threads racing to a fresh set: every result the unpacked bits, the copy made once */
         tfm_weight_packs fresh;
         tfm_weight_packs_init(&fresh, &p);
