@@ -81,6 +81,11 @@ TFM_API int tfm_search_ids(tfm_mt_net *m, tfm_graph *g, const int *src_ids, cons
  * tfm_logit_screen_scratch(s, rows) floats. Returns how many rows fell back to all V fp32 logits (a flat
  * distribution leaves too many candidates), or -1 if a row of h is not finite. */
 TFM_API tfm_logit_screen *tfm_logit_screen_new(const tfm_mt_net *m);
+/* The same for a GPT's output layer (wte, tied; fp32 only: an int8 model's layer is refused), and whether s
+ * screens m's layer. Greedy generation (temperature 0) with tfm_sample_opts.screen finds each cached one-token
+ * step's token through it: the same token as the full layer's logits. */
+TFM_API tfm_logit_screen *tfm_logit_screen_new_gpt(const tfm_gpt *m);
+TFM_API int tfm_logit_screen_of_gpt(const tfm_logit_screen *s, const tfm_gpt *m);
 TFM_API void tfm_logit_screen_free(tfm_logit_screen *s);
 TFM_API int tfm_logit_screen_of(const tfm_logit_screen *s, const tfm_mt_net *m);   /* 1: s screens m's layer */
 TFM_API size_t tfm_logit_screen_scratch(const tfm_logit_screen *s, int rows);
@@ -103,6 +108,9 @@ typedef struct {
     float top_p;             /* 1 = off */
     uint64_t seed;
     int no_cache;            /* recompute the whole window for every token (for comparison; slow) */
+    const tfm_logit_screen *screen;   /* NULL, or greedy's cached one-token steps find the token through this
+                                         screen of the model's output layer (tfm_logit_screen_new_gpt): the same
+                                         token, without reading the whole fp32 layer */
 } tfm_sample_opts;
 TFM_API void tfm_sample_opts_default(tfm_sample_opts *o);   /* temperature 1, top_k 0, top_p 1, seed 1 */
 
@@ -120,6 +128,7 @@ typedef struct {
     tfm_sample_opts opts;
     tfm_rng rng;
     float *scratch;          /* 2 V floats for the sampler */
+    int screened;            /* steps whose token opts.screen found without the full layer (a count for tests) */
 } tfm_gpt_stream;
 /* 0, or -1 with a tfm error (an empty prompt, an id outside the vocabulary, out of memory). */
 TFM_API int tfm_gpt_stream_init(tfm_gpt_stream *s, const tfm_gpt *m, const int *prompt, int n_prompt, int max_new,

@@ -93,6 +93,9 @@ TFM_API void tfm_gpt_cache_free(tfm_gpt_cache *c);
  * their logits (1,T,vocab), equal to the last T rows of a full forward over all len+T tokens. Inference only
  * (records no tape). */
 TFM_API tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
+/* The same up to the final layer norm: the hidden states (1,T,n_embd) that the output layer (wte, tied) turns
+ * into logits (tfm_logit_screen_new_gpt finds greedy's token from them). */
+TFM_API tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
 
 TFM_API void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
                                    int n_head, int block_size, float dropout);

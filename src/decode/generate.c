@@ -11,23 +11,51 @@ void tfm_sample_opts_default(tfm_sample_opts *o) {
     o->seed = 1;
 }
 
-/* Logits of the last position of the window ctx[start, n): through the cache when there is one (it
- * holds ctx[*cstart, *cstart + cache->len) at positions 0..), else by recomputing the window. */
-static const float *next_logits(tfm_gpt *m, tfm_graph *g, tfm_gpt_cache *cache, const int *ctx, int n,
-                                int *cstart) {
-    int T = m->cfg.block_size, V = m->cfg.vocab_size;
-    int start = n > T ? n - T : 0, len = n - start;
-    if (!cache) {
-        tfm_tensor *logits = tfm_gpt_forward(g, m, ctx + start, 1, len);
-        return logits->data + (size_t)(len - 1) * V;
-    }
-    if (start != *cstart || cache->len >= len) {   /* the window slid: positions shift, start over */
+/* The window ctx[start, n) through the cache (it holds ctx[*cstart, *cstart + cache->len) at positions 0..):
+ * restarted when the window slid (positions shift); *feed: the tokens to feed it. */
+static int cache_window(const tfm_gpt *m, tfm_gpt_cache *cache, int n, int *cstart, int *feed) {
+    int T = m->cfg.block_size, start = n > T ? n - T : 0, len = n - start;
+    if (start != *cstart || cache->len >= len) {
         cache->len = 0;
         *cstart = start;
     }
-    int feed = len - cache->len;
-    tfm_tensor *logits = tfm_gpt_forward_cached(g, m, cache, ctx + *cstart + cache->len, feed);
+    *feed = len - cache->len;
+    return *cstart + cache->len;   /* the first token to feed */
+}
+
+/* Logits of the last position of the window ctx[start, n): through the cache when there is one, else by
+ * recomputing the window. */
+static const float *next_logits(tfm_gpt *m, tfm_graph *g, tfm_gpt_cache *cache, const int *ctx, int n,
+                                int *cstart) {
+    int T = m->cfg.block_size, V = m->cfg.vocab_size;
+    if (!cache) {
+        int start = n > T ? n - T : 0, len = n - start;
+        tfm_tensor *logits = tfm_gpt_forward(g, m, ctx + start, 1, len);
+        return logits->data + (size_t)(len - 1) * V;
+    }
+    int feed, first = cache_window(m, cache, n, cstart, &feed);
+    tfm_tensor *logits = tfm_gpt_forward_cached(g, m, cache, ctx + first, feed);
     return logits->data + (size_t)(feed - 1) * V;
+}
+
+/* Greedy's token through the screen (s->opts.screen) when this step feeds the cache one token; else -2 (take the
+ * full logits), or -1 (a non-finite hidden state, with a tfm error). */
+static int screened_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g) {
+    if (!s->use_cache || s->opts.temperature > 0 || !tfm_logit_screen_of_gpt(s->opts.screen, m)) return -2;
+    tfm_gpt_cache probe = s->cache;   /* where the window stands, without touching the cache yet */
+    int cstart = s->cstart, feed;
+    cache_window(m, &probe, s->n, &cstart, &feed);
+    if (feed != 1 || cstart != s->cstart) return -2;   /* a prompt, a slid window: the full layer */
+    tfm_tensor *h = tfm_gpt_hidden_cached(g, m, &s->cache, s->ctx + s->n - 1, 1);   /* (1,1,C) */
+    double tp = tfm_profile_begin(g);
+    int best;
+    int rc = tfm_logit_screen_argmax(s->opts.screen, h->data, 1, NULL, 0, s->scratch, &best);
+    tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
+    if (rc < 0)
+        return tfm_set_error("generate: the model's output is not finite (NaN or infinite hidden state at token %d): "
+                             "the checkpoint's weights diverged", s->n - s->n_prompt + 1), -1;
+    s->screened += rc == 0;   /* 1: a flat distribution, the full layer's fp32 logits */
+    return best;
 }
 
 int tfm_gpt_stream_init(tfm_gpt_stream *s, const tfm_gpt *m, const int *prompt, int n_prompt, int max_new,
@@ -60,6 +88,13 @@ int tfm_gpt_stream_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g) {
     int saved_grad = g->grad_enabled;
     g->grad_enabled = 0;
     tfm_graph_reset(g);
+    int id = screened_next(s, m, g);
+    if (id != -2) {
+        tfm_graph_reset(g);
+        g->grad_enabled = saved_grad;
+        if (id >= 0) s->ctx[s->n++] = id;
+        return id;
+    }
     const float *last = next_logits(m, g, s->use_cache ? &s->cache : NULL, s->ctx, s->n, &s->cstart);
     if (!tfm_all_finite(last, (size_t)m->cfg.vocab_size)) {   /* a diverged model: its samples would be noise */
         tfm_graph_reset(g);
@@ -68,8 +103,8 @@ int tfm_gpt_stream_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g) {
                              "checkpoint's weights diverged", s->n - s->n_prompt + 1), -1;
     }
     double tp = tfm_profile_begin(g);
-    int id = tfm_sample_logits_p(last, m->cfg.vocab_size, s->opts.temperature, s->opts.top_k, s->opts.top_p, &s->rng,
-                                 s->scratch);
+    id = tfm_sample_logits_p(last, m->cfg.vocab_size, s->opts.temperature, s->opts.top_k, s->opts.top_p, &s->rng,
+                             s->scratch);
     tfm_profile_end(g, TFM_PHASE_SEARCH, tp);
     tfm_graph_reset(g);
     g->grad_enabled = saved_grad;

@@ -57,9 +57,28 @@ struct tfm_generator {
     tokenizer tok;
     tfm_generator_params p;
     int threads;
-    omp_lock_t lock;         /* the idle graphs */
+    omp_lock_t lock;         /* the idle graphs, the screen */
     graph_slot *idle;
+    tfm_logit_screen *screen;   /* greedy's screen of the output layer, made by the first greedy stream */
+    int screen_tried;
 };
+
+/* Greedy streams find their tokens through an int8 screen of the output layer (the same tokens) from this
+ * vocabulary size up: below it the fp32 layer is a small part of a step. */
+#define GREEDY_SCREEN_MIN_VOCAB 1024
+
+/* The screen for a greedy stream: made once (under the lock), NULL for small or int8 layers (or if it fails:
+ * the stream reads the full layer). */
+static const tfm_logit_screen *greedy_screen(tfm_generator *g) {
+    omp_set_lock(&g->lock);
+    if (!g->screen_tried) {
+        g->screen_tried = 1;
+        if (g->model.cfg.vocab_size >= GREEDY_SCREEN_MIN_VOCAB && !g->model.wte.weight->q8)
+            g->screen = tfm_logit_screen_new_gpt(&g->model);
+    }
+    omp_unset_lock(&g->lock);
+    return g->screen;
+}
 
 void tfm_generator_params_default(tfm_generator_params *p) { memset(p, 0, sizeof *p); }
 
@@ -112,6 +131,7 @@ void tfm_generator_free(tfm_generator *g) {
     }
     omp_destroy_lock(&g->lock);
     omp_destroy_lock(&g->tok.lock);
+    tfm_logit_screen_free(g->screen);   /* before the model whose layer it reads */
     tfm_gpt_free(&g->model);
     if (g->tok.gpt2) tfm_gpt2_bpe_free(g->tok.gpt2);
     tfm_char_vocab_free(&g->tok.chars);
@@ -220,7 +240,8 @@ tfm_gen_stream *tfm_generator_start(tfm_generator *g, const char *prompt, const 
         free(s);
         return NULL;
     }
-    tfm_sample_opts so = {o.temperature, o.top_k, o.top_p, o.seed, g->p.no_kv_cache};
+    tfm_sample_opts so = {o.temperature, o.top_k, o.top_p, o.seed, g->p.no_kv_cache,
+                          o.temperature == 0 && !g->p.no_kv_cache ? greedy_screen(g) : NULL};
     int rc = tfm_gpt_stream_init(&s->ids, &g->model, ids, n, o.max_tokens, &so);
     free(ids);
     if (rc) return free(s), NULL;

@@ -74,12 +74,8 @@ static int quantize_rows(tfm_logit_screen *s) {
     return 0;
 }
 
-tfm_logit_screen *tfm_logit_screen_new(const tfm_mt_net *m) {
-    if (!m || !m->vt->decode_hidden || !m->vt->output_layer)
-        return tfm_set_error("%s: no int8 screen of the output layer for this architecture", m ? m->vt->arch : "NULL"),
-               NULL;
-    const tfm_tensor *W, *b;
-    m->vt->output_layer(m, &W, &b);
+/* the screen of an output layer W (V, d) with bias b (V) or NULL */
+static tfm_logit_screen *screen_of_layer(const tfm_tensor *W, const tfm_tensor *b) {
     if (W->q8 || W->ndim != 2 || W->shape[1] > TFM_Q8_MAX_COLS || (b && (int)b->size != W->shape[0]))
         return tfm_set_error("the output layer is held in int8 or has an unexpected shape: no screen"), NULL;
     tfm_logit_screen *s = calloc(1, sizeof *s);
@@ -90,6 +86,24 @@ tfm_logit_screen *tfm_logit_screen_new(const tfm_mt_net *m) {
         return NULL;
     }
     return s;
+}
+
+tfm_logit_screen *tfm_logit_screen_new(const tfm_mt_net *m) {
+    if (!m || !m->vt->decode_hidden || !m->vt->output_layer)
+        return tfm_set_error("%s: no int8 screen of the output layer for this architecture", m ? m->vt->arch : "NULL"),
+               NULL;
+    const tfm_tensor *W, *b;
+    m->vt->output_layer(m, &W, &b);
+    return screen_of_layer(W, b);
+}
+
+tfm_logit_screen *tfm_logit_screen_new_gpt(const tfm_gpt *m) {
+    if (!m) return tfm_set_error("no GPT to screen"), NULL;
+    return screen_of_layer(m->wte.weight, NULL);
+}
+
+int tfm_logit_screen_of_gpt(const tfm_logit_screen *s, const tfm_gpt *m) {
+    return s && m && !m->wte.weight->q8 && s->W == m->wte.weight->data && !s->b;
 }
 
 int tfm_logit_screen_of(const tfm_logit_screen *s, const tfm_mt_net *m) {

@@ -186,7 +186,7 @@ void tfm_gpt_cache_free(tfm_gpt_cache *c) {
     c->k = c->v = NULL;
 }
 
-tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
     const tfm_gpt_config *cfg = &m->cfg;
     int L0 = c->len, C = cfg->n_embd, H = cfg->n_head;
     TFM_ASSERT(T >= 1 && L0 + T <= c->max_len, "gpt_forward_cached: %d + %d positions > block_size %d", L0, T,
@@ -216,8 +216,16 @@ tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, c
         x = tfm_add(g, x, tfm_PositionWiseFFN_forward(g, &b->ffn, tfm_LayerNorm_forward(g, &b->ln2, x)));
     }
     x = tfm_LayerNorm_forward(g, &m->ln_f, x);
-    tfm_tensor *logits = tfm_matmul(g, x, m->wte.weight, 0, 1);
     c->len = L0 + T;
+    g->grad_enabled = grad;
+    return x;
+}
+
+tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+    int grad = g->grad_enabled;
+    tfm_tensor *x = tfm_gpt_hidden_cached(g, m, c, idx, T);
+    g->grad_enabled = 0;
+    tfm_tensor *logits = tfm_matmul(g, x, m->wte.weight, 0, 1);   /* the output layer: wte tied */
     g->grad_enabled = grad;
     return logits;
 }

@@ -2,7 +2,7 @@
  * its text equals tfm_gpt_generate's ids decoded (greedy and sampled); the streamed pieces join to the text and
  * are whole characters; stop strings cut the text (and are never streamed, not even their first characters);
  * a callback cancels; streams stepped together give each stream's own text; bad prompts and options are
- * refused with the field named. */
+ * refused with the field named; with 1200 characters greedy requests take the output layer's screen, the same text. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,7 +38,7 @@ static char *reference(tfm_generator *gen, const char *prompt, const tfm_generat
     tfm_char_vocab v;
     tfm_char_vocab_from_string(&v, CHARS);
     int n, *ids = tfm_char_encode(&v, prompt, strlen(prompt), &n), out[256];
-    tfm_sample_opts so = {o->temperature, o->top_k, o->top_p, o->seed, 0};
+    tfm_sample_opts so = {o->temperature, o->top_k, o->top_p, o->seed, 0, NULL};
     tfm_graph g;
     tfm_graph_init(&g, 0);
     int made = tfm_gpt_generate(m, &g, ids, n, o->max_tokens, &so, NULL, NULL, out);
@@ -188,6 +188,60 @@ static void test_errors(tfm_generator *gen) {
           strstr(tfm_last_error(), "/nonexistent/lm.tfm"), "%s", tfm_last_error());
 }
 
+/* A vocabulary of 1200 characters (CJK from U+4E00): the generator screens the output layer for greedy requests
+ * (made at the first one, src/decode/generator.c); its text equals tfm_gpt_generate's unscreened ids decoded, in
+ * two requests (the second reuses the screen). */
+static void test_screened_greedy(void) {
+    enum { NV = 1200 };
+    char *chars = malloc(NV * 3 + 2), *p = chars, big[] = "/tmp/tfm_generator_big_XXXXXX";
+    for (int i = 0; i < NV; i++) p += tfm_utf8_encode(0x4E00 + i, p);
+    *p = 0;
+    tfm_char_vocab v;
+    tfm_gpt m;
+    tfm_gpt_config c = {NV, 32, 2, 2, 32, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
+    if (tfm_char_vocab_from_string(&v, chars) || tfm_gpt_init(&m, &c)) {
+        CHECK("screened greedy: a model of 1200 characters", 0, "%s", tfm_last_error());
+        return;
+    }
+    tfm_gpt_init_weights(&m, 9);
+    for (int i = 0; i < m.params.n; i++)
+        for (size_t k = 0; k < m.params.t[i]->size; k++) m.params.t[i]->data[k] *= 6;
+    close(mkstemp(big));
+    int rc = tfm_gpt_save(&m, &v, NULL, NULL, big);
+    char prompt[16];
+    int np = tfm_utf8_encode(0x4E00 + 7, prompt);
+    np += tfm_utf8_encode(0x4E00 + 1100, prompt + np);
+    prompt[np] = 0;
+    int ids[2] = {7, 1100}, out[60];
+    tfm_sample_opts so = {0.0f, 0, 1.0f, 1, 0, NULL};
+    tfm_graph g;
+    tfm_graph_init(&g, 0);
+    int made = rc ? -1 : tfm_gpt_generate(&m, &g, ids, 2, 60, &so, NULL, NULL, out);
+    char *want = made == 60 ? tfm_char_decode(&v, out, made) : NULL;
+    tfm_graph_free(&g);
+    tfm_generator_params gp;
+    tfm_generator_params_default(&gp);
+    gp.threads = 1;
+    tfm_generator *gen = want ? tfm_generator_load(big, &gp) : NULL;
+    int same = gen != NULL;
+    for (int r = 0; r < 2 && gen; r++) {
+        tfm_generate_options o;
+        tfm_generate_options_default(&o);
+        o.max_tokens = 60, o.temperature = 0.0f;
+        tfm_generation res;
+        if (tfm_generator_generate(gen, prompt, &o, NULL, NULL, &res)) { same = 0; break; }
+        same &= !strcmp(res.text, want);
+        tfm_generation_free(&res);
+    }
+    CHECK("screened greedy (1200 tokens): the generator's text = tfm_gpt_generate's unscreened ids, twice", same,
+          "%s", gen ? "texts differ" : tfm_last_error());
+    tfm_generator_free(gen);
+    free(want), free(chars);
+    tfm_gpt_free(&m);
+    tfm_char_vocab_free(&v);
+    unlink(big);
+}
+
 int main(void) {
     make_model();
     tfm_generator_params p;
@@ -208,5 +262,6 @@ int main(void) {
     }
     tfm_generator_free(gen);
     unlink(path);
+    test_screened_greedy();
     CHECK_EXIT();
 }

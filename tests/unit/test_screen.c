@@ -226,6 +226,46 @@ static void test_search(tfm_mt_net *m) {
     tfm_logit_screen_free(s);
 }
 
+/* Greedy generation from a GPT with the screen of its output layer (tfm_logit_screen_new_gpt, tfm_sample_opts.screen)
+ * gives the ids of the full layer, through the prompt, cached one-token steps and windows recomputed after a slide
+ * (block 24, 70 tokens: 19 one-token steps before the window first slides, then a recomputed window a token); most
+ * one-token steps take the screen. */
+static void test_gpt(void) {
+    tfm_gpt_config c = {2000, 24, 2, 2, 32, 0.0f, TFM_ATTN_CAUSAL, 0.0f};
+    tfm_gpt m;
+    if (tfm_gpt_init(&m, &c)) {
+        CHECK("screen: a GPT", 0, "%s", tfm_last_error());
+        return;
+    }
+    tfm_gpt_init_weights(&m, 5);
+    for (int i = 0; i < m.params.n; i++)   /* larger weights than the init's: peaked distributions */
+        for (size_t k = 0; k < m.params.t[i]->size; k++) m.params.t[i]->data[k] *= 6;
+    tfm_logit_screen *s = tfm_logit_screen_new_gpt(&m);
+    CHECK("screen: built for a GPT's tied output layer", s && tfm_logit_screen_of_gpt(s, &m), "%s", tfm_last_error());
+    const int prompt[5] = {17, 1999, 3, 512, 77}, N = 70;
+    int ids[2][70], screened = 0;
+    for (int k = 0; k < 2 && s; k++) {
+        tfm_sample_opts o;
+        tfm_sample_opts_default(&o);
+        o.temperature = 0.0f;
+        o.screen = k ? s : NULL;
+        tfm_graph g;
+        tfm_graph_init(&g, 1);
+        tfm_gpt_stream st;
+        int rc = tfm_gpt_stream_init(&st, &m, prompt, 5, N, &o);
+        for (int t = 0; t < N && !rc; t++) rc = (ids[k][t] = tfm_gpt_stream_next(&st, &m, &g)) < 0;
+        if (k) screened = st.screened;
+        if (!rc) tfm_gpt_stream_free(&st);
+        tfm_graph_free(&g);
+    }
+    CHECK("screen: greedy generation with the screen = the full layer's ids (70 tokens, windows sliding past 24)",
+          s && !memcmp(ids[0], ids[1], sizeof ids[0]) && screened >= (24 - 5) * 3 / 4, "%d of the 19 one-token steps "
+          "screened%s", screened,
+          s && memcmp(ids[0], ids[1], sizeof ids[0]) ? ", ids differ" : "");
+    tfm_logit_screen_free(s);
+    tfm_gpt_free(&m);
+}
+
 int main(void) {
     tfm_mt_net *m = make_model(1);
     tfm_logit_screen *s = tfm_logit_screen_new(m);
@@ -239,5 +279,6 @@ int main(void) {
     tfm_mt_net_free(m);
     test_no_screen();
     test_worst_rounding();
+    test_gpt();
     CHECK_EXIT();
 }
