@@ -45,7 +45,7 @@ static int screened_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g) {
     tfm_gpt_cache probe = s->cache;   /* where the window stands, without touching the cache yet */
     int cstart = s->cstart, feed;
     cache_window(m, &probe, s->n, &cstart, &feed);
-    if (feed != 1 || cstart != s->cstart) return -2;   /* a prompt, a slid window: the full layer */
+    if (feed != 1 || cstart != s->cstart || probe.len != s->cache.len) return -2;   /* a prompt, a slid window */
     tfm_tensor *h = tfm_gpt_hidden_cached(g, m, &s->cache, s->ctx + s->n - 1, 1);   /* (1,1,C) */
     double tp = tfm_profile_begin(g);
     int best;
