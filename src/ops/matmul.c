@@ -149,11 +149,13 @@ void tfm_weight_packs_free(tfm_weight_packs *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* copy i of p, made here at its first use; NULL while another thread makes it (the caller multiplies unpacked) */
-static const float *pack_made(const tfm_weight_packs *p, int i) {
+/* copy i of p if made; else made here when `make` (its first use), or NULL (not to be made now, or another thread
+ * is making it: the caller multiplies unpacked) */
+static const float *pack_made(const tfm_weight_packs *p, int i, int make) {
     int state = __atomic_load_n(&p->state[i], __ATOMIC_ACQUIRE), zero = 0;
     if (state == 2) return p->packed[i];
-    if (state != 0 || !__atomic_compare_exchange_n(&p->state[i], &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (!make || state != 0 ||
+        !__atomic_compare_exchange_n(&p->state[i], &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return NULL;
     const tfm_tensor *W = p->t[i];
     tfm_gemm_pack_b(1, W->shape[0], W->shape[1], W->data, W->shape[1], p->packed[i]);
@@ -168,8 +170,7 @@ static const float *packed_weight(const tfm_graph *g, const tfm_tensor *W, int r
     const tfm_weight_packs *p = g->packs;
     if (!p) return NULL;
     for (int i = 0; i < p->n; i++)
-        if (p->t[i]->data == W->data)
-            return rows > 1 || __atomic_load_n(&p->state[i], __ATOMIC_ACQUIRE) == 2 ? pack_made(p, i) : NULL;
+        if (p->t[i]->data == W->data) return pack_made(p, i, rows > 1);
     return NULL;
 }
 
