@@ -8,11 +8,9 @@
  * configurations in turn within a round):
  *   fp32        tfm_gemm_pb on the weight packed once (as tfm_linear decodes with tfm_weight_packs)
  *   <path> rows tfm_gemm_q8's row tiles on that path (4-row calls: the layout one-row steps read)
- *   <path>      tfm_gemm_q8 on that path (from 5 rows: W's panels, core/q8.h)
- *   7-bit       tfm_gemm_q8_panels (7-bit activations: greedy's screen from 5 rows where the path is AVX2)
+ *   <path>      tfm_gemm_q8 on that path (from 5 rows: W's panels, core/q8.h; also greedy's screen)
  * The CPU and the paths are printed; the numbers depend on the machine's load (run it on a quiet machine). */
 #include "core/q8.h"
-#include "ops/gemm_q8_panels.h"
 #include "ops/isa.h"
 #include "tfm/kernels.h"
 #include <omp.h>
@@ -40,7 +38,7 @@ typedef struct {
     const tfm_q8_weight *w;
 } shape;
 
-enum { FP32, ROWS, FULL, SCREEN };
+enum { FP32, ROWS, FULL };
 
 /* one call of configuration kind on path */
 static void run(int kind, tfm_q8_path path, const shape *s) {
@@ -51,8 +49,7 @@ static void run(int kind, tfm_q8_path path, const shape *s) {
             tfm_gemm_q8_path_(path, 1, s->M - m < 4 ? s->M - m : 4, s->A + (size_t)m * s->K, s->K, s->w, NULL,
                               s->C + (size_t)m * s->N, s->N);
         break;
-    case FULL: tfm_gemm_q8_path_(path, 1, s->M, s->A, s->K, s->w, NULL, s->C, s->N); break;
-    default: tfm_gemm_q8_panels_path_(path, 1, s->M, s->A, s->K, s->w, NULL, s->C, s->N); break;
+    default: tfm_gemm_q8_path_(path, 1, s->M, s->A, s->K, s->w, NULL, s->C, s->N); break;
     }
 }
 
@@ -75,7 +72,7 @@ int main(int argc, char **argv) {
     static const int shapes[][3] = {{4, 256, 256},    {8, 256, 256},     {32, 256, 256}, {32, 1024, 256},
                                     {32, 256, 1024},  {32, 8000, 256},   {128, 256, 256}, {128, 1024, 256},
                                     {128, 256, 1024}, {128, 8000, 256}};
-    /* configurations: fp32, then per supported path its row tiles and tfm_gemm_q8, then the screen's GEMM */
+    /* configurations: fp32, then per supported path its row tiles and tfm_gemm_q8 */
     int kinds[16], paths[16], n = 0;
     char names[16][32];
     kinds[n] = FP32, paths[n] = 0, snprintf(names[n++], 32, "fp32");
@@ -84,7 +81,6 @@ int main(int argc, char **argv) {
         kinds[n] = ROWS, paths[n] = p, snprintf(names[n++], 32, "%s rows", tfm_q8_path_name((tfm_q8_path)p));
         kinds[n] = FULL, paths[n] = p, snprintf(names[n++], 32, "%s", tfm_q8_path_name((tfm_q8_path)p));
     }
-    kinds[n] = SCREEN, paths[n] = tfm_q8_active_path(), snprintf(names[n++], 32, "7-bit");
     printf("# bench_gemm_q8: 1 thread, %d rounds of ~%.0f ms per configuration; G multiply-adds/s, medians\n", rounds,
            ms);
     printf("# int8 path in use: %s, fp32 GEMM: %s\n", tfm_gemm_q8_backend(), tfm_gemm_backend());

@@ -188,7 +188,7 @@ typedef struct tfm_q8_weight {
  * even (in [-127, 127]). A row with amax < TFM_Q8_TINY becomes zeros with scale 0; one holding a NaN or an
  * infinity becomes zeros with scale NaN (so products with it are NaN, as in fp32). Returns the scale.
  * Dequantized, |x[i] - scale * q[i]| <= scale / 2 (to float rounding). The int8 GEMM quantizes its
- * activation rows with the same arithmetic. */
+ * activation rows with the same arithmetic to 63 levels (7 bits; tfm_gemm_q8 in kernels.h). */
 #define TFM_Q8_TINY 1e-30f
 TFM_API float tfm_q8_quantize_row(const float *x, int n, int8_t *q);
 

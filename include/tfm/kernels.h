@@ -73,12 +73,14 @@ TFM_API float tfm_bf16_round(float x);
 TFM_API int tfm_bf16_hw(void);
 
 /* The GEMM of int8 models (tfm quantize; W a tfm_q8_weight of N = W->rows rows of K = W->cols, core.h):
- * C (M,N) = A (M,K) W^T, A's rows (stride lda) quantized on the fly, one scale each (tfm_q8_quantize_row:
- * qa_i, sa_i), the products summed exactly in int32, then scaled as
+ * C (M,N) = A (M,K) W^T, A's rows (stride lda) quantized on the fly to 7 bits, one scale each (qa_i in [-63, 63],
+ * sa_i = amax / 63: tfm_q8_quantize_row's rule with 63 levels), the products summed exactly in int32, then
+ * scaled as
  *     C[i][j] = (float)acc_ij * (sa_i * sw_j)  (+ bias[j] if bias)      acc_ij = sum_k qa_ik qw_jk
  * in that order on every path (portable, AVX2 with vpmaddubsw, AVX-512 VNNI with vpdpbusd, chosen from
- * cpuid and TFM_ISA like the fp32 kernels): the same bits on each of them and for any thread count. A row
- * of A holding a NaN or an infinity gives a row of NaN. Threaded with OpenMP over blocks of C. */
+ * cpuid and TFM_ISA like the fp32 kernels): the same bits on each of them and for any thread count. 7 bits
+ * because vpmaddubsw's int16 pairs cannot saturate on them (src/ops/gemm_q8.c). A row of A holding a NaN or
+ * an infinity gives a row of NaN. Threaded with OpenMP over blocks of C. */
 TFM_API void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc);
 /* The int8 GEMM path in use: "avx512-vnni", "avx2" or "portable" (TFM_ISA=avx512 on an AVX-512 CPU without
  * VNNI: "avx2"). */

@@ -28,8 +28,9 @@ void tfm_q8_weight_free_panels_(tfm_q8_weight *w);   /* w->panels released (a we
 
 void tfm_params_free_q8_(tfm_params *p);   /* p's int8 copies and their table (tfm_params_free) */
 
-/* 7 bits: tfm_q8_quantize_row's rules with 63 levels instead of 127 (scale amax / 63, q in [-63, 63]): the
- * activations of tfm_gemm_q8_panels (src/ops/gemm_q8_panels.h), on which 8 bits would saturate vpmaddubsw. */
+/* 7 bits: tfm_q8_quantize_row's rules with TFM_Q8_ACT_LEVELS = 63 levels instead of 127 (scale amax / 63, q in
+ * [-63, 63]): the activations of tfm_gemm_q8 (src/ops/gemm_q8.c), on which 8 bits would saturate vpmaddubsw. */
+#define TFM_Q8_ACT_LEVELS 63
 float tfm_q7_quantize_row(const float *x, int n, int8_t *q);
 
 #endif

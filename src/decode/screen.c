@@ -1,8 +1,8 @@
 /* Greedy's output layer through an int8 screen (include/tfm/decode.h, tfm_logit_screen).
  *
  * Row r's logit is z_r = x . w_r + b_r (x the hidden state, d values). The screen computes
- * a_r = (x_q . w_qr) sa sw_r + b_r with tfm_gemm_q8 (x and w_r quantized symmetrically to int8, steps sa and
- * sw_r: |x_k - x_qk| <= ea = sa / 2, |w_rk - w_qrk| <= ew_r = sw_r / 2), so
+ * a_r = (x_q . w_qr) sa sw_r + b_r with tfm_gemm_q8 (x quantized symmetrically to 7 bits and w_r to 8, steps sa
+ * and sw_r: |x_k - x_qk| <= ea = sa / 2, |w_rk - w_qrk| <= ew_r = sw_r / 2), so
  *
  *   |a_r - z_r| <= ea |w_r|_1 + ew_r |x_q|_1 + (float rounding of a_r),   |x_q|_1 <= |x|_1 + d ea,
  *
@@ -12,10 +12,7 @@
  * the maximum nor tied with it. The rest (the candidates) get their fp32 logits from tfm_gemm_bias on the
  * single row, which is the unscreened one-row step's GEMV arithmetic (the same bits), and the first maximum
  * among them in id order is the first argmax of all V fp32 logits. */
-#include "decode/screen.h"
 #include "core/q8.h"
-#include "ops/gemm_q8_panels.h"
-#include "ops/isa.h"
 #include "ops/vmath.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
@@ -24,12 +21,6 @@
 
 /* Above this many candidates a row computes all V logits in fp32 instead (one GEMV beats many one-row calls). */
 #define SCREEN_MAX_CANDIDATES(V) ((V) / 16 + 8)
-/* On AVX2, steps of at least this many rows screen through the panels' GEMM (7-bit activations, about twice
- * fp32's speed where a step is bound by arithmetic); fewer rows through tfm_gemm_q8 (8-bit, made for streaming the
- * weights). VNNI's tfm_gemm_q8 reads the same panels at the same speed with 8-bit activations (vpdpbusd does not
- * saturate), whose half-as-wide bound leaves about half the candidates (2.1 a row against 4.0, greedy batch 32 on
- * the recipe's model): there every step takes tfm_gemm_q8. */
-#define SCREEN_PANEL_ROWS 5
 
 struct tfm_logit_screen {
     const float *W, *b;      /* the model's layer: W (V, d), b (V) or NULL */
@@ -122,8 +113,8 @@ static void fp32_logits(const tfm_logit_screen *s, const float *x, int r0, int n
     else tfm_gemm(0, 1, 1, n, s->d, 1.0f, x, s->d, W, s->d, 0.0f, out, n);
 }
 
-/* One row: a (V) the int8 logits (overwritten), made with activations of `levels` steps each side (127 or 63),
- * cand (V ints) scratch. Returns the best id; *fell_back = 1 when the row took all V fp32 logits instead. */
+/* One row: a (V) the int8 logits (overwritten), made with activations of `levels` steps each side (tfm_gemm_q8's
+ * 63), cand (V ints) scratch. Returns the best id; *fell_back = 1 when the row took all V fp32 logits instead. */
 static int screen_row(const tfm_logit_screen *s, const float *x, double levels, float *a, const int *banned,
                       int n_banned, int *cand, int *fell_back) {
     const int V = s->V, d = s->d;
@@ -158,10 +149,6 @@ static int screen_row(const tfm_logit_screen *s, const float *x, double levels, 
     return best;
 }
 
-int tfm_logit_screen_levels_(int rows) {
-    return rows >= SCREEN_PANEL_ROWS && tfm_q8_active_path() != TFM_Q8_VNNI ? 63 : 127;
-}
-
 int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows, const int *banned, int n_banned,
                             float *scratch, int *best) {
     const int V = s->V, d = s->d;
@@ -169,13 +156,11 @@ int tfm_logit_screen_argmax(const tfm_logit_screen *s, const float *h, int rows,
         if (!tfm_all_finite(h + (size_t)r * d, (size_t)d)) return -1;
     float *a = scratch;
     int *cand = (int *)(scratch + (size_t)rows * V);   /* V ints (tfm_logit_screen_scratch) */
-    const int levels = tfm_logit_screen_levels_(rows);
-    if (levels == 63) tfm_gemm_q8_panels(rows, h, d, &s->q, s->b, a, V);
-    else tfm_gemm_q8(rows, h, d, &s->q, s->b, a, V);
+    tfm_gemm_q8(rows, h, d, &s->q, s->b, a, V);
     int fell_back = 0;
     for (int r = 0; r < rows; r++) {
         int fb = 0;
-        best[r] = screen_row(s, h + (size_t)r * d, levels, a + (size_t)r * V, banned, n_banned, cand, &fb);
+        best[r] = screen_row(s, h + (size_t)r * d, TFM_Q8_ACT_LEVELS, a + (size_t)r * V, banned, n_banned, cand, &fb);
         fell_back += fb;
     }
     return fell_back;

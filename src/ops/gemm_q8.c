@@ -2,30 +2,31 @@
  *
  *   C[i][j] = (float)acc_ij * (sa_i * sw_j) (+ bias_j),   acc_ij = sum_k qa_ik qw_jk   (int32, exact)
  *
- * qw, sw: the weight's int8 rows and per-row scales (tfm_q8_weight, zero-padded rows of ld bytes); qa, sa:
- * each activation row quantized on the fly with the same rule (tfm_q8_quantize_row), into a per-thread
- * scratch buffer. The layout is row-major on both sides: a tile of mr activation rows x nr weight rows runs
+ * qw, sw: the weight's int8 rows and per-row scales (tfm_q8_weight, zero-padded rows of ld bytes, q in [-127,
+ * 127]); qa, sa: each activation row quantized on the fly to 7 bits (tfm_q7_quantize_row: q in [-63, 63], scale
+ * amax / 63), into a per-thread scratch buffer. The kernels read an activation as the unsigned byte u = q + 64
+ * (1..127) and sum u * w; the shift comes back out exactly, acc = sum u w - 64 sum w (the row sum of w is stored
+ * with the weight). The layout is row-major on both sides: a tile of mr activation rows x nr weight rows runs
  * along k in vector-wide chunks and sums each accumulator's lanes at the end (good for the few rows of a
  * decoding step: one row of A against all of W is a stream through W). From 5 rows a step (a batch, a beam)
  * the AVX2 and VNNI paths read W in panels instead (core/q8.h; "panels" below), which reuse every weight vector
  * for 4 (AVX2) or 8 (VNNI) activation rows and 16 weight rows at once, with no horizontal sums.
  *
  * Paths (ops/isa.h): portable C; AVX2; AVX-512 VNNI (src/ops/kernels_q8_avx512.c). Each computes the exact
- * integer sums, and the scaling above is the same scalar code for all, so every path and every thread
- * count gives the same bits. The screen's GEMM with 7-bit activations (ops/gemm_q8_panels.h) is at the end.
+ * integer sums, and the scaling above is the same scalar code for all, so every path and every thread count
+ * gives the same bits.
  *
- * The AVX2 pitfall: vpmaddubsw multiplies unsigned by signed bytes and adds adjacent pairs into int16 with
- * saturation. With activations shifted to unsigned (a + 128, up to 255) and 8-bit weights a pair reaches
- * 2 * 255 * 127 = 64770 and saturates (7-bit weights would avoid it at the cost of half the weight
- * resolution). Here both sides stay symmetric 8-bit in [-127, 127] and the sign moves to the weight:
- * a * w = |a| * (sign(a) w), with vpsignb; then a pair is at most 2 * 127 * 127 = 32258 < 32767, so
- * nothing saturates (-128 is excluded: the quantizer never makes it, the loader refuses it, and
- * sign(-128) would overflow). vpmaddwd by ones then widens the pairs to int32. test_gemm_q8 feeds the
- * extremes (every pair at +-2 * 127 * 127) and shows that the shifted form saturates on them. */
+ * Why 7 bits (the AVX2 pitfall): vpmaddubsw multiplies unsigned by signed bytes and adds adjacent pairs into
+ * int16 with saturation. Full 8-bit activations shifted to unsigned (a + 128, up to 255) against 8-bit weights
+ * reach 2 * 255 * 127 = 64770 in a pair and saturate. With u <= 127 a pair is at most 2 * 127 * 127 = 32258 <
+ * 32767: nothing saturates and one vpmaddubsw + vpmaddwd by ones makes 32 exact products, with no per-product sign
+ * fix-up (the other way out, |a| * sign(a) w, costs a vpsignb per product vector: about 1.7x fp32's multiply-adds
+ * per second on Zen 3 against 2.5x). PyTorch's x86 dynamic quantization (fbgemm, reduce_range) makes the same
+ * choice. One activation format on every path keeps the bits equal across CPUs. test_gemm_q8 feeds the extremes
+ * (every pair at 2 * 127 * 127) and shows that the 8-bit shifted form would saturate on them. */
 #include "tfm/kernels.h"
 #include "core/mem.h"
 #include "core/q8.h"
-#include "ops/gemm_q8_panels.h"
 #include "ops/isa.h"
 #include <float.h>
 #include <math.h>
@@ -42,7 +43,7 @@
 /* tfm_gemm_q8 on AVX2 and VNNI takes W's panels from this many rows up (fewer: a step that streams the weights,
  * which the row layout reads with fewer instructions), once they are made (q8_panels_pay) */
 #define Q8_PANEL_ROWS 5
-/* a 7-bit activation byte of the panels' GEMM is q + 64: 1..127, unsigned for vpmaddubsw */
+/* an activation byte is q + 64 (q in [-63, 63]): 1..127, unsigned for vpmaddubsw and vpdpbusd */
 #define Q7_OFFSET 64
 /* the panels' row tiles are at most this many rows (VNNI's); activation buffers hold multiples of it */
 #define PANEL_TILE_ROWS_MAX TFM_Q8_VNNI_PANEL_ROWS
@@ -53,26 +54,20 @@ static size_t panel_padded_rows(int M) {
 #define Q8_RB 16
 #define Q8_CB 64
 
+/* out[4 i + j] = sum_{k < kb} u[i lda + k] w[j ldw + k], u the activation bytes read as unsigned (0..127) */
 typedef void (*q8_tile_fn)(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                           const int32_t *wsum, int32_t *out);
+                           int32_t *out);
 
 /* ---------------------------------------------------------------- portable */
-static void tile_c(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                   const int32_t *wsum, int32_t *out) {
-    (void)wsum;
+static void tile_c(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
-            const int8_t *x = a + (size_t)i * lda, *y = w + (size_t)j * ldw;
+            const uint8_t *x = (const uint8_t *)a + (size_t)i * lda;
+            const int8_t *y = w + (size_t)j * ldw;
             int32_t s = 0;
             for (int k = 0; k < kb; k++) s += (int32_t)x[k] * y[k];
             out[4 * i + j] = s;
         }
-}
-
-static float quantize_row_c(const float *x, int n, int pad, int8_t *q) {
-    float s = tfm_q8_quantize_row(x, n, q);
-    memset(q + n, 0, (size_t)(pad - n));
-    return s;
 }
 
 #if TFM_X86
@@ -83,7 +78,8 @@ TFM_TARGET_AVX2 static inline __m128i sum4_avx2(__m256i v0, __m256i v1, __m256i 
     return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
-/* out[i*4 + j] = sum_k a[i][k] w[j][k] for i < MR, j < NR, 32 bytes of k at a time (see the top). */
+/* out[i*4 + j] = sum_k u[i][k] w[j][k] for i < MR, j < NR, 32 bytes of k at a time: a vpmaddubsw (pairs, at most
+ * 2 * 127 * 127: exact) and a vpmaddwd by ones per product vector. */
 TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void tile_avx2(const int MR, const int NR, int kb,
                                                                              const int8_t *a, size_t lda,
                                                                              const int8_t *w, size_t ldw,
@@ -101,12 +97,9 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void tile_avx2(cons
         }
         for (int j = 0; j < NR; j++) wv[j] = _mm256_load_si256((const __m256i *)(w + (size_t)j * ldw + k));
         for (int i = 0; i < MR; i++) {
-            __m256i av = _mm256_load_si256((const __m256i *)(a + (size_t)i * lda + k));
-            __m256i aa = _mm256_abs_epi8(av);                                          /* |a|: 0..127 */
-            for (int j = 0; j < NR; j++) {
-                __m256i p = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(wv[j], av));     /* pairs: |.| <= 32258 */
-                acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(p, ones));
-            }
+            __m256i av = _mm256_load_si256((const __m256i *)(a + (size_t)i * lda + k));   /* u: 0..127 */
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(av, wv[j]), ones));
         }
     }
     const __m256i z = _mm256_setzero_si256();
@@ -120,7 +113,7 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void tile_avx2(cons
                                                       size_t ldw, int32_t *out) {                             \
         tile_avx2(MR, NR, kb, a, lda, w, ldw, out);                                                           \
     }
-/* 4 rows x 2 columns (8 accumulators, 2 weight vectors, a, |a|, ones, a product: 14 of the 16 ymm) and
+/* 4 rows x 2 columns (8 accumulators, 2 weight vectors, a, ones, a product: 13 of the 16 ymm) and
  * single rows x 4 columns (a decoding step's one row) */
 Q8_AVX2_VARIANT(4, 2) Q8_AVX2_VARIANT(4, 1) Q8_AVX2_VARIANT(1, 4) Q8_AVX2_VARIANT(1, 3) Q8_AVX2_VARIANT(1, 2)
 Q8_AVX2_VARIANT(1, 1)
@@ -128,15 +121,14 @@ Q8_AVX2_VARIANT(1, 1)
 
 /* mr 1 (nr 1..4) or 4 (nr 1..2) */
 static void tile_avx2_any(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                          const int32_t *wsum, int32_t *out) {
-    (void)wsum;
+                          int32_t *out) {
     if (mr == 4) (nr == 2 ? tile_avx2_4x2 : tile_avx2_4x1)(kb, a, lda, w, ldw, out);
     else if (nr == 4) tile_avx2_1x4(kb, a, lda, w, ldw, out);
     else if (nr == 3) tile_avx2_1x3(kb, a, lda, w, ldw, out);
     else (nr == 2 ? tile_avx2_1x2 : tile_avx2_1x1)(kb, a, lda, w, ldw, out);
 }
 
-/* tfm_q8_quantize_row's arithmetic (levels 127; tfm_q7_quantize_row's with 63), 8 lanes: the same max (exact in
+/* tfm_q7_quantize_row's arithmetic (levels 63; tfm_q8_quantize_row's with 127), 8 lanes: the same max (exact in
  * any order), the same levels / amax, the same products, rounded by cvtps2dq (nearest even, as rintf). 32 values a
  * step become bytes by two packs (saturating, but |x * inv| < levels + 0.5 always) and a lane permute. offset is
  * added to every byte (the padding's too): 64 gives the panels' unsigned activations. */
@@ -185,11 +177,7 @@ quantize_levels_avx2(const float *x, int n, int pad, int8_t *q, const float leve
     return amax / levels;
 }
 
-TFM_TARGET_AVX2 static float quantize_row_avx2(const float *x, int n, int pad, int8_t *q) {
-    return quantize_levels_avx2(x, n, pad, q, 127.0f, 0);
-}
-
-TFM_TARGET_AVX2 static float quantize_row7_avx2(const float *x, int n, int pad, int8_t *q) {   /* the panels' */
+TFM_TARGET_AVX2 static float quantize_row7_avx2(const float *x, int n, int pad, int8_t *q) {
     return quantize_levels_avx2(x, n, pad, q, 63.0f, Q7_OFFSET);
 }
 #endif
@@ -230,12 +218,15 @@ static q8_tile_fn path_tile(tfm_q8_path path) {
     return tile_c;
 }
 
-float tfm_q8_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
+float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
 #if TFM_X86
-    if (path != TFM_Q8_GENERIC) return quantize_row_avx2(x, n, pad, q);   /* VNNI CPUs have AVX2 */
+    if (path != TFM_Q8_GENERIC) return quantize_row7_avx2(x, n, pad, q);   /* VNNI CPUs have AVX2 */
 #endif
     (void)path;
-    return quantize_row_c(x, n, pad, q);
+    float s = tfm_q7_quantize_row(x, n, q);
+    for (int i = 0; i < n; i++) q[i] = (int8_t)(q[i] + Q7_OFFSET);
+    memset(q + n, Q7_OFFSET, (size_t)(pad - n));
+    return s;
 }
 
 /* ---------------------------------------------------------------- driver */
@@ -243,9 +234,10 @@ typedef struct {
     q8_tile_fn tile;
     int tile_cols;            /* columns of a 4-row tile: 2 (AVX2: registers) or 4 */
     int M, N, kb;
-    const int8_t *qa;         /* M rows of kb bytes */
+    const int8_t *qa;         /* M rows of kb bytes, unsigned */
     const float *sa;          /* M */
     const tfm_q8_weight *W;
+    int32_t shift;            /* what the activations were shifted by (64, or 0 in tests): acc = out - shift sum(w) */
     const float *bias;
     float *C;                 /* NULL: acc instead (tests) */
     int ldc;
@@ -256,7 +248,7 @@ typedef struct {
 static void store_tile(const q8_args *g, int i0, int j0, int mr, int nr, const int32_t *out) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
-            int32_t s = out[4 * i + j];
+            int32_t s = out[4 * i + j] - g->shift * g->W->sum[j0 + j];
             if (!g->C) {
                 g->acc[(size_t)(i0 + i) * g->N + j0 + j] = s;
                 continue;
@@ -277,14 +269,14 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
         for (int j = j0; j < j1; j += g->tile_cols) {
             int nr = j1 - j < g->tile_cols ? j1 - j : g->tile_cols;
             g->tile(4, nr, g->kb, g->qa + (size_t)i * g->kb, (size_t)g->kb, W->q + (size_t)j * W->ld, (size_t)W->ld,
-                    W->sum + j, out);
+                    out);
             store_tile(g, i, j, 4, nr, out);
         }
     for (; i < i1; i++)
         for (int j = j0; j < j1; j += 4) {
             int nr = j1 - j < 4 ? j1 - j : 4;
             g->tile(1, nr, g->kb, g->qa + (size_t)i * g->kb, (size_t)g->kb, W->q + (size_t)j * W->ld, (size_t)W->ld,
-                    W->sum + j, out);
+                    out);
             store_tile(g, i, j, 1, nr, out);
         }
 }
@@ -308,68 +300,12 @@ static int q8_threads(int M, int N, int K) {
     return by_work < 1 ? 1 : by_work < nt ? by_work : nt;
 }
 
-static int q8_panels_8bit(tfm_q8_path path, int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w,
-                          const float *bias, float *C, int ldc, int32_t *acc, int nt);
 
-/* The panels are a second copy of the weight, so tfm_gemm_q8 makes them when they pay: at a call of
- * Q8_PANEL_BIG_ROWS rows or more (its arithmetic dwarfs one pass over the weight) or at the second call of
- * Q8_PANEL_ROWS or more (a batch or a beam: every decoding step is one). A GPT prompt of a few tokens before
- * one-row generation never makes them. */
-#define Q8_PANEL_BIG_ROWS 64
-static int q8_panels_pay(const tfm_q8_weight *w, int M) {
-    if (M < Q8_PANEL_ROWS) return 0;
-    if (M >= Q8_PANEL_BIG_ROWS || __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE)) return 1;
-    return __atomic_add_fetch(&((tfm_q8_weight *)w)->many_row_calls, 1, __ATOMIC_RELAXED) >= 2;
-}
-
-void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const tfm_q8_weight *w, int32_t *acc) {
-    TFM_ASSERT(lda == w->ld, "tfm_q8_dot_path_: lda %d, weight rows of %d bytes", lda, w->ld);
-    if (path != TFM_Q8_GENERIC && M >= Q8_PANEL_ROWS) {   /* as tfm_gemm_q8 does, in a buffer of whole tiles */
-        int8_t *q4 = aligned_alloc(64, panel_padded_rows(M) * (size_t)lda);
-        TFM_ASSERT(q4 != NULL, "tfm_q8_dot_path_: out of memory");
-        memcpy(q4, qa, (size_t)M * lda);
-        int rc = q8_panels_8bit(path, M, q4, (size_t)lda, NULL, w, NULL, NULL, 0, acc, 1);
-        free(q4);
-        if (rc == 0) return;
-    }
-    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, NULL, NULL, 0, acc};
-    q8_run(&g, 1);
-}
-
-void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const tfm_q8_weight *W,
-                       const float *bias, float *C, int ldc) {
-    if (M <= 0 || W->rows <= 0) return;
-    int K = W->cols, kb = W->ld;
-    /* the quantized rows (kb bytes each, 64-byte aligned; whole panel tiles) and their scales, in the thread's
-     * scratch */
-    size_t qbytes = panel_padded_rows(M) * kb;
-    float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
-    if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
-    int8_t *qa = (int8_t *)buf;
-    float *sa = buf + qbytes / sizeof(float);
-    if (nt <= 0) nt = q8_threads(M, W->rows, K);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
-    for (int i = 0; i < M; i++) sa[i] = tfm_q8_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
-    if (path != TFM_Q8_GENERIC && q8_panels_pay(W, M) &&
-        !q8_panels_8bit(path, M, qa, (size_t)kb, sa, W, bias, C, ldc, NULL, nt))
-        return;
-    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, bias, C, ldc, NULL};
-    q8_run(&g, nt);
-}
-
-void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
-    tfm_gemm_q8_path_(tfm_q8_active_path(), 0, M, A, lda, W, bias, C, ldc);
-}
-
-/* ---------------------------------------------------------------- panels (many rows: ops/gemm_q8_panels.h) */
+/* ---------------------------------------------------------------- panels (many rows) */
 /* W in panels (tfm_q8_weight_panels_, core/q8.h): an AVX2 tile of 4 rows broadcasts 4 bytes of an activation row
  * and multiplies them with two vectors of the panel (16 weight rows x 4 k), so W is read once per 16 activation
  * rows instead of once per 4 and every vpmaddubsw gives 32 products; a VNNI tile of 8 rows does the same with one
- * vector and one vpdpbusd (ops/q8_vnni_body.h). Two forms of the activations:
- *   - 8 bits (tfm_gemm_q8 from Q8_PANEL_ROWS rows up): on AVX2 the sign trick as in tile_avx2, |a| * (sign(a) w);
- *     on VNNI a + 128 as unsigned bytes, the shift taken off as 128 * sum(w): the same exact sums as every path;
- *   - 7 bits shifted to unsigned, q + 64 (tfm_gemm_q8_panels: greedy's screen), no vpsignb per product; the
- *     shift comes back out exactly as 64 * sum(w). */
+ * vector and one vpdpbusd (ops/q8_vnni_body.h). The activations are the same unsigned bytes as the row tiles'. */
 #define PANEL_ROW_BLOCK 16    /* activation rows that sweep W's panels together (their C lines stay in L2) */
 
 typedef struct {
@@ -396,19 +332,6 @@ typedef struct {
     int rows;                 /* of a tile: 4, or 8 (VNNI) */
 } panel_kernel;
 
-/* the 7-bit form's tile: activations as unsigned bytes */
-static void panel_tile_c(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
-    for (int i = 0; i < 4; i++)
-        for (int c = 0; c < TFM_Q8_PANEL; c++) {
-            const uint8_t *x = (const uint8_t *)a + (size_t)i * lda;
-            const int8_t *y = p + c / 8 * 32 + c % 8 * 4;
-            int32_t s = 0;
-            for (int g = 0; g < groups; g++)
-                for (int t = 0; t < 4; t++) s += (int32_t)x[4 * g + t] * y[(size_t)g * TFM_Q8_PANEL_GROUP + t];
-            out[16 * i + c] = s;
-        }
-}
-
 /* y = (acc - shift sum_w) * (sa sw) (+ bias): store_tile's float steps */
 static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
     const tfm_q8_weight *w = g->w;
@@ -427,36 +350,29 @@ static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, c
 }
 
 #if TFM_X86
-/* 4 activation rows x 16 weight rows: 8 accumulators, 2 weight vectors, a broadcast (and its |.|), ones and a
- * product (15 ymm). SIGNED: the 8-bit form (|a| * sign(a) w); else the 7-bit form's unsigned a. */
-#define PANEL_TILE_AVX2(NAME, SIGNED)                                                                         \
-    TFM_TARGET_AVX2 static void NAME(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) { \
-        const __m256i ones = _mm256_set1_epi16(1);                                                            \
-        __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, \
-                c31 = c00;                                                                                    \
-        for (int g = 0; g < groups; g++, a += 4, p += TFM_Q8_PANEL_GROUP) {                                    \
-            __m256i b0 = _mm256_load_si256((const __m256i *)p), b1 = _mm256_load_si256((const __m256i *)(p + 32)); \
-            PANEL_ROW(0, c00, c01, SIGNED) PANEL_ROW(1, c10, c11, SIGNED)                                     \
-            PANEL_ROW(2, c20, c21, SIGNED) PANEL_ROW(3, c30, c31, SIGNED)                                     \
-        }                                                                                                     \
-        _mm256_store_si256((__m256i *)(out + 0), c00), _mm256_store_si256((__m256i *)(out + 8), c01);         \
-        _mm256_store_si256((__m256i *)(out + 16), c10), _mm256_store_si256((__m256i *)(out + 24), c11);       \
-        _mm256_store_si256((__m256i *)(out + 32), c20), _mm256_store_si256((__m256i *)(out + 40), c21);       \
-        _mm256_store_si256((__m256i *)(out + 48), c30), _mm256_store_si256((__m256i *)(out + 56), c31);       \
-    }
-#define PANEL_ROW(I, C0, C1, SIGNED)                                                                          \
+/* one activation row's 4 bytes (broadcast) times the panel's two vectors, into that row's 16 sums */
+#define PANEL_ROW(I, C0, C1)                                                                                  \
     {                                                                                                         \
         int32_t four;                                                                                         \
         memcpy(&four, a + (I) * lda, 4);                                                                      \
-        __m256i av = _mm256_set1_epi32(four), au = SIGNED ? _mm256_abs_epi8(av) : av;                         \
-        __m256i w0 = SIGNED ? _mm256_sign_epi8(b0, av) : b0, w1 = SIGNED ? _mm256_sign_epi8(b1, av) : b1;     \
-        C0 = _mm256_add_epi32(C0, _mm256_madd_epi16(_mm256_maddubs_epi16(au, w0), ones));                     \
-        C1 = _mm256_add_epi32(C1, _mm256_madd_epi16(_mm256_maddubs_epi16(au, w1), ones));                     \
+        __m256i av = _mm256_set1_epi32(four);                                                                 \
+        C0 = _mm256_add_epi32(C0, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));                     \
+        C1 = _mm256_add_epi32(C1, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));                     \
     }
-PANEL_TILE_AVX2(panel_tile_avx2, 0)
-PANEL_TILE_AVX2(panel_tile_sign_avx2, 1)
+/* 4 activation rows x 16 weight rows: 8 accumulators, 2 weight vectors, a broadcast, ones and a product (14 ymm) */
+TFM_TARGET_AVX2 static void panel_tile_avx2(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int g = 0; g < groups; g++, a += 4, p += TFM_Q8_PANEL_GROUP) {
+        __m256i b0 = _mm256_load_si256((const __m256i *)p), b1 = _mm256_load_si256((const __m256i *)(p + 32));
+        PANEL_ROW(0, c00, c01) PANEL_ROW(1, c10, c11) PANEL_ROW(2, c20, c21) PANEL_ROW(3, c30, c31)
+    }
+    _mm256_store_si256((__m256i *)(out + 0), c00), _mm256_store_si256((__m256i *)(out + 8), c01);
+    _mm256_store_si256((__m256i *)(out + 16), c10), _mm256_store_si256((__m256i *)(out + 24), c11);
+    _mm256_store_si256((__m256i *)(out + 32), c20), _mm256_store_si256((__m256i *)(out + 40), c21);
+    _mm256_store_si256((__m256i *)(out + 48), c30), _mm256_store_si256((__m256i *)(out + 56), c31);
+}
 #undef PANEL_ROW
-#undef PANEL_TILE_AVX2
 
 /* panel_store_c's arithmetic 8 columns at a time (the same operations, each rounded once) */
 TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
@@ -495,16 +411,15 @@ static void panels_range(const panel_kernel *k, const panel_args *g, int pn0, in
         }
 }
 
-/* the panel kernel of a path for 8-bit activations (tfm_gemm_q8: AVX2's sign trick, or VNNI) or the 7-bit ones
- * (tfm_gemm_q8_panels: unsigned q + 64 on every path; VNNI's tile takes both as unsigned bytes) */
-static panel_kernel panel_kernel_of(tfm_q8_path path, int eight_bit) {
+/* the panel kernel of a path (AVX2 or VNNI; the portable path tiles rows) */
+static panel_kernel panel_kernel_of(tfm_q8_path path) {
 #if TFM_X86
     if (path == TFM_Q8_VNNI) return (panel_kernel){tfm_q8_panel_tile_vnni, panel_store_avx2, TFM_Q8_VNNI_PANEL_ROWS};
-    if (path == TFM_Q8_AVX2)
-        return (panel_kernel){eight_bit ? panel_tile_sign_avx2 : panel_tile_avx2, panel_store_avx2, 4};
+    return (panel_kernel){panel_tile_avx2, panel_store_avx2, 4};
+#else
+    (void)path;
+    return (panel_kernel){NULL, panel_store_c, 4};
 #endif
-    (void)path, (void)eight_bit;
-    return (panel_kernel){panel_tile_c, panel_store_c, 4};   /* the 7-bit form only (8 bits: the row tiles) */
 }
 
 /* every panel, split over nt threads in contiguous ranges (exact sums: the same bits whatever the split); qa
@@ -517,59 +432,64 @@ static void panels_run(const panel_kernel *k, const panel_args *g, int nt) {
         panels_range(k, g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
 }
 
-/* the 8-bit form from Q8_PANEL_ROWS rows on AVX2 (the sign trick) or VNNI (a + 128: qa's bytes flipped here).
- * qa: M rows of lda bytes, zero beyond cols, in a buffer of panel_padded_rows(M) rows (rows M.. are set here).
- * 0, or -1 when the panels cannot be made (the caller tiles rows instead). */
-static int q8_panels_8bit(tfm_q8_path path, int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w,
-                          const float *bias, float *C, int ldc, int32_t *acc, int nt) {
-#if TFM_X86
-    const int8_t *panels = tfm_q8_weight_panels_(w);
+/* The panels' GEMM on AVX2 or VNNI. qa: M rows of lda bytes (unsigned), in a buffer of panel_padded_rows(M)
+ * rows (rows M.. are set here; their results are not stored). 0, or -1 when the panels cannot be made (the
+ * caller tiles rows instead). */
+static int q8_panels(tfm_q8_path path, int M, int8_t *qa, size_t lda, const float *sa, const tfm_q8_weight *w,
+                     int32_t shift, const float *bias, float *C, int ldc, int32_t *acc, int nt) {
+    const int8_t *panels = path == TFM_Q8_GENERIC ? NULL : tfm_q8_weight_panels_(w);
     if (!panels) return -1;
-    const int vnni = path == TFM_Q8_VNNI;
-    const panel_kernel k = panel_kernel_of(path, 1);
-    const size_t bytes = panel_padded_rows(M) * lda;
-    memset(qa + (size_t)M * lda, 0, bytes - (size_t)M * lda);
-    if (vnni)
-        for (size_t t = 0; t < bytes; t++) qa[t] = (int8_t)((uint8_t)qa[t] ^ 0x80);   /* a + 128, unsigned */
-    panel_args g = {M, w->rows, tfm_q8_panel_groups(w), qa, lda, sa, w, panels, vnni ? 128 : 0, bias, C, ldc, acc};
+    memset(qa + (size_t)M * lda, 0, panel_padded_rows(M) * lda - (size_t)M * lda);
+    const panel_kernel k = panel_kernel_of(path);
+    panel_args g = {M, w->rows, tfm_q8_panel_groups(w), qa, lda, sa, w, panels, shift, bias, C, ldc, acc};
     panels_run(&k, &g, nt);
     return 0;
-#else
-    (void)path, (void)M, (void)qa, (void)lda, (void)sa, (void)w, (void)bias, (void)C, (void)ldc, (void)acc, (void)nt;
-    return -1;
-#endif
 }
 
-float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
-#if TFM_X86
-    if (path != TFM_Q8_GENERIC) return quantize_row7_avx2(x, n, pad, q);
-#endif
-    (void)path;
-    float s = tfm_q7_quantize_row(x, n, q);
-    for (int i = 0; i < n; i++) q[i] = (int8_t)(q[i] + Q7_OFFSET);
-    memset(q + n, Q7_OFFSET, (size_t)(pad - n));
-    return s;
+/* The panels are a second copy of the weight, so tfm_gemm_q8 makes them when they pay: at a call of
+ * Q8_PANEL_BIG_ROWS rows or more (its arithmetic dwarfs one pass over the weight) or at the second call of
+ * Q8_PANEL_ROWS or more (a batch or a beam: every decoding step is one). A GPT prompt of a few tokens before
+ * one-row generation never makes them. */
+#define Q8_PANEL_BIG_ROWS 64
+static int q8_panels_pay(const tfm_q8_weight *w, int M) {
+    if (M < Q8_PANEL_ROWS) return 0;
+    if (M >= Q8_PANEL_BIG_ROWS || __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE)) return 1;
+    return __atomic_add_fetch(&((tfm_q8_weight *)w)->many_row_calls, 1, __ATOMIC_RELAXED) >= 2;
 }
 
-void tfm_gemm_q8_panels_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const tfm_q8_weight *w,
-                              const float *bias, float *C, int ldc) {
-    if (M <= 0 || w->rows <= 0) return;
-    const int8_t *panels = tfm_q8_weight_panels_(w);
-    if (!panels) tfm_fatal("int8 GEMM: out of memory (the panels of a %d x %d weight)", w->rows, w->cols);
-    const panel_kernel k = panel_kernel_of(path, 0);
-    const int K = w->cols, Mp = (int)panel_padded_rows(M), groups = tfm_q8_panel_groups(w);
-    const size_t ldq = ((size_t)groups * 4 + 63) / 64 * 64, qbytes = (size_t)Mp * ldq;
+void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const tfm_q8_weight *w, int32_t *acc) {
+    TFM_ASSERT(lda == w->ld, "tfm_q8_dot_path_: lda %d, weight rows of %d bytes", lda, w->ld);
+    if (path != TFM_Q8_GENERIC && M >= Q8_PANEL_ROWS) {   /* as tfm_gemm_q8 does, in a buffer of whole tiles */
+        int8_t *q4 = aligned_alloc(64, panel_padded_rows(M) * (size_t)lda);
+        TFM_ASSERT(q4 != NULL, "tfm_q8_dot_path_: out of memory");
+        memcpy(q4, qa, (size_t)M * lda);
+        int rc = q8_panels(path, M, q4, (size_t)lda, NULL, w, 0, NULL, NULL, 0, acc, 1);
+        free(q4);
+        if (rc == 0) return;
+    }
+    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, 0, NULL, NULL, 0, acc};
+    q8_run(&g, 1);
+}
+
+void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const tfm_q8_weight *W,
+                       const float *bias, float *C, int ldc) {
+    if (M <= 0 || W->rows <= 0) return;
+    int K = W->cols, kb = W->ld;
+    /* the quantized rows (kb bytes each, 64-byte aligned; whole panel tiles) and their scales, in the thread's
+     * scratch */
+    size_t qbytes = panel_padded_rows(M) * kb;
     float *buf = tfm_thread_scratch(TFM_SCRATCH_Q8, qbytes / sizeof(float) + (size_t)M);
     if (!buf) tfm_fatal("int8 GEMM: out of memory (%d x %d activations)", M, K);
     int8_t *qa = (int8_t *)buf;
     float *sa = buf + qbytes / sizeof(float);
-    for (int i = 0; i < M; i++)
-        sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, (int)ldq, qa + (size_t)i * ldq);
-    memset(qa + (size_t)M * ldq, Q7_OFFSET, (size_t)(Mp - M) * ldq);
-    panel_args g = {M, w->rows, groups, qa, ldq, sa, w, panels, Q7_OFFSET, bias, C, ldc, NULL};
-    panels_run(&k, &g, nt > 0 ? nt : q8_threads(M, w->rows, K));
+    if (nt <= 0) nt = q8_threads(M, W->rows, K);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
+    for (int i = 0; i < M; i++) sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
+    if (q8_panels_pay(W, M) && !q8_panels(path, M, qa, (size_t)kb, sa, W, Q7_OFFSET, bias, C, ldc, NULL, nt)) return;
+    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, Q7_OFFSET, bias, C, ldc, NULL};
+    q8_run(&g, nt);
 }
 
-void tfm_gemm_q8_panels(int M, const float *A, int lda, const tfm_q8_weight *w, const float *bias, float *C, int ldc) {
-    tfm_gemm_q8_panels_path_(tfm_q8_active_path(), 0, M, A, lda, w, bias, C, ldc);
+void tfm_gemm_q8(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
+    tfm_gemm_q8_path_(tfm_q8_active_path(), 0, M, A, lda, W, bias, C, ldc);
 }

@@ -58,9 +58,9 @@ void tfm_gemm_bf16_path_(int hw, int trans_a, int trans_b, int M, int N, int K, 
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc);
 
-/* ---- int8 GEMM (src/ops/gemm_q8.c; tfm_gemm_q8 in kernels.h). Its paths: the portable C loops, AVX2 (vpmaddubsw
- * on |a| and sign(a)*w) and AVX-512 VNNI (vpdpbusd on a+128 and w, minus 128 * row sum of w). Every path
- * computes the exact integer products, so they all give the same bits. */
+/* ---- int8 GEMM (src/ops/gemm_q8.c; tfm_gemm_q8 in kernels.h). Its paths: the portable C loops, AVX2 (vpmaddubsw)
+ * and AVX-512 VNNI (vpdpbusd), all on the same unsigned activation bytes (7-bit q + 64) and signed weights. Every
+ * path computes the exact integer products, so they all give the same bits. */
 struct tfm_q8_weight;
 typedef enum { TFM_Q8_GENERIC = 0, TFM_Q8_AVX2 = 1, TFM_Q8_VNNI = 2, TFM_Q8_PATHS = 3 } tfm_q8_path;
 /* The path in use: VNNI where the kernel path is avx512 and cpuid reports AVX512BW and AVX512_VNNI, else AVX2
@@ -68,22 +68,18 @@ typedef enum { TFM_Q8_GENERIC = 0, TFM_Q8_AVX2 = 1, TFM_Q8_VNNI = 2, TFM_Q8_PATH
 tfm_q8_path tfm_q8_active_path(void);
 int tfm_q8_path_supported(tfm_q8_path path);   /* 1 if this CPU and build run it */
 const char *tfm_q8_path_name(tfm_q8_path path); /* "portable", "avx2", "avx512-vnni" */
-/* On a given (supported) path, for tests: a row quantized as tfm_q8_quantize_row does (the q bytes of
- * [n, pad) zeroed); the exact int32 products acc[i * N + j] = sum_k qa[i * lda + k] w->q[j * w->ld + k] of
- * M activation rows (lda a multiple of 64, rows 64-byte aligned, zero beyond w->cols) and the N = w->rows
- * weight rows; and the whole tfm_gemm_q8 with nt threads (0: the default count). */
-float tfm_q8_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q);
+/* On a given (supported) path, for tests: an activation row as the kernels read it (tfm_q7_quantize_row's q + 64,
+ * the bytes of [n, pad) 64 too; returns the scale); the raw int32 products acc[i * N + j] = sum_k u[i * lda + k]
+ * w->q[j * w->ld + k] of M rows of unsigned bytes u in [0, 127] (lda a multiple of 64, rows 64-byte aligned, zero
+ * beyond w->cols) and the N = w->rows weight rows; and the whole tfm_gemm_q8 with nt threads (0: the default). */
+float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q);
 void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const struct tfm_q8_weight *w, int32_t *acc);
 void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const struct tfm_q8_weight *W,
                        const float *bias, float *C, int ldc);
-/* The panels' GEMM (ops/gemm_q8_panels.h) on a given path (VNNI's quantizer is AVX2's): its 7-bit
- * activation row as the kernel reads it (q + 64, the padding 64 too; returns the scale). */
-float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q);
 /* The VNNI tile (src/ops/kernels_q8_avx512.c, body in ops/q8_vnni_body.h): out[i * 4 + j] = sum_{k < kb}
- * a[i * lda + k] w[j * ldw + k] for i < mr (1 or 4), j < nr (1..4); kb a multiple of 64. */
+ * u[i * lda + k] w[j * ldw + k] for i < mr (1 or 4), j < nr (1..4), u = a's bytes unsigned; kb a multiple of 64. */
 extern const int tfm_q8_vnni_built_;
-void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                      const int32_t *wsum, int32_t *out);
+void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out);
 /* The VNNI panel tile (the same files): out[16 i + c] = sum_{g < groups, t < 4} u[i * lda + 4 g + t] p[64 g + 4 c + t]
  * for 8 rows i of unsigned activation bytes u and the 16 rows c of one panel p (core/q8.h's layout). */
 #define TFM_Q8_VNNI_PANEL_ROWS 8

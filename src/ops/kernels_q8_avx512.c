@@ -12,9 +12,8 @@ const int tfm_q8_vnni_built_ = 1;
 #include "ops/q8_vnni_body.h"
 #else
 const int tfm_q8_vnni_built_ = 0;
-void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                      const int32_t *wsum, int32_t *out) {
-    (void)mr, (void)nr, (void)kb, (void)a, (void)lda, (void)w, (void)ldw, (void)wsum, (void)out;
+void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
+    (void)mr, (void)nr, (void)kb, (void)a, (void)lda, (void)w, (void)ldw, (void)out;
     tfm_fatal("int8 GEMM: the AVX-512 VNNI kernel was not built (compiler without -mavx512vnni)");
 }
 void tfm_q8_panel_tile_vnni(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out) {

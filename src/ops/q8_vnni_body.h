@@ -5,10 +5,9 @@
  * The includer provides the intrinsics and defines Q8V_NAME and Q8V_PANEL_NAME (the entry points' names).
  *
  * vpdpbusd multiplies unsigned bytes by signed bytes and adds each group of four products to an int32 lane
- * (no intermediate saturation, unlike vpmaddubsw). The activations are signed, so they enter shifted:
- * u = a + 128 (a XOR 0x80), and sum_k u_k w_k = sum_k a_k w_k + 128 sum_k w_k; the row sum of w (stored with
- * the weight) takes the excess off. Every partial sum is below 2^31 (K <= TFM_Q8_MAX_COLS: 65536 * 255 * 127
- * < 2^31), so the result is the exact integer dot product. */
+ * (no intermediate saturation, unlike vpmaddubsw). The activations arrive unsigned (the 7-bit q + 64, 1..127: the
+ * caller takes 64 sum(w) off), and every partial sum stays below 2^31 (K <= TFM_Q8_MAX_COLS: 65536 * 127 * 127 <
+ * 2^31), so the result is the exact integer dot product of the bytes. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,13 +22,12 @@ static inline __attribute__((always_inline)) __m128i q8v_sum4(__m512i v0, __m512
     return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
-/* out[i*4 + j] = sum_{k < kb} a[i*lda + k] * w[j*ldw + k] for i < MR, j < NR (kb a multiple of 64; the rows
- * of a and w 64-byte aligned). MR, NR are constants after inlining: the accumulators stay in registers. */
+/* out[i*4 + j] = sum_{k < kb} u[i*lda + k] * w[j*ldw + k] for i < MR, j < NR, u the bytes of a read as unsigned
+ * (kb a multiple of 64; the rows of a and w 64-byte aligned). MR, NR are constants after inlining: the
+ * accumulators stay in registers. */
 static inline __attribute__((always_inline)) void q8v_tile(const int MR, const int NR, int kb, const int8_t *a,
-                                                           size_t lda, const int8_t *w, size_t ldw,
-                                                           const int32_t *wsum, int32_t *out) {
+                                                           size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
     __m512i acc[4][4];
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_si512();
     for (int k = 0; k < kb; k += 64) {
@@ -40,39 +38,34 @@ static inline __attribute__((always_inline)) void q8v_tile(const int MR, const i
         }
         for (int j = 0; j < NR; j++) wv[j] = _mm512_load_si512((const void *)(w + (size_t)j * ldw + k));
         for (int i = 0; i < MR; i++) {
-            __m512i u = _mm512_xor_si512(_mm512_load_si512((const void *)(a + (size_t)i * lda + k)), flip);
+            __m512i u = _mm512_load_si512((const void *)(a + (size_t)i * lda + k));
             for (int j = 0; j < NR; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], u, wv[j]);
         }
     }
     const __m512i z = _mm512_setzero_si512();
-    __m128i comp = _mm_set_epi32(NR > 3 ? wsum[3] : 0, NR > 2 ? wsum[2] : 0, NR > 1 ? wsum[1] : 0, wsum[0]);
-    comp = _mm_slli_epi32(comp, 7);   /* 128 * sum_k w_jk */
-    for (int i = 0; i < MR; i++) {
-        __m128i s = q8v_sum4(acc[i][0], NR > 1 ? acc[i][1] : z, NR > 2 ? acc[i][2] : z, NR > 3 ? acc[i][3] : z);
-        _mm_storeu_si128((__m128i *)(out + 4 * i), _mm_sub_epi32(s, comp));
-    }
+    for (int i = 0; i < MR; i++)
+        _mm_storeu_si128((__m128i *)(out + 4 * i),
+                         q8v_sum4(acc[i][0], NR > 1 ? acc[i][1] : z, NR > 2 ? acc[i][2] : z, NR > 3 ? acc[i][3] : z));
 }
 
 #define Q8V_VARIANT(MR, NR)                                                                                  \
     static void q8v_tile_##MR##x##NR(int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,      \
-                                     const int32_t *wsum, int32_t *out) {                                   \
-        q8v_tile(MR, NR, kb, a, lda, w, ldw, wsum, out);                                                    \
+                                     int32_t *out) {                                                        \
+        q8v_tile(MR, NR, kb, a, lda, w, ldw, out);                                                          \
     }
 Q8V_VARIANT(4, 4) Q8V_VARIANT(4, 3) Q8V_VARIANT(4, 2) Q8V_VARIANT(4, 1)
 Q8V_VARIANT(1, 4) Q8V_VARIANT(1, 3) Q8V_VARIANT(1, 2) Q8V_VARIANT(1, 1)
 #undef Q8V_VARIANT
 
 /* The tile entry point: mr 1 or 4 rows, nr 1..4 columns; out is mr x 4 int32 (columns >= nr unspecified). */
-void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, const int32_t *wsum,
-              int32_t *out) {
-    typedef void (*tile_fn)(int, const int8_t *, size_t, const int8_t *, size_t, const int32_t *, int32_t *);
+void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
+    typedef void (*tile_fn)(int, const int8_t *, size_t, const int8_t *, size_t, int32_t *);
     static const tile_fn tiles[2][4] = {{q8v_tile_1x1, q8v_tile_1x2, q8v_tile_1x3, q8v_tile_1x4},
                                         {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4}};
-    tiles[mr == 4][nr - 1](kb, a, lda, w, ldw, wsum, out);
+    tiles[mr == 4][nr - 1](kb, a, lda, w, ldw, out);
 }
 
-/* The panel tile: 8 rows of unsigned activation bytes (lda apart, shifted by the caller: the 8-bit form as a + 128,
- * the 7-bit one as q + 64) against one panel of W (core/q8.h: a 64-byte group is 16 weight rows x 4 k, row c's 4
+/* The panel tile: 8 rows of unsigned activation bytes (lda apart; q + 64) against one panel of W (core/q8.h: a 64-byte group is 16 weight rows x 4 k, row c's 4
  * bytes at 4c, so a group is one vector whose lane c belongs to row c). Per group and row: one broadcast of the
  * row's 4 bytes and one vpdpbusd into that row's 16 sums; 8 rows keep 8 independent accumulators, which hides
  * vpdpbusd's latency. No horizontal sums: lane c of row i's accumulator is out[16 i + c]. */

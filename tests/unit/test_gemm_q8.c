@@ -1,9 +1,10 @@
-/* The int8 GEMM (src/ops/gemm_q8.c): row quantization on every path against tfm_q8_quantize_row, bit for bit,
- * and its error bound; the integer products of every path (portable, AVX2, AVX-512 VNNI natively where the
- * CPU has it and, on any CPU, the same kernel source compiled against SIMDe's portable intrinsics) against
- * exact integer sums on ragged shapes and at the saturation extremes, where the shifted vpmaddubsw form
- * saturates; the scaled float result against its formula, the same bits on every path and thread count;
- * NaN, zero and tiny rows; int8 parameters (tfm_params_quantize / set_q8) and tfm_linear on them. */
+/* The int8 GEMM (src/ops/gemm_q8.c): the weights' 8-bit and the activations' 7-bit row quantization (every path
+ * against the definition, bit for bit) and their error bounds; the integer products of every path (portable, AVX2,
+ * AVX-512 VNNI natively where the CPU has it and, on any CPU, the same kernel source compiled against SIMDe's
+ * portable intrinsics) against exact integer sums on ragged shapes and at the saturation extremes, where 8-bit
+ * activations shifted to unsigned would saturate vpmaddubsw; the scaled float result against its formula, the same
+ * bits on every path and thread count, through the row tiles and the panels; NaN, zero and tiny rows; int8
+ * parameters (tfm_params_quantize / set_q8) and tfm_linear on them. */
 #include "check.h"
 #include "tfm/kernels.h"
 #include "tfm/ops.h"
@@ -15,7 +16,6 @@
 #include <string.h>
 
 #include "core/q8.h"
-#include "ops/gemm_q8_panels.h"
 #include "ops/isa.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -25,6 +25,7 @@ static uint32_t next_u32(void) {
 }
 static float frand(void) { return (float)(next_u32() >> 8) / (float)(1 << 23) - 1.0f; } /* [-1, 1) */
 static int8_t qrand(void) { return (int8_t)((int)(next_u32() % 255) - 127); }          /* [-127, 127] */
+static int8_t urand(void) { return (int8_t)(next_u32() % 128); }   /* an activation byte as the kernels read it: 0..127 */
 static uint32_t bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 static int ld_of(int cols) { return (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * TFM_Q8_ALIGN; }
 
@@ -45,7 +46,7 @@ static tfm_q8_weight make_weight(int rows, int cols, const int8_t *q, const floa
 }
 static void free_weight(tfm_q8_weight *w) { tfm_q8_weight_free_panels_(w), free(w->q), free(w->scale), free(w->sum); }
 
-/* activations as the kernels read them: M rows of ld bytes, 64-byte aligned, zero beyond cols */
+/* activations as the kernels read them (unsigned bytes): M rows of ld bytes, 64-byte aligned, zero beyond cols */
 static int8_t *make_acts(int M, int cols, const int8_t *q) {
     int ld = ld_of(cols);
     int8_t *a = aligned_alloc(64, (size_t)M * ld);
@@ -58,7 +59,7 @@ static void reference_dot(int M, int N, int K, const int8_t *qa, const int8_t *q
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             int64_t s = 0;
-            for (int k = 0; k < K; k++) s += (int64_t)qa[(size_t)i * K + k] * qw[(size_t)j * K + k];
+            for (int k = 0; k < K; k++) s += (int64_t)(uint8_t)qa[(size_t)i * K + k] * qw[(size_t)j * K + k];
             ref[(size_t)i * N + j] = s;
         }
 }
@@ -67,20 +68,22 @@ static const tfm_q8_path PATHS[] = {TFM_Q8_GENERIC, TFM_Q8_AVX2, TFM_Q8_VNNI};
 
 #if TFM_X86
 #include <immintrin.h>
-/* The pitfall on this CPU's own vpmaddubsw (before SIMDe is included below: these are the real intrinsics): the shifted form against the sign form, 32 bytes of the extremes */
+/* The pitfall on this CPU's own vpmaddubsw (before SIMDe is included below: these are the real intrinsics), 32
+ * bytes of the extremes: an 8-bit activation of 127 shifted to unsigned (255) saturates; the 7-bit form's largest
+ * byte (127) does not */
 TFM_TARGET_AVX2 static void hw_pitfall(void) {
     int8_t a[32], w[32];
     for (int k = 0; k < 32; k++) a[k] = 127, w[k] = 127;
     __m256i av = _mm256_loadu_si256((const __m256i *)a), wv = _mm256_loadu_si256((const __m256i *)w);
     __m256i ones = _mm256_set1_epi16(1);
     __m256i shifted = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_xor_si256(av, _mm256_set1_epi8((char)0x80)), wv), ones);
-    __m256i signed_ = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(wv, av)), ones);
+    __m256i seven = _mm256_madd_epi16(_mm256_maddubs_epi16(av, wv), ones);
     int32_t s[8], t[8];
     _mm256_storeu_si256((__m256i *)s, shifted);
-    _mm256_storeu_si256((__m256i *)t, signed_);
-    /* each lane: 4 products of 127 * 127 = 64516; shifted: 2 pairs of 255 * 127 = 64770 -> saturated 32767 */
-    CHECK("q8_hw_vpmaddubsw_shifted_saturates", s[0] == 2 * 32767, "lane 0 = %d", s[0]);
-    CHECK("q8_hw_vpmaddubsw_sign_form_exact", t[0] == 4 * 127 * 127 && t[7] == 4 * 127 * 127, "lane 0 = %d", t[0]);
+    _mm256_storeu_si256((__m256i *)t, seven);
+    /* each lane: 4 products; shifted: 2 pairs of 255 * 127 = 64770 -> saturated 32767; 7-bit: 2 * 127 * 127 */
+    CHECK("q8_hw_vpmaddubsw_shifted_8bit_saturates", s[0] == 2 * 32767, "lane 0 = %d", s[0]);
+    CHECK("q8_hw_vpmaddubsw_7bit_form_exact", t[0] == 4 * 127 * 127 && t[7] == 4 * 127 * 127, "lane 0 = %d", t[0]);
 }
 #endif
 
@@ -105,15 +108,14 @@ TFM_TARGET_AVX2 static void hw_pitfall(void) {
 
 #if HAVE_SIMDE
 /* acc (M x N) from a tile function, with the tile shapes the driver uses for the VNNI path */
-typedef void (*tile_fn)(int, int, int, const int8_t *, size_t, const int8_t *, size_t, const int32_t *, int32_t *);
+typedef void (*tile_fn)(int, int, int, const int8_t *, size_t, const int8_t *, size_t, int32_t *);
 static void dot_with_tile(tile_fn tile, int M, const int8_t *qa, const tfm_q8_weight *w, int32_t *acc) {
     int32_t out[16];
     for (int i = 0; i < M;) {
         int mr = M - i >= 4 ? 4 : 1;
         for (int j = 0; j < w->rows; j += 4) {
             int nr = w->rows - j < 4 ? w->rows - j : 4;
-            tile(mr, nr, w->ld, qa + (size_t)i * w->ld, (size_t)w->ld, w->q + (size_t)j * w->ld, (size_t)w->ld,
-                 w->sum + j, out);
+            tile(mr, nr, w->ld, qa + (size_t)i * w->ld, (size_t)w->ld, w->q + (size_t)j * w->ld, (size_t)w->ld, out);
             for (int r = 0; r < mr; r++)
                 for (int c = 0; c < nr; c++) acc[(size_t)(i + r) * w->rows + j + c] = out[4 * r + c];
         }
@@ -121,13 +123,12 @@ static void dot_with_tile(tile_fn tile, int M, const int8_t *qa, const tfm_q8_we
     }
 }
 
-/* acc (M x N) from the VNNI panel tile, as gemm_q8.c drives it: rows a + 128 as unsigned bytes in whole 8-row
- * tiles, W's panels, the shift taken off as 128 * sum(w) */
+/* acc (M x N) from the VNNI panel tile, as gemm_q8.c drives it: the rows in whole 8-row tiles, W's panels */
 static void dot_with_panel_tile(int M, const int8_t *qa, const tfm_q8_weight *w, int32_t *acc) {
     const int8_t *panels = tfm_q8_weight_panels_(w);
     int Mp = (M + 7) / 8 * 8, groups = tfm_q8_panel_groups(w);
     int8_t *u = aligned_alloc(64, (size_t)Mp * w->ld);
-    for (size_t t = 0; t < (size_t)Mp * w->ld; t++) u[t] = (int8_t)((t < (size_t)M * w->ld ? (uint8_t)qa[t] : 0) ^ 0x80);
+    for (size_t t = 0; t < (size_t)Mp * w->ld; t++) u[t] = t < (size_t)M * w->ld ? qa[t] : 0;
     int32_t out[8 * 16];
     for (int i = 0; i < M; i += 8)
         for (int j = 0; j < w->rows; j += 16) {
@@ -135,7 +136,7 @@ static void dot_with_panel_tile(int M, const int8_t *qa, const tfm_q8_weight *w,
                                 panels + (size_t)(j / 16) * groups * TFM_Q8_PANEL_GROUP, out);
             for (int r = 0; r < 8 && i + r < M; r++)
                 for (int c = 0; c < 16 && j + c < w->rows; c++)
-                    acc[(size_t)(i + r) * w->rows + j + c] = out[16 * r + c] - 128 * w->sum[j + c];
+                    acc[(size_t)(i + r) * w->rows + j + c] = out[16 * r + c];
         }
     free(u);
 }
@@ -188,7 +189,7 @@ static void dot_suite(void) {
             for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++) {
                 int M = Ms[a], N = Ns[b], K = Ks[c];
                 int8_t *qa = malloc((size_t)M * K), *qw = malloc((size_t)N * K);
-                for (int i = 0; i < M * K; i++) qa[i] = qrand();
+                for (int i = 0; i < M * K; i++) qa[i] = urand();
                 for (int i = 0; i < N * K; i++) qw[i] = qrand();
                 failed |= check_dot("ragged", M, N, K, qa, qw, 1);
                 total++;
@@ -208,48 +209,51 @@ static int32_t maddubs_pair(uint8_t u0, int8_t s0, uint8_t u1, int8_t s1) {
     return v > 32767 ? 32767 : v < -32768 ? -32768 : v;
 }
 
-/* The extremes: every pair of products at +-2 * 127 * 127, and K at TFM_Q8_MAX_COLS where the VNNI form's
- * shifted sums come closest to 2^31. The shifted form (u8 = a + 128 against signed w) saturates on them. */
+/* The extremes: every pair of products at +-2 * 127 * 127 (activation bytes 127, weights +-127), and K at
+ * TFM_Q8_MAX_COLS where the sums come closest to 2^31. 8-bit activations shifted to unsigned (a + 128 against
+ * signed w) would saturate vpmaddubsw on them; the 7-bit bytes cannot. */
 static void extremes_suite(void) {
     const int K = 256, M = 4, N = 4;
     int8_t *qa = malloc(M * K), *qw = malloc(N * K);
-    /* rows: all +127, all -127, alternating, +127/-127 in pairs; weights: the same patterns */
+    /* activation rows: all 127, 127/0 alternating, 0/127 in pairs, all 0; weights: +127, -127, +-127 in pairs of
+     * equal sign, alternating */
     for (int k = 0; k < K; k++) {
-        int8_t v[4] = {127, -127, (int8_t)(k % 2 ? -127 : 127), (int8_t)((k / 2) % 2 ? -127 : 127)};
-        for (int r = 0; r < 4; r++) qa[r * K + k] = v[r], qw[r * K + k] = v[(r + 1) % 4];
+        int8_t u[4] = {127, (int8_t)(k % 2 ? 0 : 127), (int8_t)((k / 2) % 2 ? 127 : 0), 0};
+        int8_t v[4] = {127, -127, (int8_t)((k / 2) % 2 ? -127 : 127), (int8_t)(k % 2 ? -127 : 127)};
+        for (int r = 0; r < 4; r++) qa[r * K + k] = u[r], qw[r * K + k] = v[r];
     }
     check_dot("extremes", M, N, K, qa, qw, 0);
-    int8_t *qa8 = malloc(2 * M * K);   /* the same rows twice: 8 rows, AVX2's panels (5 rows and more) */
+    int8_t *qa8 = malloc(2 * M * K);   /* the same rows twice: 8 rows, the panels (5 rows and more) */
     memcpy(qa8, qa, (size_t)M * K), memcpy(qa8 + M * K, qa, (size_t)M * K);
     check_dot("extremes_8_rows", 2 * M, N, K, qa8, qw, 0);
     free(qa8);
-    /* the pitfall, shown: the shifted form saturates here (so this data does reach it) */
-    int64_t exact = 0, shifted = 0;
+    /* the pitfall, shown: 8-bit activations of 127 (row 0's values as signed 8-bit), shifted, saturate here */
+    int64_t exact = 0, shifted = 0, wsum = 0;
     for (int k = 0; k < K; k += 2) {
-        exact += (int64_t)qa[k] * qw[k] + (int64_t)qa[k + 1] * qw[k + 1];
-        shifted += maddubs_pair((uint8_t)(qa[k] + 128), qw[k], (uint8_t)(qa[k + 1] + 128), qw[k + 1]);
+        exact += 127 * (int64_t)qw[k] + 127 * (int64_t)qw[k + 1];
+        shifted += maddubs_pair(255, qw[k], 255, qw[k + 1]);
     }
-    int64_t wsum = 0;
     for (int k = 0; k < K; k++) wsum += qw[k];
     shifted -= 128 * wsum;
-    CHECK("q8_shifted_maddubs_saturates_on_extremes", shifted != exact,
+    CHECK("q8_shifted_8bit_maddubs_saturates_on_extremes", shifted != exact,
           "the shifted form gave the exact %lld: the extremes do not reach the saturation", (long long)exact);
-    printf("#   exact %lld, shifted vpmaddubsw form %lld (saturated pairs)\n", (long long)exact, (long long)shifted);
-    /* |a| * sign(a) w: never saturates, for every pair of values */
-    int worst = 0;
-    for (int a0 = -127; a0 <= 127; a0++)
+    printf("#   exact %lld, shifted 8-bit vpmaddubsw form %lld (saturated pairs)\n", (long long)exact, (long long)shifted);
+    /* 7-bit bytes: no pair saturates, for every pair of values */
+    int worst = 0, exact_all = 1;
+    for (int u0 = 0; u0 <= 127; u0++)
         for (int w0 = -127; w0 <= 127; w0++) {
-            int p = 2 * abs(a0) * (a0 < 0 ? -w0 : w0);
+            int p = 2 * u0 * w0;
+            exact_all &= maddubs_pair((uint8_t)u0, (int8_t)w0, (uint8_t)u0, (int8_t)w0) == p;
             if (abs(p) > worst) worst = abs(p);
         }
-    CHECK("q8_sign_form_pairs_fit_int16", worst == 2 * 127 * 127 && worst <= 32767, "worst pair %d", worst);
+    CHECK("q8_7bit_pairs_fit_int16", exact_all && worst == 2 * 127 * 127, "worst pair %d", worst);
     free(qa), free(qw);
-    /* the longest rows allowed, at the extremes: a * w = 127 * 127 over 65536 columns, and -127 * 127 */
+    /* the longest rows allowed, at the extremes: 127 * 127 over 65536 columns, and 127 * -127 */
     const int KM = TFM_Q8_MAX_COLS;
     int8_t *la = malloc(2 * (size_t)KM), *lw = malloc(2 * (size_t)KM);
-    for (int k = 0; k < KM; k++) la[k] = 127, la[KM + k] = -127, lw[k] = 127, lw[KM + k] = -127;
+    for (int k = 0; k < KM; k++) la[k] = 127, la[KM + k] = (int8_t)(k % 2 ? 127 : 0), lw[k] = 127, lw[KM + k] = -127;
     check_dot("max_cols_extremes", 2, 2, KM, la, lw, 0);
-    int8_t *l5 = malloc(5 * (size_t)KM);   /* 5 rows (the panels): +127, -127, +127, ... */
+    int8_t *l5 = malloc(5 * (size_t)KM);   /* 5 rows (the panels) */
     for (int r = 0; r < 5; r++) memcpy(l5 + (size_t)r * KM, la + (size_t)(r % 2) * KM, (size_t)KM);
     check_dot("max_cols_extremes_5_rows", 5, 2, KM, l5, lw, 0);
     free(l5), free(la), free(lw);
@@ -275,11 +279,11 @@ static float ref_quantize_row(const float *x, int n, int8_t *q) {
 
 static void quantize_suite(void) {
     static const int ns[] = {1, 7, 8, 9, 31, 32, 33, 64, 100, 257};
-    int same = 1, same_ref = 1, bound = 1, pad_zero = 1, no128 = 1;
-    int8_t q0[320], q1[320], qr[320];
+    int same_ref = 1, bound = 1, no128 = 1;
+    int8_t q0[320], qr[320];
     for (size_t t = 0; t < sizeof ns / sizeof *ns; t++)
         for (int rep = 0; rep < 20; rep++) {
-            int n = ns[t], pad = ld_of(n);
+            int n = ns[t];
             float x[257];
             float mag = rep % 4 == 0 ? 1e-3f : rep % 4 == 1 ? 1.0f : rep % 4 == 2 ? 300.0f : 1e20f;
             for (int i = 0; i < n; i++) x[i] = frand() * mag;
@@ -292,18 +296,9 @@ static void quantize_suite(void) {
                 float err = fabsf(x[i] - s0 * (float)q0[i]);
                 if (!(err <= s0 * 0.5f * (1 + 1e-5f) + 1e-30f)) bound = 0;
             }
-            for (size_t p = 0; p < 2; p++) {
-                if (!tfm_q8_path_supported(PATHS[p])) continue;
-                memset(q1, 0x7f, sizeof q1);
-                float s1 = tfm_q8_quantize_row_path_(PATHS[p], x, n, pad, q1);
-                same &= bits(s0) == bits(s1) && !memcmp(q0, q1, (size_t)n);
-                for (int i = n; i < pad; i++) pad_zero &= q1[i] == 0;
-            }
         }
     CHECK("q8_quantize_row_equals_definition", same_ref, "tfm_q8_quantize_row differs from rounding one value at a time");
-    CHECK("q8_quantize_row_paths_bit_equal", same, "a path quantized a row differently from tfm_q8_quantize_row");
     CHECK("q8_quantize_dequantize_error_le_half_scale", bound, "|x - s q| > s / 2");
-    CHECK("q8_quantize_padding_zero", pad_zero, "bytes past n not zero");
     CHECK("q8_quantize_never_minus_128", no128, "a -128");
     /* ties go to even: with amax 127 the scale is 1 and 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2 */
     float t[6] = {127.0f, 0.5f, 1.5f, 2.5f, -2.5f, -127.0f};
@@ -311,18 +306,19 @@ static void quantize_suite(void) {
     float st = tfm_q8_quantize_row(t, 6, qt);
     CHECK("q8_quantize_ties_to_even", st == 1.0f && qt[1] == 0 && qt[2] == 2 && qt[3] == 2 && qt[4] == -2 && qt[5] == -127,
           "scale %g q %d %d %d %d", st, qt[1], qt[2], qt[3], qt[4]);
-    /* special rows, on every path: zero, tiny (below TFM_Q8_TINY), NaN, infinity */
+    /* special rows, on every path of the activations' quantizer (bytes q + 64): zero, tiny (below TFM_Q8_TINY),
+     * NaN, infinity */
     float z[40] = {0}, tiny[40], nanr[40], infr[40];
     for (int i = 0; i < 40; i++) tiny[i] = 1e-31f * (float)(i % 3), nanr[i] = infr[i] = (float)i;
     nanr[37] = NAN, infr[3] = -INFINITY;
     int special = 1;
-    for (size_t p = 0; p < 2; p++) {
+    for (size_t p = 0; p < 3; p++) {
         if (!tfm_q8_path_supported(PATHS[p])) continue;
         int8_t q[64];
-        special &= tfm_q8_quantize_row_path_(PATHS[p], z, 40, 64, q) == 0.0f && q[0] == 0;
-        special &= tfm_q8_quantize_row_path_(PATHS[p], tiny, 40, 64, q) == 0.0f && q[2] == 0;
-        special &= isnan(tfm_q8_quantize_row_path_(PATHS[p], nanr, 40, 64, q)) && q[5] == 0;
-        special &= isnan(tfm_q8_quantize_row_path_(PATHS[p], infr, 40, 64, q)) && q[5] == 0;
+        special &= tfm_q7_quantize_row_path_(PATHS[p], z, 40, 64, q) == 0.0f && q[0] == 64 && q[63] == 64;
+        special &= tfm_q7_quantize_row_path_(PATHS[p], tiny, 40, 64, q) == 0.0f && q[2] == 64;
+        special &= isnan(tfm_q7_quantize_row_path_(PATHS[p], nanr, 40, 64, q)) && q[5] == 64;
+        special &= isnan(tfm_q7_quantize_row_path_(PATHS[p], infr, 40, 64, q)) && q[5] == 64;
     }
     /* tfm_q8_quantize_row itself: a NaN or an infinity in its vector part or its tail */
     for (int at = 0; at < 39; at += 12) {   /* 0, 12, 24 (vector part), 36 (tail of 39) */
@@ -337,14 +333,13 @@ static void quantize_suite(void) {
 }
 
 /* ---------------------------------------------------------------- the whole GEMM */
-/* C[i][j] = (float)acc * (sa * sw) + bias, from exact sums of the rows quantized by `quantize`
- * (tfm_q8_quantize_row: tfm_gemm_q8; tfm_q7_quantize_row: tfm_gemm_q8_panels) */
-static void reference_gemm(float (*quantize)(const float *, int, int8_t *), int M, const float *A, int lda,
-                           const tfm_q8_weight *W, const float *bias, float *C, int ldc) {
+/* C[i][j] = (float)acc * (sa * sw) + bias, from exact sums of the rows quantized by tfm_q7_quantize_row */
+static void reference_gemm(int M, const float *A, int lda, const tfm_q8_weight *W, const float *bias, float *C,
+                           int ldc) {
     int K = W->cols;
     int8_t *q = malloc((size_t)K);
     for (int i = 0; i < M; i++) {
-        float sa = quantize(A + (size_t)i * lda, K, q);
+        float sa = tfm_q7_quantize_row(A + (size_t)i * lda, K, q);
         for (int j = 0; j < W->rows; j++) {
             int64_t s = 0;
             for (int k = 0; k < K; k++) s += (int64_t)q[k] * W->q[(size_t)j * W->ld + k];
@@ -357,33 +352,33 @@ static void reference_gemm(float (*quantize)(const float *, int, int8_t *), int 
     free(q);
 }
 
-/* gemm (tfm_gemm_q8_path_ or tfm_gemm_q8_panels_path_) on each of PATHS the CPU has, at 1 and 2
- * threads, with and without the bias, against reference_gemm with `quantize`, bit for bit (C's gap past N left
- * alone). Returns 1 if every 1-thread result matched; *threads_same &= the 2-thread ones; a "#" line names each
- * mismatch. */
-typedef void (*gemm_path_fn)(tfm_q8_path, int, int, const float *, int, const tfm_q8_weight *, const float *, float *,
-                             int);
-static int against_reference(gemm_path_fn gemm, float (*quantize)(const float *, int, int8_t *), const char *label,
-                             int M, const float *A, int lda, const tfm_q8_weight *w,
-                             const float *bias, int ldc, int *threads_same) {
+/* tfm_gemm_q8_path_ on each of PATHS the CPU has, at 1 and 2 threads, with and without the bias, against
+ * reference_gemm, bit for bit (C's gap past N left alone); each twice: from a weight without panels (a first call:
+ * the row tiles below 64 rows) at 1 and 2 threads, then twice more (from 5 rows: the panels, made by the first). Returns 1 if every
+ * 1-thread result matched; *threads_same &= the 2-thread ones; a "#" line names each mismatch. */
+static int against_reference(const char *label, int M, const float *A, int lda, tfm_q8_weight *w, const float *bias,
+                             int ldc, int *threads_same) {
     const int N = w->rows, K = w->cols;
     float *ref = malloc(sizeof(float) * M * ldc), *C = malloc(sizeof(float) * M * ldc);
     int all_same = 1;
     for (int b = 0; b < 2; b++) {
-        reference_gemm(quantize, M, A, lda, w, b ? bias : NULL, ref, ldc);
+        reference_gemm(M, A, lda, w, b ? bias : NULL, ref, ldc);
         for (int p = 0; p < 3; p++) {
             if (!tfm_q8_path_supported(PATHS[p])) continue;
-            for (int nt = 1; nt <= 2; nt++) {
+            for (int call = 0; call < 4; call++) {
+                int nt = 1 + call % 2;
+                if (call < 2) tfm_q8_weight_free_panels_(w), w->many_row_calls = 0;   /* rows at 1, 2 threads */
                 for (int i = 0; i < M * ldc; i++) C[i] = -7.0f;
-                gemm(PATHS[p], nt, M, A, lda, w, b ? bias : NULL, C, ldc);
+                int panels = w->panels != NULL;
+                tfm_gemm_q8_path_(PATHS[p], nt, M, A, lda, w, b ? bias : NULL, C, ldc);
                 int ok = 1;
                 for (int i = 0; i < M; i++)
                     for (int j = 0; j < ldc; j++) {
                         float want = j < N ? ref[(size_t)i * ldc + j] : -7.0f;   /* the gap left alone */
                         ok &= bits(C[(size_t)i * ldc + j]) == bits(want);
                     }
-                if (!ok) printf("# %sM=%d N=%d K=%d bias=%d path %s threads %d differs\n", label, M, N, K, b,
-                                tfm_q8_path_name(PATHS[p]), nt);
+                if (!ok) printf("# %sM=%d N=%d K=%d bias=%d path %s threads %d (%s) differs\n", label, M, N, K, b,
+                                tfm_q8_path_name(PATHS[p]), nt, panels ? "panels" : "made now or rows");
                 *(nt == 1 ? &all_same : threads_same) &= ok;
             }
         }
@@ -405,8 +400,7 @@ static void gemm_suite(void) {
         for (int i = 0; i < M * lda; i++) A[i] = frand() * (i % 13 == 0 ? 8.0f : 1.0f);
         tfm_q8_weight w = make_weight(N, K, qw, sw);
         float *C = malloc(sizeof(float) * M * N), *F = malloc(sizeof(float) * M * N);
-        all_same &= against_reference(tfm_gemm_q8_path_, tfm_q8_quantize_row, "", M, A, lda, &w, bias, ldc,
-                                      &threads_same);
+        all_same &= against_reference("", M, A, lda, &w, bias, ldc, &threads_same);
         /* against fp32: |C - A W^T| within the two quantization errors (a loose, shape-aware bound) */
         tfm_gemm(0, 1, M, N, K, 1.0f, A, lda, Wf, K, 0.0f, F, N);
         for (int i = 0; i < M; i++) {
@@ -414,7 +408,7 @@ static void gemm_suite(void) {
             for (int k = 0; k < K; k++) amax = fmaxf(amax, fabsf(A[(size_t)i * lda + k]));
             for (int j = 0; j < N; j++) {
                 float wmax = sw[j] * 127.0f;
-                double bound = 0.5 * (amax / 127.0 * wmax + wmax / 127.0 * amax) * K * 1.01 + 1e-5;
+                double bound = 0.5 * (amax / 63.0 * wmax + wmax / 127.0 * amax) * K * 1.01 + 1e-5;
                 tfm_gemm_q8_path_(TFM_Q8_GENERIC, 1, 1, A + (size_t)i * lda, lda, &w, NULL, C, N);
                 close &= fabs((double)C[j] - F[(size_t)i * N + j]) <= bound;
             }
@@ -443,8 +437,8 @@ static void gemm_suite(void) {
     free_weight(&w);
 }
 
-/* ---------------------------------------------------------------- the panels' GEMM (ops/gemm_q8_panels.h) */
-/* every path and thread count against reference_gemm with 7-bit rows, bit for bit; extremes = activations at
+/* ---------------------------------------------------------------- the panels */
+/* every path and thread count against reference_gemm, bit for bit; extremes = activations at
  * +-63 (every row's values +-amax) and weights at +-127 with equal signs: every vpmaddubsw pair at its largest,
  * 2 * 127 * 127 */
 static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
@@ -455,8 +449,7 @@ static int check_panels(int M, int N, int K, int extremes, int *threads_same) {
     for (int i = 0; i < N * K; i++) qw[i] = extremes ? (int8_t)(i % 3 ? 127 : -127) : qrand();
     for (int j = 0; j < N; j++) sw[j] = 0.01f + 0.001f * (float)j, bias[j] = frand();
     tfm_q8_weight w = make_weight(N, K, qw, sw);
-    int ok_all = against_reference(tfm_gemm_q8_panels_path_, tfm_q7_quantize_row,
-                                   extremes ? "panels, extremes: " : "panels: ", M, A, lda, &w, bias, ldc, threads_same);
+    int ok_all = against_reference(extremes ? "panels, extremes: " : "panels: ", M, A, lda, &w, bias, ldc, threads_same);
     free_weight(&w);
     free(A), free(bias), free(sw), free(qw);
     return ok_all;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "decode/screen.h"
+#include "core/q8.h"
 #include "tfm/decode.h"
 #include "tfm/kernels.h"
 
@@ -138,8 +138,8 @@ static void test_flat_and_banned(tfm_mt_net *m) {
 
 /* The activation's rounding at its worst: x = (63, +-0.49 step, ...) with row A's weights matching its signs, so
  * every small value rounds to 0 and all their contributions (about 0.49 step |w_A|_1) are lost, and row B wins in
- * int8 on the first component alone. A bound that undercounts the activation term (the wrong step, 8-bit where the
- * panels use 7) drops A, the fp32 winner. In a step of 1 row (8-bit) and of 6 rows (7-bit on AVX2, 8 on VNNI). */
+ * int8 on the first component alone. A bound that undercounts the activation term (the wrong step: 8-bit where the
+ * GEMM uses 7) drops A, the fp32 winner. In a step of 1 row (the row tiles) and of 6 rows (the panels). */
 static void test_worst_rounding(void) {
     tfm_mt_net *m = make_model(0);
     const tfm_tensor *W, *b;
@@ -151,7 +151,7 @@ static void test_worst_rounding(void) {
     for (int k = 1; k < D; k++) wa[k] = k % 2 ? 1.0f : -1.0f;
     int ok = 1, best[6];
     for (int rows = 1; rows <= 6; rows += 5) {
-        float step = 63.0f / (float)tfm_logit_screen_levels_(rows);   /* amax / levels */
+        float step = 63.0f / (float)TFM_Q8_ACT_LEVELS;   /* amax / levels */
         for (int r = 0; r < rows; r++) {
             h[r * D] = 63.0f;
             for (int k = 1; k < D; k++) h[r * D + k] = 0.49f * step * wa[k];
