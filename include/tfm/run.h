@@ -189,6 +189,7 @@ typedef struct {
      * activation dropout, BPE-dropout's merge-skip probability (--tokenizer bpe; training segmentation only) and
      * R-Drop's alpha (0: off, one pass per batch) */
     float attention_dropout, activation_dropout, bpe_dropout, rdrop;
+    float ema_decay;         /* > 0: an exponential moving average of the weights, written as OUT.ema.tfm at every save */
     int overwrite;           /* as in tfm_lm_run_opts: 0 = a fresh run refuses an existing out or non-empty log_file */
 } tfm_mt_run_opts;
 /* train-mt's defaults: the d2l book's toy (word tokens, a 2-layer 32-wide Transformer, --max-len 10, constant lr

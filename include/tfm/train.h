@@ -29,6 +29,8 @@ typedef struct {
     float *m, *v;
     size_t n;
     int t;                   /* steps taken */
+    float *ema;              /* NULL, or the weights' moving average (tfm_adamw_ema_init), parallel to params->data */
+    float ema_decay;
 } tfm_adamw;
 
 /* 0, or -1 with a tfm error (out of memory; an int8 model, which cannot be trained). */
@@ -39,7 +41,15 @@ TFM_API void tfm_adamw_step(tfm_adamw *o, tfm_params *p, float lr);
  * zeroed as they are read: one pass over the parameters instead of three. */
 TFM_API void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scale, int zero_grad);
 TFM_API void tfm_adamw_free(tfm_adamw *o);
-/* adam.m.<name>, adam.v.<name>, adam.t in a checkpoint; o must already be initialised for p. */
+/* An exponential moving average of the weights beside the optimizer (Polyak averaging; Marian's
+ * --exponential-smoothing, fairseq's --ema-decay): after every step, ema += (1 - d_t) (w - ema) with
+ * d_t = min(decay, (1 + t) / (10 + t)) (t the steps taken: early on the average follows the weights, as
+ * TensorFlow's ExponentialMovingAverage with num_updates). It starts as p's current weights; a checkpoint carries
+ * it (adam.ema.<name>, required back by tfm_ckpt_get_adamw once enabled). 0, or -1 with a tfm error (decay not in
+ * (0, 1), out of memory). */
+TFM_API int tfm_adamw_ema_init(tfm_adamw *o, const tfm_params *p, float decay);
+/* adam.m.<name>, adam.v.<name>, adam.t (and adam.ema.<name> with the average) in a checkpoint; o must already be
+ * initialised for p (and its average enabled if the run has one). */
 TFM_API void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p);
 TFM_API int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p, const char *path);
 
@@ -333,6 +343,7 @@ typedef struct {
     int (*validate)(const struct tfm_mt_progress *p, int epoch, void *user);
     /* issue 35 */
     float rdrop;             /* > 0: R-Drop with this alpha (tfm_mt_net_rdrop_loss: two passes per batch); 0: one */
+    float ema_decay;         /* > 0: the optimizer keeps an average of the weights (tfm_adamw_ema_init); 0: none */
     /* Called (NULL: never) with tfm_mt_train's user pointer at the start of every epoch, the one a resume continues
      * included, before its batches are made: it may rewrite the training arrays in place (the same n and
      * num_steps; BPE-dropout's segmentation of the epoch, tfm_mt_corpus_bpe_dropout). 0, or -1 with an error. */
@@ -448,7 +459,12 @@ TFM_API int tfm_mt_corpus_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_m
 TFM_API int tfm_mt_save(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
                 const char *path);
 TFM_API int tfm_mt_save_run(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
-                    const tfm_run_config *run, const char *path);   /* with run.* entries (run may be NULL) */
+                    const tfm_run_config *run, const char *path);
+/* t's model with `weights` (a block parallel to its parameters, e.g. tfm_adamw.ema) in place of its own and no
+ * optimizer or training state: a model for translate, with `note` as meta.ema. swap (params.total floats) holds
+ * t's own weights meanwhile; they are back when this returns. 0, or -1 with a tfm error. */
+TFM_API int tfm_mt_save_weights(tfm_mt_model *t, const float *weights, float *swap, const char *note,
+                                const char *path);   /* with run.* entries (run may be NULL) */
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
 TFM_API int tfm_mt_resume(tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p, const tfm_mt_train_opts *o,

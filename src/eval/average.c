@@ -14,7 +14,8 @@ static int starts_with(const char *s, const char *prefix) { return !strncmp(s, p
 
 /* Training state (optimizer moments, RNG, step) and our own provenance entry are not carried over. */
 static int is_dropped(const char *name) {
-    return starts_with(name, "adam.") || starts_with(name, "train.") || starts_with(name, "run.") || !strcmp(name, "meta.averaged");
+    return starts_with(name, "adam.") || starts_with(name, "train.") || starts_with(name, "run.") ||
+           !strcmp(name, "meta.averaged") || !strcmp(name, "meta.ema");
 }
 static int is_param(const char *name) { return starts_with(name, "param."); }
 

@@ -59,6 +59,19 @@ int tfm_mt_save_run(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_pr
     return rc;
 }
 
+int tfm_mt_save_weights(tfm_mt_model *t, const float *weights, float *swap, const char *note, const char *path) {
+    tfm_params *p = &t->model->params;
+    memcpy(swap, p->data, p->total * sizeof(float));
+    memcpy(p->data, weights, p->total * sizeof(float));
+    tfm_container c;
+    tfm_container_init(&c);
+    tfm_mt_model_put(&c, t);
+    int rc = tfm_container_add_str(&c, "meta.ema", note) ? tfm_container_save(&c, path) : -1;
+    tfm_container_free(&c);
+    memcpy(p->data, swap, p->total * sizeof(float));
+    return rc;
+}
+
 int tfm_mt_resume(tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p, const tfm_mt_train_opts *o,
                   const char *path) {
     tfm_container c;
@@ -92,6 +105,7 @@ int tfm_mt_resume(tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p, const tfm
     }
     if (!rc) {
         rc = tfm_adamw_init(opt, &t->model->params, o->beta1, o->beta2, o->eps, o->weight_decay);
+        if (!rc && o->ema_decay > 0) rc = tfm_adamw_ema_init(opt, &t->model->params, o->ema_decay);
         if (!rc) rc = tfm_ckpt_get_adamw(&c, opt, &t->model->params, path);
         if (!rc && opt->t > p->step) {
             tfm_set_error("%s: adam.t %d exceeds train.step %d (the optimizer cannot have taken more steps than the "

@@ -34,7 +34,24 @@ int tfm_adamw_init(tfm_adamw *o, const tfm_params *p, float beta1, float beta2, 
 void tfm_adamw_free(tfm_adamw *o) {
     free(o->m);
     free(o->v);
-    o->m = o->v = NULL;
+    free(o->ema);
+    o->m = o->v = o->ema = NULL;
+}
+
+int tfm_adamw_ema_init(tfm_adamw *o, const tfm_params *p, float decay) {
+    if (!(decay > 0.0f && decay < 1.0f)) return tfm_set_error("EMA decay must be in (0, 1), got %g", (double)decay), -1;
+    free(o->ema);
+    o->ema = malloc((p->total ? p->total : 1) * sizeof(float));
+    if (!o->ema) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (the weights' average)"), -1;
+    memcpy(o->ema, p->data, p->total * sizeof(float));
+    o->ema_decay = decay;
+    return 0;
+}
+
+/* ema[i0, i1) moves (1 - d) of the way to the weights (elementwise: no dependence on threads or blocks) */
+static void ema_update(float *restrict ema, const float *restrict w, size_t n, float d) {
+    const float a = 1.0f - d;
+    for (size_t i = 0; i < n; i++) ema[i] += a * (w[i] - ema[i]);
 }
 
 /* One parallel region over the flat parameter block: threads take fixed blocks of ADAMW_BLOCK elements
@@ -50,6 +67,7 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
     float bc1 = (float)(1.0 - pow(o->beta1, o->t)), bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, o->t));
     float step_size = lr / bc1;
     float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
+    const float warm = (float)((1.0 + o->t) / (10.0 + o->t)), ema_d = o->ema_decay < warm ? o->ema_decay : warm;
     size_t total = p->total;
     const size_t nblk = (total + ADAMW_BLOCK - 1) / ADAMW_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
@@ -64,6 +82,7 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
             const tfm_adamw_coef coef = {b1, b2, eps, decay, step_size, bc2_sqrt, grad_scale, zero_grad};
             tfm_vadamw(p->data + i0, p->grad + i0, o->m + i0, o->v + i0, i1 - i0, &coef); /* ops/vmath.h */
         }
+        if (o->ema) ema_update(o->ema + lo, p->data + lo, hi - lo, ema_d);   /* the block is still in cache */
     }
 }
 
@@ -154,6 +173,7 @@ float tfm_lr_noam(int it, float scale, int d_model, int warmup) {
 void tfm_ckpt_put_adamw(tfm_container *c, const tfm_adamw *o, const tfm_params *p) {
     tfm_ckpt_put_block(c, "adam.m.", p, o->m);
     tfm_ckpt_put_block(c, "adam.v.", p, o->v);
+    if (o->ema) tfm_ckpt_put_block(c, "adam.ema.", p, o->ema);
     tfm_container_add_int(c, "adam.t", o->t);
 }
 
@@ -163,6 +183,7 @@ int tfm_ckpt_get_adamw(const tfm_container *c, tfm_adamw *o, const tfm_params *p
     if (t < 0) return tfm_set_error("%s: adam.t is negative", path), -1;
     if (tfm_ckpt_get_block(c, "adam.m.", p, o->m, path, 0) || tfm_ckpt_get_block(c, "adam.v.", p, o->v, path, 1))
         return -1;
+    if (o->ema && tfm_ckpt_get_block(c, "adam.ema.", p, o->ema, path, 0)) return -1;
     o->t = t;
     return 0;
 }

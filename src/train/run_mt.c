@@ -87,9 +87,25 @@ static int prepare(mt_run *x) {
 }
 
 /* ---------------------------------------------------------------- the loop */
+/* --ema-decay: OUT.ema.tfm beside OUT (OUT's .tfm replaced) */
+static void ema_path(const char *out, char *path, size_t n) {
+    size_t len = strlen(out);
+    int cut = len > 4 && !strcmp(out + len - 4, ".tfm") ? 4 : 0;
+    snprintf(path, n, "%.*s.ema.tfm", (int)(len - cut), out);
+}
+
+static int save_ema(mt_run *x, int step) {
+    char path[4200], what[160];
+    ema_path(x->o->out, path, sizeof path);
+    snprintf(what, sizeof what, "exponential moving average of the weights, decay %g, at step %d", x->opt.ema_decay,
+             step);
+    return tfm_mt_save_weights(&x->tr, x->opt.ema, x->ema_swap, what, path);
+}
+
 static int on_save(const tfm_mt_progress *p, void *user) {   /* after every epoch, every --save-every, at a stop */
     mt_run *x = user;
     if (tfm_mt_save_run(&x->tr, &x->opt, p, &x->to, &x->run, x->o->out)) return -1;
+    if (x->opt.ema && save_ema(x, p->step)) return -1;
     x->r->saved_step = p->step;
     return x->o->keep_last > 0 ? tfm_ckpt_keep_step(x->o->out, p->step, x->o->keep_last) : 0;
 }
@@ -111,6 +127,11 @@ static void say_start(mt_run *x) {
                "--threads N to change it)", o->threads, x->threads_note);
     tfm_run_config_line(&x->run, "train-mt", line, sizeof line);
     mt_say(x, "%s", line);
+    if (x->opt.ema) {
+        char path[4200];
+        ema_path(o->out, path, sizeof path);
+        mt_say(x, "--ema-decay %g: the weights' moving average goes to %s at every checkpoint", x->opt.ema_decay, path);
+    }
     int n = tfm_ckpt_remove_stale_tmp(o->out);
     if (n > 0) mt_say(x, "tfm train-mt: removed %d stale %s.tmp.* file%s of an interrupted save", n, o->out, n == 1 ? "" : "s");
 }
@@ -126,6 +147,8 @@ static int train(mt_run *x) {
     if (o->log_file && is_writer(x) && !(x->log = fopen(o->log_file, o->resume ? "a" : "w")))
         return tfm_set_error_kind(TFM_ERR_IO, "--log-file: cannot write %s", o->log_file), -1;
     if (mt_valid_open(x)) return -1;
+    if (x->opt.ema && !(x->ema_swap = malloc(x->tr.model->params.total * sizeof(float) + 1)))
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (--ema-decay)"), -1;
     x->to.ctl.stop = x->h ? x->h->stop : NULL, x->to.ctl.stop_self = &x->stop, x->to.ctl.dist = dist;
     x->to.ctl.note = note, x->to.ctl.note_user = x;
     if (o->bpe_dropout > 0) x->to.epoch_data = mt_bpe_dropout_epoch;   /* exact BPE for validation and translation */
@@ -179,6 +202,7 @@ int tfm_mt_run(tfm_mt_run_opts *o, const tfm_run_hooks *hooks, tfm_run_result *r
     tfm_parallel_text_free(&x->ptrain);
     tfm_parallel_text_free(&x->pvalid);
     if (x->opt.m) tfm_adamw_free(&x->opt);
+    free(x->ema_swap);
     tfm_mt_model_free(&x->tr);
     tfm_run_config_free(&x->run);
     tfm_run_config_free(&x->stored);

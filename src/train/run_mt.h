@@ -45,6 +45,7 @@ typedef struct {
     mt_valid val;
     FILE *log;                   /* --log-file (the writing rank only) */
     volatile sig_atomic_t stop;  /* set when a log write failed (the loop also reads the caller's stop) */
+    float *ema_swap;             /* --ema-decay: the weights while the average is written (params.total floats) */
 } mt_run;
 
 /* run_mt_opts.c */

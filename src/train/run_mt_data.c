@@ -62,7 +62,9 @@ static int build_model(mt_run *x) {
     } else if (tfm_mt_model_build(&x->tr, &x->ptrain, x->kind, o->min_freq, &cf, x->to.seed)) {
         return -1;
     }
-    return tfm_adamw_init(&x->opt, &x->tr.model->params, x->to.beta1, x->to.beta2, x->to.eps, x->to.weight_decay);
+    if (tfm_adamw_init(&x->opt, &x->tr.model->params, x->to.beta1, x->to.beta2, x->to.eps, x->to.weight_decay))
+        return -1;
+    return x->to.ema_decay > 0 ? tfm_adamw_ema_init(&x->opt, &x->tr.model->params, x->to.ema_decay) : 0;
 }
 
 int mt_resume_model(mt_run *x) {

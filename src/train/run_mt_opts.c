@@ -39,6 +39,8 @@ static const tfm_field MT_FIELDS[] = {
       "X when segmenting the training pairs, again every epoch (validation and translation: exact BPE)")
     F(rdrop, "rdrop", FLOAT, FIXED, "R-Drop: each batch through the model twice (two dropout masks), loss = mean of "
       "the two cross-entropies + X times their symmetric KL (0 = off: one pass)")
+    F(ema_decay, "ema-decay", FLOAT, FIXED, "keep an exponential moving average of the weights with this decay per step "
+      "(e.g. 0.99; 0 = none) and write it as OUT.ema.tfm, a model for translate, at every checkpoint")
     F(loss_norm, "loss-norm", STR, FIXED,
       "tokens (mean over target tokens) | d2l (per-sentence sum / the batch's target length, summed over the batch)")
     F(lr, "lr", FLOAT, FIXED, "learning rate (peak; the scale factor for noam)")
@@ -261,6 +263,7 @@ static int check_regularisers(const tfm_mt_run_opts *o) {
     if (o->bpe_dropout > 0 && (!o->tokenizer || strcmp(o->tokenizer, "bpe")))
         BAD("--bpe-dropout needs --tokenizer bpe");
     if (!(o->rdrop >= 0 && o->rdrop <= 1000)) BAD("--rdrop must be in [0, 1000] (0 = off), got %g", o->rdrop);
+    if (!(o->ema_decay >= 0 && o->ema_decay < 1)) BAD("--ema-decay must be in [0, 1) (0 = off), got %g", o->ema_decay);
     return 0;
 }
 
@@ -359,7 +362,7 @@ static void train_opts(const tfm_mt_run_opts *o, tfm_mt_train_opts *to) {
     to->seed = (uint64_t)o->seed, to->bucket = o->bucket, to->log_every = o->log_every, to->profile = o->profile;
     to->max_steps = o->max_steps, to->ctl.save_every = o->save_every, to->ctl.skip_nonfinite = o->skip_nonfinite;
     to->max_tokens = o->max_tokens, to->valid_every = o->eval_every;
-    to->rdrop = o->rdrop;
+    to->rdrop = o->rdrop, to->ema_decay = o->ema_decay;
 }
 
 int mt_check_options(mt_run *x) {

@@ -54,6 +54,7 @@ expect_err "mt --bpe-dropout needs --tokenizer bpe" "bpe-dropout.*tokenizer bpe"
     $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --bpe-dropout 0.1
 expect_err "mt bad --bpe-dropout" "bpe-dropout" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --tokenizer bpe --bpe-dropout 2
 expect_err "mt bad --rdrop" "rdrop" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --rdrop -1
+expect_err "mt bad --ema-decay" "ema-decay must be in" $TFM train-mt --tsv "$d/e.tsv" --out "$d/m.tfm" --ema-decay 1
 expect_err "mt --resume without a checkpoint" "resume" $TFM train-mt --tsv "$d/e.tsv" --resume "$d/none.tfm"
 
 # a language-model checkpoint (meta.kind "gpt") given to translate: a minimal valid container

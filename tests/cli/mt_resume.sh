@@ -66,3 +66,19 @@ expect_exit "resume refuses another --bpe-dropout" 2 "--bpe-dropout 0.3 differs 
     $TFM train-mt --resume "$TMP/rw.tfm" --bpe-dropout 0.3 --epochs 3
 expect_exit "resume refuses another --rdrop" 2 "--rdrop 2 differs from the checkpoint's --rdrop 1" \
     $TFM train-mt --resume "$TMP/rw.tfm" --rdrop 2 --epochs 3
+
+# --ema-decay: the weights' moving average is part of the checkpoint (a run stopped and resumed ends bit-identical to
+# the whole run, OUT.ema.tfm too), OUT.ema.tfm is a model translate loads, and a resume refuses another decay
+E="--src $TMP/src.txt --tgt $TMP/tgt.txt --tokenizer bpe --vocab-size 400 --d-model 16 --n-head 2 --n-layer 1 --ffn 32
+   --max-tokens 256 --epochs 2 --warmup 10 --threads 2 --log-every 0 --ema-decay 0.9"
+$TFM train-mt $E --out "$TMP/ew.tfm" 2>/dev/null || fail "train-mt --ema-decay" "failed"
+$TFM train-mt $E --out "$TMP/ep.tfm" --max-steps 25 2>/dev/null || fail "train-mt --ema-decay --max-steps" "failed"
+expect_ok "resume of a run with --ema-decay" $TFM train-mt --resume "$TMP/ep.tfm"
+cmp -s "$TMP/ew.tfm" "$TMP/ep.tfm" && cmp -s "$TMP/ew.ema.tfm" "$TMP/ep.ema.tfm" \
+    && pass "--ema-decay: stopped and resumed = the whole run, the average too (bit-identical)" \
+    || fail "--ema-decay: stopped and resumed = the whole run" "checkpoints or averages differ"
+expect_ok "translate loads OUT.ema.tfm" sh -c "head -n 3 '$TMP/src.txt' | $TFM translate '$TMP/ew.ema.tfm'"
+$TFM info "$TMP/ew.ema.tfm" | grep -q "ema .*decay 0.9, at step 36" && ! cmp -s "$TMP/ew.ema.tfm" "$TMP/ew.tfm" \
+    && pass "OUT.ema.tfm says what it is (tfm info)" || fail "OUT.ema.tfm says what it is" "$($TFM info "$TMP/ew.ema.tfm" | head -n 5)"
+expect_exit "resume refuses another --ema-decay" 2 "--ema-decay 0.95 differs from the checkpoint's --ema-decay 0.9" \
+    $TFM train-mt --resume "$TMP/ew.tfm" --ema-decay 0.95 --epochs 3
