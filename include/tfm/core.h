@@ -175,7 +175,7 @@ static inline size_t tfm_rows(const tfm_tensor *t) { return t->size / (size_t)t-
  * row is zero-padded to ld bytes (a multiple of TFM_Q8_ALIGN; the buffer 64-byte aligned), the layout the
  * int8 GEMM reads (tfm_gemm_q8); sum[r] = sum of row r's q (the VNNI kernel's compensation term). */
 #define TFM_Q8_ALIGN 64
-#define TFM_Q8_MAX_COLS 65536   /* keeps every int32 sum of the kernels exact: 65536 * 255 * 127 < 2^31 */
+#define TFM_Q8_MAX_COLS 65536   /* keeps every int32 sum of the kernels exact: 65536 * 127 * 127 < 2^31 */
 typedef struct tfm_q8_weight {
     int rows, cols, ld;
     int8_t *q;               /* rows * ld */
