@@ -157,6 +157,9 @@ TFM_API int tfm_ckpt_remove_stale_tmp(const char *path);
 /* --keep-last: hard-links PATH to PATH-without-.tfm.step<step>.tfm, then removes all but the newest
  * keep such files. 0, or -1 with a tfm error naming the file. */
 TFM_API int tfm_ckpt_keep_step(const char *path, int step, int keep);
+/* A file beside PATH: PATH without a final .tfm, then suffix (".step12.tfm", train-mt --ema-decay's ".ema.tfm"),
+ * into out (n bytes). */
+TFM_API void tfm_ckpt_sibling(const char *path, const char *suffix, char *out, size_t n);
 
 /* The complete configuration of a run as (name, value) text pairs, stored as run.<name> entries in every
  * checkpoint so that --resume takes everything from it and can refuse a flag that would change the run
@@ -459,12 +462,12 @@ TFM_API int tfm_mt_corpus_bpe_dropout(const tfm_parallel_text *p, const tfm_mt_m
 TFM_API int tfm_mt_save(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
                 const char *path);
 TFM_API int tfm_mt_save_run(const tfm_mt_model *t, const tfm_adamw *opt, const tfm_mt_progress *p, const tfm_mt_train_opts *o,
-                    const tfm_run_config *run, const char *path);
+                    const tfm_run_config *run, const char *path);   /* with run.* entries (run may be NULL) */
 /* t's model with `weights` (a block parallel to its parameters, e.g. tfm_adamw.ema) in place of its own and no
  * optimizer or training state: a model for translate, with `note` as meta.ema. swap (params.total floats) holds
  * t's own weights meanwhile; they are back when this returns. 0, or -1 with a tfm error. */
 TFM_API int tfm_mt_save_weights(tfm_mt_model *t, const float *weights, float *swap, const char *note,
-                                const char *path);   /* with run.* entries (run may be NULL) */
+                                const char *path);
 /* The reverse: t, p, and opt initialised with o's beta1/beta2/eps/weight_decay and the saved moments.
  * 0, or -1 with a tfm error naming the file. */
 TFM_API int tfm_mt_resume(tfm_mt_model *t, tfm_adamw *opt, tfm_mt_progress *p, const tfm_mt_train_opts *o,

@@ -244,20 +244,27 @@ typedef struct {
     int32_t *acc;             /* M x N */
 } q8_args;
 
+/* One result from its exact sum e: into acc (integers, tests) or C[i][j] = e * (sa_i * sw_j) (+ bias_j), the
+ * scalar steps of every path's stores (the row tiles', the panels' ragged edges; panel_store_avx2 does the same
+ * operations 8 columns at a time) */
+static inline void store_one(float *C, int ldc, int32_t *acc, int N, const float *sa, const tfm_q8_weight *w,
+                             const float *bias, int i, int j, int32_t e) {
+    if (!C) {
+        acc[(size_t)i * N + j] = e;
+        return;
+    }
+    float scale = sa[i] * w->scale[j];   /* sa * sw, then acc * that, then + bias: separate statements, so */
+    float y = (float)e * scale;          /* no compiler fuses them into an FMA on one path only */
+    if (bias) y += bias[j];
+    C[(size_t)i * ldc + j] = y;
+}
+
 /* The tile's results (mr x nr at out, row stride 4) into C (scaled) or acc (integers). */
 static void store_tile(const q8_args *g, int i0, int j0, int mr, int nr, const int32_t *out) {
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) {
-            int32_t s = out[4 * i + j] - g->shift * g->W->sum[j0 + j];
-            if (!g->C) {
-                g->acc[(size_t)(i0 + i) * g->N + j0 + j] = s;
-                continue;
-            }
-            float scale = g->sa[i0 + i] * g->W->scale[j0 + j];   /* sa * sw, then acc * that, then + bias: */
-            float y = (float)s * scale;                           /* separate statements, so no compiler */
-            if (g->bias) y += g->bias[j0 + j];                    /* fuses them into an FMA on one path only */
-            g->C[(size_t)(i0 + i) * g->ldc + j0 + j] = y;
-        }
+        for (int j = 0; j < nr; j++)
+            store_one(g->C, g->ldc, g->acc, g->N, g->sa, g->W, g->bias, i0 + i, j0 + j,
+                      out[4 * i + j] - g->shift * g->W->sum[j0 + j]);
 }
 
 /* rows [i0, i1) x columns [j0, j1) of the result */
@@ -315,7 +322,7 @@ typedef struct {
     const float *sa;          /* M */
     const tfm_q8_weight *w;
     const int8_t *panels;
-    int32_t shift;            /* what the activations were shifted by (128, 64 or 0): acc - shift * sum(w) is exact */
+    int32_t shift;            /* what the activations were shifted by (64, or 0 in tests): acc - shift * sum(w) */
     const float *bias;
     float *C;                 /* NULL: acc instead (tests) */
     int ldc;
@@ -332,21 +339,12 @@ typedef struct {
     int rows;                 /* of a tile: 4, or 8 (VNNI) */
 } panel_kernel;
 
-/* y = (acc - shift sum_w) * (sa sw) (+ bias): store_tile's float steps */
+/* y = (acc - shift sum_w) * (sa sw) (+ bias), store_one's steps, for a panel tile's out (row stride 16) */
 static void panel_store_c(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
-    const tfm_q8_weight *w = g->w;
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nc; j++) {
-            int32_t e = out[16 * i + j] - g->shift * w->sum[j0 + j];
-            if (!g->C) {
-                g->acc[(size_t)(i0 + i) * g->N + j0 + j] = e;
-                continue;
-            }
-            float scale = g->sa[i0 + i] * w->scale[j0 + j];
-            float y = (float)e * scale;
-            if (g->bias) y += g->bias[j0 + j];
-            g->C[(size_t)(i0 + i) * g->ldc + j0 + j] = y;
-        }
+        for (int j = 0; j < nc; j++)
+            store_one(g->C, g->ldc, g->acc, g->N, g->sa, g->w, g->bias, i0 + i, j0 + j,
+                      out[16 * i + j] - g->shift * g->w->sum[j0 + j]);
 }
 
 #if TFM_X86

@@ -62,12 +62,17 @@ static int cmp_long(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+void tfm_ckpt_sibling(const char *path, const char *suffix, char *out, size_t n) {
+    size_t len = strlen(path);
+    int cut = len > 4 && !strcmp(path + len - 4, ".tfm") ? 4 : 0;
+    snprintf(out, n, "%.*s%s", (int)(len - cut), path, suffix);
+}
+
 int tfm_ckpt_keep_step(const char *path, int step, int keep) {
-    char stem[4096], name[8192], dir[4096];
-    size_t n = strlen(path);
-    int cut = n > 4 && !strcmp(path + n - 4, ".tfm") ? 4 : 0;
-    snprintf(stem, sizeof stem, "%.*s", (int)(n - cut), path);
-    snprintf(name, sizeof name, "%s.step%d.tfm", stem, step);
+    char stem[4096], name[8192], dir[4096], suffix[32];
+    tfm_ckpt_sibling(path, "", stem, sizeof stem);
+    snprintf(suffix, sizeof suffix, ".step%d.tfm", step);
+    tfm_ckpt_sibling(path, suffix, name, sizeof name);
     unlink(name);
     if (link(path, name)) return tfm_set_error_kind(TFM_ERR_IO, "%s: cannot link %s: %s", path, name, strerror(errno)), -1;
     const char *base;

@@ -87,16 +87,10 @@ static int prepare(mt_run *x) {
 }
 
 /* ---------------------------------------------------------------- the loop */
-/* --ema-decay: OUT.ema.tfm beside OUT (OUT's .tfm replaced) */
-static void ema_path(const char *out, char *path, size_t n) {
-    size_t len = strlen(out);
-    int cut = len > 4 && !strcmp(out + len - 4, ".tfm") ? 4 : 0;
-    snprintf(path, n, "%.*s.ema.tfm", (int)(len - cut), out);
-}
-
+/* --ema-decay: OUT.ema.tfm beside OUT */
 static int save_ema(mt_run *x, int step) {
     char path[4200], what[160];
-    ema_path(x->o->out, path, sizeof path);
+    tfm_ckpt_sibling(x->o->out, ".ema.tfm", path, sizeof path);
     snprintf(what, sizeof what, "exponential moving average of the weights, decay %g, at step %d", x->opt.ema_decay,
              step);
     return tfm_mt_save_weights(&x->tr, x->opt.ema, x->ema_swap, what, path);
@@ -129,7 +123,7 @@ static void say_start(mt_run *x) {
     mt_say(x, "%s", line);
     if (x->opt.ema) {
         char path[4200];
-        ema_path(o->out, path, sizeof path);
+        tfm_ckpt_sibling(o->out, ".ema.tfm", path, sizeof path);
         mt_say(x, "--ema-decay %g: the weights' moving average goes to %s at every checkpoint", x->opt.ema_decay, path);
     }
     int n = tfm_ckpt_remove_stale_tmp(o->out);
