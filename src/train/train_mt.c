@@ -325,7 +325,16 @@ static int epoch_steps(const tfm_mt_corpus *train, const tfm_mt_train_opts *o) {
     return n;
 }
 
-/* The run's total steps into *total, checked to fit the 32-bit step counters (train.step, adam.t <= train.step). */
+/* The run's steps when the batch count changes per epoch (o->epoch_data with token batches): those taken before
+ * this epoch, and this epoch's count for it and the epochs_left - 1 after it (the cosine schedule's length, the ETA) */
+static int steps_now(const tfm_mt_progress *prog, int n_batches, int epochs_left) {
+    int64_t t = (int64_t)prog->step - prog->batch + (int64_t)n_batches * epochs_left;
+    return t > INT_MAX ? INT_MAX : (int)t;
+}
+
+/* The run's total steps into *total: those taken and those left, checked to fit the 32-bit step counters
+ * (train.step, adam.t <= train.step). On the run's own data that is epochs x per_epoch; a resume on new data
+ * (--allow-new-data) has another epoch length than the steps taken, and the schedule and ETA follow it. */
 static int check_steps(const tfm_mt_net *m, const tfm_mt_corpus *train, const tfm_mt_train_opts *o,
                        const tfm_mt_progress *prog, int *total) {
     int per_epoch = epoch_steps(train, o);
@@ -334,11 +343,11 @@ static int check_steps(const tfm_mt_net *m, const tfm_mt_corpus *train, const tf
         return tfm_set_error("--epochs %d x %d steps per epoch overflows the step counter (at most %d steps)",
                              o->epochs, per_epoch, INT_MAX), -1;
     if (tfm_mt_step_check(&m->cfg, train, o)) return -1;
-    *total = o->epochs * per_epoch;
     int64_t left = prog->epoch >= o->epochs ? 0 : (int64_t)(o->epochs - prog->epoch) * per_epoch - prog->batch;
     if ((int64_t)prog->step + left > INT_MAX)
         return tfm_set_error("train.step %d + the %lld steps left overflow the step counter (at most %d): the "
                              "checkpoint's train.step is corrupt or edited", prog->step, (long long)left, INT_MAX), -1;
+    *total = (int)(prog->step + left);
     return 0;
 }
 
@@ -351,13 +360,6 @@ static void loop_free(mt_loop *L) {
 /* lens[i]: the longer side of pair i (tfm_batches_make's bucketing) */
 static void pair_lengths(const tfm_mt_corpus *a, int *lens) {
     for (int i = 0; i < a->n; i++) lens[i] = a->src_valid[i] > a->tgt_valid[i] ? a->src_valid[i] : a->tgt_valid[i];
-}
-
-/* The run's steps when the batch count changes per epoch (o->epoch_data with token batches): those taken before
- * this epoch, and this epoch's count for it and the epochs_left - 1 after it (the cosine schedule's length, the ETA) */
-static int steps_now(const tfm_mt_progress *prog, int n_batches, int epochs_left) {
-    int64_t t = (int64_t)prog->step - prog->batch + (int64_t)n_batches * epochs_left;
-    return t > INT_MAX ? INT_MAX : (int)t;
 }
 
 /* o->epoch_data: the epoch's training arrays (rewritten in place by the caller), then their lengths again */

@@ -82,3 +82,14 @@ $TFM info "$TMP/ew.ema.tfm" | grep -q "ema .*decay 0.9, at step 36" && ! cmp -s 
     && pass "OUT.ema.tfm says what it is (tfm info)" || fail "OUT.ema.tfm says what it is" "$($TFM info "$TMP/ew.ema.tfm" | head -n 5)"
 expect_exit "resume refuses another --ema-decay" 2 "--ema-decay 0.95 differs from the checkpoint's --ema-decay 0.9" \
     $TFM train-mt --resume "$TMP/ew.tfm" --ema-decay 0.95 --epochs 3
+
+# --allow-new-data: a resume on other data counts the steps taken plus the new data's (26 + 2 epochs x 4 batches of 32
+# of 100 pairs = 34; the schedule's length and the ETA), not --epochs x the new epoch's length
+head -n 100 "$TMP/src.txt" >"$TMP/src100.txt"; head -n 100 "$TMP/tgt.txt" >"$TMP/tgt100.txt"
+cp "$TMP/whole.tfm" "$TMP/nd.tfm"
+expect_ok "train-mt --resume --allow-new-data (fine-tuning on 100 pairs)" $TFM train-mt --resume "$TMP/nd.tfm" \
+    --allow-new-data --src "$TMP/src100.txt" --tgt "$TMP/tgt100.txt" --epochs 4 --log-every 1
+grep -q "allow-new-data: --src .*src100.txt" "$TMP/err" && grep -q "step 27/34 " "$TMP/err" \
+    && grep -q "step 34/34 " "$TMP/err" && ! grep -q "step 35/" "$TMP/err" \
+    && pass "--allow-new-data: the run's length is the steps taken plus the new data's" \
+    || fail "--allow-new-data: the run's length" "$(grep -m 3 'step ' "$TMP/err")"
