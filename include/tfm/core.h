@@ -197,6 +197,8 @@ typedef struct {
     int n, cap;
     float *data, *grad;       /* contiguous blocks backing all tensors (after tfm_params_alloc) */
     size_t total;             /* total number of floats */
+    size_t data_floats;       /* floats in data: total, or fewer once int8 parameters dropped theirs
+                                 (tfm_params_drop_q8_floats) */
     tfm_q8_weight *q8;        /* NULL, or n entries: q8[i].q is set where t[i] is held in int8 (t[i]->q8) */
 } tfm_params;
 
@@ -233,6 +235,12 @@ TFM_API void tfm_params_free(tfm_params *p);
 TFM_API int tfm_params_quantize(tfm_params *p, int i);
 TFM_API int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale);
 TFM_API int tfm_params_n_q8(const tfm_params *p);
+/* For inference only: every parameter held in int8 gives up its float values (t->data becomes NULL; the int8
+ * kernels, the embedding lookup and the tied output layer read t->q8), the other parameters move to a block of
+ * their own (p->data, p->data_floats floats). An int8 model then holds its weights once, in int8, not twice.
+ * Nothing may read such a parameter's floats afterwards (export, averaging, training: load the model again).
+ * 0 (also with no int8 parameter), or -1 with a tfm error (out of memory; p unchanged). */
+TFM_API int tfm_params_drop_q8_floats(tfm_params *p);
 
 /* ---------------------------------------------------------------- graph */
 typedef enum {

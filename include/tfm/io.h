@@ -48,6 +48,8 @@ typedef struct {
     int n, cap;
     char *path;              /* file it was loaded from (NULL if built in memory): used in error messages */
     FILE *file;              /* open while deferred entries remain to be read (NULL otherwise) */
+    int int8_only;           /* set by an inference loader: a model read from here holds its int8 parameters
+                                without float values (tfm_params_drop_q8_floats; default 0) */
 } tfm_container;
 
 TFM_API void tfm_container_init(tfm_container *c);

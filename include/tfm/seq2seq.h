@@ -279,8 +279,10 @@ TFM_API void tfm_mt_put_optional_config(tfm_container *c, const tfm_mt_config *c
  * "PATH: is a language-model checkpoint (train-lm; meta.kind 'gpt'), not a translation model: ..."), reads the
  * config, dispatches on meta.arch, loads params and vocabularies. 0 or -1 with a tfm error. */
 TFM_API int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path);
-/* Load from a file (container load + get). */
+/* Load from a file (container load + get). _for_inference: a model that will only translate (tfm_translator_load):
+ * an int8 model's int8 weights keep no float copy (tfm_params_drop_q8_floats), so it holds them once. */
 TFM_API int tfm_mt_model_load(tfm_mt_model *t, const char *path);
+TFM_API int tfm_mt_model_load_for_inference(tfm_mt_model *t, const char *path);
 TFM_API void tfm_mt_model_free(tfm_mt_model *t);
 /* Read-only views for bindings, which never depend on the struct's layout (the Python package): the stored
  * decoding settings (decode.beam, 0 = none, and decode.alpha), the language codes ("" when none) and the BPE model

@@ -1,7 +1,9 @@
 /* Parameter blocks in and out of a container (see include/tfm/checkpoint.h). The optimizer moments
  * (tfm_ckpt_put_adamw, src/train/optim.c) are blocks parallel to the parameters, saved the same way. */
 #include "tfm/checkpoint.h"
+#include "core/q8.h"
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,7 +152,8 @@ static int check_q8(const tfm_container *c, const tfm_tensor *t, const tfm_entry
     return check_values(s, 1, path);
 }
 
-/* the int8 parameters of p from the file, after every check passed */
+/* the int8 parameters of p from the file, after every check passed; for an inference loader (c->int8_only)
+ * without their float values */
 static int get_q8(const tfm_container *c, tfm_params *p, const char *path) {
     char name[300];
     for (int i = 0; i < p->n; i++) {
@@ -159,7 +162,7 @@ static int get_q8(const tfm_container *c, tfm_params *p, const char *path) {
         if (!e || e->dtype != TFM_DT_I8) continue;
         snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", p->t[i]->name);
         const tfm_entry *s = tfm_container_get(c, name);
-        if (tfm_params_set_q8(p, i, e->data, s->data)) return tfm_prefix_error("%s: ", path);
+        if (tfm_params_set_q8_(p, i, e->data, s->data, !c->int8_only)) return tfm_prefix_error("%s: ", path);
     }
     return 0;
 }
@@ -171,6 +174,22 @@ int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char
                              "corrupt)", path, (long long)need, (long long)have),
                -1;
     return 0;
+}
+
+/* An inference loader's layout (c->int8_only), made before any value is read: the parameters stored in int8 get
+ * no float values, the others a block of their own (tfm_params_keep_floats_) */
+static int keep_floats_of(const tfm_container *c, tfm_params *p, const char *path) {
+    unsigned char *keep = malloc((size_t)p->n + 1);
+    if (!keep) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
+    char name[300];
+    for (int i = 0; i < p->n; i++) {
+        snprintf(name, sizeof name, "param.%s", p->t[i]->name);
+        const tfm_entry *e = tfm_container_get(c, name);
+        keep[i] = !e || e->dtype != TFM_DT_I8;
+    }
+    int rc = tfm_params_keep_floats_(p, keep);
+    free(keep);
+    return rc ? tfm_prefix_error("%s: ", path) : 0;
 }
 
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path) {
@@ -198,7 +217,8 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
     }
     /* the float32 parameters (an int8 entry is skipped there: checked above) */
     char name[300];
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && c->int8_only && keep_floats_of(c, p, path)) return -1;
         for (int i = 0; i < p->n; i++) {
             const tfm_tensor *t = p->t[i];
             snprintf(name, sizeof name, "param.%s", t->name);
@@ -213,6 +233,7 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
                 memcpy(t->data, e->data, t->size * sizeof(float));
             }
         }
+    }
     return get_q8(c, p, path);
 }
 

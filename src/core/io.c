@@ -103,6 +103,7 @@ void tfm_container_init(tfm_container *c) {
     c->n = c->cap = 0;
     c->path = NULL;
     c->file = NULL;
+    c->int8_only = 0;
 }
 
 void tfm_container_free(tfm_container *c) {

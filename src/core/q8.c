@@ -156,13 +156,13 @@ static int q8_param_ready(tfm_params *p, int i) {
     return 1;
 }
 
-/* w becomes parameter i's int8 copy (replacing any earlier one) and the parameter's values its dequantized
- * ones, scale[r] * q[r][c] */
-static void q8_hold(tfm_params *p, int i, const tfm_q8_weight *w) {
+/* w becomes parameter i's int8 copy (replacing any earlier one) and, with `floats`, the parameter's values its
+ * dequantized ones, scale[r] * q[r][c] (tfm_embedding's int8 rows are the same products) */
+static void q8_hold(tfm_params *p, int i, const tfm_q8_weight *w, int floats) {
     tfm_tensor *t = p->t[i];
     tfm_q8_weight_free_(&p->q8[i]);
     p->q8[i] = *w;
-    for (int r = 0; r < w->rows; r++) {
+    for (int r = 0; floats && r < w->rows; r++) {
         const int8_t *q = w->q + (size_t)r * w->ld;
         float *x = t->data + (size_t)r * w->cols;
         for (int c = 0; c < w->cols; c++) x[c] = w->scale[r] * (float)q[c];
@@ -170,8 +170,13 @@ static void q8_hold(tfm_params *p, int i, const tfm_q8_weight *w) {
     t->q8 = &p->q8[i];
 }
 
-int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale) {
-    if (!q8_param_ready(p, i)) return -1;
+static int has_floats(const tfm_tensor *t) {
+    if (t->data) return 1;
+    return tfm_set_error("parameter '%s': holds no float values (an int8 model loaded for inference)", t->name), 0;
+}
+
+int tfm_params_set_q8_(tfm_params *p, int i, const int8_t *q, const float *scale, int floats) {
+    if (!q8_param_ready(p, i) || (floats && !has_floats(p->t[i]))) return -1;
     const tfm_tensor *t = p->t[i];
     int rows = t->shape[0], cols = t->shape[1];
     tfm_q8_weight w;
@@ -182,12 +187,16 @@ int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale)
         w.scale[r] = scale[r];
         w.sum[r] = q8_row_sum(src, cols);
     }
-    q8_hold(p, i, &w);
+    q8_hold(p, i, &w, floats);
     return 0;
 }
 
+int tfm_params_set_q8(tfm_params *p, int i, const int8_t *q, const float *scale) {
+    return tfm_params_set_q8_(p, i, q, scale, 1);
+}
+
 int tfm_params_quantize(tfm_params *p, int i) {
-    if (!q8_param_ready(p, i)) return -1;
+    if (!q8_param_ready(p, i) || !has_floats(p->t[i])) return -1;
     const tfm_tensor *t = p->t[i];
     tfm_q8_weight w;
     if (tfm_q8_weight_quantize_(&w, t->data, t->shape[0], t->shape[1], (size_t)t->shape[1]))
@@ -198,8 +207,40 @@ int tfm_params_quantize(tfm_params *p, int i) {
             return tfm_set_error("parameter '%s' holds a non-finite value in row %d: cannot quantize it", t->name, r),
                    -1;
         }
-    q8_hold(p, i, &w);
+    q8_hold(p, i, &w, 1);
     return 0;
+}
+
+int tfm_params_keep_floats_(tfm_params *p, const unsigned char *keep_floats) {
+    size_t keep = 0;
+    for (int i = 0; i < p->n; i++) keep += keep_floats[i] ? p->t[i]->size : 0;
+    if (!p->data || keep == p->total) return 0;
+    if (!keep) keep = 1;
+    float *block = tfm_weights_alloc_(keep * sizeof(float));
+    if (!block) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory: %zu float parameters", keep), -1;
+    size_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        tfm_tensor *t = p->t[i];
+        if (!keep_floats[i]) {
+            t->data = NULL;
+            continue;
+        }
+        memcpy(block + off, t->data, t->size * sizeof(float));
+        t->data = block + off;
+        off += t->size;
+    }
+    tfm_weights_free_(p->data, p->data_floats * sizeof(float));
+    p->data = block, p->data_floats = keep;
+    return 0;
+}
+
+int tfm_params_drop_q8_floats(tfm_params *p) {
+    unsigned char *keep = malloc((size_t)p->n + 1);
+    if (!keep) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
+    for (int i = 0; i < p->n; i++) keep[i] = !p->t[i]->q8;
+    int rc = tfm_params_keep_floats_(p, keep);
+    free(keep);
+    return rc;
 }
 
 void tfm_params_free_q8_(tfm_params *p) {

@@ -67,6 +67,7 @@ tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1) {
 int tfm_params_alloc(tfm_params *p) {
     size_t bytes = (p->total ? p->total : 1) * sizeof(float);
     p->data = tfm_weights_alloc_(bytes);   /* huge pages where it pays: decoding streams through it */
+    p->data_floats = p->total ? p->total : 1;
     p->grad = p->data ? calloc(1, bytes) : NULL;
     if (!p->data || !p->grad) {
         tfm_weights_free_(p->data, bytes);
@@ -105,7 +106,7 @@ int tfm_params_share_data(tfm_params *replica, const tfm_params *src) {
     for (int i = 0; i < src->n; i++)
         if (strcmp(replica->t[i]->name, src->t[i]->name) || !tfm_same_shape(replica->t[i], src->t[i]))
             return tfm_set_error("replica: tensor %d is %s, the model's %s", i, replica->t[i]->name, src->t[i]->name), -1;
-    tfm_weights_free_(replica->data, (replica->total ? replica->total : 1) * sizeof(float));
+    tfm_weights_free_(replica->data, replica->data_floats * sizeof(float));
     replica->data = NULL;   /* not ours: tfm_params_free leaves it alone */
     for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data, replica->t[i]->q8 = src->t[i]->q8;
     return 0;
@@ -124,7 +125,7 @@ void tfm_params_free(tfm_params *p) {
         free(p->t[i]);
     }
     free(p->t);
-    tfm_weights_free_(p->data, (p->total ? p->total : 1) * sizeof(float));
+    tfm_weights_free_(p->data, p->data_floats * sizeof(float));
     free(p->grad);
     memset(p, 0, sizeof *p);
 }

@@ -97,6 +97,7 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
         tfm_container_free(&c), free(g);
         return NULL;
     }
+    c.int8_only = 1;   /* only generates: int8 weights held once */
     const char *kind = tfm_container_get(&c, "tokenizer.kind") ? tfm_container_str(&c, "tokenizer.kind") : NULL;
     tfm_lm lm;   /* an imported GPT-2: the model with its byte-level BPE */
     int rc = kind && !strcmp(kind, "gpt2") ? tfm_lm_get(&lm, &c, path)

@@ -127,7 +127,7 @@ void tfm_translator_weights_changed(tfm_translator *t) {
 
 tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p) {
     tfm_mt_model m;
-    if (tfm_mt_model_load(&m, path)) return NULL;
+    if (tfm_mt_model_load_for_inference(&m, path)) return NULL;
     return tfm_translator_from_model(&m, p);
 }
 
@@ -193,7 +193,7 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
     if (!ms) return tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory"), NULL;
     int k = 0, failed = 0;   /* ms[0..k) loaded */
     for (; k < n && !failed; k++) {
-        if (tfm_mt_model_load(&ms[k], paths[k])) break;
+        if (tfm_mt_model_load_for_inference(&ms[k], paths[k])) break;
         if (ms[k].marian)
             failed = 1, tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s is an imported MarianMT: ensembles take models "
                                            "trained by tfm (decode it alone)", paths[k]);

@@ -557,7 +557,7 @@ int tfm_mt_model_get(tfm_mt_model *t, const tfm_container *c, const char *path) 
     return 0;
 }
 
-int tfm_mt_model_load(tfm_mt_model *t, const char *path) {
+static int load(tfm_mt_model *t, const char *path, int int8_only) {
     tfm_container c;
     memset(t, 0, sizeof *t);
     /* a training checkpoint's optimizer state unused; the weights read straight into the model */
@@ -565,10 +565,14 @@ int tfm_mt_model_load(tfm_mt_model *t, const char *path) {
         tfm_container_free(&c);
         return -1;
     }
+    c.int8_only = int8_only;
     int rc = tfm_mt_model_get(t, &c, path);
     tfm_container_free(&c);
     return rc ? tfm_error_in_data() : 0;
 }
+
+int tfm_mt_model_load(tfm_mt_model *t, const char *path) { return load(t, path, 0); }
+int tfm_mt_model_load_for_inference(tfm_mt_model *t, const char *path) { return load(t, path, 1); }
 
 void tfm_mt_model_free(tfm_mt_model *t) {
     tfm_mt_net_free(t->model);

@@ -24,7 +24,10 @@ tfm_tensor *tfm_matmul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, int ta, int t
     shape[a->ndim - 1] = N;
     tfm_tensor *in[2] = {a, b};
     tfm_tensor *out = tfm_tensor_new(g, a->ndim, shape, tfm_any_grad(g, in, 2));
-    if (shared && !ta && tb && b->q8 && !out->grad) /* an int8 weight (a tied output layer), inference */
+    int q8 = shared && !ta && tb && b->q8 && !out->grad;   /* an int8 weight (a tied output layer), inference */
+    TFM_ASSERT(q8 || b->data, "matmul: %s holds no float values (an int8 model loaded for inference)",
+               b->name ? b->name : "the weight");
+    if (q8)
         tfm_gemm_q8(batch * M, a->data, ac, b->q8, NULL, out->data, N);
     else if (shared && !ta) /* one big GEMM: stack the batches along M */
         tfm_gemm(0, tb, batch * M, N, K, 1.0f, a->data, ac, b->data, bc, 0.0f, out->data, N);
@@ -183,6 +186,8 @@ static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tenso
         tfm_gemm_q8(rows, x->data, in_f, W->q8, bias, y, out_f);
         return;
     }
+    TFM_ASSERT(W->data, "linear: %s holds no float values (an int8 model loaded for inference)",
+               W->name ? W->name : "the weight");
     if (g->gemm_bf16) {
         tfm_gemm_bf16(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, W->data, in_f, bias, beta, y, out_f);
         return;

@@ -17,8 +17,19 @@ tfm_tensor *tfm_embedding(tfm_graph *g, tfm_tensor *table, const int *ids, int n
     oshape[ndim] = C;
     tfm_tensor *out = tfm_tensor_new(g, ndim + 1, oshape, tfm_any_grad(g, &table, 1));
     for (size_t i = 0; i < n; i++) TFM_ASSERT(ids[i] >= 0 && ids[i] < V, "embedding: id %d not in [0,%d)", ids[i], V);
+    const tfm_q8_weight *q8 = table->q8 && !out->grad ? table->q8 : NULL;   /* an int8 table at inference */
+    TFM_ASSERT(q8 || table->data, "embedding: %s holds no float values (an int8 model loaded for inference)",
+               table->name ? table->name : "the table");
 #pragma omp parallel for schedule(static) if (n * C >= 16384)
-    for (size_t i = 0; i < n; i++) memcpy(out->data + i * C, table->data + (size_t)ids[i] * C, sizeof(float) * C);
+    for (size_t i = 0; i < n; i++) {
+        if (!q8) {
+            memcpy(out->data + i * C, table->data + (size_t)ids[i] * C, sizeof(float) * C);
+            continue;
+        }
+        const int8_t *q = q8->q + (size_t)ids[i] * q8->ld;   /* the row's values: scale x q, as tfm_params_set_q8 */
+        const float s = q8->scale[ids[i]];
+        for (int c = 0; c < C; c++) out->data[i * C + c] = s * (float)q[c];
+    }
     tfm_node *node = tfm_graph_push(g, TFM_OP_EMBEDDING, out, 1, &table);
     if (node) {
         int *copy = tfm_arena_alloc(&g->arena, n * sizeof(int));

@@ -2,14 +2,17 @@
  * (Transformer untied and tied, GRU, Bahdanau) quantized through files and loaded back equal the in-memory
  * quantization; save -> load -> save keeps the int8 weights; the roles and the flags; optimizer state dropped;
  * the file is <= 30% of the fp32 one; the int8 logits near the fp32 ones; bad input: an int8 input, an edited or
- * corrupt int8 tensor or scale, training an int8 model. */
+ * corrupt int8 tensor or scale, training an int8 model. Loaded for inference (translator, generator), an int8
+ * model holds its int8 weights without float copies and computes the same numbers. */
 #include "check.h"
 #include "tfm/checkpoint.h"
 #include "tfm/core.h"
 #include "tfm/io.h"
 #include "tfm/lm.h"
 #include "tfm/quantize.h"
+#include "tfm/generator.h"
 #include "tfm/seq2seq.h"
+#include "tfm/translator.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,6 +52,24 @@ static int same_q8(const tfm_params *a, const tfm_params *b) {
             return 0;
     }
     return 1;
+}
+
+/* a loaded for inference like b loaded whole: the same int8 weights; no floats for them (the other parameters in
+ * a block of their own, the same values) */
+static int int8_only_like(const tfm_params *a, const tfm_params *b) {
+    size_t floats = 0;
+    if (a->n != b->n || tfm_params_n_q8(a) != tfm_params_n_q8(b) || !tfm_params_n_q8(a)) return 0;
+    for (int i = 0; i < a->n; i++) {
+        const tfm_tensor *x = a->t[i], *y = b->t[i];
+        if (!x->q8 != !y->q8) return 0;
+        if (x->q8 ? x->data != NULL || memcmp(x->q8->q, y->q8->q, (size_t)x->q8->rows * x->q8->ld) ||
+                        memcmp(x->q8->scale, y->q8->scale, 4 * (size_t)x->q8->rows)
+                  : x->data < a->data || x->data + x->size > a->data + a->data_floats ||
+                        memcmp(x->data, y->data, x->size * sizeof(float)))
+            return 0;
+        floats += x->q8 ? 0 : x->size;
+    }
+    return a->data_floats == (floats ? floats : 1) && a->data_floats < a->total;
 }
 
 /* in memory what tfm quantize does with opts o */
@@ -127,6 +148,27 @@ static void test_gpt(void) {
     for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(lf->data[i]));
     CHECK("quantize_gpt_int8_logits_near_float", md <= 0.02 * mx && md > 0, "max |d| %g, max |logit| %g", md, mx);
     printf("#   int8 vs float logits: max |d| %.3g (max |logit| %.3g)\n", md, mx);
+    /* loaded for inference (the generator): the int8 weights once, the same logits to the bit */
+    tfm_generator *gen = tfm_generator_load(q8, NULL);
+    tfm_gpt *gm = gen ? (tfm_gpt *)tfm_generator_model(gen) : NULL;
+    CHECK("quantize_gpt_generator_holds_int8_once", gm && int8_only_like(&gm->params, &q.params), "%s",
+          gm ? "floats kept or weights differ" : tfm_last_error());
+    if (gm) {
+        tfm_graph_reset(&g);
+        g.grad_enabled = 0;
+        tfm_tensor *li = tfm_gpt_forward(&g, gm, ids, 1, 8);
+        CHECK("quantize_gpt_generator_same_logits", !memcmp(li->data, a, sizeof(float) * n), "max |d| %g",
+              max_abs_diff(li->data, a, n));
+    }
+    tfm_generator_free(gen);
+    /* an int8 table's lookup at inference reads its int8 rows: exactly the dequantized floats a whole load holds */
+    tfm_graph_reset(&g);
+    g.grad_enabled = 0;
+    tfm_tensor *wte = tfm_params_find(&q.params, "wte.weight");
+    tfm_tensor *rows = tfm_embedding(&g, wte, ids, 1, (int[]){8});
+    int same_rows = wte->q8 != NULL;
+    for (int i = 0; i < 8; i++) same_rows &= !memcmp(rows->data + i * 16, wte->data + ids[i] * 16, 16 * sizeof(float));
+    CHECK("quantize_embedding_int8_rows_are_the_floats", same_rows, "a looked-up row differs");
     free(a);
     tfm_graph_free(&g);
     tfm_gpt_free(&q), tfm_char_vocab_free(&vq);
@@ -196,7 +238,23 @@ static void test_translators(void) {
         snprintf(name, sizeof name, "quantize_%s%s_every_2d_weight", archs[a], a == 1 ? "_tied" : "");
         CHECK(name, rc == 0 && rep.n_q8 == n2d && same_q8(&u.model->params, &t.model->params), "%s",
               rc ? tfm_last_error() : "differs");
-        if (!rc) tfm_mt_model_free(&u);
+        if (!rc) {   /* loaded for inference: the int8 weights once, the same translations */
+            tfm_mt_model w;
+            int rw = tfm_mt_model_load_for_inference(&w, q8);
+            snprintf(name, sizeof name, "quantize_%s%s_inference_load_holds_int8_once", archs[a], a == 1 ? "_tied" : "");
+            CHECK(name, !rw && int8_only_like(&w.model->params, &u.model->params), "%s",
+                  rw ? tfm_last_error() : "floats kept or weights differ");
+            tfm_translator *tu = tfm_translator_from_model(&u, NULL), *tw = rw ? NULL : tfm_translator_from_model(&w, NULL);
+            const char *src[3] = {"go .", "hi run", "run go hi ."};
+            tfm_translation ou[3] = {0}, ow[3] = {0};
+            int same = tu && tw && !tfm_translator_translate_batch(tu, src, 3, NULL, ou) &&
+                       !tfm_translator_translate_batch(tw, src, 3, NULL, ow);
+            for (int i = 0; same && i < 3; i++) same = !strcmp(ou[i].hypotheses[0], ow[i].hypotheses[0]);
+            snprintf(name, sizeof name, "quantize_%s%s_inference_load_same_translations", archs[a], a == 1 ? "_tied" : "");
+            CHECK(name, same, "%s", tfm_last_error());
+            for (int i = 0; i < 3; i++) tfm_translation_free(&ou[i]), tfm_translation_free(&ow[i]);
+            tfm_translator_free(tu), tfm_translator_free(tw);
+        }
         tfm_mt_model_free(&t);
     }
 }
