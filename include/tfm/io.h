@@ -108,7 +108,7 @@ TFM_API int tfm_container_load(tfm_container *c, const char *path);
  * verified (sizes, checksums) like the rest, but not kept. For a reader that needs only part of a file,
  * e.g. the weights of a checkpoint without its optimizer state ("adam."): a fraction of the memory. */
 TFM_API int tfm_container_load_except(tfm_container *c, const char *path, const char *skip_prefix);
-/* The same, but entries whose name starts with defer_prefix and that hold float32 are only checked for size:
+/* The same, but entries whose name starts with defer_prefix and that hold float32 or int8 are only checked for size:
  * their payload stays in the file (e->data NULL, e->deferred set) until tfm_container_read, which checks its
  * checksum then. A model's loader reads its parameters straight into the model's tensors this way, without a
  * second copy of the weights in memory. The file stays open until tfm_container_free. */

@@ -128,7 +128,16 @@ int tfm_ckpt_n_q8(const tfm_container *c) {
     return n;
 }
 
-/* An int8 parameter's entries, checked before anything is copied: param.<name> i8 with the parameter's 2-D
+/* q, entry e's int8 values: none is -128 */
+static int check_int8_values(const tfm_entry *e, const int8_t *q, const char *path) {
+    for (size_t i = 0; i < e->nbytes; i++)
+        if (q[i] == -128)
+            return tfm_set_error("%s: entry '%s' holds -128 at index %zu (int8 weights are in [-127, 127])", path,
+                                 e->name, i), -1;
+    return 0;
+}
+
+/* An int8 parameter's entries, checked before anything is copied (a deferred one's values when read): param.<name> i8 with the parameter's 2-D
  * shape, values in [-127, 127] (the AVX2 kernel's sign trick has no +128), at most TFM_Q8_MAX_COLS columns;
  * qscale.<name> f32 (rows), every scale finite and >= 0. */
 static int check_q8(const tfm_container *c, const tfm_tensor *t, const tfm_entry *e, const char *path) {
@@ -137,11 +146,7 @@ static int check_q8(const tfm_container *c, const tfm_tensor *t, const tfm_entry
     if (t->shape[1] > TFM_Q8_MAX_COLS)
         return tfm_set_error("%s: entry '%s' has %d columns, int8 weights at most %d", path, e->name, t->shape[1],
                              TFM_Q8_MAX_COLS), -1;
-    const int8_t *q = e->data;
-    for (size_t i = 0; i < e->nbytes; i++)
-        if (q[i] == -128)
-            return tfm_set_error("%s: entry '%s' holds -128 at index %zu (int8 weights are in [-127, 127])", path,
-                                 e->name, i), -1;
+    if (!e->deferred && check_int8_values(e, e->data, path)) return -1;   /* a deferred one: when read (get_q8) */
     char name[300];
     snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", t->name);
     const tfm_entry *s = tfm_container_get(c, name);
@@ -152,8 +157,9 @@ static int check_q8(const tfm_container *c, const tfm_tensor *t, const tfm_entry
     return check_values(s, 1, path);
 }
 
-/* the int8 parameters of p from the file, after every check passed; for an inference loader (c->int8_only)
- * without their float values */
+/* the int8 parameters of p from the file, after every check passed (a deferred entry is read and checked here,
+ * one at a time: the file's int8 weights are never all in memory twice); for an inference loader
+ * (c->int8_only) without their float values */
 static int get_q8(const tfm_container *c, tfm_params *p, const char *path) {
     char name[300];
     for (int i = 0; i < p->n; i++) {
@@ -162,7 +168,13 @@ static int get_q8(const tfm_container *c, tfm_params *p, const char *path) {
         if (!e || e->dtype != TFM_DT_I8) continue;
         snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", p->t[i]->name);
         const tfm_entry *s = tfm_container_get(c, name);
-        if (tfm_params_set_q8_(p, i, e->data, s->data, !c->int8_only)) return tfm_prefix_error("%s: ", path);
+        int8_t *read = e->deferred ? malloc(e->nbytes ? e->nbytes : 1) : NULL;
+        if (e->deferred && !read) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory reading '%s'", path, e->name), -1;
+        int rc = e->deferred && (tfm_container_read(c, e, read) || check_int8_values(e, read, path));
+        if (!rc && tfm_params_set_q8_(p, i, read ? read : e->data, s->data, !c->int8_only))
+            rc = tfm_prefix_error("%s: ", path);
+        free(read);
+        if (rc) return -1;
     }
     return 0;
 }

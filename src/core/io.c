@@ -508,8 +508,8 @@ static int check_crc(reader *r, const char *name) {
 
 /* A deferred entry: its payload (checked to fit, by the caller) is stepped over; where it starts, the CRC of
  * the entry's header and the stored CRC are kept for tfm_container_read. */
-static int defer_payload(reader *r, tfm_container *c, const char *name, int ndim, const int *shape, uint64_t nbytes,
-                         uint32_t version) {
+static int defer_payload(reader *r, tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
+                         uint64_t nbytes, uint32_t version) {
     uint64_t off = r->size - r->left;
     uint32_t seed = r->crc;
     if (nbytes > (uint64_t)INT64_MAX || fseeko(r->f, (off_t)nbytes, SEEK_CUR) != 0) {
@@ -520,7 +520,7 @@ static int defer_payload(reader *r, tfm_container *c, const char *name, int ndim
     r->left -= nbytes;
     unsigned char b[4];
     if (version >= 2 && (!need(r, 4, "entry '%s' checksum", name) || !rd(r, b, 4))) return 0;
-    tfm_entry *e = append_entry(c, name, TFM_DT_F32, ndim, shape, NULL, (size_t)nbytes);
+    tfm_entry *e = append_entry(c, name, dtype, ndim, shape, NULL, (size_t)nbytes);
     e->deferred = version >= 2 ? 2 : 1;
     e->file_off = off;
     e->crc_seed = seed;
@@ -620,8 +620,8 @@ static int load_entries(tfm_container *c, reader *r) {
             if (!pass_over(r, nbytes) || (version >= 2 && !check_crc(r, name))) return -1;
             continue;
         }
-        if (r->defer && dtype == TFM_DT_F32 && !strncmp(name, r->defer, strlen(r->defer))) {
-            if (!defer_payload(r, c, name, (int)ndim, shape, nbytes, version)) return -1;
+        if (r->defer && (dtype == TFM_DT_F32 || dtype == TFM_DT_I8) && !strncmp(name, r->defer, strlen(r->defer))) {
+            if (!defer_payload(r, c, name, (int)dtype, (int)ndim, shape, nbytes, version)) return -1;
             continue;
         }
         unsigned char *buf = xmalloc((size_t)nbytes + 1);
