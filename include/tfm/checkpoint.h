@@ -19,9 +19,10 @@
 /* Every parameter as param.<name>: f32, or, for one held in int8 (t->q8), i8 + qscale.<name>. */
 TFM_API void tfm_ckpt_put_params(tfm_container *c, const tfm_params *p);
 /* Copies every param.<name> into p; an i8 one is held in int8 (tfm_params_set_q8: p->data gets the dequantized
- * values; with c->int8_only, none: tfm_params_drop_q8_floats). Returns 0, or -1 with "PATH: ..." error (missing / wrong shape / a non-finite value / a param.*
- * entry that is not a parameter of p / an int8 value -128 / missing, misshapen, negative or non-finite
- * scales / a qscale.* entry of no int8 parameter), before p is changed. */
+ * values; with c->int8_only, none: tfm_params_drop_q8_floats). Returns 0, or -1 with "PATH: ..." error (missing /
+ * wrong shape / a non-finite value / a param.* entry that is not a parameter of p / an int8 value -128 / missing,
+ * misshapen, negative or non-finite scales / a qscale.* entry of no int8 parameter), before p is changed (a
+ * deferred entry's values: when read into p). */
 TFM_API int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path);
 /* The number of int8 (i8) param.* entries of a file: > 0 for a model written by tfm quantize. */
 TFM_API int tfm_ckpt_n_q8(const tfm_container *c);

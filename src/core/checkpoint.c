@@ -137,8 +137,9 @@ static int check_int8_values(const tfm_entry *e, const int8_t *q, const char *pa
     return 0;
 }
 
-/* An int8 parameter's entries, checked before anything is copied (a deferred one's values when read): param.<name> i8 with the parameter's 2-D
- * shape, values in [-127, 127] (the AVX2 kernel's sign trick has no +128), at most TFM_Q8_MAX_COLS columns;
+/* An int8 parameter's entries, checked before anything is copied (a deferred one's values: when read):
+ * param.<name> i8 with the parameter's 2-D shape, values in [-127, 127] (symmetric, as tfm quantize writes
+ * them), at most TFM_Q8_MAX_COLS columns;
  * qscale.<name> f32 (rows), every scale finite and >= 0. */
 static int check_q8(const tfm_container *c, const tfm_tensor *t, const tfm_entry *e, const char *path) {
     int ok = t->ndim == 2 && e->ndim == 2 && e->shape[0] == t->shape[0] && e->shape[1] == t->shape[1];
@@ -169,7 +170,8 @@ static int get_q8(const tfm_container *c, tfm_params *p, const char *path) {
         snprintf(name, sizeof name, TFM_Q8_SCALE_PREFIX "%s", p->t[i]->name);
         const tfm_entry *s = tfm_container_get(c, name);
         int8_t *read = e->deferred ? malloc(e->nbytes ? e->nbytes : 1) : NULL;
-        if (e->deferred && !read) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory reading '%s'", path, e->name), -1;
+        if (e->deferred && !read)
+            return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory reading '%s'", path, e->name), -1;
         int rc = e->deferred && (tfm_container_read(c, e, read) || check_int8_values(e, read, path));
         if (!rc && tfm_params_set_q8_(p, i, read ? read : e->data, s->data, !c->int8_only))
             rc = tfm_prefix_error("%s: ", path);

@@ -241,16 +241,18 @@ static void test_translators(void) {
         if (!rc) {   /* loaded for inference: the int8 weights once, the same translations */
             tfm_mt_model w;
             int rw = tfm_mt_model_load_for_inference(&w, q8);
-            snprintf(name, sizeof name, "quantize_%s%s_inference_load_holds_int8_once", archs[a], a == 1 ? "_tied" : "");
+            const char *tied = a == 1 ? "_tied" : "";
+            snprintf(name, sizeof name, "quantize_%s%s_inference_load_holds_int8_once", archs[a], tied);
             CHECK(name, !rw && int8_only_like(&w.model->params, &u.model->params), "%s",
                   rw ? tfm_last_error() : "floats kept or weights differ");
-            tfm_translator *tu = tfm_translator_from_model(&u, NULL), *tw = rw ? NULL : tfm_translator_from_model(&w, NULL);
+            tfm_translator *tu = tfm_translator_from_model(&u, NULL);
+            tfm_translator *tw = rw ? NULL : tfm_translator_from_model(&w, NULL);
             const char *src[3] = {"go .", "hi run", "run go hi ."};
             tfm_translation ou[3] = {0}, ow[3] = {0};
             int same = tu && tw && !tfm_translator_translate_batch(tu, src, 3, NULL, ou) &&
                        !tfm_translator_translate_batch(tw, src, 3, NULL, ow);
             for (int i = 0; same && i < 3; i++) same = !strcmp(ou[i].hypotheses[0], ow[i].hypotheses[0]);
-            snprintf(name, sizeof name, "quantize_%s%s_inference_load_same_translations", archs[a], a == 1 ? "_tied" : "");
+            snprintf(name, sizeof name, "quantize_%s%s_inference_load_same_translations", archs[a], tied);
             CHECK(name, same, "%s", tfm_last_error());
             for (int i = 0; i < 3; i++) tfm_translation_free(&ou[i]), tfm_translation_free(&ow[i]);
             tfm_translator_free(tu), tfm_translator_free(tw);
