@@ -190,22 +190,6 @@ int tfm_ckpt_check_param_budget(const tfm_container *c, int64_t need, const char
     return 0;
 }
 
-/* An inference loader's layout (c->int8_only), made before any value is read: the parameters stored in int8 get
- * no float values, the others a block of their own (tfm_params_keep_floats_) */
-static int keep_floats_of(const tfm_container *c, tfm_params *p, const char *path) {
-    unsigned char *keep = malloc((size_t)p->n + 1);
-    if (!keep) return tfm_set_error_kind(TFM_ERR_NOMEM, "%s: out of memory", path), -1;
-    char name[300];
-    for (int i = 0; i < p->n; i++) {
-        snprintf(name, sizeof name, "param.%s", p->t[i]->name);
-        const tfm_entry *e = tfm_container_get(c, name);
-        keep[i] = !e || e->dtype != TFM_DT_I8;
-    }
-    int rc = tfm_params_keep_floats_(p, keep);
-    free(keep);
-    return rc ? tfm_prefix_error("%s: ", path) : 0;
-}
-
 int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path) {
     /* every param.* entry must belong to the model: an extra one means the file is not what the
      * config and meta.arch say (e.g. meta.arch edited from bahdanau to rnn); every qscale.* entry must be
@@ -232,7 +216,10 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
     /* the float32 parameters (an int8 entry is skipped there: checked above) */
     char name[300];
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1 && c->int8_only && keep_floats_of(c, p, path)) return -1;
+        /* after every check: the int8 parameters first, so an inference loader (c->int8_only) moves the float
+         * ones to their own block before any value is read into the full one (no page of it touched) */
+        if (pass == 1 && get_q8(c, p, path)) return -1;
+        if (pass == 1 && c->int8_only && tfm_params_drop_q8_floats(p)) return tfm_prefix_error("%s: ", path);
         for (int i = 0; i < p->n; i++) {
             const tfm_tensor *t = p->t[i];
             snprintf(name, sizeof name, "param.%s", t->name);
@@ -248,7 +235,7 @@ int tfm_ckpt_get_params(const tfm_container *c, tfm_params *p, const char *path)
             }
         }
     }
-    return get_q8(c, p, path);
+    return 0;
 }
 
 int tfm_checkpoint_kind(const char *path, char *kind, size_t n) {

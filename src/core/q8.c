@@ -157,16 +157,12 @@ static int q8_param_ready(tfm_params *p, int i) {
 }
 
 /* w becomes parameter i's int8 copy (replacing any earlier one) and, with `floats`, the parameter's values its
- * dequantized ones, scale[r] * q[r][c] (tfm_embedding's int8 rows are the same products) */
+ * dequantized ones (tfm_q8_row_floats, as tfm_embedding's int8 rows) */
 static void q8_hold(tfm_params *p, int i, const tfm_q8_weight *w, int floats) {
     tfm_tensor *t = p->t[i];
     tfm_q8_weight_free_(&p->q8[i]);
     p->q8[i] = *w;
-    for (int r = 0; floats && r < w->rows; r++) {
-        const int8_t *q = w->q + (size_t)r * w->ld;
-        float *x = t->data + (size_t)r * w->cols;
-        for (int c = 0; c < w->cols; c++) x[c] = w->scale[r] * (float)q[c];
-    }
+    for (int r = 0; floats && r < w->rows; r++) tfm_q8_row_floats(w, r, t->data + (size_t)r * w->cols);
     t->q8 = &p->q8[i];
 }
 
@@ -211,9 +207,9 @@ int tfm_params_quantize(tfm_params *p, int i) {
     return 0;
 }
 
-int tfm_params_keep_floats_(tfm_params *p, const unsigned char *keep_floats) {
+int tfm_params_drop_q8_floats(tfm_params *p) {
     size_t keep = 0;
-    for (int i = 0; i < p->n; i++) keep += keep_floats[i] ? p->t[i]->size : 0;
+    for (int i = 0; i < p->n; i++) keep += p->t[i]->q8 ? 0 : p->t[i]->size;
     if (!p->data || keep == p->total) return 0;
     if (!keep) keep = 1;
     float *block = tfm_weights_alloc_(keep * sizeof(float));
@@ -221,7 +217,7 @@ int tfm_params_keep_floats_(tfm_params *p, const unsigned char *keep_floats) {
     size_t off = 0;
     for (int i = 0; i < p->n; i++) {
         tfm_tensor *t = p->t[i];
-        if (!keep_floats[i]) {
+        if (t->q8) {
             t->data = NULL;
             continue;
         }
@@ -232,15 +228,6 @@ int tfm_params_keep_floats_(tfm_params *p, const unsigned char *keep_floats) {
     tfm_weights_free_(p->data, p->data_floats * sizeof(float));
     p->data = block, p->data_floats = keep;
     return 0;
-}
-
-int tfm_params_drop_q8_floats(tfm_params *p) {
-    unsigned char *keep = malloc((size_t)p->n + 1);
-    if (!keep) return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), -1;
-    for (int i = 0; i < p->n; i++) keep[i] = !p->t[i]->q8;
-    int rc = tfm_params_keep_floats_(p, keep);
-    free(keep);
-    return rc;
 }
 
 void tfm_params_free_q8_(tfm_params *p) {

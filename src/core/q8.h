@@ -27,13 +27,16 @@ const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w);
 void tfm_q8_weight_free_panels_(tfm_q8_weight *w);   /* w->panels released (a weight not made here: tests) */
 
 void tfm_params_free_q8_(tfm_params *p);   /* p's int8 copies and their table (tfm_params_free) */
-/* tfm_params_set_q8 with `floats` 0: parameter i keeps no dequantized values (a loader for inference, which then
+/* tfm_params_set_q8 with `floats` 0: parameter i keeps no dequantized values (an inference loader, which then
  * calls tfm_params_drop_q8_floats) */
 int tfm_params_set_q8_(tfm_params *p, int i, const int8_t *q, const float *scale, int floats);
-/* The parameters i with keep_floats[i] moved to a block of their own, the others' data NULL (the old block
- * freed): tfm_params_drop_q8_floats, and a loader before it reads anything (so no page of the full block is
- * touched). 0, or -1 out of memory (p unchanged). */
-int tfm_params_keep_floats_(tfm_params *p, const unsigned char *keep_floats);
+
+/* row r of w dequantized into x (w->cols floats): scale[r] * q[r][c], the one definition of an int8 weight's values */
+static inline void tfm_q8_row_floats(const tfm_q8_weight *w, int r, float *x) {
+    const int8_t *q = w->q + (size_t)r * w->ld;
+    const float s = w->scale[r];
+    for (int c = 0; c < w->cols; c++) x[c] = s * (float)q[c];
+}
 
 /* 7 bits: tfm_q8_quantize_row's rules with TFM_Q8_ACT_LEVELS = 63 levels instead of 127 (scale amax / 63, q in
  * [-63, 63]): the activations of tfm_gemm_q8 (src/ops/gemm_q8.c), on which 8 bits would saturate vpmaddubsw. */

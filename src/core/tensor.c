@@ -65,9 +65,9 @@ tfm_tensor *tfm_param2(tfm_params *p, const char *name, int d0, int d1) {
 }
 
 int tfm_params_alloc(tfm_params *p) {
-    size_t bytes = (p->total ? p->total : 1) * sizeof(float);
-    p->data = tfm_weights_alloc_(bytes);   /* huge pages where it pays: decoding streams through it */
     p->data_floats = p->total ? p->total : 1;
+    size_t bytes = p->data_floats * sizeof(float);
+    p->data = tfm_weights_alloc_(bytes);   /* huge pages where it pays: decoding streams through it */
     p->grad = p->data ? calloc(1, bytes) : NULL;
     if (!p->data || !p->grad) {
         tfm_weights_free_(p->data, bytes);

@@ -2,6 +2,7 @@
 #include "ops/op_impl.h"
 #include "ops/vmath.h"
 #include "ops/isa.h"
+#include "core/q8.h"
 #include <stdlib.h>
 #include <math.h>
 #include <omp.h>
@@ -22,13 +23,8 @@ tfm_tensor *tfm_embedding(tfm_graph *g, tfm_tensor *table, const int *ids, int n
                table->name ? table->name : "the table");
 #pragma omp parallel for schedule(static) if (n * C >= 16384)
     for (size_t i = 0; i < n; i++) {
-        if (!q8) {
-            memcpy(out->data + i * C, table->data + (size_t)ids[i] * C, sizeof(float) * C);
-            continue;
-        }
-        const int8_t *q = q8->q + (size_t)ids[i] * q8->ld;   /* the row's values: scale x q, as tfm_params_set_q8 */
-        const float s = q8->scale[ids[i]];
-        for (int c = 0; c < C; c++) out->data[i * C + c] = s * (float)q[c];
+        if (q8) tfm_q8_row_floats(q8, ids[i], out->data + i * C);
+        else memcpy(out->data + i * C, table->data + (size_t)ids[i] * C, sizeof(float) * C);
     }
     tfm_node *node = tfm_graph_push(g, TFM_OP_EMBEDDING, out, 1, &table);
     if (node) {
