@@ -31,7 +31,9 @@ typedef struct {
     int threads;             /* threads per call (0 = tfm_default_threads(): OMP_NUM_THREADS, else the CPUs
                                 this process may use) */
     int max_batch_size;      /* sentences decoded together by one worker (default 32, as tfm translate) */
-    int pack_weights;        /* 1 (default): pack the weights once for the decoder's GEMMs (faster, more memory) */
+    int pack_weights;        /* 1 (default): pack the weights once for the GEMMs (faster). A model loaded here
+                                (tfm_translator_load, _load_ensemble) holds a Transformer's block weights only
+                                packed (tfm_linear_hold_packed: no second copy); the others get a packed copy */
     int profile;             /* 1: time every op kind and decoding phase (tfm_translator_print_profile) */
     int read_ahead;          /* batches per worker that a caller streaming lines reads ahead and hands over in one
                                 call, which sorts them by length into batches (default 16: tfm translate
@@ -64,7 +66,8 @@ TFM_API tfm_translator *tfm_translator_from_model(tfm_mt_model *m, const tfm_tra
 TFM_API tfm_translator *tfm_translator_view(tfm_mt_model *m, const tfm_translator_params *p);
 TFM_API void tfm_translator_weights_changed(tfm_translator *t);   /* re-packs the weights */
 TFM_API void tfm_translator_free(tfm_translator *t);   /* NULL-safe */
-/* The model, its vocabularies and its stored settings (read-only; owned by t). */
+/* The model, its vocabularies and its stored settings (read-only; owned by t). A loaded Transformer's block
+ * weights are held packed (params.pack_weights): their `data` is NULL, only tfm_linear reads them. */
 TFM_API const tfm_mt_model *tfm_translator_model(const tfm_translator *t);
 
 /* With params.profile: print milliseconds per unit ("sentence") by op kind and phase, over `seconds` of wall

@@ -108,7 +108,8 @@ int tfm_params_share_data(tfm_params *replica, const tfm_params *src) {
             return tfm_set_error("replica: tensor %d is %s, the model's %s", i, replica->t[i]->name, src->t[i]->name), -1;
     tfm_weights_free_(replica->data, replica->data_floats * sizeof(float));
     replica->data = NULL;   /* not ours: tfm_params_free leaves it alone */
-    for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data, replica->t[i]->q8 = src->t[i]->q8;
+    for (int i = 0; i < src->n; i++) replica->t[i]->data = src->t[i]->data, replica->t[i]->q8 = src->t[i]->q8,
+        replica->t[i]->packed = src->t[i]->packed;
     return 0;
 }
 

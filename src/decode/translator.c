@@ -62,7 +62,6 @@ void tfm_translate_options_default(tfm_translate_options *o) {
     o->num_hypotheses = 1;
 }
 
-/* own: take *m's contents (cleared; freed on failure too), else borrow m */
 /* Greedy's output-layer screen for a single model whose architecture has one (else none: the full layer). */
 static void make_screen(tfm_translator *t) {
     tfm_logit_screen_free(t->screen);
@@ -84,7 +83,20 @@ static const tfm_logit_screen *greedy_screen(tfm_translator *t) {
     return t->screen;
 }
 
-static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_params *p) {
+/* A Transformer loaded for inference holds its blocks' linear weights once, packed (tfm_linear_hold_packed:
+ * tfm_linear alone reads them; the embeddings and the output layer, which lookups and the screen read by
+ * rows, stay as they are). -1 out of memory. */
+static int hold_packed(tfm_mt_net *net) {
+    if (strcmp(net->cfg.arch, "transformer")) return 0;
+    for (int i = 0; i < net->params.n; i++)
+        if (strstr(net->params.t[i]->name, ".blocks.") && tfm_linear_hold_packed(net->params.t[i]) < 0)
+            return tfm_set_error_kind(TFM_ERR_NOMEM, "translator: out of memory"), -1;
+    return 0;
+}
+
+/* own: take *m's contents (cleared; freed on failure too), else borrow m; hold: a model loaded for inference
+ * (tfm_translator_load), its weights never to change: hold_packed */
+static tfm_translator *make(tfm_mt_model *m, int own, int hold, const tfm_translator_params *p) {
     tfm_translator_params def;
     tfm_translator_params_default(&def);
     if (!p) p = &def;
@@ -108,6 +120,11 @@ static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_param
     t->p = *p;
     t->threads = p->threads > 0 ? p->threads : tfm_default_threads();
     t->models[0] = t->mt->model, t->n_models = 1;
+    if (own && hold && p->pack_weights && hold_packed(t->mt->model)) {
+        tfm_mt_model_free(&t->own);
+        free(t);
+        return NULL;
+    }
     t->packed = p->pack_weights && tfm_weight_packs_init(&t->packs, &t->mt->model->params) == 0;   /* else unpacked */
     pthread_mutex_init(&t->screen_lock, NULL);
     omp_init_lock(&t->lock);
@@ -115,8 +132,8 @@ static tfm_translator *make(tfm_mt_model *m, int own, const tfm_translator_param
     return t;
 }
 
-tfm_translator *tfm_translator_from_model(tfm_mt_model *m, const tfm_translator_params *p) { return make(m, 1, p); }
-tfm_translator *tfm_translator_view(tfm_mt_model *m, const tfm_translator_params *p) { return make(m, 0, p); }
+tfm_translator *tfm_translator_from_model(tfm_mt_model *m, const tfm_translator_params *p) { return make(m, 1, 0, p); }
+tfm_translator *tfm_translator_view(tfm_mt_model *m, const tfm_translator_params *p) { return make(m, 0, 0, p); }
 
 void tfm_translator_weights_changed(tfm_translator *t) {
     if (t->packed) tfm_weight_packs_refresh(&t->packs);
@@ -128,7 +145,7 @@ void tfm_translator_weights_changed(tfm_translator *t) {
 tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p) {
     tfm_mt_model m;
     if (tfm_mt_model_load_for_inference(&m, path)) return NULL;
-    return tfm_translator_from_model(&m, p);
+    return make(&m, 1, 1, p);
 }
 
 /* ---------------------------------------------------------------- ensembles */
@@ -207,7 +224,7 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
         int pack = q.pack_weights;
         q.pack_weights = 0;
         tfm_mt_model *more = malloc(sizeof *more * (size_t)(n - 1));
-        t = more ? make(&ms[0], 1, &q) : NULL;   /* takes ms[0] (freed on failure too) */
+        t = more ? make(&ms[0], 1, 0, &q) : NULL;   /* takes ms[0] (freed on failure too) */
         if (!more) tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory");
         if (t) {
             memcpy(more, ms + 1, sizeof *more * (size_t)(n - 1));
@@ -218,7 +235,13 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
                 t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
             t->n_models = n;
             t->p.pack_weights = pack;
-            t->packed = pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
+            for (int i = 0; i < n && pack; i++)
+                if (hold_packed(t->models[i])) {
+                    tfm_translator_free(t);
+                    t = NULL;
+                    break;
+                }
+            t->packed = t && pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
         }
         free(more);
     }

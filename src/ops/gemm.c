@@ -823,6 +823,83 @@ TFM_AVX2 static void gemv_avx2(int wt, int j0, int j1, int K, float alpha, const
 }
 #endif
 
+/* ---------------------------------- GEMV over a packed B (M == 1, B held only packed) ------ */
+/* y[j] = alpha * sum_k x[k] * op(B)(k,j) + beta * y[j] for the 16-wide panels [p0, p1) of Bp (tfm_gemm_pack_b's
+ * layout: depth blocks of kcb, each all of N in panels, a panel kc x 16 row-major, zero padded on the right). The
+ * sum runs over k in order whichever the depth blocks. */
+static void gemv_packed_c(int p0, int p1, int N, int K, float alpha, const float *x, const float *Bp, float beta,
+                          float *y) {
+    const int kcb = pick_kc(K), ncap = nr_round(N);
+    for (int p = p0; p < p1; p++) {
+        float s[NR] = {0};
+        for (int pc = 0; pc < K; pc += kcb) {
+            const int kc = K - pc < kcb ? K - pc : kcb;
+            const float *b = Bp + (size_t)pc * ncap + (size_t)p * NR * kc;
+            for (int k = 0; k < kc; k++)
+                for (int j = 0; j < NR; j++) s[j] += x[pc + k] * b[(size_t)k * NR + j];
+        }
+        for (int j = 0; j < NR && p * NR + j < N; j++) {
+            float *yj = y + p * NR + j;
+            *yj = beta == 0.0f ? alpha * s[j] : alpha * s[j] + beta * *yj;
+        }
+    }
+}
+
+#if TFM_HAVE_X86
+/* gemv_packed_c four panels (64 columns) at a time: 8 accumulators, one broadcast of x a depth step */
+TFM_AVX2 static void gemv_packed_avx2(int p0, int p1, int N, int K, float alpha, const float *x, const float *Bp,
+                                      float beta, float *y) {
+    const int kcb = pick_kc(K), ncap = nr_round(N);
+    float s[4 * NR] __attribute__((aligned(32)));
+    int p = p0;
+    for (; p + 4 <= p1; p += 4) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (int pc = 0; pc < K; pc += kcb) {
+            const int kc = K - pc < kcb ? K - pc : kcb;
+            const float *b = Bp + (size_t)pc * ncap + (size_t)p * NR * kc;   /* panel p; p + 1 is kc * NR further */
+            const size_t ps = (size_t)kc * NR;
+            for (int k = 0; k < kc; k++, b += NR) {
+                __m256 xk = _mm256_broadcast_ss(x + pc + k);
+                a0 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b), a0);
+                a1 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + 8), a1);
+                a2 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + ps), a2);
+                a3 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + ps + 8), a3);
+                a4 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + 2 * ps), a4);
+                a5 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + 2 * ps + 8), a5);
+                a6 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + 3 * ps), a6);
+                a7 = _mm256_fmadd_ps(xk, _mm256_loadu_ps(b + 3 * ps + 8), a7);
+            }
+        }
+        _mm256_store_ps(s + 0, a0), _mm256_store_ps(s + 8, a1), _mm256_store_ps(s + 16, a2);
+        _mm256_store_ps(s + 24, a3), _mm256_store_ps(s + 32, a4), _mm256_store_ps(s + 40, a5);
+        _mm256_store_ps(s + 48, a6), _mm256_store_ps(s + 56, a7);
+        const int n = N - p * NR < 4 * NR ? N - p * NR : 4 * NR;
+        gemv_store(y + p * NR, 1, n, s, alpha, beta);
+    }
+    if (p < p1) gemv_packed_c(p, p1, N, K, alpha, x, Bp, beta, y);
+}
+#endif
+
+/* C (1, N) = alpha A op(B) + beta C with op(B) only packed (g->Bp; A one contiguous row). K > 0, alpha != 0. */
+static void gemm_gemv_packed(const gemm_args *g, int nt, tfm_isa isa) {
+    const int panels = nr_round(g->N) / NR, chunks = (panels + 3) / 4;   /* chunks of 64 columns */
+    long long wl = (long long)g->N * g->K / (TFM_GEMM_MIN_WORK / 2);
+    int use = nt < chunks ? nt : chunks;
+    if (wl < use) use = wl < 1 ? 1 : (int)wl;
+    const int per = use > 1 ? (chunks + use * TFM_GEMM_BLOCKS_PER_THREAD - 1) / (use * TFM_GEMM_BLOCKS_PER_THREAD) : chunks;
+    const int groups = (chunks + per - 1) / per;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
+    for (int gi = 0; gi < groups; gi++) {
+        int p0 = gi * per * 4, p1 = (gi + 1) * per * 4 < panels ? (gi + 1) * per * 4 : panels;
+#if TFM_HAVE_X86
+        if (isa >= TFM_ISA_AVX2) gemv_packed_avx2(p0, p1, g->N, g->K, g->alpha, g->A, g->Bp, g->beta, g->C);
+        else
+#endif
+            gemv_packed_c(p0, p1, g->N, g->K, g->alpha, g->A, g->Bp, g->beta, g->C);
+    }
+    (void)isa;
+}
+
 /* M == 1 or N == 1 as a GEMV. K > 0, alpha != 0. */
 static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
     const int avx = isa >= TFM_ISA_AVX2;
@@ -1036,11 +1113,15 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
                      int pack_a, const float *Bp, const float *bias) {
     if (M <= 0 || N <= 0) return;
-    if (bias && (M == 1 || N == 1 || K <= 0 || alpha == 0.0f)) /* GEMV and the trivial cases: seed C first */
+    /* a GEMV reads B as it is; a B held only packed (B NULL, tfm_linear_hold_packed): one row by a GEMV over
+     * its panels, anything else through the tiles */
+    const int gemv = (M == 1 || N == 1) && B, gemv_packed = M == 1 && !B && Bp && !trans_a;
+    if (bias && (gemv || gemv_packed || K <= 0 || alpha == 0.0f)) /* GEMVs and the trivial cases: seed C first */
         seed_bias(bias, M, N, C, ldc), beta = 1.0f, bias = NULL;
     if (K <= 0 || alpha == 0.0f) { scale_c(M, N, beta, C, ldc); return; }
     const gemm_args g = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, pack_a, Bp, bias};
-    if (M == 1 || N == 1) { gemm_gemv(&g, nt, isa); return; }
+    if (gemv) { gemm_gemv(&g, nt, isa); return; }
+    if (gemv_packed) { gemm_gemv_packed(&g, nt, isa); return; }
     const long long work = (long long)M * N * K;
     if (nt == 1 && share_at.desk && M >= 2 * SHARE_BLOCK_PANELS * MR && work >= SHARE_MIN_WORK && gemm_shared(&g, isa))
         return;

@@ -108,12 +108,15 @@ int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params) {
     return tfm_weight_packs_init_many(p, &params, 1);
 }
 
+/* a 2-D weight with float values (not int8, not held packed already) */
+static int packable(const tfm_tensor *W) { return W->ndim == 2 && W->data && !W->q8; }
+
 int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *params, int n_params) {
     memset(p, 0, sizeof *p);
     if (!tfm_gemm_packed_b_floats(1, 1)) return 0; /* the OpenBLAS build: nothing to pack */
     int n = 0;
-    for (int k = 0; k < n_params; k++)   /* int8 weights are not packed: tfm_gemm_q8 */
-        for (int i = 0; i < params[k]->n; i++) n += params[k]->t[i]->ndim == 2 && !params[k]->t[i]->q8;
+    for (int k = 0; k < n_params; k++)   /* int8 weights are not packed (tfm_gemm_q8), nor held ones */
+        for (int i = 0; i < params[k]->n; i++) n += packable(params[k]->t[i]);
     if (!n) return 0;
     p->t = calloc((size_t)n, sizeof *p->t);
     p->packed = calloc((size_t)n, sizeof *p->packed);
@@ -123,7 +126,7 @@ int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *par
     for (int k = 0; k < n_params; k++)
         for (int i = 0; i < params[k]->n; i++) {
             const tfm_tensor *W = params[k]->t[i];
-            if (W->ndim != 2 || W->q8) continue;
+            if (!packable(W)) continue;
             p->t[p->n++] = W;
             total += (tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]) + 15) / 16 * 16;
         }
@@ -150,6 +153,20 @@ void tfm_weight_packs_free(tfm_weight_packs *p) {
     free(p->t);
     free(p->state);
     memset(p, 0, sizeof *p);
+}
+
+int tfm_linear_hold_packed(tfm_tensor *W) {
+    if (W->ndim != 2 || !W->data || W->q8) return 0;
+    const int N = W->shape[0], K = W->shape[1];
+    if (tfm_gemm_packed_b_floats(N, K) != W->size) return 0;   /* padded panels (or no packed layout): kept */
+    float *raw = malloc(sizeof(float) * W->size);
+    if (!raw) return -1;
+    memcpy(raw, W->data, sizeof(float) * W->size);
+    tfm_gemm_pack_b(1, N, K, raw, K, W->data);   /* over its own values: no second copy */
+    free(raw);
+    W->packed = W->data;
+    W->data = NULL;
+    return 1;
 }
 
 /* copy i of p if made; else made here when `make` (its first use), or NULL (not to be made now, or another thread
@@ -184,6 +201,12 @@ static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tenso
     int in_f = tfm_last_dim(x), out_f = W->shape[0], rows = (int)tfm_rows(x);
     if (W->q8 && !tracks_grad && beta == 0.0f) {
         tfm_gemm_q8(rows, x->data, in_f, W->q8, bias, y, out_f);
+        return;
+    }
+    if (W->packed) {   /* held only packed (tfm_linear_hold_packed): every product through the tiles */
+        TFM_ASSERT(!tracks_grad, "linear: %s is held packed for inference and takes no grad", W->name ? W->name : "W");
+        if (bias) tfm_gemm_bias(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, NULL, in_f, W->packed, bias, y, out_f);
+        else tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, NULL, in_f, W->packed, beta, y, out_f);
         return;
     }
     TFM_ASSERT(W->data, "linear: %s holds no float values (an int8 model loaded for inference)",

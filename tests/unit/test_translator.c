@@ -3,7 +3,8 @@
  * id-level search; the model's stored decoding settings are the defaults; n-best with scores; target prefixes;
  * the attention of the best hypothesis equals the last layer's heads averaged in a teacher-forced pass; source
  * truncation is counted; blank lines; option errors name the field; two threads on one translator give the
- * serial results; the stored settings round-trip through a checkpoint and bad ones are refused. */
+ * serial results; the stored settings round-trip through a checkpoint and bad ones are refused; a loaded
+ * translator, its block weights held packed, translates as the view does. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "check.h"
 #include "tfm/decode.h"
+#include "tfm/kernels.h"
 #include "tfm/translator.h"
 
 #define FIX "tests/fixtures/search_small.tfm"
@@ -338,6 +340,66 @@ static void test_checkpoint_settings(tfm_mt_model *mt) {
     unlink(path);
 }
 
+/* A translator loaded from a checkpoint holds the blocks' weights packed (those whose rows fill 16-wide panels:
+ * here the attention's 16 x 16 and the FFN's 16 x 24, not its 24 x 16) and translates as the view does: the same
+ * n-best text, scores and attention maps to float accuracy (a batch of one multiplies by a GEMV over the panels). */
+static void test_held_weights(tfm_translator *view, tfm_mt_model *mt) {
+    char path[] = "/tmp/tfm_translator_XXXXXX";
+    close(mkstemp(path));
+    tfm_container c;
+    tfm_container_init(&c);
+    tfm_mt_model_put(&c, mt);
+    int rc = tfm_container_save(&c, path);
+    tfm_container_free(&c);
+    tfm_translator_params p;
+    tfm_translator_params_default(&p);
+    p.threads = 2, p.max_batch_size = 3;
+    tfm_translator *t = rc ? NULL : tfm_translator_load(path, &p);
+    unlink(path);
+    CHECK("held: the checkpoint loads", t != NULL, "%s", tfm_last_error());
+    if (!t) return;
+    const tfm_params *ps = &tfm_translator_model(t)->model->params;
+    int held = 0, kept = 0;
+    for (int i = 0; i < ps->n; i++)
+        if (ps->t[i]->ndim == 2 && strstr(ps->t[i]->name, ".blocks."))
+            held += ps->t[i]->packed && !ps->t[i]->data, kept += ps->t[i]->data != NULL;
+    int want = tfm_gemm_packed_b_floats(1, 1) ? 1 : 0;   /* an OpenBLAS build holds none */
+    CHECK("held: the blocks' 16-row weights are held packed, the 24-row ones kept", (held > 0) == want && kept > 0,
+          "held %d, kept %d", held, kept);
+    char lines[16][128];
+    const char *src[16];
+    int n = sources(lines, src), bad = 0;
+    double worst = 0;
+    for (int beam = 1; beam <= 4; beam += 3)
+        for (int one = 0; one <= 1; one++) {   /* batches of 3, then one sentence a call */
+            tfm_translate_options o;
+            tfm_translate_options_default(&o);
+            o.beam_size = beam, o.num_hypotheses = beam, o.return_scores = 1, o.return_attention = 1;
+            for (int s0 = 0; s0 < n; s0 += one ? 1 : n) {
+                int k = one ? 1 : n;
+                tfm_translation a[16], b[16];
+                if (tfm_translator_translate_batch(view, src + s0, k, &o, a) ||
+                    tfm_translator_translate_batch(t, src + s0, k, &o, b)) {
+                    bad++;
+                    continue;
+                }
+                for (int i = 0; i < k; i++) {
+                    bad += a[i].n_hypotheses != b[i].n_hypotheses || a[i].n_source_tokens != b[i].n_source_tokens ||
+                           a[i].n_target_tokens != b[i].n_target_tokens;
+                    for (int h = 0; h < a[i].n_hypotheses && h < b[i].n_hypotheses; h++)
+                        bad += strcmp(a[i].hypotheses[h], b[i].hypotheses[h]) != 0,
+                            worst = fmax(worst, fabs(a[i].scores[h] - b[i].scores[h]));
+                    int cells = a[i].n_source_tokens * a[i].n_target_tokens;
+                    for (int j = 0; j < cells && !bad; j++) worst = fmax(worst, fabs(a[i].attention[j] - b[i].attention[j]));
+                    tfm_translation_free(&a[i]), tfm_translation_free(&b[i]);
+                }
+            }
+        }
+    CHECK("held: greedy and beam 4, batches and single sentences: the view's n-best, scores and attention", !bad &&
+          worst < 1e-4, "%d differ, max score/attention difference %g", bad, worst);
+    tfm_translator_free(t);
+}
+
 int main(void) {
     if (tfm_container_load(&fx, FIX)) {
         printf("FAIL fixture %s: %s\n", FIX, tfm_last_error());
@@ -359,6 +421,7 @@ int main(void) {
         test_blank_and_errors(tr);
         test_two_threads(tr);
         test_attention_while_decoding(tr);
+        test_held_weights(tr, &mt);
         tfm_translator_free(tr);
     }
     test_checkpoint_settings(&mt);

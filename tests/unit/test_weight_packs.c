@@ -3,7 +3,9 @@
  * (1), ragged panels (7) and threaded blocks (300), at 1 and 2 threads; the packs are really read (stale
  * packs after a weight change give other numbers) and tfm_weight_packs_refresh brings them up to date; a copy is
  * made at its weight's first use by more than one row (a weight no GEMM reads, or only a one-row GEMV, is never
- * packed), once when threads race to it. */
+ * packed), once when threads race to it. A weight held only packed (tfm_linear_hold_packed, a model loaded for
+ * inference) gives the unpacked bits from 2 rows up and, for one row (a GEMV over its panels), the product to
+ * float accuracy, the same at 1 and 2 threads; a weight whose rows do not fill whole panels is left as it is. */
 #include "check.h"
 #include "tfm/kernels.h"
 #include "tfm/ops.h"
@@ -28,6 +30,68 @@ static void forward(const tfm_weight_packs *packs, tfm_tensor *W, tfm_tensor *b,
     tfm_tensor *out = relu ? tfm_linear_relu(&g, xt, W, b) : tfm_linear(&g, xt, W, b);
     memcpy(y, out->data, sizeof(float) * out->size);
     tfm_graph_free(&g);
+}
+
+/* x (rows, K) W^T + b in double, W (N, K) as it was before being held */
+static void reference(const float *x, const float *W, const float *b, int rows, int N, int K, double *y) {
+    for (int r = 0; r < rows; r++)
+        for (int n = 0; n < N; n++) {
+            double s = b[n];
+            for (int k = 0; k < K; k++) s += (double)x[(size_t)r * K + k] * W[(size_t)n * K + k];
+            y[(size_t)r * N + n] = s;
+        }
+}
+
+static void check_hold_packed(void) {
+    enum { N = 80, K = 300 };   /* 5 panels (a chunk of 4 and one more), 2 depth blocks */
+    tfm_params p;
+    tfm_params_init(&p);
+    tfm_tensor *W = tfm_param2(&p, "W", N, K), *b = tfm_param1(&p, "b", N), *Wodd = tfm_param2(&p, "Wodd", 61, K);
+    CHECK("hold: params allocated", tfm_params_alloc(&p) == 0, "%s", tfm_last_error());
+    fill(W->data, W->size, 5), fill(b->data, b->size, 6), fill(Wodd->data, Wodd->size, 7);
+    static const int rows[] = {1, 2, 7, 300};
+    float *x = malloc(sizeof(float) * 300 * K), *raw = malloc(sizeof(float) * N * K), *before = malloc(sizeof(float) * 4 * 300 * N),
+          *after = malloc(sizeof(float) * 300 * N);
+    double *ref = malloc(sizeof(double) * N);
+    float one[N];   /* the one-row result at 1 thread */
+    fill(x, (size_t)300 * K, 8);
+    memcpy(raw, W->data, sizeof(float) * N * K);
+    for (int r = 0; r < 4; r++) forward(NULL, W, b, x, rows[r], 0, before + (size_t)r * 300 * N);
+    int held = tfm_linear_hold_packed(W), odd = tfm_linear_hold_packed(Wodd);
+    if (!tfm_gemm_packed_b_floats(1, 1)) {
+        CHECK("hold: an OpenBLAS build holds nothing", held == 0 && W->data && !W->packed, "held %d", held);
+    } else {
+        CHECK("hold: W (80 x 300) held packed, its float values gone", held == 1 && !W->data && W->packed, "held %d", held);
+        CHECK("hold: a W of 61 rows (a padded panel) left as it is", odd == 0 && Wodd->data && !Wodd->packed, "held %d",
+              odd);
+        for (int t = 1; t <= 2; t++)
+            for (int r = 0; r < 4; r++) {
+                omp_set_num_threads(t);
+                forward(NULL, W, b, x, rows[r], 0, after);
+                const float *y0 = before + (size_t)r * 300 * N;
+                char name[96];
+                if (rows[r] > 1) {
+                    snprintf(name, sizeof name, "hold: linear by the held W == by the floats, %d rows, %d thread(s)", rows[r], t);
+                    CHECK(name, !memcmp(y0, after, sizeof(float) * rows[r] * N), "max diff %g",
+                          max_abs_diff(y0, after, (size_t)rows[r] * N));
+                    continue;
+                }
+                reference(x, raw, b->data, 1, N, K, ref);
+                double worst = 0;
+                for (int n = 0; n < N; n++) worst = fmax(worst, fabs(after[n] - ref[n]));
+                snprintf(name, sizeof name, "hold: one row (a GEMV over the panels) == x W^T + b, %d thread(s)", t);
+                CHECK(name, worst < 1e-4, "max error %g", worst);
+                if (t == 2) CHECK("hold: one row, the same bits at 1 and 2 threads", !memcmp(after, one, sizeof one), "they differ");
+                else memcpy(one, after, sizeof one);
+            }
+        omp_set_num_threads(omp_get_max_threads());
+        tfm_weight_packs packs;
+        tfm_weight_packs_init(&packs, &p);
+        CHECK("weight_packs_init skips a held weight", packs.n == 1 && packs.t[0] == Wodd, "n %d", packs.n);
+        tfm_weight_packs_free(&packs);
+    }
+    free(x), free(raw), free(before), free(after), free(ref);
+    tfm_params_free(&p);
 }
 
 int main(void) {
@@ -111,5 +175,6 @@ int main(void) {
     CHECK("weight_packs_free leaves an empty set", packs.n == 0 && !packs.packed, "n %d", packs.n);
     free(x), free(y0), free(y1);
     tfm_params_free(&p);
+    check_hold_packed();
     CHECK_EXIT();
 }
