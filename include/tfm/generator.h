@@ -37,7 +37,8 @@ typedef struct {
 TFM_API void tfm_generator_params_default(tfm_generator_params *p);
 
 /* Load a checkpoint written by tfm train-lm (characters or BPE pieces) or tfm import. p NULL = defaults. NULL
- * with a tfm error. */
+ * with a tfm error. Int8 weights are held without floats, and a causal GPT's block weights only packed
+ * (tfm_params_hold_packed): tfm_generator_model's tensors then have `data` NULL, only tfm_linear reads them. */
 TFM_API tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *p);
 TFM_API void tfm_generator_free(tfm_generator *g);   /* NULL-safe */
 TFM_API const tfm_gpt *tfm_generator_model(const tfm_generator *g);

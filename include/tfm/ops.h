@@ -43,12 +43,16 @@ TFM_API void tfm_weight_packs_refresh(tfm_weight_packs *p);
 TFM_API void tfm_weight_packs_free(tfm_weight_packs *p);
 /* A linear weight that will never change, held once: its values are rewritten in place into the packed
  * layout (W->packed; W->data becomes NULL), so a model loaded for inference needs neither a second copy nor
- * its fresh memory. tfm_linear multiplies by it (a one-row product through the GEMM's tiles instead of the
- * GEMV: the same bits as a row of a larger product); nothing else can read it, and it takes no grad. Only a
- * W whose rows fill whole 16-wide panels (out % 16 == 0; the packed copy is then exactly its size) is held.
- * 1 held, 0 left as it is (not 2-D fp32, int8, or padded panels; an OpenBLAS build), -1 out
- * of memory (W unchanged). tfm_weight_packs_init skips held weights. */
+ * its fresh memory. tfm_linear multiplies by it (from 2 rows the same bits as by its floats; one row by a
+ * GEMV over the panels, to float accuracy); nothing else can read it, and it takes no grad. Only a W whose
+ * rows fill whole 16-wide panels (out % 16 == 0: the packed copy is then exactly its size) and whose values
+ * start 64-byte aligned (as the kernels read panels) is held. 1 held, 0 left as it is (not 2-D fp32, int8,
+ * padded panels, unaligned; an OpenBLAS build), -1 out of memory (W unchanged). tfm_weight_packs_init skips
+ * held weights. */
 TFM_API int tfm_linear_hold_packed(tfm_tensor *W);
+/* The same for every parameter of p whose dotted name contains `part` ("blocks.": a Transformer's or a GPT's
+ * blocks) and that can be held, through one scratch copy. How many were held, or -1 (out of memory: none). */
+TFM_API int tfm_params_hold_packed(tfm_params *p, const char *part);
 
 /* gelu(x W^T + b) as one op: bias and GELU are applied in one vectorised pass right after the GEMM
  * (the pre-activation is kept for the backward, which overwrites it with its gradient: one backward

@@ -82,6 +82,13 @@ static const tfm_logit_screen *greedy_screen(tfm_generator *g) {
 
 void tfm_generator_params_default(tfm_generator_params *p) { memset(p, 0, sizeof *p); }
 
+/* A loaded GPT only generates, so its blocks' linear weights are held once, packed (tfm_linear_hold_packed; the
+ * synthesizer's mixing matrices are not linear weights: that attention keeps them all). -1 out of memory. */
+static int hold_packed(tfm_gpt *m) {
+    if (m->cfg.attention != TFM_ATTN_CAUSAL || tfm_params_hold_packed(&m->params, "blocks.") >= 0) return 0;
+    return tfm_set_error_kind(TFM_ERR_NOMEM, "generator: out of memory"), -1;
+}
+
 tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *p) {
     tfm_generator_params def;
     tfm_generator_params_default(&def);
@@ -113,6 +120,14 @@ tfm_generator *tfm_generator_load(const char *path, const tfm_generator_params *
         tfm_set_error("%s: tokenizer.bpe has pieces longer than a generator streams (%d bytes)", path, TOK_MAX_BYTES / 3 - 4);
         tfm_gpt_free(&g->model);
         tfm_bpe_free(g->tok.bpe), free(g->tok.bpe), free(g);
+        return NULL;
+    }
+    if (hold_packed(&g->model)) {
+        tfm_gpt_free(&g->model);
+        if (g->tok.gpt2) tfm_gpt2_bpe_free(g->tok.gpt2);
+        tfm_char_vocab_free(&g->tok.chars);
+        if (g->tok.bpe) tfm_bpe_free(g->tok.bpe), free(g->tok.bpe);
+        free(g);
         return NULL;
     }
     g->p = *p;

@@ -87,11 +87,8 @@ static const tfm_logit_screen *greedy_screen(tfm_translator *t) {
  * tfm_linear alone reads them; the embeddings and the output layer, which lookups and the screen read by
  * rows, stay as they are). -1 out of memory. */
 static int hold_packed(tfm_mt_net *net) {
-    if (strcmp(net->cfg.arch, "transformer")) return 0;
-    for (int i = 0; i < net->params.n; i++)
-        if (strstr(net->params.t[i]->name, ".blocks.") && tfm_linear_hold_packed(net->params.t[i]) < 0)
-            return tfm_set_error_kind(TFM_ERR_NOMEM, "translator: out of memory"), -1;
-    return 0;
+    if (strcmp(net->cfg.arch, "transformer") || tfm_params_hold_packed(&net->params, "blocks.") >= 0) return 0;
+    return tfm_set_error_kind(TFM_ERR_NOMEM, "translator: out of memory"), -1;
 }
 
 /* own: take *m's contents (cleared; freed on failure too), else borrow m; hold: a model loaded for inference

@@ -3,6 +3,7 @@
 #include "ops/vmath.h"
 #include "core/mem.h"
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,18 +156,42 @@ void tfm_weight_packs_free(tfm_weight_packs *p) {
     memset(p, 0, sizeof *p);
 }
 
-int tfm_linear_hold_packed(tfm_tensor *W) {
-    if (W->ndim != 2 || !W->data || W->q8) return 0;
-    const int N = W->shape[0], K = W->shape[1];
-    if (tfm_gemm_packed_b_floats(N, K) != W->size) return 0;   /* padded panels (or no packed layout): kept */
-    float *raw = malloc(sizeof(float) * W->size);
-    if (!raw) return -1;
-    memcpy(raw, W->data, sizeof(float) * W->size);
-    tfm_gemm_pack_b(1, N, K, raw, K, W->data);   /* over its own values: no second copy */
-    free(raw);
+/* can W be held packed: 2-D floats whose packed copy is exactly its size, 64-byte aligned as the kernels read
+ * panels (a parameter's place in its block follows the sizes before it) */
+static int holdable(const tfm_tensor *W) {
+    return W->ndim == 2 && W->data && !W->q8 && tfm_gemm_packed_b_floats(W->shape[0], W->shape[1]) == W->size &&
+           (uintptr_t)W->data % 64 == 0;
+}
+
+/* W packed over its own values through scratch (W->size floats) */
+static void hold(tfm_tensor *W, float *scratch) {
+    memcpy(scratch, W->data, sizeof(float) * W->size);
+    tfm_gemm_pack_b(1, W->shape[0], W->shape[1], scratch, W->shape[1], W->data);
     W->packed = W->data;
     W->data = NULL;
+}
+
+int tfm_linear_hold_packed(tfm_tensor *W) {
+    if (!holdable(W)) return 0;
+    float *scratch = malloc(sizeof(float) * W->size);
+    if (!scratch) return -1;
+    hold(W, scratch);
+    free(scratch);
     return 1;
+}
+
+int tfm_params_hold_packed(tfm_params *p, const char *part) {
+    size_t most = 0;
+    for (int i = 0; i < p->n; i++)
+        if (holdable(p->t[i]) && strstr(p->t[i]->name, part) && p->t[i]->size > most) most = p->t[i]->size;
+    if (!most) return 0;
+    float *scratch = malloc(sizeof(float) * most);   /* one for all: its fresh memory touched once */
+    if (!scratch) return -1;
+    int n = 0;
+    for (int i = 0; i < p->n; i++)
+        if (holdable(p->t[i]) && strstr(p->t[i]->name, part)) hold(p->t[i], scratch), n++;
+    free(scratch);
+    return n;
 }
 
 /* copy i of p if made; else made here when `make` (its first use), or NULL (not to be made now, or another thread

@@ -2,7 +2,8 @@
  * its text equals tfm_gpt_generate's ids decoded (greedy and sampled); the streamed pieces join to the text and
  * are whole characters; stop strings cut the text (and are never streamed, not even their first characters);
  * a callback cancels; streams stepped together give each stream's own text; bad prompts and options are
- * refused with the field named; with 1200 characters greedy requests take the output layer's screen, the same text. */
+ * refused with the field named; with 1200 characters greedy requests take the output layer's screen, the same text
+ * (the loaded generator holding its blocks' weights packed, tfm_params_hold_packed). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "check.h"
 #include "tfm/decode.h"
 #include "tfm/generator.h"
+#include "tfm/kernels.h"
 #include "tfm/train.h"
 
 static char path[] = "/tmp/tfm_generator_XXXXXX";
@@ -235,6 +237,13 @@ static void test_screened_greedy(void) {
     }
     CHECK("screened greedy (1200 tokens): the generator's text = tfm_gpt_generate's unscreened ids, twice", same,
           "%s", gen ? "texts differ" : tfm_last_error());
+    int held = 0, blocks = 0;   /* ... while the generator holds its blocks' weights packed, the model's are floats */
+    const tfm_params *ps = gen ? &tfm_generator_model(gen)->params : NULL;
+    for (int i = 0; ps && i < ps->n; i++)
+        if (ps->t[i]->ndim == 2 && !strncmp(ps->t[i]->name, "blocks.", 7))
+            blocks++, held += ps->t[i]->packed && !ps->t[i]->data;
+    CHECK("the generator holds its blocks' 12 weights packed (2 layers: q, k, v, o and the FFN's two)",
+          blocks == 12 && held == (tfm_gemm_packed_b_floats(1, 1) ? 12 : 0), "%d of %d held", held, blocks);
     tfm_generator_free(gen);
     free(want), free(chars);
     tfm_gpt_free(&m);

@@ -92,6 +92,20 @@ static void check_hold_packed(void) {
     }
     free(x), free(raw), free(before), free(after), free(ref);
     tfm_params_free(&p);
+    tfm_params_init(&p);   /* tfm_params_hold_packed: the names containing the part, those that can be held */
+    tfm_tensor *a = tfm_param2(&p, "blocks.0.W", 32, 8), *e = tfm_param2(&p, "wte.weight", 32, 8),
+               *o = tfm_param2(&p, "blocks.0.odd", 24, 8), *v = tfm_param1(&p, "blocks.0.b", 3),
+               *u = tfm_param2(&p, "blocks.1.W", 32, 8);   /* 3 floats after a whole number of lines: unaligned */
+    CHECK("hold many: params allocated", tfm_params_alloc(&p) == 0, "%s", tfm_last_error());
+    fill(a->data, a->size, 9);
+    float want[32 * 8] __attribute__((aligned(64)));
+    tfm_gemm_pack_b(1, 32, 8, a->data, 8, want);
+    int n = tfm_params_hold_packed(&p, "blocks.");
+    if (tfm_gemm_packed_b_floats(1, 1))
+        CHECK("hold many: only blocks.0.W (named, 2-D, whole panels, aligned), packed as tfm_gemm_pack_b packs it",
+              n == 1 && a->packed && !memcmp(a->packed, want, sizeof want) && e->data && o->data && v->data && u->data,
+              "held %d", n);
+    tfm_params_free(&p);
 }
 
 int main(void) {
