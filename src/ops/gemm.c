@@ -880,14 +880,22 @@ TFM_AVX2 static void gemv_packed_avx2(int p0, int p1, int N, int K, float alpha,
 }
 #endif
 
+/* A GEMV's split over threads: `chunks` chunks of 64 outputs (work multiply-adds) in groups of *per chunks, a few
+ * groups per thread taken dynamically (an output's sum never depends on the split), *use threads. Returns the
+ * number of groups. */
+static int gemv_groups(int chunks, long long work, int nt, int *use, int *per) {
+    long long wl = work / (TFM_GEMM_MIN_WORK / 2);
+    int u = nt < chunks ? nt : chunks;
+    if (wl < u) u = wl < 1 ? 1 : (int)wl;
+    *per = u > 1 ? (chunks + u * TFM_GEMM_BLOCKS_PER_THREAD - 1) / (u * TFM_GEMM_BLOCKS_PER_THREAD) : chunks;
+    *use = u;
+    return (chunks + *per - 1) / *per;
+}
+
 /* C (1, N) = alpha A op(B) + beta C with op(B) only packed (g->Bp; A one contiguous row). K > 0, alpha != 0. */
 static void gemm_gemv_packed(const gemm_args *g, int nt, tfm_isa isa) {
-    const int panels = nr_round(g->N) / NR, chunks = (panels + 3) / 4;   /* chunks of 64 columns */
-    long long wl = (long long)g->N * g->K / (TFM_GEMM_MIN_WORK / 2);
-    int use = nt < chunks ? nt : chunks;
-    if (wl < use) use = wl < 1 ? 1 : (int)wl;
-    const int per = use > 1 ? (chunks + use * TFM_GEMM_BLOCKS_PER_THREAD - 1) / (use * TFM_GEMM_BLOCKS_PER_THREAD) : chunks;
-    const int groups = (chunks + per - 1) / per;
+    const int panels = nr_round(g->N) / NR;   /* chunks of 4 panels: 64 columns */
+    int use, per, groups = gemv_groups((panels + 3) / 4, (long long)g->N * g->K, nt, &use, &per);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
     for (int gi = 0; gi < groups; gi++) {
         int p0 = gi * per * 4, p1 = (gi + 1) * per * 4 < panels ? (gi + 1) * per * 4 : panels;
@@ -921,15 +929,7 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
         for (int k = 0; k < K; k++) xc[k] = x[(size_t)k * incx];
         x = xc;
     }
-    int chunks = (n + 63) / 64;
-    long long work = (long long)n * K;
-    long long wl = work / (TFM_GEMM_MIN_WORK / 2);
-    int use = nt < chunks ? nt : chunks;
-    if (wl < use) use = wl < 1 ? 1 : (int)wl;
-    /* groups of 64-wide chunks (so each output's summation does not depend on the split), a few per
-     * thread, taken dynamically */
-    const int per = use > 1 ? (chunks + use * TFM_GEMM_BLOCKS_PER_THREAD - 1) / (use * TFM_GEMM_BLOCKS_PER_THREAD) : chunks;
-    const int groups = (chunks + per - 1) / per;
+    int use, per, groups = gemv_groups((n + 63) / 64, (long long)n * K, nt, &use, &per);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
     for (int gi = 0; gi < groups; gi++) {
         int j0 = gi * per * 64, j1 = (gi + 1) * per * 64 < n ? (gi + 1) * per * 64 : n;
