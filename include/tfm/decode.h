@@ -52,8 +52,7 @@ TFM_API int tfm_search_nbest(tfm_mt_net *m, tfm_graph *g, tfm_graph *const *work
  * instead). Every model encodes each batch and keeps its own key/value caches; beam reorders apply to all of
  * them. The models must share the target vocabulary (config.tgt_vocab, the special and banned ids; else -1 with
  * an error naming the field) and take the same source ids; the shortest position table bounds both sides.
- * n_models == 1 is tfm_search_nbest. */
-#define TFM_MAX_ENSEMBLE 16
+ * n_models == 1 is tfm_search_nbest. At most TFM_MAX_ENSEMBLE (16, seq2seq.h) models. */
 TFM_API int tfm_search_nbest_ensemble(tfm_mt_net *const *models, int n_models, tfm_graph *g,
                                       tfm_graph *const *workers, int n_workers, const int *src_ids, const int *src_off,
                                       int n, int max_src, int batch_size, const tfm_search_opts *o, tfm_hyps *out);

@@ -230,6 +230,8 @@ TFM_API tfm_tensor *tfm_mt_net_rdrop_loss(tfm_mt_net *m, tfm_graph *g, const int
 TFM_API void tfm_mt_shift_right(const int *tgt, int B, int T, int *tgt_in);
 
 /* ---------------------------------------------------------------- checkpoints */
+#define TFM_MAX_ENSEMBLE 16       /* models decoded together (tfm_search_nbest_ensemble, tfm translate A B ...) */
+#define TFM_ENSEMBLE_NAMES 1024   /* bytes of tfm_mt_model.ensemble, its terminating NUL included */
 /* A trained translator with its vocabularies. */
 typedef struct {
     tfm_mt_net *model;
@@ -243,9 +245,15 @@ typedef struct {
     float decode_alpha;      /* decode.alpha: its length penalty (saved with decode.beam) */
     char src_lang[16], tgt_lang[16];   /* meta.src_lang / meta.tgt_lang: language codes (train-mt --src-lang
                                 de --tgt-lang en): letters, digits, '-' and '_' */
+    char ensemble[TFM_ENSEMBLE_NAMES];   /* decode.ensemble: the other members this model decodes with (tfm average
+                                --ensemble), file names in the checkpoint's own folder, one per line ("" = none;
+                                tfm_ensemble_name_valid); tfm_translator_load follows it */
     struct tfm_marian_tok *marian;   /* an imported MarianMT (tokenizer.kind "marian", tok_kind -1): its tokenizer,
                                         from the checkpoint's tokenizer.marian.* files; no src_vocab / tgt_vocab */
 } tfm_mt_model;
+/* Is s a file name decode.ensemble may hold (1..128 of [A-Za-z0-9._-], not starting with '.' or '-': no folder,
+ * no "..")? */
+TFM_API int tfm_ensemble_name_valid(const char *s, size_t n);
 /* Is s a valid language code for src_lang/tgt_lang (1..15 of [A-Za-z0-9_-])? */
 TFM_API int tfm_lang_code_valid(const char *s);
 

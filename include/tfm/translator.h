@@ -42,7 +42,7 @@ typedef struct {
 TFM_API void tfm_translator_params_default(tfm_translator_params *p);
 
 /* Load a checkpoint written by tfm train-mt (or tfm import). p NULL = defaults. NULL with a tfm error
- * naming the file. */
+ * naming the file. A stored ensemble (decode.ensemble, tfm_ensemble_save) loads with its members. */
 TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p);
 /* An ensemble of n checkpoints (1..TFM_MAX_ENSEMBLE, 16): every step of the search ranks by the mean of the
  * models' log-probabilities (each one's log-softmax, weighted equally, as Marian ensembles; fairseq averages the
@@ -52,6 +52,13 @@ TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translat
  * stored settings (decode.beam, decode.alpha) are the defaults; tfm_translator_model is the first model.
  * Imported MarianMT models are refused, and so is return_attention. n == 1 is tfm_translator_load. */
 TFM_API tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, const tfm_translator_params *p);
+/* A stored ensemble (tfm average --ensemble): OUT gets the first member's weights and settings (without
+ * optimizer or training state) and decode.ensemble, the file names of the n - 1 others, which must sit in OUT's
+ * folder (they are found there when OUT is loaded). tfm_translator_load(OUT) then decodes with all n, as
+ * tfm_translator_load_ensemble would; a member's own decode.ensemble is not followed, and a member that has one
+ * is refused here. The members are checked as an ensemble first (tokenizer, vocabularies). 0, or -1 with one
+ * line naming the file. */
+TFM_API int tfm_ensemble_save(const char *out_path, const char *const *members, int n);
 /* Models decoded together (1, or an ensemble's n), and model i of them (NULL out of range). */
 TFM_API int tfm_translator_n_models(const tfm_translator *t);
 TFM_API const tfm_mt_model *tfm_translator_member(const tfm_translator *t, int i);

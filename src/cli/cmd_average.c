@@ -1,4 +1,5 @@
-/* tfm average -o OUT.tfm IN1.tfm IN2.tfm ...: the mean of checkpoints of one model (for inference). */
+/* tfm average -o OUT.tfm IN1.tfm IN2.tfm ...: the mean of checkpoints of one model (for inference); with
+ * --ensemble, a stored ensemble of translators instead (tfm_ensemble_save). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "tfm/core.h"
 #include "tfm/eval.h"
 #include "tfm/train.h"
+#include "tfm/translator.h"
 
 #define MAX_INPUTS 256
 
@@ -33,8 +35,11 @@ static int check_model(const char *path) {
 
 int cmd_average(int argc, char **argv) {
     const char *out = NULL;
+    int ensemble = 0;
     cli_flag flags[] = {
         {"out", FLAG_STR, &out, "output checkpoint, also -o (required; must not be one of the inputs)", 0},
+        {"ensemble", FLAG_BOOL, &ensemble, "translators: instead of averaging the weights, store an ensemble: OUT is "
+         "IN1 naming the others (which must sit in OUT's folder), and translate OUT decodes with all of them", 0},
     };
     cli_spec spec = {
         "average", "-o OUT.tfm IN1.tfm IN2.tfm ...",
@@ -59,6 +64,11 @@ int cmd_average(int argc, char **argv) {
     files[n_pos] = (tfm_file_use){"-o", out, TFM_FILE_OUT};
     if ((rc = cli_check_files("average", files, n_pos + 1))) return rc;
     cli_clean_stale("average", out);
+    if (ensemble) {
+        if (tfm_ensemble_save(out, pos, n_pos)) return cli_fail("average", "%s", tfm_last_error());
+        printf("wrote %s: an ensemble of %d translators (%s and the %d named beside it)\n", out, n_pos, pos[0], n_pos - 1);
+        return 0;
+    }
     for (int i = 0; i < n_pos; i++)
         if (check_model(pos[i])) return cli_fail("average", "%s", tfm_last_error());
     if (tfm_checkpoint_average(pos, n_pos, out)) return cli_fail("average", "%s", tfm_last_error());

@@ -71,7 +71,9 @@ static void print_group(const tfm_container *c, const char *prefix, const char *
             continue;
         }
         printf("  %-22s ", e->name + pl);
-        if (e->dtype == TFM_DT_BYTES) print_text(e);
+        if (!strcmp(e->name, "decode.ensemble") && e->dtype == TFM_DT_BYTES && tfm_container_str(c, e->name))
+            for (const char *t = e->data; *t; t++) putchar(*t == '\n' ? ' ' : *t);   /* member names, one line */
+        else if (e->dtype == TFM_DT_BYTES) print_text(e);
         else print_value(e);
         printf("\n");
     }

@@ -139,10 +139,41 @@ void tfm_translator_weights_changed(tfm_translator *t) {
     t->screen_made = 0;
 }
 
+static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_model *first,
+                                     const tfm_translator_params *p);
+
+/* The files a model's decode.ensemble names, beside it: paths[0] = path, then each name in path's folder (the
+ * strings in one block, paths[0]'s; free it). n, or -1. */
+static int member_paths(const char *path, const char *names, const char **paths) {
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0, need = strlen(path) + 1 + strlen(names) + 1;
+    int n = 1;
+    for (const char *c = names; *c; c++) n += *c == '\n';
+    char *block = malloc(need + (size_t)n * dir);
+    if (!block) return tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory"), -1;
+    paths[0] = strcpy(block, path);
+    char *o = block + strlen(path) + 1;
+    n = 1;
+    for (const char *a = names;; n++) {
+        const char *e = strchr(a, '\n');
+        size_t len = e ? (size_t)(e - a) : strlen(a);
+        paths[n] = o;
+        memcpy(o, path, dir), memcpy(o + dir, a, len), o[dir + len] = 0, o += dir + len + 1;
+        if (!e) return n + 1;
+        a = e + 1;
+    }
+}
+
 tfm_translator *tfm_translator_load(const char *path, const tfm_translator_params *p) {
     tfm_mt_model m;
     if (tfm_mt_model_load_for_inference(&m, path)) return NULL;
-    return make(&m, 1, 1, p);
+    if (!m.ensemble[0]) return make(&m, 1, 1, p);
+    const char *paths[TFM_MAX_ENSEMBLE];   /* a stored ensemble (tfm average --ensemble): its members beside it */
+    int n = member_paths(path, m.ensemble, paths);
+    if (n < 0) return tfm_mt_model_free(&m), NULL;
+    tfm_translator *t = load_ensemble(paths, n, &m, p);
+    free((char *)paths[0]);
+    return t;
 }
 
 /* ---------------------------------------------------------------- ensembles */
@@ -203,11 +234,25 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
     if (n < 1 || n > TFM_MAX_ENSEMBLE)
         return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 1..%d", n, TFM_MAX_ENSEMBLE), NULL;
     if (n == 1) return tfm_translator_load(paths[0], p);
+    return load_ensemble(paths, n, NULL, p);
+}
+
+/* The ensemble of the n files (a member's own decode.ensemble is not followed); first: paths[0] already loaded
+ * (taken), or NULL */
+static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_model *first,
+                                     const tfm_translator_params *p) {
     tfm_mt_model *ms = calloc((size_t)n, sizeof *ms);
-    if (!ms) return tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory"), NULL;
+    if (!ms) {
+        if (first) tfm_mt_model_free(first);
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "ensemble: out of memory"), NULL;
+    }
     int k = 0, failed = 0;   /* ms[0..k) loaded */
+    if (first) ms[0] = *first, memset(first, 0, sizeof *first);
     for (; k < n && !failed; k++) {
-        if (tfm_mt_model_load_for_inference(&ms[k], paths[k])) break;
+        if ((k > 0 || !first) && tfm_mt_model_load_for_inference(&ms[k], paths[k])) {
+            if (first) tfm_prefix_error("%s: decode.ensemble: ", paths[0]);
+            break;
+        }
         if (ms[k].marian)
             failed = 1, tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s is an imported MarianMT: ensembles take models "
                                            "trained by tfm (decode it alone)", paths[k]);
@@ -245,6 +290,71 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
     for (int i = 0; i < k; i++) tfm_mt_model_free(&ms[i]);   /* those not taken (NULL-safe on cleared ones) */
     free(ms);
     return t;
+}
+
+/* ---------------------------------------------------------------- stored ensembles */
+/* The folder part of path ("" for none) into buf; -1 if it does not fit */
+static int folder_of(const char *path, char *buf, size_t n) {
+    const char *slash = strrchr(path, '/');
+    size_t len = slash ? (size_t)(slash - path) + 1 : 0;
+    if (len >= n) return -1;
+    memcpy(buf, path, len), buf[len] = 0;
+    return 0;
+}
+
+/* Is member beside out (the same folder, spelled the same way or resolving to it)? */
+static int beside(const char *member, const char *out) {
+    char a[4096], b[4096], ra[4096], rb[4096];
+    if (folder_of(member, a, sizeof a) || folder_of(out, b, sizeof b)) return 0;
+    if (!strcmp(a, b)) return 1;
+    return realpath(a[0] ? a : ".", ra) && realpath(b[0] ? b : ".", rb) && !strcmp(ra, rb);
+}
+
+int tfm_ensemble_save(const char *out_path, const char *const *members, int n) {
+    if (n < 2 || n > TFM_MAX_ENSEMBLE)
+        return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 2..%d", n, TFM_MAX_ENSEMBLE), -1;
+    char names[TFM_ENSEMBLE_NAMES] = "";
+    for (int k = 1; k < n; k++) {
+        const char *slash = strrchr(members[k], '/'), *name = slash ? slash + 1 : members[k];
+        if (!tfm_ensemble_name_valid(name, strlen(name)))
+            return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: '%s' is not a name a stored ensemble can hold (1 to 128 "
+                                      "letters, digits, '.', '-' or '_', not starting with '.' or '-')", name), -1;
+        const char *oslash = strrchr(out_path, '/');
+        if (!strcmp(name, oslash ? oslash + 1 : out_path))
+            return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s cannot name itself as a member", out_path), -1;
+        if (!beside(members[k], out_path))
+            return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s must be in the folder of %s (a stored ensemble names its "
+                                      "members by file name, found beside it)", members[k], out_path), -1;
+        size_t used = strlen(names);
+        if (used + strlen(name) + 2 > sizeof names)
+            return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: the members' names exceed %zu bytes", sizeof names - 1), -1;
+        snprintf(names + used, sizeof names - used, "%s%s", k > 1 ? "\n" : "", name);
+    }
+    tfm_translator_params q;   /* the members must make an ensemble: the same checks as decoding them */
+    tfm_translator_params_default(&q);
+    q.pack_weights = 0, q.threads = 1;
+    tfm_translator *t = load_ensemble(members, n, NULL, &q);
+    if (!t) return -1;
+    for (int k = 0; k < n; k++)
+        if (tfm_translator_member(t, k)->ensemble[0]) {
+            tfm_translator_free(t);
+            return tfm_set_error_kind(TFM_ERR_DATA, "ensemble: %s is a stored ensemble itself (decode.ensemble): name "
+                                      "its members instead", members[k]), -1;
+        }
+    tfm_translator_free(t);
+    tfm_container in, out;   /* OUT: the first member's weights and settings, and the others' names */
+    tfm_container_init(&out);
+    int rc = tfm_container_load(&in, members[0]);
+    for (int i = 0; !rc && i < in.n; i++) {
+        const tfm_entry *e = &in.e[i];
+        if (!strncmp(e->name, "adam.", 5) || !strncmp(e->name, "train.", 6)) continue;   /* weights only */
+        if (!tfm_container_add(&out, e->name, e->dtype, e->ndim, e->shape, e->data, e->nbytes)) rc = -1;
+    }
+    if (!rc && !tfm_container_add_str(&out, "decode.ensemble", names)) rc = -1;
+    if (!rc) rc = tfm_container_save(&out, out_path);
+    tfm_container_free(&in);
+    tfm_container_free(&out);
+    return rc;
 }
 
 int tfm_translator_n_models(const tfm_translator *t) { return t->n_models; }

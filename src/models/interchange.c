@@ -110,6 +110,8 @@ int tfm_export_safetensors(const char *tfm_path, const char *st_path) {
             if (t.marian)   /* its vocab.json and SentencePiece files have no place in tfm's safetensors metadata */
                 tfm_set_error("%s: an imported MarianMT: safetensors export is for tfm's own models (the Hugging Face "
                               "folder it came from is the safetensors form)", tfm_path);
+            else if (t.ensemble[0])
+                tfm_set_error("%s: a stored ensemble (decode.ensemble): export its members one by one", tfm_path);
             else rc = tfm_mt_model_save_safetensors(&t, st_path);
             tfm_mt_model_free(&t);
         }

@@ -293,6 +293,40 @@ static void put_settings(tfm_container *c, const tfm_mt_model *t) {
     }
     if (t->src_lang[0]) tfm_container_add_str(c, "meta.src_lang", t->src_lang);
     if (t->tgt_lang[0]) tfm_container_add_str(c, "meta.tgt_lang", t->tgt_lang);
+    if (t->ensemble[0]) tfm_container_add_str(c, "decode.ensemble", t->ensemble);
+}
+
+int tfm_ensemble_name_valid(const char *s, size_t n) {
+    if (n < 1 || n > 128 || s[0] == '.' || s[0] == '-') return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+              s[i] == '.' || s[i] == '-' || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+/* decode.ensemble: 1..TFM_MAX_ENSEMBLE - 1 valid file names, one per line */
+static int get_ensemble(tfm_mt_model *t, const tfm_container *c, const char *path) {
+    if (!tfm_container_get(c, "decode.ensemble")) return 0;
+    const char *v = tfm_container_str(c, "decode.ensemble");
+    if (!v) return -1;
+    size_t len = strlen(v);
+    int names = 0;
+    for (const char *a = v;;) {
+        const char *e = strchr(a, '\n');
+        size_t n = e ? (size_t)(e - a) : strlen(a);
+        if (!tfm_ensemble_name_valid(a, n))
+            return tfm_set_error("%s: decode.ensemble: '%.*s' is not a member's file name (1 to 128 letters, digits, "
+                                 "'.', '-' or '_', in the checkpoint's folder)", path, (int)(n < 60 ? n : 60), a), -1;
+        names++;
+        if (!e) break;
+        a = e + 1;
+    }
+    if (names > TFM_MAX_ENSEMBLE - 1 || len >= sizeof t->ensemble)
+        return tfm_set_error("%s: decode.ensemble names %d members in %zu bytes: at most %d, in %zu", path, names, len,
+                             TFM_MAX_ENSEMBLE - 1, sizeof t->ensemble - 1), -1;
+    memcpy(t->ensemble, v, len + 1);
+    return 0;
 }
 
 void tfm_mt_model_put(tfm_container *c, const tfm_mt_model *t) {
@@ -340,7 +374,7 @@ static int get_settings(tfm_mt_model *t, const tfm_container *c, const char *pat
                                  keys[k], v), -1;
         snprintf(dst[k], sizeof t->src_lang, "%s", v);
     }
-    return 0;
+    return get_ensemble(t, c, path);
 }
 
 

@@ -96,6 +96,12 @@ int tfm_quantize_file(const char *in_path, const char *out_path, const tfm_quant
     } else {   /* seq2seq, or an error naming the kind */
         tfm_mt_model t;
         if (tfm_mt_model_get(&t, &in, in_path)) goto done;
+        if (t.ensemble[0]) {
+            tfm_set_error("%s: a stored ensemble (decode.ensemble): quantize each member, then store them together "
+                          "again (tfm average --ensemble)", in_path);
+            tfm_mt_model_free(&t);
+            goto done;
+        }
         rc = quantize_params(&t.model->params, kind, o, r, in_path);
         if (!rc) rc = build_output(&out, &in, &t.model->params, r, out_path);
         tfm_mt_model_free(&t);

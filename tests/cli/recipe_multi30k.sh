@@ -1,5 +1,6 @@
 # recipes/multi30k-de-en.sh (issue 10) and multi30k-en-de.sh (issue 35; both recipes/multi30k.sh): every step of the recipe (BPE learned from the raw files, training with
-# per-epoch validation and the last epoch checkpoints kept, averaging, beam search on val and the test file,
+# per-epoch validation and the last epoch checkpoints kept, stored as an ensemble and averaged, beam search on val
+# and the test file with both,
 # both BLEU flavours) on 300 pairs with a tiny model (--smoke); its bad inputs; and the step-size check
 # accepting the recipe's real batches (--max-tokens 2048, d_model 256, --max-len 64).
 source "$(dirname "$0")/lib.bash"
@@ -9,14 +10,19 @@ if ! TFM="$TFM" bash recipes/multi30k-de-en.sh "$TMP/r" --smoke --threads 2 >"$T
     fail "recipe --smoke" "exit $?: $(tail -n 3 "$TMP/err")"
 else
     pass "recipe --smoke runs to the end"
-    [ -s "$TMP/r/model.tfm" ] && grep -q 'mean of 2 checkpoints' "$TMP/err" \
-        && pass "recipe: the last 2 epoch checkpoints averaged into model.tfm" || fail "recipe averaging" "$(grep -i average "$TMP/err")"
+    [ -s "$TMP/r/model.avg.tfm" ] && grep -q 'mean of 2 checkpoints' "$TMP/err" \
+        && pass "recipe: the last 2 epoch checkpoints averaged into model.avg.tfm" || fail "recipe averaging" "$(grep -i average "$TMP/err")"
+    $TFM info "$TMP/r/model.tfm" 2>&1 | grep -Eq '^  ensemble +train\.step[0-9]+\.tfm$' \
+        && head -n 5 "$TMP/r/v.de" | $TFM translate "$TMP/r/model.tfm" 2>/dev/null | cmp -s - <(head -n 5 "$TMP/r/v.de" | \
+            $TFM translate $(for f in "$TMP"/r/train.step*.tfm; do n=${f##*step}; echo "${n%.tfm} $f"; done | sort -n | cut -d' ' -f2-) 2>/dev/null) \
+        && pass "recipe: model.tfm stores the last 2 epoch checkpoints as an ensemble, translating as they do" \
+        || fail "recipe ensemble" "$($TFM info "$TMP/r/model.tfm" 2>&1 | grep -i ensemble)"
     [ "$(grep -c '"event": "valid"' "$TMP/r/train.jsonl")" -eq 2 ] && pass "recipe: validation after each epoch in train.jsonl" \
         || fail "recipe log" "$(grep -c valid "$TMP/r/train.jsonl") valid events"
     [ "$(wc -l <"$TMP/r/test_2016_flickr.hyp.en")" -eq 40 ] && ! grep -q '<unk>' "$TMP/r/test_2016_flickr.hyp.en" \
         && pass "recipe: one translation a line, no <unk>" || fail "recipe translations" "$(wc -l <"$TMP/r/test_2016_flickr.hyp.en") lines"
     grep -q '^nrefs:1|case:mixed|eff:no|tok:13a' "$TMP/r/results.txt" && grep -q '^nrefs:1|case:lc|eff:no|tok:13a' "$TMP/r/results.txt" \
-        && grep -q '^wall time: [0-9]* s$' "$TMP/r/results.txt" \
+        && grep -q '^wall time: [0-9]* s$' "$TMP/r/results.txt" && [ "$(grep -c '^test_2016_flickr (' "$TMP/r/results.txt")" -eq 2 ] \
         && pass "recipe: results.txt has cased and lowercased BLEU with signatures, and the wall time" \
         || fail "recipe results" "$(cat "$TMP/r/results.txt")"
     [ "$(cat "$TMP/out")" = "$(cat "$TMP/r/results.txt")" ] && pass "recipe: stdout is results.txt" || fail "recipe stdout" "differs"

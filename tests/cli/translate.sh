@@ -5,7 +5,9 @@
 # --alignment append fields; --prefix-file forces the start; long sources are cut with one warning; bad
 # combinations are one-line errors; ensembles (`tfm translate A.tfm B.tfm`): two copies of a model translate as
 # the model, two models differently from each, the first model's stored settings are the defaults, mismatched
-# vocabularies and --alignment are one-line errors. Uses $TFM; run from the repo root.
+# vocabularies and --alignment are one-line errors; a stored ensemble (tfm average --ensemble) translates as its
+# members do, and the files it cannot be (members elsewhere, mismatched, missing; quantize, export) are refused.
+# Uses $TFM; run from the repo root.
 source "$(dirname "$0")/lib.bash"
 TFM=${TFM:-build/tfm}
 FRA=../shared/data/fra-eng/fra.txt
@@ -111,3 +113,31 @@ expect_exit "ensemble of models with other vocabularies" 65 "ensemble: .*m.tfm h
     sh -c "echo go | $TFM translate $TMP/m.tfm $TMP/m3.tfm"
 expect_exit "ensemble with --alignment" 2 "alignment.*not supported for an ensemble of 2 models" \
     sh -c "echo go | $TFM translate $TMP/m.tfm $TMP/m2.tfm --alignment"
+
+# stored ensembles (tfm average --ensemble): OUT = A's weights naming B, found beside OUT; translate OUT = A B
+mkdir -p "$TMP/ens" && cp "$TMP/m2.tfm" "$TMP/ens/m2.tfm"
+$TFM average --ensemble -o "$TMP/ens/e.tfm" "$TMP/m.tfm" "$TMP/ens/m2.tfm" >/dev/null 2>"$TMP/err" \
+    || fail "average --ensemble" "$(cat "$TMP/err")"
+$TFM translate "$TMP/ens/e.tfm" --threads 2 --scores <"$TMP/src.txt" >"$TMP/e_stored_sc" 2>>"$TMP/err"
+cmp -s "$TMP/e_stored_sc" "$TMP/e_ab_sc" && pass "a stored ensemble of A and B translates as A B (texts and scores)" \
+    || fail "stored ensemble = A B" "$(diff "$TMP/e_stored_sc" "$TMP/e_ab_sc" | head -n 4)"
+$TFM info "$TMP/ens/e.tfm" | grep -Eq "^  ensemble +m2.tfm$" && pass "info shows the stored ensemble's members" \
+    || fail "info ensemble" "$($TFM info "$TMP/ens/e.tfm" | grep -i ensemble)"
+expect_exit "average --ensemble: a member outside OUT's folder" 2 "m2.tfm must be in the folder of .*e2.tfm" \
+    $TFM average --ensemble -o "$TMP/ens/e2.tfm" "$TMP/m.tfm" "$TMP/m2.tfm"
+expect_exit "average --ensemble: members with other vocabularies" 65 "ensemble: .*has [0-9]+ source tokens" \
+    sh -c "cp $TMP/m3.tfm $TMP/ens/m3.tfm && $TFM average --ensemble -o $TMP/ens/e3.tfm $TMP/m.tfm $TMP/ens/m3.tfm"
+expect_exit "average --ensemble: a member that is a stored ensemble" 65 "e.tfm is a stored ensemble itself" \
+    $TFM average --ensemble -o "$TMP/ens/e4.tfm" "$TMP/m.tfm" "$TMP/ens/e.tfm"
+mv "$TMP/ens/m2.tfm" "$TMP/ens/gone.tfm"
+expect_exit "a stored ensemble whose member is missing" 74 "e.tfm: decode.ensemble: .*m2.tfm" \
+    sh -c "echo go | $TFM translate $TMP/ens/e.tfm"
+mv "$TMP/ens/gone.tfm" "$TMP/ens/m2.tfm"
+expect_exit "quantize refuses a stored ensemble" 65 "a stored ensemble .*quantize each member" \
+    $TFM quantize "$TMP/ens/e.tfm" --out "$TMP/ens/e.int8.tfm"
+expect_exit "export refuses a stored ensemble" 65 "a stored ensemble .*export its members" \
+    $TFM export "$TMP/ens/e.tfm" --out "$TMP/ens/e.safetensors"
+$TFM average -o "$TMP/ens/avg.tfm" "$TMP/ens/e.tfm" "$TMP/m.tfm" >/dev/null 2>>"$TMP/err" \
+    && ! $TFM info "$TMP/ens/avg.tfm" | grep -q ensemble \
+    && pass "average of a stored ensemble's file: one model (the member names dropped)" \
+    || fail "average drops decode.ensemble" "$(tail -n 2 "$TMP/err")"

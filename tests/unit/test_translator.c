@@ -337,6 +337,23 @@ static void test_checkpoint_settings(tfm_mt_model *mt) {
         CHECK(name, !t && strstr(tfm_last_error(), bad[k][2]), "%s", tfm_last_error());
         tfm_translator_free(t);
     }
+    /* decode.ensemble names files beside the checkpoint: anything else is refused before a file is opened */
+    const char *names[] = {"../m.tfm", "a/b.tfm", "", ".hidden", "-x", "m.tfm\n", "m.tfm\n\nn.tfm",
+                           "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\no\np"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        tfm_container_init(&c);
+        tfm_mt_model copy = *mt;
+        tfm_mt_model_put(&c, &copy);
+        tfm_container_add_str(&c, "decode.ensemble", names[k]);
+        rc = tfm_container_save(&c, path);
+        tfm_container_free(&c);
+        t = rc ? NULL : tfm_translator_load(path, NULL);
+        char name[160];
+        snprintf(name, sizeof name, "checkpoint with decode.ensemble '%.30s' refused", names[k]);
+        for (char *q = name; *q; q++) *q = *q == '\n' ? '|' : *q;
+        CHECK(name, !t && strstr(tfm_last_error(), "decode.ensemble"), "%s", t ? "loaded" : tfm_last_error());
+        tfm_translator_free(t);
+    }
     unlink(path);
 }
 
