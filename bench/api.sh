@@ -7,7 +7,7 @@
 #
 #   bench/api.sh MODEL.tfm SOURCE.txt [--rounds R] [--threads N] [--build DIR]
 #
-# MODEL: e.g. the Multi30k recipe's model (recipes/multi30k-de-en.sh OUTDIR: OUTDIR/model.tfm), decoded with
+# MODEL: e.g. the Multi30k recipe's model (recipes/multi30k-de-en.sh OUTDIR: OUTDIR/model.avg.tfm), decoded with
 # its stored settings (beam 5, alpha 1) on both sides; SOURCE: e.g. test_2016_flickr.de.
 set -euo pipefail
 cd "$(dirname "$0")/.."

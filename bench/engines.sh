@@ -6,7 +6,8 @@
 #   bench/engines.sh [--mt MODEL.tfm] [--src FILE] [--sentences N] [--gpt MODEL.tfm]... [--gpt2-small]
 #                    [--rounds N] [--tokens N] [--threads "1 2"] [--work DIR] [--quick]
 #
-# --mt        a Transformer translator with a BPE tokenizer (the Multi30k recipe's model.tfm); --src its test
+# --mt        a Transformer translator with a BPE tokenizer (the Multi30k recipe's model.avg.tfm, one model: its
+#             model.tfm is a stored ensemble, which export refuses); --src its test
 #             sources (default ../shared/data/multi30k/test_2016_flickr.de), the first --sentences of them.
 #             1. exported to ONNX through the PyTorch twin (bench/engines/onnx_export.py: an encoder graph and a
 #                decoder-step graph with the past keys/values as inputs and outputs, Optimum-style);
