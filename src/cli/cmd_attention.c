@@ -48,6 +48,7 @@ int cmd_attention(int argc, char **argv) {
     tfm_mt_model tr;
     if (tfm_mt_model_load(&tr, pos[0])) return cli_fail(C, "%s", tfm_last_error());
     if (tr.marian) return tfm_mt_model_free(&tr), cli_error(C, "%s: an imported MarianMT: no word vocabulary", pos[0]);
+    if (tr.ensemble[0]) fprintf(stderr, "tfm %s: %s is a stored ensemble: its first model's maps and output\n", C, pos[0]);
     tfm_mt_net *m = tr.model;
     tfm_toklist tl;
     if (src_tokens(&tr, src, &tl)) {
