@@ -128,6 +128,7 @@ static void mt_seed(const char *arch, int pre_ln, int int8) {
     if (!t.model) tfm_fatal("%s", tfm_last_error());
     t.model->vt->init_weights(t.model, 1);
     t.tok_kind = TFM_TOK_D2L;
+    if (pre_ln) snprintf(t.ensemble, sizeof t.ensemble, "b.tfm\nc.tfm");   /* a stored ensemble's member names */
     if (int8) quantize_all(&t.model->params, "seq2seq");
     tfm_container k;
     tfm_container_init(&k);

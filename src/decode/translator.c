@@ -277,13 +277,10 @@ static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_mod
                 t->models[i] = i ? t->more[i - 1].model : t->mt->model, params[i] = &t->models[i]->params;
             t->n_models = n;
             t->p.pack_weights = pack;
-            for (int i = 0; i < n && pack; i++)
-                if (hold_packed(t->models[i])) {
-                    tfm_translator_free(t);
-                    t = NULL;
-                    break;
-                }
-            t->packed = t && pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
+            int held = 0;
+            while (pack && held < n && hold_packed(t->models[held]) == 0) held++;
+            if (pack && held < n) tfm_translator_free(t), t = NULL;   /* out of memory */
+            else t->packed = pack && tfm_weight_packs_init_many(&t->packs, params, n) == 0;   /* else unpacked */
         }
         free(more);
     }
