@@ -50,14 +50,14 @@ TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translat
  * same tokenizer kind, BPE model and source and target vocabularies, else NULL with one line naming both files
  * and the first difference. The source is tokenized and the output detokenized by the first model, whose
  * stored settings (decode.beam, decode.alpha) are the defaults; tfm_translator_model is the first model.
- * Imported MarianMT models are refused, and so is return_attention. n == 1 is tfm_translator_load. */
+ * Imported MarianMT models are refused, and so is return_attention; so is a stored ensemble among several paths
+ * (list its members instead). n == 1 is tfm_translator_load. */
 TFM_API tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, const tfm_translator_params *p);
 /* A stored ensemble (tfm average --ensemble): OUT gets the first member's weights and settings (without
  * optimizer or training state) and decode.ensemble, the file names of the n - 1 others, which must sit in OUT's
  * folder (they are found there when OUT is loaded). tfm_translator_load(OUT) then decodes with all n, as
- * tfm_translator_load_ensemble would; a member's own decode.ensemble is not followed, and a member that has one
- * is refused here. The members are checked as an ensemble first (tokenizer, vocabularies). 0, or -1 with one
- * line naming the file. */
+ * tfm_translator_load_ensemble would (a member that is a stored ensemble itself is refused, here and then). The
+ * members are checked as an ensemble first (tokenizer, vocabularies). 0, or -1 with one line naming the file. */
 TFM_API int tfm_ensemble_save(const char *out_path, const char *const *members, int n);
 /* Models decoded together (1, or an ensemble's n), and model i of them (NULL out of range). */
 TFM_API int tfm_translator_n_models(const tfm_translator *t);

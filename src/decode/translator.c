@@ -237,8 +237,8 @@ tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, co
     return load_ensemble(paths, n, NULL, p);
 }
 
-/* The ensemble of the n files (a member's own decode.ensemble is not followed); first: paths[0] already loaded
- * (taken), or NULL */
+/* The ensemble of the n files (none of them a stored ensemble, but a first one given already loaded: first,
+ * taken; else NULL) */
 static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_model *first,
                                      const tfm_translator_params *p) {
     tfm_mt_model *ms = calloc((size_t)n, sizeof *ms);
@@ -256,6 +256,9 @@ static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_mod
         if (ms[k].marian)
             failed = 1, tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s is an imported MarianMT: ensembles take models "
                                            "trained by tfm (decode it alone)", paths[k]);
+        else if (ms[k].ensemble[0] && (k > 0 || !first))   /* members are models, not lists of them */
+            failed = 1, tfm_set_error_kind(TFM_ERR_DATA, "ensemble: %s is a stored ensemble itself (decode.ensemble): "
+                                           "list its members instead", paths[k]);
         else failed = k > 0 && same_tokenizer(&ms[0], &ms[k], paths[0], paths[k]);
     }
     tfm_translator *t = NULL;
@@ -332,12 +335,6 @@ int tfm_ensemble_save(const char *out_path, const char *const *members, int n) {
     q.pack_weights = 0, q.threads = 1;
     tfm_translator *t = load_ensemble(members, n, NULL, &q);
     if (!t) return -1;
-    for (int k = 0; k < n; k++)
-        if (tfm_translator_member(t, k)->ensemble[0]) {
-            tfm_translator_free(t);
-            return tfm_set_error_kind(TFM_ERR_DATA, "ensemble: %s is a stored ensemble itself (decode.ensemble): name "
-                                      "its members instead", members[k]), -1;
-        }
     tfm_translator_free(t);
     tfm_container in, out;   /* OUT: the first member's weights and settings, and the others' names */
     tfm_container_init(&out);

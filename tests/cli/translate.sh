@@ -129,6 +129,8 @@ expect_exit "average --ensemble: members with other vocabularies" 65 "ensemble: 
     sh -c "cp $TMP/m3.tfm $TMP/ens/m3.tfm && $TFM average --ensemble -o $TMP/ens/e3.tfm $TMP/m.tfm $TMP/ens/m3.tfm"
 expect_exit "average --ensemble: a member that is a stored ensemble" 65 "e.tfm is a stored ensemble itself" \
     $TFM average --ensemble -o "$TMP/ens/e4.tfm" "$TMP/m.tfm" "$TMP/ens/e.tfm"
+expect_exit "a stored ensemble among several models" 65 "e.tfm is a stored ensemble itself" \
+    sh -c "echo go | $TFM translate $TMP/m.tfm $TMP/ens/e.tfm"
 mv "$TMP/ens/m2.tfm" "$TMP/ens/gone.tfm"
 expect_exit "a stored ensemble whose member is missing" 74 "e.tfm: decode.ensemble: .*m2.tfm" \
     sh -c "echo go | $TFM translate $TMP/ens/e.tfm"
