@@ -21,8 +21,9 @@ TFM_API void tfm_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha
 /* A B that many GEMMs multiply (weights while decoding) packed once: tfm_gemm_pack_b writes op(B) (K,N)
  * into the tfm_gemm_packed_b_floats(N, K) floats of Bp in the layout tfm_gemm packs B to on every call,
  * and tfm_gemm_pb then skips that packing: the same bits as tfm_gemm with B (which it still reads where
- * M or N is 1: a GEMV). B may be NULL with Bp (a weight held only packed): then every product goes through
- * the tiles, one row too. The OpenBLAS build has no packed layout: the size is 0 and tfm_gemm_pb ignores Bp. */
+ * M or N is 1: a GEMV). B may be NULL with Bp (a weight held only packed, !trans_a): then one row is a GEMV
+ * over the panels and anything larger goes through the tiles. The OpenBLAS build has no packed layout: the
+ * size is 0 and tfm_gemm_pb ignores Bp (nothing is held there). */
 TFM_API size_t tfm_gemm_packed_b_floats(int N, int K);
 TFM_API void tfm_gemm_pack_b(int trans_b, int N, int K, const float *B, int ldb, float *Bp);
 TFM_API void tfm_gemm_pb(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,

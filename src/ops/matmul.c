@@ -228,7 +228,7 @@ static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tenso
         tfm_gemm_q8(rows, x->data, in_f, W->q8, bias, y, out_f);
         return;
     }
-    if (W->packed) {   /* held only packed (tfm_linear_hold_packed): every product through the tiles */
+    if (W->packed) {   /* held only packed (tfm_linear_hold_packed): the tiles, one row a GEMV over the panels */
         TFM_ASSERT(!tracks_grad, "linear: %s is held packed for inference and takes no grad", W->name ? W->name : "W");
         if (bias) tfm_gemm_bias(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, NULL, in_f, W->packed, bias, y, out_f);
         else tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, NULL, in_f, W->packed, beta, y, out_f);
