@@ -54,7 +54,7 @@ TFM_API tfm_translator *tfm_translator_load(const char *path, const tfm_translat
  * (list its members instead). n == 1 is tfm_translator_load. */
 TFM_API tfm_translator *tfm_translator_load_ensemble(const char *const *paths, int n, const tfm_translator_params *p);
 /* A stored ensemble (tfm average --ensemble): OUT gets the first member's weights and settings (without
- * optimizer or training state) and decode.ensemble, the file names of the n - 1 others, which must sit in OUT's
+ * optimizer, training state or run configuration) and decode.ensemble, the file names of the n - 1 others, which must sit in OUT's
  * folder (they are found there when OUT is loaded). tfm_translator_load(OUT) then decodes with all n, as
  * tfm_translator_load_ensemble would (a member that is a stored ensemble itself is refused, here and then). The
  * members are checked as an ensemble first (tokenizer, vocabularies). 0, or -1 with one line naming the file. */

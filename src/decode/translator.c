@@ -341,7 +341,8 @@ int tfm_ensemble_save(const char *out_path, const char *const *members, int n) {
     int rc = tfm_container_load(&in, members[0]);
     for (int i = 0; !rc && i < in.n; i++) {
         const tfm_entry *e = &in.e[i];
-        if (!strncmp(e->name, "adam.", 5) || !strncmp(e->name, "train.", 6)) continue;   /* weights only */
+        if (!strncmp(e->name, "adam.", 5) || !strncmp(e->name, "train.", 6) || !strncmp(e->name, "run.", 4))
+            continue;   /* weights and settings: not a checkpoint to resume (as tfm average) */
         if (!tfm_container_add(&out, e->name, e->dtype, e->ndim, e->shape, e->data, e->nbytes)) rc = -1;
     }
     if (!rc && !tfm_container_add_str(&out, "decode.ensemble", names)) rc = -1;
