@@ -158,7 +158,7 @@ typedef struct tfm_tensor {
      * dequantized values (scale[r] * q[r][c]); tfm_linear and tfm_matmul multiply by the int8 form where no
      * grad is tracked (include/tfm/kernels.h, tfm_gemm_q8). */
     const struct tfm_q8_weight *q8;
-    /* A linear weight held only in the GEMM's packed layout (tfm_linear_hold_packed, a model loaded for
+    /* A linear weight held only in the GEMM's packed layout (tfm_params_hold_packed, a model loaded for
      * inference): its values are there and `data` is NULL; tfm_linear multiplies by them. Else NULL. */
     const float *packed;
 } tfm_tensor;

@@ -41,17 +41,14 @@ TFM_API int tfm_weight_packs_init(tfm_weight_packs *p, const tfm_params *params)
 TFM_API int tfm_weight_packs_init_many(tfm_weight_packs *p, const tfm_params *const *params, int n_params);
 TFM_API void tfm_weight_packs_refresh(tfm_weight_packs *p);
 TFM_API void tfm_weight_packs_free(tfm_weight_packs *p);
-/* A linear weight that will never change, held once: its values are rewritten in place into the packed
- * layout (W->packed; W->data becomes NULL), so a model loaded for inference needs neither a second copy nor
- * its fresh memory. tfm_linear multiplies by it (from 2 rows the same bits as by its floats; one row by a
- * GEMV over the panels, to float accuracy); nothing else can read it, and it takes no grad. Only a W whose
- * rows fill whole 16-wide panels (out % 16 == 0: the packed copy is then exactly its size) and whose values
- * start 64-byte aligned (as the kernels read panels) is held. 1 held, 0 left as it is (not 2-D fp32, int8,
- * padded panels, unaligned; an OpenBLAS build), -1 out of memory (W unchanged). tfm_weight_packs_init skips
- * held weights. */
-TFM_API int tfm_linear_hold_packed(tfm_tensor *W);
-/* The same for every parameter of p whose dotted name contains `part` ("blocks.": a Transformer's or a GPT's
- * blocks) and that can be held, through one scratch copy. How many were held, or -1 (out of memory: none). */
+/* Linear weights that will never change, held once: every parameter of p whose dotted name contains `part`
+ * ("blocks.": a Transformer's or a GPT's blocks) and that can be held has its values rewritten in place into the
+ * packed layout (W->packed; W->data becomes NULL), through one scratch copy, so a model loaded for inference
+ * needs neither a second copy nor its fresh memory. tfm_linear multiplies by them (from 2 rows the same bits as
+ * by the floats; one row by a GEMV over the panels, to float accuracy); nothing else can read them, and they take
+ * no grad. Only a 2-D fp32 W whose rows fill whole 16-wide panels (out % 16 == 0: the packed copy is then
+ * exactly its size) and whose values start 64-byte aligned (as the kernels read panels) can be held; an OpenBLAS
+ * build holds none. tfm_weight_packs_init skips held weights. How many were held, or -1 (out of memory: none). */
 TFM_API int tfm_params_hold_packed(tfm_params *p, const char *part);
 
 /* gelu(x W^T + b) as one op: bias and GELU are applied in one vectorised pass right after the GEMM

@@ -33,7 +33,7 @@ typedef struct {
     int max_batch_size;      /* sentences decoded together by one worker (default 32, as tfm translate) */
     int pack_weights;        /* 1 (default): pack the weights once for the GEMMs (faster). A model loaded here
                                 (tfm_translator_load, _load_ensemble) holds a Transformer's block weights only
-                                packed (tfm_linear_hold_packed: no second copy); the others get a packed copy */
+                                packed (tfm_params_hold_packed: no second copy); the others get a packed copy */
     int profile;             /* 1: time every op kind and decoding phase (tfm_translator_print_profile) */
     int read_ahead;          /* batches per worker that a caller streaming lines reads ahead and hands over in one
                                 call, which sorts them by length into batches (default 16: tfm translate

@@ -82,7 +82,7 @@ static const tfm_logit_screen *greedy_screen(tfm_generator *g) {
 
 void tfm_generator_params_default(tfm_generator_params *p) { memset(p, 0, sizeof *p); }
 
-/* A loaded GPT only generates, so its blocks' linear weights are held once, packed (tfm_linear_hold_packed; the
+/* A loaded GPT only generates, so its blocks' linear weights are held once, packed (tfm_params_hold_packed; the
  * synthesizer's mixing matrices are not linear weights: that attention keeps them all). -1 out of memory. */
 static int hold_packed(tfm_gpt *m) {
     if (m->cfg.attention != TFM_ATTN_CAUSAL || tfm_params_hold_packed(&m->params, "blocks.") >= 0) return 0;

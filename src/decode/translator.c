@@ -83,7 +83,7 @@ static const tfm_logit_screen *greedy_screen(tfm_translator *t) {
     return t->screen;
 }
 
-/* A Transformer loaded for inference holds its blocks' linear weights once, packed (tfm_linear_hold_packed:
+/* A Transformer loaded for inference holds its blocks' linear weights once, packed (tfm_params_hold_packed:
  * tfm_linear alone reads them; the embeddings and the output layer, which lookups and the screen read by
  * rows, stay as they are). -1 out of memory. */
 static int hold_packed(tfm_mt_net *net) {

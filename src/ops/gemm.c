@@ -1113,7 +1113,7 @@ static void gemm_one(int trans_a, int trans_b, int M, int N, int K, float alpha,
                      int lda, const float *B, int ldb, float beta, float *C, int ldc, int nt, tfm_isa isa,
                      int pack_a, const float *Bp, const float *bias) {
     if (M <= 0 || N <= 0) return;
-    /* a GEMV reads B as it is; a B held only packed (B NULL, tfm_linear_hold_packed): one row by a GEMV over
+    /* a GEMV reads B as it is; a B held only packed (B NULL, tfm_params_hold_packed): one row by a GEMV over
      * its panels, anything else through the tiles */
     const int gemv = (M == 1 || N == 1) && B, gemv_packed = M == 1 && !B && Bp && !trans_a;
     if (bias && (gemv || gemv_packed || K <= 0 || alpha == 0.0f)) /* GEMVs and the trivial cases: seed C first */

@@ -171,15 +171,6 @@ static void hold(tfm_tensor *W, float *scratch) {
     W->data = NULL;
 }
 
-int tfm_linear_hold_packed(tfm_tensor *W) {
-    if (!holdable(W)) return 0;
-    float *scratch = malloc(sizeof(float) * W->size);
-    if (!scratch) return -1;
-    hold(W, scratch);
-    free(scratch);
-    return 1;
-}
-
 int tfm_params_hold_packed(tfm_params *p, const char *part) {
     size_t most = 0;
     for (int i = 0; i < p->n; i++)
@@ -228,7 +219,7 @@ static void linear_gemm(const tfm_graph *g, const tfm_tensor *x, const tfm_tenso
         tfm_gemm_q8(rows, x->data, in_f, W->q8, bias, y, out_f);
         return;
     }
-    if (W->packed) {   /* held only packed (tfm_linear_hold_packed): the tiles, one row a GEMV over the panels */
+    if (W->packed) {   /* held only packed (tfm_params_hold_packed): the tiles, one row a GEMV over the panels */
         TFM_ASSERT(!tracks_grad, "linear: %s is held packed for inference and takes no grad", W->name ? W->name : "W");
         if (bias) tfm_gemm_bias(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, NULL, in_f, W->packed, bias, y, out_f);
         else tfm_gemm_pb(0, 1, rows, out_f, in_f, 1.0f, x->data, in_f, NULL, in_f, W->packed, beta, y, out_f);
