@@ -142,11 +142,16 @@ void tfm_translator_weights_changed(tfm_translator *t) {
 static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_model *first,
                                      const tfm_translator_params *p);
 
+/* The length of path's folder part, its last '/' included (0: none); path + that is the file's name */
+static size_t folder_len(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
 /* The files a model's decode.ensemble names, beside it: paths[0] = path, then each name in path's folder (the
  * strings in one block, paths[0]'s; free it). n, or -1. */
 static int member_paths(const char *path, const char *names, const char **paths) {
-    const char *slash = strrchr(path, '/');
-    size_t dir = slash ? (size_t)(slash - path) + 1 : 0, need = strlen(path) + 1 + strlen(names) + 1;
+    size_t dir = folder_len(path), need = strlen(path) + 1 + strlen(names) + 1;
     int n = 1;
     for (const char *c = names; *c; c++) n += *c == '\n';
     char *block = malloc(need + (size_t)n * dir);
@@ -295,8 +300,7 @@ static tfm_translator *load_ensemble(const char *const *paths, int n, tfm_mt_mod
 /* ---------------------------------------------------------------- stored ensembles */
 /* The folder part of path ("" for none) into buf; -1 if it does not fit */
 static int folder_of(const char *path, char *buf, size_t n) {
-    const char *slash = strrchr(path, '/');
-    size_t len = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t len = folder_len(path);
     if (len >= n) return -1;
     memcpy(buf, path, len), buf[len] = 0;
     return 0;
@@ -315,12 +319,11 @@ int tfm_ensemble_save(const char *out_path, const char *const *members, int n) {
         return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %d models, must be 2..%d", n, TFM_MAX_ENSEMBLE), -1;
     char names[TFM_ENSEMBLE_NAMES] = "";
     for (int k = 1; k < n; k++) {
-        const char *slash = strrchr(members[k], '/'), *name = slash ? slash + 1 : members[k];
+        const char *name = members[k] + folder_len(members[k]);
         if (!tfm_ensemble_name_valid(name, strlen(name)))
             return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: '%s' is not a name a stored ensemble can hold (1 to 128 "
                                       "letters, digits, '.', '-' or '_', not starting with '.' or '-')", name), -1;
-        const char *oslash = strrchr(out_path, '/');
-        if (!strcmp(name, oslash ? oslash + 1 : out_path))
+        if (!strcmp(name, out_path + folder_len(out_path)))
             return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s cannot name itself as a member", out_path), -1;
         if (!beside(members[k], out_path))
             return tfm_set_error_kind(TFM_ERR_ARG, "ensemble: %s must be in the folder of %s (a stored ensemble names its "
