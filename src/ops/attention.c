@@ -102,36 +102,46 @@ static void gather_t(const view *x, int b, int h, int T, int d, float *xt) {
     }
 }
 
-/* 16 floats as one value (GCC/clang generic vectors): a register on the AVX-512 path, two on AVX2, four SSE ones
- * on the portable path; v16u is the unaligned, aliasing view of 16 floats in memory. */
+/* 16 or 8 floats as one value (GCC/clang generic vectors); v16u/v8u: the unaligned, aliasing views in memory. The
+ * kernels below take the width W as a constant: 16 on the AVX-512 path (one register), 8 elsewhere (one AVX2
+ * register, two SSE ones): GCC keeps an array of 64-byte vectors in registers only where each is one register, and
+ * on AVX2 stored them to the stack at every key (measured: half of attention's decoding time). */
 typedef float v16f __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 
-/* s[0 .. 16 nv) = sum over c < dk of (q[c] * scale) * Kt[c][0 .. 16 nv), the nv vectors of s in registers across
+/* s[0 .. W nv) = sum over c < dk of (q[c] * scale) * Kt[c][0 .. W nv), the nv vectors of s in registers across
  * c; every element adds in c order, a multiply then an add (two statements: no FMA contraction under clang
- * either), the bits of the scalar loop. */
+ * either), the bits of the scalar loop whatever W. */
+#define SCORE_COLUMNS(vf, vu, W)                                                                                    \
+    do {                                                                                                            \
+        vf acc[64 / W];                                                                                             \
+        for (int k = 0; k < nv; k++) acc[k] = (vf){0};                                                              \
+        for (int c = 0; c < dk; c++) {                                                                              \
+            float qc = q[c] * scale;                                                                                \
+            const float *row = Kt + (size_t)c * Tk;                                                                 \
+            for (int k = 0; k < nv; k++) {                                                                          \
+                vf t = *(const vu *)(row + W * k) * qc;                                                             \
+                acc[k] = acc[k] + t;                                                                                \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int k = 0; k < nv; k++) *(vu *)(s + W * k) = acc[k];                                                   \
+    } while (0)
 static inline __attribute__((always_inline)) void score_columns(float *s, const float *q, const float *Kt, int Tk,
-                                                                 int dk, float scale, const int nv) {
-    v16f acc[4];
-    for (int k = 0; k < nv; k++) acc[k] = (v16f){0};
-    for (int c = 0; c < dk; c++) {
-        float qc = q[c] * scale;
-        const float *row = Kt + (size_t)c * Tk;
-        for (int k = 0; k < nv; k++) {
-            v16f t = *(const v16u *)(row + 16 * k) * qc;
-            acc[k] = acc[k] + t;
-        }
-    }
-    for (int k = 0; k < nv; k++) *(v16u *)(s + 16 * k) = acc[k];
+                                                                 int dk, float scale, const int nv, const int W) {
+    if (W == 16) SCORE_COLUMNS(v16f, v16u, 16);
+    else SCORE_COLUMNS(v8f, v8u, 8);
 }
 
-/* s[0..n) = scale * q . k_j for keys j0..j0+n: 64, 32 or 16 keys at a time, then single keys */
+/* s[0..n) = scale * q . k_j for keys j0..j0+n: 64, 32, 16 (or 8) keys at a time, then single keys */
 static inline __attribute__((always_inline)) void scores(float *s, const float *q, const float *Kt, int Tk, int dk,
-                                                          int j0, int n, float scale) {
+                                                          int j0, int n, float scale, const int W) {
     int jj = 0;
-    for (; jj + 64 <= n; jj += 64) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 4);
-    if (jj + 32 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 2), jj += 32;
-    if (jj + 16 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 1), jj += 16;
+    for (; jj + 64 <= n; jj += 64) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 64 / W, W);
+    if (jj + 32 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 32 / W, W), jj += 32;
+    if (jj + 16 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 16 / W, W), jj += 16;
+    if (W == 8 && jj + 8 <= n) score_columns(s + jj, q, Kt + j0 + jj, Tk, dk, scale, 1, W), jj += 8;
     for (; jj < n; jj++) {
         float acc = 0.0f;
         for (int c = 0; c < dk; c++) {
@@ -161,30 +171,36 @@ static inline void prefetch_kv_rows(const attn_args *a, int bh) {
 #endif
 }
 
-/* o[0 .. 16 nv) += sum over keys jj < n of p[jj] * V row jj, the nv vectors of o held in registers across the
+/* o[0 .. W nv) += sum over keys jj < n of p[jj] * V row jj, the nv vectors of o held in registers across the
  * keys. Each element adds its terms in key order, a multiply then an add (two statements: no FMA contraction
- * under clang either), so every path and column split gives the same bits. */
+ * under clang either), so every path, width and column split gives the same bits. */
+#define PV_COLUMNS(vf, vu, W)                                                                                       \
+    do {                                                                                                            \
+        vf acc[64 / W];                                                                                             \
+        for (int k = 0; k < nv; k++) acc[k] = *(const vu *)(o + W * k);                                             \
+        for (int jj = 0; jj < n; jj++) {                                                                            \
+            const float *vr = V + (size_t)jj * st;                                                                  \
+            for (int k = 0; k < nv; k++) {                                                                          \
+                vf t = *(const vu *)(vr + W * k) * p[jj];                                                           \
+                acc[k] = acc[k] + t;                                                                                \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int k = 0; k < nv; k++) *(vu *)(o + W * k) = acc[k];                                                   \
+    } while (0)
 static inline __attribute__((always_inline)) void pv_columns(float *o, const float *p, const float *V, size_t st,
-                                                              int n, const int nv) {
-    v16f acc[4];
-    for (int k = 0; k < nv; k++) acc[k] = *(const v16u *)(o + 16 * k);
-    for (int jj = 0; jj < n; jj++) {
-        const float *vr = V + (size_t)jj * st;
-        for (int k = 0; k < nv; k++) {
-            v16f t = *(const v16u *)(vr + 16 * k) * p[jj];
-            acc[k] = acc[k] + t;
-        }
-    }
-    for (int k = 0; k < nv; k++) *(v16u *)(o + 16 * k) = acc[k];
+                                                              int n, const int nv, const int W) {
+    if (W == 16) PV_COLUMNS(v16f, v16u, 16);
+    else PV_COLUMNS(v8f, v8u, 8);
 }
 
-/* o[0..dv) += sum_jj p[jj] * V[jj * st + c]: 64, 32 or 16 columns at a time, then single columns */
+/* o[0..dv) += sum_jj p[jj] * V[jj * st + c]: 64, 32, 16 (or 8) columns at a time, then single columns */
 static inline __attribute__((always_inline)) void accumulate_pv(float *o, const float *p, const float *V, size_t st,
-                                                                 int n, int dv) {
+                                                                 int n, int dv, const int W) {
     int c = 0;
-    for (; c + 64 <= dv; c += 64) pv_columns(o + c, p, V + c, st, n, 4);
-    if (c + 32 <= dv) pv_columns(o + c, p, V + c, st, n, 2), c += 32;
-    if (c + 16 <= dv) pv_columns(o + c, p, V + c, st, n, 1), c += 16;
+    for (; c + 64 <= dv; c += 64) pv_columns(o + c, p, V + c, st, n, 64 / W, W);
+    if (c + 32 <= dv) pv_columns(o + c, p, V + c, st, n, 32 / W, W), c += 32;
+    if (c + 16 <= dv) pv_columns(o + c, p, V + c, st, n, 16 / W, W), c += 16;
+    if (W == 8 && c + 8 <= dv) pv_columns(o + c, p, V + c, st, n, 1, W), c += 8;
     for (; c < dv; c++)
         for (int jj = 0; jj < n; jj++) {
             float t = p[jj] * V[(size_t)jj * st + c];
@@ -192,7 +208,8 @@ static inline __attribute__((always_inline)) void accumulate_pv(float *o, const 
         }
 }
 
-static inline __attribute__((always_inline)) void attn_forward_bh(const attn_args *a, float *lse, float *Kt, int bh) {
+static inline __attribute__((always_inline)) void attn_forward_bh(const attn_args *a, float *lse, float *Kt, int bh,
+                                                                   const int W) {
     int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
     float *s = Kt + (size_t)(dk + dv) * Tk;
     /* few queries (decoding): dot products on K rows; otherwise transpose K once for all queries */
@@ -220,14 +237,14 @@ static inline __attribute__((always_inline)) void attn_forward_bh(const attn_arg
                 tfm_vdot_rows(s, qi, Kb + (size_t)j0 * a->k.st, a->k.st, n, (size_t)dk);
                 for (int jj = 0; jj < n; jj++) s[jj] *= a->scale;
             } else {
-                scores(s, qi, Kt, Tk, dk, j0, n, a->scale);
+                scores(s, qi, Kt, Tk, dk, j0, n, a->scale, W);
             }
             float mt = tfm_vmax(s, (size_t)n), mnew = mt > m ? mt : m;
             float corr = tfm_expf(m - mnew);
             l = l * corr + tfm_vexp_sum(s, s, mnew, (size_t)n);
             if (corr != 1.0f)
                 for (int c = 0; c < dv; c++) o[c] *= corr;
-            accumulate_pv(o, s, Vb + (size_t)j0 * a->v.st, a->v.st, n, dv);
+            accumulate_pv(o, s, Vb + (size_t)j0 * a->v.st, a->v.st, n, dv, W);
             m = mnew;
         }
         float inv = 1.0f / l;
@@ -238,10 +255,10 @@ static inline __attribute__((always_inline)) void attn_forward_bh(const attn_arg
 #define ARGS_ATTN_FORWARD const attn_args *a, float *lse, float *Kt, int bh
 #define PASS_ATTN_FORWARD a, lse, Kt, bh
 typedef void (*attn_forward_fn)(ARGS_ATTN_FORWARD);
-static void attn_forward_c(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD); }
+static void attn_forward_c(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD, 8); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void attn_forward_avx2(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD); }
-TFM_TARGET_AVX512 static void attn_forward_avx512(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD); }
+TFM_TARGET_AVX2 static void attn_forward_avx2(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD, 8); }
+TFM_TARGET_AVX512 static void attn_forward_avx512(ARGS_ATTN_FORWARD) { attn_forward_bh(PASS_ATTN_FORWARD, 16); }
 static const attn_forward_fn attn_forward_paths[TFM_ISA_COUNT] = {attn_forward_c, attn_forward_avx2, attn_forward_avx512};
 #else
 static const attn_forward_fn attn_forward_paths[TFM_ISA_COUNT] = {attn_forward_c, attn_forward_c, attn_forward_c};
@@ -298,7 +315,7 @@ static inline __attribute__((always_inline)) void tile_q(int D, int qn, int n, c
     }
 }
 
-static inline __attribute__((always_inline)) void attn_backward_bh(const attn_args *a, float *Kt, int bh) {
+static inline __attribute__((always_inline)) void attn_backward_bh(const attn_args *a, float *Kt, int bh, const int W) {
     int b = bh / a->H, h = bh % a->H, Tk = a->Tk, dk = a->dk, dv = a->dv;
     float *Vt = Kt + (size_t)dk * Tk;
     float *P = Vt + (size_t)dv * Tk, *dS = P + QB * TILE, *Dv = dS + QB * TILE;
@@ -329,7 +346,7 @@ static inline __attribute__((always_inline)) void attn_backward_bh(const attn_ar
                 float *pr = P + ii * TILE, *dsr = dS + ii * TILE;
                 if (cnt > 0) {
                     const float *qi = a->q.data + qb + i * a->q.st, *doi = a->o.grad + ob + i * a->o.st;
-                    scores(pr, qi, Kt, Tk, dk, j0, cnt, a->scale);
+                    scores(pr, qi, Kt, Tk, dk, j0, cnt, a->scale, W);
                     tfm_vexp_sum(pr, pr, a->lse[(size_t)bh * a->Tq + i], (size_t)cnt);
                     for (int jj = 0; jj < cnt; jj++) dsr[jj] = 0.0f;
                     for (int c = 0; c < dv; c++) {
@@ -359,10 +376,10 @@ static inline __attribute__((always_inline)) void attn_backward_bh(const attn_ar
 #define ARGS_ATTN_BACKWARD const attn_args *a, float *Kt, int bh
 #define PASS_ATTN_BACKWARD a, Kt, bh
 typedef void (*attn_backward_fn)(ARGS_ATTN_BACKWARD);
-static void attn_backward_c(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD); }
+static void attn_backward_c(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD, 8); }
 #if TFM_X86
-TFM_TARGET_AVX2 static void attn_backward_avx2(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD); }
-TFM_TARGET_AVX512 static void attn_backward_avx512(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD); }
+TFM_TARGET_AVX2 static void attn_backward_avx2(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD, 8); }
+TFM_TARGET_AVX512 static void attn_backward_avx512(ARGS_ATTN_BACKWARD) { attn_backward_bh(PASS_ATTN_BACKWARD, 16); }
 static const attn_backward_fn attn_backward_paths[TFM_ISA_COUNT] = {attn_backward_c, attn_backward_avx2, attn_backward_avx512};
 #else
 static const attn_backward_fn attn_backward_paths[TFM_ISA_COUNT] = {attn_backward_c, attn_backward_c, attn_backward_c};
