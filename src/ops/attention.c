@@ -105,7 +105,7 @@ static void gather_t(const view *x, int b, int h, int T, int d, float *xt) {
 /* 16 or 8 floats as one value (GCC/clang generic vectors); v16u/v8u: the unaligned, aliasing views in memory. The
  * kernels below take the width W as a constant: 16 on the AVX-512 path (one register), 8 elsewhere (one AVX2
  * register, two SSE ones): GCC keeps an array of 64-byte vectors in registers only where each is one register, and
- * on AVX2 stored them to the stack at every key (measured: half of attention's decoding time). */
+ * on AVX2 stored them to the stack at every key (measured: over half of attention's decoding time). */
 typedef float v16f __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
 typedef float v8f __attribute__((vector_size(32)));
