@@ -67,6 +67,9 @@ TFM_API tfm_entry *tfm_container_add_float(tfm_container *c, const char *name, f
 /* A 64-bit value (an RNG state) as i32 (2): low half, then high half. Both trainers store theirs so. */
 TFM_API tfm_entry *tfm_container_add_u64(tfm_container *c, const char *name, uint64_t v);
 TFM_API tfm_entry *tfm_container_get(const tfm_container *c, const char *name);
+/* Is name a training run's own entry (adam.*: optimizer moments, train.*: step, RNG, data position, run.*: the run's
+ * configuration), which a model made from checkpoints (an average, a stored ensemble) does not carry? */
+TFM_API int tfm_is_training_entry(const char *name);
 /* Typed getters: return -1 and set tfm error ("FILE: entry NAME missing / has wrong type") on failure. */
 TFM_API int tfm_container_int(const tfm_container *c, const char *name, int *out);
 TFM_API int tfm_container_float(const tfm_container *c, const char *name, float *out);   /* also accepts an i32 scalar */

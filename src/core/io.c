@@ -120,6 +120,10 @@ tfm_entry *tfm_container_get(const tfm_container *c, const char *name) {
     return NULL;
 }
 
+int tfm_is_training_entry(const char *name) {
+    return !strncmp(name, "adam.", 5) || !strncmp(name, "train.", 6) || !strncmp(name, "run.", 4);
+}
+
 /* Append an entry taking ownership of buf (nbytes + 1 bytes, last one 0). */
 static tfm_entry *append_entry(tfm_container *c, const char *name, int dtype, int ndim, const int *shape,
                                void *buf, size_t nbytes) {

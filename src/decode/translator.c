@@ -341,11 +341,10 @@ int tfm_ensemble_save(const char *out_path, const char *const *members, int n) {
     tfm_translator_free(t);
     tfm_container in, out;   /* OUT: the first member's weights and settings, and the others' names */
     tfm_container_init(&out);
-    int rc = tfm_container_load(&in, members[0]);
+    int rc = tfm_container_load_except(&in, members[0], "adam.");   /* the moments, not kept: twice the weights */
     for (int i = 0; !rc && i < in.n; i++) {
         const tfm_entry *e = &in.e[i];
-        if (!strncmp(e->name, "adam.", 5) || !strncmp(e->name, "train.", 6) || !strncmp(e->name, "run.", 4))
-            continue;   /* weights and settings: not a checkpoint to resume (as tfm average) */
+        if (tfm_is_training_entry(e->name)) continue;   /* weights and settings: not a checkpoint to resume */
         if (!tfm_container_add(&out, e->name, e->dtype, e->ndim, e->shape, e->data, e->nbytes)) rc = -1;
     }
     if (!rc && !tfm_container_add_str(&out, "decode.ensemble", names)) rc = -1;

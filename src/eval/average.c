@@ -12,12 +12,11 @@
 
 static int starts_with(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
-/* Training state (optimizer moments, RNG, step) and our own provenance entry are not carried over. */
-/* not compared, not written: training state, earlier averages' notes, and a stored ensemble's member names (the
- * mean of the weights is one model) */
+/* not compared, not written: training state (tfm_is_training_entry), earlier averages' notes, and a stored
+ * ensemble's member names (the mean of the weights is one model) */
 static int is_dropped(const char *name) {
-    return starts_with(name, "adam.") || starts_with(name, "train.") || starts_with(name, "run.") ||
-           !strcmp(name, "meta.averaged") || !strcmp(name, "meta.ema") || !strcmp(name, "decode.ensemble");
+    return tfm_is_training_entry(name) || !strcmp(name, "meta.averaged") || !strcmp(name, "meta.ema") ||
+           !strcmp(name, "decode.ensemble");
 }
 static int is_param(const char *name) { return starts_with(name, "param."); }
 
