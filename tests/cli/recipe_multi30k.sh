@@ -40,8 +40,9 @@ else fail "recipe -- flags" "$(grep 'train-mt config' "$TMP/err" | cut -c1-200; 
 if TFM="$TFM" bash recipes/multi30k-en-de.sh "$TMP/e" --smoke --threads 2 >"$TMP/out" 2>"$TMP/err" \
     && [ "$(wc -l <"$TMP/e/test_2016_flickr.hyp.de")" -eq 40 ] && [ ! -e "$TMP/e/test_2016_flickr.hyp.en" ] \
     && head -n 40 $M/val.en | cmp -s - "$TMP/e/v.en" && grep -q '^nrefs:1|case:mixed' "$TMP/e/results.txt" \
-    && $TFM info "$TMP/e/model.tfm" 2>&1 | grep -q '^ *src_lang *en$' && $TFM info "$TMP/e/model.tfm" 2>&1 | grep -q '^ *tgt_lang *de$'; then pass "recipe en-de --smoke: English in, German out, scored"
-else fail "recipe en-de --smoke" "$(tail -n 3 "$TMP/err"; $TFM info "$TMP/e/model.tfm" 2>&1 | grep -i lang)"; fi
+    && $TFM info "$TMP/e/model.tfm" 2>&1 | grep -q '^ *src_lang *en$' && $TFM info "$TMP/e/model.tfm" 2>&1 | grep -q '^ *tgt_lang *de$' \
+    && grep -q 'train-mt config: .*--max-tokens 1024 ' "$TMP/err"; then pass "recipe en-de --smoke: English in, German out, scored, batches of 1024 tokens"
+else fail "recipe en-de --smoke" "$(tail -n 3 "$TMP/err"; $TFM info "$TMP/e/model.tfm" 2>&1 | grep -i lang; grep -o -- '--max-tokens [0-9]*' "$TMP/err")"; fi
 bash recipes/multi30k.sh "$TMP/x" --from fr --to en >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q 'the directions are' "$TMP/err" && pass "recipe: an unknown direction is exit 2" \
     || fail "recipe bad direction" "exit $rc: $(cat "$TMP/err")"
