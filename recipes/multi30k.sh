@@ -74,7 +74,7 @@ stamp "training ($epochs epochs)"
 rm -f "$out"/train.step*.tfm
 # --preset multi30k is the model, schedule and batching of step 2 (tfm train-mt --help lists its values)
 "$TFM" train-mt "${train[@]}" "${valid[@]}" --preset multi30k \
-    --vocab-size "$vocab" "${model[@]}" ${batch[@]+"${batch[@]}"} --epochs "$epochs" \
+    --vocab-size "$vocab" ${model[@]+"${model[@]}"} ${batch[@]+"${batch[@]}"} --epochs "$epochs" \
     --keep-last "$keep" --keep-best --threads "$threads" --seed 1 --log-every 50 --weight-decay 0.1 \
     --decode-beam 5 --decode-alpha 1.6 --src-lang "$S" --tgt-lang "$T" \
     --log-file "$out/train.jsonl" --out "$out/train.tfm" --overwrite \
