@@ -233,9 +233,21 @@ tfm_q8_path tfm_q8_active_path(void) {
 
 const char *tfm_gemm_q8_backend(void) { return tfm_q8_path_name(tfm_q8_active_path()); }
 
+#if TFM_X86
+/* The VNNI path's tiles: 4 rows with vpdpbusd; single rows with the AVX2 row kernel, which streams a weight (a
+ * decoding step's GEMV, bandwidth-bound) faster on Zen 5: GPT-2 small's int8 weights, one core, 30-35 GB/s against
+ * 20-22 for the same row order with 512-bit vpdpbusd, 512-bit vpmaddubsw or 256-bit vpdpbusd (the cause is not
+ * known; an in-L2 weight is faster with vpdpbusd, but a one-row step over a small weight costs little either way). */
+static void tile_vnni_any(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
+                          int32_t *out) {
+    if (mr == 1) tile_avx2_any(mr, nr, kb, a, lda, w, ldw, out);
+    else tfm_q8_tile_vnni(mr, nr, kb, a, lda, w, ldw, out);
+}
+#endif
+
 static q8_tile_fn path_tile(tfm_q8_path path) {
 #if TFM_X86
-    if (path == TFM_Q8_VNNI) return tfm_q8_tile_vnni;
+    if (path == TFM_Q8_VNNI) return tile_vnni_any;
     if (path == TFM_Q8_AVX2) return tile_avx2_any;
 #endif
     (void)path;

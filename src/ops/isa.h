@@ -77,7 +77,8 @@ void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const 
 void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda, const struct tfm_q8_weight *W,
                        const float *bias, float *C, int ldc);
 /* The VNNI tile (src/ops/kernels_q8_avx512.c, body in ops/q8_vnni_body.h): out[i * 4 + j] = sum_{k < kb}
- * u[i * lda + k] w[j * ldw + k] for i < mr (1 or 4), j < nr (1..4), u = a's bytes unsigned; kb a multiple of 64. */
+ * u[i * lda + k] w[j * ldw + k] for i < mr (4), j < nr (1..4), u = a's bytes unsigned; kb a multiple of 64 (single
+ * rows: gemm_q8.c's AVX2 row kernel). */
 extern const int tfm_q8_vnni_built_;
 void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out);
 /* The VNNI panel tile (the same files): out[16 i + c] = sum_{g < groups, t < 4} u[i * lda + 4 g + t] p[64 g + 4 c + t]

@@ -22,44 +22,11 @@ static inline __attribute__((always_inline)) __m128i q8v_sum4(__m512i v0, __m512
     return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
-/* One activation row against NR weight rows (a decoding step's GEMV). The NR rows are adjacent in memory, so
- * reading them one after another makes the whole weight one sequential stream; rows read side by side are NR
- * interleaved streams, which the hardware prefetchers follow worse (Zen 5, one core: a plain read of 4 rows side
- * by side 15-17 GB/s against 26-46 for one stream; GPT-2 small's weights through this GEMV 19.5 -> 21.8 GB/s,
- * medians of 8). Four accumulators a row hide vpdpbusd's latency. */
-static inline __attribute__((always_inline)) void q8v_row(const int NR, int kb, const int8_t *a, const int8_t *w,
-                                                          size_t ldw, int32_t *out) {
-    __m512i acc[4];
-#define Q8V_DP(S, K) S = _mm512_dpbusd_epi32(S, _mm512_load_si512((const void *)(a + (K))), \
-                                            _mm512_load_si512((const void *)(r + (K))))
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; j++) {
-        const int8_t *r = w + (size_t)j * ldw;
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-        int k = 0;
-        for (; k + 256 <= kb; k += 256) {
-            Q8V_DP(s0, k);
-            Q8V_DP(s1, k + 64);
-            Q8V_DP(s2, k + 128);
-            Q8V_DP(s3, k + 192);
-        }
-        for (; k < kb; k += 64) Q8V_DP(s0, k);
-        acc[j] = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
-    }
-#undef Q8V_DP
-    const __m512i z = _mm512_setzero_si512();
-    _mm_storeu_si128((__m128i *)out, q8v_sum4(acc[0], NR > 1 ? acc[1] : z, NR > 2 ? acc[2] : z, NR > 3 ? acc[3] : z));
-}
-
 /* out[i*4 + j] = sum_{k < kb} u[i*lda + k] * w[j*ldw + k] for i < MR, j < NR, u the bytes of a read as unsigned
  * (kb a multiple of 64; the rows of a and w 64-byte aligned). MR, NR are constants after inlining: the
  * accumulators stay in registers. */
 static inline __attribute__((always_inline)) void q8v_tile(const int MR, const int NR, int kb, const int8_t *a,
                                                            size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
-    if (MR == 1) {
-        q8v_row(NR, kb, a, w, ldw, out);
-        return;
-    }
     __m512i acc[4][4];
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_si512();
@@ -83,15 +50,15 @@ static inline __attribute__((always_inline)) void q8v_tile(const int MR, const i
         q8v_tile(MR, NR, kb, a, lda, w, ldw, out);                                                          \
     }
 Q8V_VARIANT(4, 4) Q8V_VARIANT(4, 3) Q8V_VARIANT(4, 2) Q8V_VARIANT(4, 1)
-Q8V_VARIANT(1, 4) Q8V_VARIANT(1, 3) Q8V_VARIANT(1, 2) Q8V_VARIANT(1, 1)
 #undef Q8V_VARIANT
 
-/* The tile entry point: mr 1 or 4 rows, nr 1..4 columns; out is mr x 4 int32 (columns >= nr unspecified). */
+/* The tile entry point: 4 rows, nr 1..4 columns; out is 4 x 4 int32 (columns >= nr unspecified). Single rows (a
+ * decoding step's GEMV) take gemm_q8.c's AVX2 row kernel on VNNI CPUs too: it streams a weight faster (there). */
 void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
     typedef void (*tile_fn)(int, const int8_t *, size_t, const int8_t *, size_t, int32_t *);
-    static const tile_fn tiles[2][4] = {{q8v_tile_1x1, q8v_tile_1x2, q8v_tile_1x3, q8v_tile_1x4},
-                                        {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4}};
-    tiles[mr == 4][nr - 1](kb, a, lda, w, ldw, out);
+    static const tile_fn tiles[4] = {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4};
+    (void)mr;   /* 4 */
+    tiles[nr - 1](kb, a, lda, w, ldw, out);
 }
 
 /* The panel tile: 8 rows of unsigned activation bytes (lda apart; q + 64) against one panel of W (core/q8.h: a 64-byte group is 16 weight rows x 4 k, row c's 4
