@@ -10,6 +10,7 @@
  *   <path> rows tfm_gemm_q8's row tiles on that path (4-row calls: the layout one-row steps read)
  *   <path>      tfm_gemm_q8 on that path (from 5 rows: W's panels, core/q8.h; also greedy's screen)
  * The CPU and the paths are printed; the numbers depend on the machine's load (run it on a quiet machine). */
+#include "bench_clock.h"
 #include "core/q8.h"
 #include "ops/isa.h"
 #include "tfm/kernels.h"
@@ -17,18 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     int M, N, K;
@@ -107,16 +96,16 @@ int main(int argc, char **argv) {
         for (int r = 0; r < rounds; r++)
             for (int c = 0; c < n; c++) {
                 long reps = 0;
-                double t0 = now(), t;
+                double t0 = bench_now(), t;
                 do run(kinds[c], (tfm_q8_path)paths[c], &s), reps++;
-                while ((t = now() - t0) < ms * 1e-3);
+                while ((t = bench_now() - t0) < ms * 1e-3);
                 gmacs[c][r] = macs * (double)reps / t * 1e-9;
             }
         char label[32];
         snprintf(label, sizeof label, "%d x %d x %d", M, N, K);
         printf("%-16s", label);
         for (int c = 0; c < n; c++) {
-            qsort(gmacs[c], (size_t)rounds, sizeof(double), by_value);
+            qsort(gmacs[c], (size_t)rounds, sizeof(double), bench_by_value);
             printf(" %16.1f", gmacs[c][rounds / 2]);
         }
         printf("\n");

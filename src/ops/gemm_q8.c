@@ -6,9 +6,9 @@
  * 127]); qa, sa: each activation row quantized on the fly to 7 bits (tfm_q7_quantize_row: q in [-63, 63], scale
  * amax / 63), into a per-thread scratch buffer. The kernels read an activation as the unsigned byte u = q + 64
  * (1..127) and sum u * w; the shift comes back out exactly, acc = sum u w - 64 sum w (the row sum of w is stored
- * with the weight). The layout is row-major on both sides: a tile of mr activation rows x nr weight rows runs
- * along k in vector-wide chunks and sums each accumulator's lanes at the end (good for the few rows of a
- * decoding step: one row of A against all of W is a stream through W). From 5 rows a step (a batch, a beam)
+ * with the weight). The layout is row-major on both sides: a tile of 4 activation rows x nr weight rows runs
+ * along k in vector-wide chunks and sums each accumulator's lanes at the end; a single row (a decoding step)
+ * takes the weight rows one after another, so all of W is one sequential stream. From 5 rows a step (a batch, a beam)
  * the AVX2 and VNNI paths read W in panels instead (core/q8.h; "panels" below), which reuse every weight vector
  * for 4 (AVX2) or 8 (VNNI) activation rows and 16 weight rows at once, with no horizontal sums.
  *
@@ -80,8 +80,8 @@ TFM_TARGET_AVX2 static inline __m128i sum4_avx2(__m256i v0, __m256i v1, __m256i 
 
 /* One activation row against NR adjacent weight rows (a decoding step's GEMV), the rows read one after another:
  * the weight is one sequential stream, which the prefetchers follow better than NR rows side by side
- * (ops/q8_vnni_body.h; this path on Zen 5: GPT-2 small's weights 19.6 -> 34 GB/s, medians of 8). Two
- * accumulators a row. */
+ * (this path on Zen 5: GPT-2 small's weights 19.6 -> 34 GB/s in a slow phase of the VM, 32 -> 36 in a fast one).
+ * Two accumulators a row. */
 TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void row_avx2(const int NR, int kb, const int8_t *a,
                                                                             const int8_t *w, size_t ldw,
                                                                             int32_t *out) {
@@ -234,10 +234,12 @@ tfm_q8_path tfm_q8_active_path(void) {
 const char *tfm_gemm_q8_backend(void) { return tfm_q8_path_name(tfm_q8_active_path()); }
 
 #if TFM_X86
-/* The VNNI path's tiles: 4 rows with vpdpbusd; single rows with the AVX2 row kernel, which streams a weight (a
- * decoding step's GEMV, bandwidth-bound) faster on Zen 5: GPT-2 small's int8 weights, one core, 30-35 GB/s against
- * 20-22 for the same row order with 512-bit vpdpbusd, 512-bit vpmaddubsw or 256-bit vpdpbusd (the cause is not
- * known; an in-L2 weight is faster with vpdpbusd, but a one-row step over a small weight costs little either way). */
+/* The VNNI path's tiles: 4 rows with vpdpbusd; single rows with the AVX2 row kernel, which streams a weight from
+ * memory (a generation step's GEMV, bandwidth-bound) faster on Zen 5: GPT-2 small's int8 weights, one core, ~34
+ * GB/s against 20-22 for the same row order with 512-bit vpdpbusd, 512-bit vpmaddubsw or 256-bit vpdpbusd in a
+ * slow phase of the VM, level in a fast one (the cause is not known); GPT-2 small's int8 generation 1.1-1.2x faster
+ * in every phase. A weight in cache is faster with vpdpbusd: the Multi30k translator's one-row int8 steps are
+ * 3-5% slower this way (docs/BENCHMARKS.md, Zen 5). */
 static void tile_vnni_any(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
                           int32_t *out) {
     if (mr == 1) tile_avx2_any(mr, nr, kb, a, lda, w, ldw, out);
