@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "tfm/decode.h"
+#include "core/par.h"
 #include "ops/vmath.h"
 
 typedef struct {
@@ -145,9 +146,9 @@ static float *step_scores(int n, float **x, int rows, int V, int nt, float *scra
     if (n == 1) return x[0];
     int bad = 0;
     float inv = 1.0f / (float)n;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V * n >= 65536) reduction(|:bad)
+    TFM_PAR_FOR(nt > 1 && (size_t)rows * V * n >= 65536, schedule(static) num_threads(nt) reduction(|:bad),
     for (int r = 0; r < rows; r++) {
-        float *o = x[0] + (size_t)r * V, *tmp = scratch + (size_t)omp_get_thread_num() * V;
+        float *o = x[0] + (size_t)r * V, *tmp = scratch + (size_t)TFM_PAR_RANK * V;
         float lse = row_lse(o, V, tmp);
         bad |= !isfinite(lse);
         for (int v = 0; v < V; v++) o[v] -= lse;
@@ -158,7 +159,7 @@ static float *step_scores(int n, float **x, int rows, int V, int nt, float *scra
             for (int v = 0; v < V; v++) o[v] += xk[v] - lse;
         }
         for (int v = 0; v < V; v++) o[v] *= inv;
-    }
+    });
     return bad ? NULL : x[0];
 }
 
@@ -427,10 +428,11 @@ static int beam_batch(members *e, tfm_graph *g, const batch_job *j) {
             int s = row_sent[gi * K];
             forced[gi] = step < prefix_len(j, s) ? prefix_tok(j, s, step) : -1;
         }
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (size_t)rows * V >= 65536)
-        for (int gi = 0; gi < n_groups; gi++)
+        TFM_PAR_FOR(nt > 1 && (size_t)rows * V >= 65536, schedule(static) num_threads(nt),
+        for (int gi = 0; gi < n_groups; gi++) {
             n_tops[gi] = group_candidates(&m->cfg, logits, normalized, V, score, gi * K, K, forced[gi],
-                                          lse_tmp + (size_t)omp_get_thread_num() * V, tops + (size_t)gi * 2 * K);
+                                          lse_tmp + (size_t)TFM_PAR_RANK * V, tops + (size_t)gi * 2 * K);
+        });
         for (int gi = 0; gi < n_groups && !bad; gi++) bad = n_tops[gi] < 0;
         if (bad) {   /* NaN or infinite logits: a diverged model */
             rc = nonfinite_output(step);

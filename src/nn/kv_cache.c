@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tfm/nn.h"
+#include "core/par.h"
 
 static size_t layer_floats(int n_slot, int n_head, int max_len, int d) {
     return (size_t)n_slot * n_head * max_len * d;
@@ -90,13 +91,13 @@ static void copy_slots(tfm_kv_cache *c, const int *from, const int *to, int n) {
     size_t seg = sizeof(float) * (size_t)c->len * c->d;
     int L = c->n_layer, nt = tfm_get_threads();
     size_t bytes = 2 * seg * (size_t)n * L * c->n_head;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(nt) if (nt > 1 && bytes >= (1u << 18))
+    TFM_PAR_FOR(nt > 1 && bytes >= (1u << 18), collapse(2) schedule(static) num_threads(nt),
     for (int i = 0; i < n; i++)
         for (int l = 0; l < L; l++)
             for (int h = 0; h < c->n_head; h++) {
                 memcpy(slot_ptr(c, c->k, l, to[i], h, 0), slot_ptr(c, c->k, l, from[i], h, 0), seg);
                 memcpy(slot_ptr(c, c->v, l, to[i], h, 0), slot_ptr(c, c->v, l, from[i], h, 0), seg);
-            }
+            });
     c->n_copied += n;
 }
 

@@ -270,8 +270,10 @@ static void attn_forward(const attn_args *a, float *lse, int nt) {
     int nbh = a->B * a->H;
     size_t work = (size_t)nbh * a->Tq * a->Tk * (a->dk + a->dv);
     const attn_forward_fn one = attn_forward_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && work >= 65536)
-    for (int bh = 0; bh < nbh; bh++) one(a, lse, buf + per * omp_get_thread_num(), bh);
+    TFM_PAR_FOR(nt > 1 && work >= 65536, schedule(dynamic, 1) num_threads(nt),
+    for (int bh = 0; bh < nbh; bh++) {
+        one(a, lse, buf + per * TFM_PAR_RANK, bh);
+    });
 }
 
 /* Backward, flash-attention-2 style, per (batch, head): for a block of up to QB query rows and a tile of
@@ -393,8 +395,10 @@ static void attn_backward(const attn_args *a, int nt) {
     int same_d = a->dk == a->dv && a->dk <= MAXD;
     TFM_ASSERT(same_d, "attention backward: d_k == d_v <= %d required", MAXD);
     const attn_backward_fn one = attn_backward_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && work >= 32768)
-    for (int bh = 0; bh < nbh; bh++) one(a, buf + per * omp_get_thread_num(), bh);
+    TFM_PAR_FOR(nt > 1 && work >= 32768, schedule(dynamic, 1) num_threads(nt),
+    for (int bh = 0; bh < nbh; bh++) {
+        one(a, buf + per * TFM_PAR_RANK, bh);
+    });
 }
 
 /* ---------------------------------------------------------------- per-batch-entry variant
@@ -822,8 +826,10 @@ static void mat_forward(const attn_args *a, float *lse, int nt) {
         for (int bh = 0; bh < a->B * a->H; bh++) entry(a, lse, buf + per * omp_get_thread_num(), bh / a->H, bh % a->H);
         return;
     }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) entry(a, lse, buf + per * omp_get_thread_num(), b, -1);
+    TFM_PAR_FOR(nt > 1 && a->B > 1, schedule(dynamic, 1) num_threads(nt),
+    for (int b = 0; b < a->B; b++) {
+        entry(a, lse, buf + per * TFM_PAR_RANK, b, -1);
+    });
 }
 
 /* dX[j] += sum_i Y(i,j) Z_i for keys j (a row block at a time), from the first query whose x exceeds the block's
@@ -918,8 +924,10 @@ static void mat_backward(const attn_args *a, int nt) {
     size_t per = mat_scratch_floats(a, 1);
     float *buf = thread_scratch(per, nt);
     const mat_bwd_fn entry = mat_backward_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && a->B > 1)
-    for (int b = 0; b < a->B; b++) entry(a, buf + per * omp_get_thread_num(), b);
+    TFM_PAR_FOR(nt > 1 && a->B > 1, schedule(dynamic, 1) num_threads(nt),
+    for (int b = 0; b < a->B; b++) {
+        entry(a, buf + per * TFM_PAR_RANK, b);
+    });
 }
 
 /* Does the per-entry variant keep P (probs floats) for the backward, or recompute it there? Kept P is

@@ -10,7 +10,7 @@ tfm_tensor *tfm_add_outer(tfm_graph *g, tfm_tensor *a, tfm_tensor *c) {
     tfm_tensor *in[2] = {a, c};
     int shape[4] = {B, Tq, Tk, h};
     tfm_tensor *out = tfm_tensor_new(g, 4, shape, tfm_any_grad(g, in, 2));
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * Tq * Tk * h >= 16384)
+    TFM_PAR_FOR((size_t)B * Tq * Tk * h >= 16384, collapse(2) schedule(static),
     for (int b = 0; b < B; b++)
         for (int i = 0; i < Tq; i++) {
             const float *ar = a->data + ((size_t)b * Tq + i) * h;
@@ -19,7 +19,7 @@ tfm_tensor *tfm_add_outer(tfm_graph *g, tfm_tensor *a, tfm_tensor *c) {
                 float *o = out->data + (((size_t)b * Tq + i) * Tk + j) * h;
                 for (int k = 0; k < h; k++) o[k] = ar[k] + cr[k];
             }
-        }
+        });
     tfm_graph_push(g, TFM_OP_ADD_OUTER, out, 2, in);
     OP_END(g, TFM_OP_ADD_OUTER);
     return out;
@@ -29,7 +29,7 @@ void tfm_bw_add_outer(tfm_node *n) {
     tfm_tensor *a = n->in[0], *c = n->in[1], *o = n->out;
     int B = a->shape[0], Tq = a->shape[1], Tk = c->shape[1], h = a->shape[2];
     /* each thread owns one batch row: no races, fixed summation order */
-#pragma omp parallel for schedule(static) if ((size_t)B * Tq * Tk * h >= 16384)
+    TFM_PAR_FOR((size_t)B * Tq * Tk * h >= 16384, schedule(static),
     for (int b = 0; b < B; b++)
         for (int i = 0; i < Tq; i++)
             for (int j = 0; j < Tk; j++) {
@@ -42,5 +42,5 @@ void tfm_bw_add_outer(tfm_node *n) {
                     float *gc = c->grad + ((size_t)b * Tk + j) * h;
                     for (int k = 0; k < h; k++) gc[k] += go[k];
                 }
-            }
+            });
 }

@@ -7,11 +7,11 @@
 
 void tfm_add_column_sums(const float *m, int rows, int cols, float *out) {
     int nb = (cols + TFM_COLSUM_W - 1) / TFM_COLSUM_W;
-#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= 16384 && nb > 1)
+    TFM_PAR_FOR((size_t)rows * cols >= 16384 && nb > 1, schedule(static),
     for (int b = 0; b < nb; b++) {
         int c0 = b * TFM_COLSUM_W, w = cols - c0 < TFM_COLSUM_W ? cols - c0 : TFM_COLSUM_W;
         tfm_vcolsum(m + c0, rows, cols, w, out + c0);
-    }
+    });
 }
 
 static tfm_tensor *like(tfm_graph *g, tfm_tensor *x, int want_grad) {
@@ -32,12 +32,15 @@ static tfm_tensor *add_sub(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, float sig
     tfm_tensor *out = like(g, a, tfm_any_grad(g, in, 2));
     size_t n = a->size, bs = b->size;
     if (bs == n) {
-#pragma omp parallel for schedule(static) if (n >= 16384)
-        for (size_t i = 0; i < n; i++) out->data[i] = a->data[i] + sign * b->data[i];
+        TFM_PAR_FOR(n >= 16384, schedule(static),
+        for (size_t i = 0; i < n; i++) {
+            out->data[i] = a->data[i] + sign * b->data[i];
+        });
     } else {
-#pragma omp parallel for schedule(static) if (n >= 16384)
-        for (size_t r = 0; r < n / bs; r++)
+        TFM_PAR_FOR(n >= 16384, schedule(static),
+        for (size_t r = 0; r < n / bs; r++) {
             for (size_t j = 0; j < bs; j++) out->data[r * bs + j] = a->data[r * bs + j] + sign * b->data[j];
+        });
     }
     tfm_graph_push(g, op, out, 2, in);
     OP_END(g, op);
@@ -56,11 +59,15 @@ static void grad_add(tfm_node *n, int k, float sign) {
     const float *s = n->out->grad;
     size_t sz = n->out->size;
     if (tfm_bw_fresh(n, k)) {
-#pragma omp parallel for schedule(static) if (sz >= 16384)
-        for (size_t i = 0; i < sz; i++) d[i] = sign * s[i];
+        TFM_PAR_FOR(sz >= 16384, schedule(static),
+        for (size_t i = 0; i < sz; i++) {
+            d[i] = sign * s[i];
+        });
     } else {
-#pragma omp parallel for schedule(static) if (sz >= 16384)
-        for (size_t i = 0; i < sz; i++) d[i] += sign * s[i];
+        TFM_PAR_FOR(sz >= 16384, schedule(static),
+        for (size_t i = 0; i < sz; i++) {
+            d[i] += sign * s[i];
+        });
     }
 }
 
@@ -87,8 +94,10 @@ tfm_tensor *tfm_mul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
     TFM_ASSERT(a->size == b->size, "mul: sizes %zu vs %zu", a->size, b->size);
     tfm_tensor *in[2] = {a, b};
     tfm_tensor *out = like(g, a, tfm_any_grad(g, in, 2));
-#pragma omp parallel for schedule(static) if (a->size >= 16384)
-    for (size_t i = 0; i < a->size; i++) out->data[i] = a->data[i] * b->data[i];
+    TFM_PAR_FOR(a->size >= 16384, schedule(static),
+    for (size_t i = 0; i < a->size; i++) {
+        out->data[i] = a->data[i] * b->data[i];
+    });
     tfm_graph_push(g, TFM_OP_MUL, out, 2, in);
     OP_END(g, TFM_OP_MUL);
     return out;
@@ -96,18 +105,20 @@ tfm_tensor *tfm_mul(tfm_graph *g, tfm_tensor *a, tfm_tensor *b) {
 
 void tfm_bw_mul(tfm_node *n) {
     tfm_tensor *a = n->in[0], *b = n->in[1], *o = n->out;
-#pragma omp parallel for schedule(static) if (a->size >= 16384)
+    TFM_PAR_FOR(a->size >= 16384, schedule(static),
     for (size_t i = 0; i < a->size; i++) {
         if (a->grad) a->grad[i] += o->grad[i] * b->data[i];
         if (b->grad) b->grad[i] += o->grad[i] * a->data[i];
-    }
+    });
 }
 
 static tfm_tensor *affine(tfm_graph *g, tfm_tensor *x, float mul, float add, tfm_op op) {
     OP_BEGIN(g);
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
-#pragma omp parallel for schedule(static) if (x->size >= 16384)
-    for (size_t i = 0; i < x->size; i++) out->data[i] = x->data[i] * mul + add;
+    TFM_PAR_FOR(x->size >= 16384, schedule(static),
+    for (size_t i = 0; i < x->size; i++) {
+        out->data[i] = x->data[i] * mul + add;
+    });
     tfm_node *n = tfm_graph_push(g, op, out, 1, &x);
     if (n) n->fp[0] = mul;
     OP_END(g, op);
@@ -121,8 +132,10 @@ tfm_tensor *tfm_add_scalar(tfm_graph *g, tfm_tensor *x, float s) {
 void tfm_bw_scale(tfm_node *n) {
     tfm_tensor *x = n->in[0];
     float s = n->fp[0];
-#pragma omp parallel for schedule(static) if (x->size >= 16384)
-    for (size_t i = 0; i < x->size; i++) x->grad[i] += s * n->out->grad[i];
+    TFM_PAR_FOR(x->size >= 16384, schedule(static),
+    for (size_t i = 0; i < x->size; i++) {
+        x->grad[i] += s * n->out->grad[i];
+    });
 }
 void tfm_bw_add_scalar(tfm_node *n) { tfm_bw_scale(n); }
 
@@ -164,16 +177,14 @@ static inline float unary_df(tfm_op op, float x, float y) {
     }
 }
 
-/* Threads take contiguous 64-aligned slices; small tensors stay on the calling thread. */
-#define SPLIT_BEGIN(n)                                                                          \
-    {                                                                                           \
-    size_t n_ = (n);                                                                            \
-    _Pragma("omp parallel if (n_ >= 16384)") {                                                  \
-        int nt_ = omp_get_num_threads(), t_ = omp_get_thread_num();                             \
-        size_t per_ = ((n_ + nt_ - 1) / nt_ + 63) & ~(size_t)63;                                \
-        size_t lo = (size_t)t_ * per_ < n_ ? (size_t)t_ * per_ : n_;                            \
-        size_t hi = lo + per_ < n_ ? lo + per_ : n_;
-#define SPLIT_END }}
+/* Thread `rank` of `size`'s contiguous 64-aligned slice [*lo, *hi) of n elements. Small tensors stay on the
+ * calling thread (SPLIT_MIN). */
+#define SPLIT_MIN 16384
+static void split_slice(size_t n, int size, int rank, size_t *lo, size_t *hi) {
+    size_t per = ((n + (size_t)size - 1) / (size_t)size + 63) & ~(size_t)63;
+    *lo = (size_t)rank * per < n ? (size_t)rank * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
 
 static void unary_kernel(tfm_op op, float *y, float *x, size_t n) {
     switch (op) {
@@ -190,9 +201,11 @@ static tfm_tensor *unary(tfm_graph *g, tfm_tensor *x, tfm_op op) {
     OP_BEGIN(g);
     tfm_tensor *out = like(g, x, tfm_any_grad(g, &x, 1));
     size_t n = x->size;
-    SPLIT_BEGIN(n)
-    if (hi > lo) unary_kernel(op, out->data + lo, x->data + lo, hi - lo);
-    SPLIT_END
+    TFM_PAR_TEAM(n >= SPLIT_MIN, , {
+        size_t lo, hi;
+        split_slice(n, team_size, team_rank, &lo, &hi);
+        if (hi > lo) unary_kernel(op, out->data + lo, x->data + lo, hi - lo);
+    });
     tfm_graph_push(g, op, out, 1, &x);
     OP_END(g, op);
     return out;
@@ -210,13 +223,15 @@ void tfm_bw_unary(tfm_node *n) {
     tfm_tensor *x = n->in[0], *y = n->out;
     tfm_op op = n->op;
     size_t sz = x->size;
-    SPLIT_BEGIN(sz)
-    if (op == TFM_OP_GELU) {
-        if (hi > lo) tfm_vgelu_backward(x->grad + lo, y->grad + lo, x->data + lo, hi - lo, 1);
-    } else {
-        for (size_t i = lo; i < hi; i++) x->grad[i] += y->grad[i] * unary_df(op, x->data[i], y->data[i]);
-    }
-    SPLIT_END
+    TFM_PAR_TEAM(sz >= SPLIT_MIN, , {
+        size_t lo, hi;
+        split_slice(sz, team_size, team_rank, &lo, &hi);
+        if (op == TFM_OP_GELU) {
+            if (hi > lo) tfm_vgelu_backward(x->grad + lo, y->grad + lo, x->data + lo, hi - lo, 1);
+        } else {
+            for (size_t i = lo; i < hi; i++) x->grad[i] += y->grad[i] * unary_df(op, x->data[i], y->data[i]);
+        }
+    });
 }
 
 /* ---------------------------------------------------------------- reductions */
@@ -256,12 +271,12 @@ static tfm_tensor *dropout_keyed(tfm_graph *g, tfm_tensor *x, float p, uint64_t 
         size_t i0 = r * run, n = x->size - i0 < run ? x->size - i0 : run;
         uint64_t k0 = key + r * outer;
         const size_t blk = 4096;
-#pragma omp parallel for schedule(static) if (n >= 16384)
+        TFM_PAR_FOR(n >= 16384, schedule(static),
         for (size_t b = 0; b < (n + blk - 1) / blk; b++) {
             size_t j0 = b * blk, m = n - j0 < blk ? n - j0 : blk;
             tfm_vdrop_keep(mask + i0 + j0, k0 + j0, thresh, m);
             for (size_t i = i0 + j0; i < i0 + j0 + m; i++) out->data[i] = tfm_keep_or_zero(x->data[i] * scale, mask[i]);
-        }
+        });
     }
     tfm_node *n = tfm_graph_push(g, TFM_OP_DROPOUT, out, 1, &x);
     if (n) { n->saved = mask; n->fp[0] = scale; }
@@ -297,6 +312,8 @@ void tfm_bw_dropout(tfm_node *n) {
     tfm_tensor *x = n->in[0];
     const uint8_t *mask = n->saved;
     float scale = n->fp[0];
-#pragma omp parallel for schedule(static) if (x->size >= 16384)
-    for (size_t i = 0; i < x->size; i++) if (mask[i]) x->grad[i] += n->out->grad[i] * scale;
+    TFM_PAR_FOR(x->size >= 16384, schedule(static),
+    for (size_t i = 0; i < x->size; i++) {
+        if (mask[i]) x->grad[i] += n->out->grad[i] * scale;
+    });
 }

@@ -16,6 +16,7 @@
  * Built with -DTFM_USE_OPENBLAS, tfm_gemm forwards to cblas_sgemm instead. */
 #include "tfm/kernels.h"
 #include "ops/isa.h"
+#include "core/par.h"
 #include "ops/avx2_transpose.h"
 #include <math.h>
 #include <omp.h>
@@ -892,20 +893,34 @@ static int gemv_groups(int chunks, long long work, int nt, int *use, int *per) {
     return (chunks + *per - 1) / *per;
 }
 
+/* Panels [p0, p1) of gemm_gemv_packed. */
+static void gemv_packed_range(const gemm_args *g, int p0, int p1, tfm_isa isa) {
+#if TFM_HAVE_X86
+    if (isa >= TFM_ISA_AVX2) { gemv_packed_avx2(p0, p1, g->N, g->K, g->alpha, g->A, g->Bp, g->beta, g->C); return; }
+#endif
+    gemv_packed_c(p0, p1, g->N, g->K, g->alpha, g->A, g->Bp, g->beta, g->C);
+    (void)isa;
+}
+
 /* C (1, N) = alpha A op(B) + beta C with op(B) only packed (g->Bp; A one contiguous row). K > 0, alpha != 0. */
 static void gemm_gemv_packed(const gemm_args *g, int nt, tfm_isa isa) {
     const int panels = nr_round(g->N) / NR;   /* chunks of 4 panels: 64 columns */
     int use, per, groups = gemv_groups((panels + 3) / 4, (long long)g->N * g->K, nt, &use, &per);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
+    TFM_PAR_FOR(use > 1, schedule(dynamic, 1) num_threads(use),
     for (int gi = 0; gi < groups; gi++) {
         int p0 = gi * per * 4, p1 = (gi + 1) * per * 4 < panels ? (gi + 1) * per * 4 : panels;
+        gemv_packed_range(g, p0, p1, isa);
+    });
+}
+
+/* Outputs [j0, j1) of gemm_gemv. */
+static void gemv_range(int avx, int wt, int j0, int j1, int K, float alpha, const float *x, const float *W, int ldw,
+                       float beta, float *y, ptrdiff_t incy) {
 #if TFM_HAVE_X86
-        if (isa >= TFM_ISA_AVX2) gemv_packed_avx2(p0, p1, g->N, g->K, g->alpha, g->A, g->Bp, g->beta, g->C);
-        else
+    if (avx) { gemv_avx2(wt, j0, j1, K, alpha, x, W, ldw, beta, y, incy); return; }
 #endif
-            gemv_packed_c(p0, p1, g->N, g->K, g->alpha, g->A, g->Bp, g->beta, g->C);
-    }
-    (void)isa;
+    gemv_c(wt, j0, j1, K, alpha, x, W, ldw, beta, y, incy);
+    (void)avx;
 }
 
 /* M == 1 or N == 1 as a GEMV. K > 0, alpha != 0. */
@@ -930,16 +945,11 @@ static void gemm_gemv(const gemm_args *g, int nt, tfm_isa isa) {
         x = xc;
     }
     int use, per, groups = gemv_groups((n + 63) / 64, (long long)n * K, nt, &use, &per);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(use) if (use > 1)
+    TFM_PAR_FOR(use > 1, schedule(dynamic, 1) num_threads(use),
     for (int gi = 0; gi < groups; gi++) {
         int j0 = gi * per * 64, j1 = (gi + 1) * per * 64 < n ? (gi + 1) * per * 64 : n;
-#if TFM_HAVE_X86
-        if (avx) gemv_avx2(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
-        else
-#endif
-            gemv_c(wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
-    }
-    (void)avx;
+        gemv_range(avx, wt, j0, j1, K, g->alpha, x, W, ldw, g->beta, g->C, incy);
+    });
     free(xc);
 }
 

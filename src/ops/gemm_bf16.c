@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ops/isa.h"
+#include "core/par.h"
 #include "tfm/core.h"
 #include "tfm/kernels.h"
 
@@ -193,12 +194,12 @@ static void gemm_bf16_run(const bf16_args *g, int hw, tfm_isa isa) {
         const int kc = g->K - pc < kcb ? g->K - pc : kcb, kp = (kc + 1) / 2;
         const float beta = pc > 0 || g->bias ? 1.0f : g->beta;
         for (int q = 0; q < npanels; q++) pack_b(g, hw, pc, kc, q * BN, bpk + (size_t)q * kp * BN);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && mpanels > 1)
+        TFM_PAR_FOR(threads > 1 && mpanels > 1, schedule(dynamic, 1) num_threads(threads),
         for (int r = 0; r < mpanels; r++) {
             uint32_t *apk = (uint32_t *)tfm_thread_scratch(TFM_SCRATCH_BF16_A, (size_t)kpb * BM);
             if (!apk) abort();
             row_panel(g, hw, isa, r * BM, pc, kc, bpk, apk, beta);
-        }
+        });
     }
 }
 

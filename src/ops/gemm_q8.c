@@ -25,6 +25,7 @@
  * choice. One activation format on every path keeps the bits equal across CPUs. test_gemm_q8 feeds the extremes
  * (every pair at 2 * 127 * 127) and shows that the 8-bit shifted form would saturate on them. */
 #include "tfm/kernels.h"
+#include "core/par.h"
 #include "core/mem.h"
 #include "core/q8.h"
 #include "ops/isa.h"
@@ -330,12 +331,12 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
 static void q8_run(const q8_args *g, int nt) {
     int rb = (g->M + Q8_RB - 1) / Q8_RB, cb = (g->N + Q8_CB - 1) / Q8_CB, items = rb * cb;
     if (nt > items) nt = items;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    TFM_PAR_FOR(nt > 1, schedule(static) num_threads(nt),
     for (int it = 0; it < items; it++) {
         int r = it / cb, c = it % cb;
         int i1 = (r + 1) * Q8_RB < g->M ? (r + 1) * Q8_RB : g->M, j1 = (c + 1) * Q8_CB < g->N ? (c + 1) * Q8_CB : g->N;
         q8_block(g, r * Q8_RB, i1, c * Q8_CB, j1);
-    }
+    });
 }
 
 static int q8_threads(int M, int N, int K) {
@@ -463,9 +464,10 @@ static panel_kernel panel_kernel_of(tfm_q8_path path) {
 static void panels_run(const panel_kernel *k, const panel_args *g, int nt) {
     int panels = (g->N + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL;
     if (nt > panels) nt = panels;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int t = 0; t < nt; t++)
+    TFM_PAR_FOR(nt > 1, schedule(static) num_threads(nt),
+    for (int t = 0; t < nt; t++) {
         panels_range(k, g, (int)((long long)panels * t / nt), (int)((long long)panels * (t + 1) / nt));
+    });
 }
 
 /* The panels' GEMM on AVX2 or VNNI. qa: M rows of lda bytes (unsigned), in a buffer of panel_padded_rows(M)
@@ -519,8 +521,10 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
     int8_t *qa = (int8_t *)buf;
     float *sa = buf + qbytes / sizeof(float);
     if (nt <= 0) nt = q8_threads(M, W->rows, K);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && M >= 8)
-    for (int i = 0; i < M; i++) sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
+    TFM_PAR_FOR(nt > 1 && M >= 8, schedule(static) num_threads(nt),
+    for (int i = 0; i < M; i++) {
+        sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
+    });
     if (q8_panels_pay(W, M) && !q8_panels(path, M, qa, (size_t)kb, sa, W, Q7_OFFSET, bias, C, ldc, NULL, nt)) return;
     q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, Q7_OFFSET, bias, C, ldc, NULL};
     q8_run(&g, nt);

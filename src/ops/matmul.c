@@ -69,9 +69,10 @@ void tfm_bw_matmul(tfm_node *n) {
     if (a->grad) {
         if (shared && !ta) matmul_grad_a(0, tb, batch * M, N, K, c->grad, b->data, a->grad);
         else {
-#pragma omp parallel for schedule(static) if (par)
-            for (int i = 0; i < batch; i++)
+            TFM_PAR_FOR(par, schedule(static),
+            for (int i = 0; i < batch; i++) {
                 matmul_grad_a(ta, tb, M, N, K, c->grad + i * sc, b->data + i * sb, a->grad + i * sa);
+            });
         }
     }
     if (b->grad) {
@@ -80,9 +81,10 @@ void tfm_bw_matmul(tfm_node *n) {
             for (int i = 0; i < batch; i++)
                 matmul_grad_b(ta, tb, M, N, K, c->grad + i * sc, a->data + i * sa, b->grad, M);
         else {
-#pragma omp parallel for schedule(static) if (par)
-            for (int i = 0; i < batch; i++)
+            TFM_PAR_FOR(par, schedule(static),
+            for (int i = 0; i < batch; i++) {
                 matmul_grad_b(ta, tb, M, N, K, c->grad + i * sc, a->data + i * sa, b->grad + i * sb, M);
+            });
         }
     }
 }
@@ -282,14 +284,14 @@ static tfm_tensor *linear_act(tfm_graph *g, tfm_op op, tfm_tensor *x, tfm_tensor
     linear_gemm(g, x, W, NULL, 0.0f, pre, y->grad != NULL);
     const float *b = bias ? bias->data : NULL;
     const int chunk = tfm_dyn_chunk((size_t)rows);
-#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)
+    TFM_PAR_FOR((size_t)rows * out_f >= 16384, schedule(dynamic, 1),
     for (int r0 = 0; r0 < rows; r0 += chunk) {
         int r1 = r0 + chunk < rows ? r0 + chunk : rows;
         size_t o = (size_t)r0 * out_f, n = (size_t)(r1 - r0) * out_f;
         if (op == TFM_OP_LINEAR_GELU && !y->grad) tfm_vgelu(y->data + o, pre + o, b, out_f, n);
         else if (op == TFM_OP_LINEAR_GELU) tfm_vgelu_save_d(y->data + o, pre + o, b, out_f, n);
         else tfm_vbias_relu(y->data + o, b, out_f, n);
-    }
+    });
     tfm_node *n = tfm_graph_push(g, op, y, bias ? 3 : 2, in);
     if (n) n->ip[6] = g->gemm_bf16;
     if (n && op == TFM_OP_LINEAR_GELU) n->saved = pre;
@@ -313,12 +315,12 @@ void tfm_bw_linear_act(tfm_node *n) {
     int gelu = n->op == TFM_OP_LINEAR_GELU;
     float *d = gelu ? n->saved : y->grad; /* GELU' (saved) or y's grad: becomes the pre-activation's grad */
     const int chunk = tfm_dyn_chunk((size_t)rows);
-#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * out_f >= 16384)
+    TFM_PAR_FOR((size_t)rows * out_f >= 16384, schedule(dynamic, 1),
     for (int r0 = 0; r0 < rows; r0 += chunk) {
         int r1 = r0 + chunk < rows ? r0 + chunk : rows;
         size_t o = (size_t)r0 * out_f, m = (size_t)(r1 - r0) * out_f;
         if (gelu) tfm_vmul(d + o, y->grad + o, m);
         else tfm_vrelu_mask(d + o, y->data + o, m);
-    }
+    });
     linear_grads(n, d);
 }

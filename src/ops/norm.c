@@ -21,11 +21,11 @@ tfm_tensor *tfm_embedding(tfm_graph *g, tfm_tensor *table, const int *ids, int n
     const tfm_q8_weight *q8 = table->q8 && !out->grad ? table->q8 : NULL;   /* an int8 table at inference */
     TFM_ASSERT(q8 || table->data, "embedding: %s holds no float values (an int8 model loaded for inference)",
                table->name ? table->name : "the table");
-#pragma omp parallel for schedule(static) if (n * C >= 16384)
+    TFM_PAR_FOR(n * C >= 16384, schedule(static),
     for (size_t i = 0; i < n; i++) {
         if (q8) tfm_q8_row_floats(q8, ids[i], out->data + i * C);
         else memcpy(out->data + i * C, table->data + (size_t)ids[i] * C, sizeof(float) * C);
-    }
+    });
     tfm_node *node = tfm_graph_push(g, TFM_OP_EMBEDDING, out, 1, &table);
     if (node) {
         int *copy = tfm_arena_alloc(&g->arena, n * sizeof(int));
@@ -42,16 +42,14 @@ void tfm_bw_embedding(tfm_node *n) {
     tfm_tensor *table = n->in[0];
     const int *ids = n->aux;
     int count = n->ip[0], C = table->shape[1];
-#pragma omp parallel if ((size_t)count * C >= 16384)
-    {
-        int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int per = (C + nt - 1) / nt, c0 = t * per, c1 = c0 + per < C ? c0 + per : C;
+    TFM_PAR_TEAM((size_t)count * C >= 16384, , {
+        int per = (C + team_size - 1) / team_size, c0 = team_rank * per, c1 = c0 + per < C ? c0 + per : C;
         for (int i = 0; i < count; i++) {
             float *dst = table->grad + (size_t)ids[i] * C;
             const float *src = n->out->grad + (size_t)i * C;
             for (int c = c0; c < c1; c++) dst[c] += src[c];
         }
-    }
+    });
 }
 
 /* ---------------------------------------------------------------- layernorm */
@@ -110,9 +108,10 @@ static const add_ln_row_fn add_ln_row_paths[TFM_ISA_COUNT] = {add_ln_row_c, add_
 void tfm_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                            int rows, int C, float eps) {
     const ln_row_fn row = ln_row_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
-    for (int r = 0; r < rows; r++)
+    TFM_PAR_FOR((size_t)rows * C >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
+    for (int r = 0; r < rows; r++) {
         row(out + (size_t)r * C, mean + r, rstd + r, x + (size_t)r * C, w, b, C, eps);
+    });
 }
 
 /* Backward in one pass over (dout, x): per row, dx += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
@@ -231,15 +230,15 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
     float *part = need ? tfm_thread_scratch(TFM_SCRATCH_NORM, need) : NULL;   /* the calling thread's */
     if (need && !part) tfm_fatal("out of memory (layernorm scratch)");
     const ln_bw_fn ln_bw = ln_bw_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(dynamic, 1) if ((size_t)rows * C >= 8192)
+    TFM_PAR_FOR((size_t)rows * C >= 8192, schedule(dynamic, 1),
     for (int ch = 0; ch < nch; ch++) {
         float *pw = want_p ? part + (size_t)ch * 2 * C : NULL, *pb = pw ? pw + C : NULL;
         if (pw) memset(pw, 0, sizeof(float) * 2 * C);
         int r1 = (ch + 1) * LN_CHUNK < rows ? (ch + 1) * LN_CHUNK : rows;
         ln_bw(dx, sp, pw, pb, dout, x, w, mean, rstd, ch * LN_CHUNK, r1, C);
-    }
+    });
     if (want_p) {
-#pragma omp parallel for schedule(static) if ((size_t)nch * C >= 8192)
+        TFM_PAR_FOR((size_t)nch * C >= 8192, schedule(static),
         for (int c = 0; c < C; c++) {
             float sw = 0, sb = 0;
             for (int ch = 0; ch < nch; ch++) {
@@ -248,7 +247,7 @@ static void ln_backward(float *dx, const ln_split *sp, float *dw, float *db, con
             }
             if (dw) dw[c] += sw;
             if (db) db[c] += sb;
-        }
+        });
     }
 }
 
@@ -317,13 +316,13 @@ tfm_tensor *tfm_add_layernorm(tfm_graph *g, tfm_tensor *x, tfm_tensor *y, float 
     float scale = sv->sp.scale;
     const float *wd = w ? w->data : NULL, *bd = b ? b->data : NULL;
     const add_ln_row_fn row = add_ln_row_paths[tfm_isa_active()];
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * C >= 8192)
+    TFM_PAR_FOR((size_t)rows * C >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * C;
         if (keep) tfm_vdrop_keep(keep + o, key + o, thresh, (size_t)C);
         row(out->data + o, sv->stats + r, sv->stats + rows + r, sv->z + o, x->data + o, y->data + o,
             keep ? keep + o : NULL, scale, wd, bd, C, eps);
-    }
+    });
     tfm_node *n = tfm_graph_push(g, TFM_OP_ADD_LAYERNORM, out, 4, in);
     if (n) n->saved = sv;
     OP_END(g, TFM_OP_ADD_LAYERNORM);

@@ -3,6 +3,7 @@
 #define TFM_OP_IMPL_H
 #include "tfm/core.h"
 #include "core/graph_impl.h"
+#include "core/par.h"
 #include <omp.h>
 #include <stddef.h>
 #include <string.h>

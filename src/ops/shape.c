@@ -8,7 +8,7 @@ static void permute_kernel(float *dst, const float *src, const int *xs, const in
     size_t xstride[4] = {(size_t)xs[1] * xs[2] * xs[3], (size_t)xs[2] * xs[3], (size_t)xs[3], 1};
     int os[4] = {xs[perm[0]], xs[perm[1]], xs[perm[2]], xs[perm[3]]};
     size_t st[4] = {xstride[perm[0]], xstride[perm[1]], xstride[perm[2]], xstride[perm[3]]};
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)os[0] * os[1] * os[2] * os[3] >= 16384)
+    TFM_PAR_FOR((size_t)os[0] * os[1] * os[2] * os[3] >= 16384, collapse(2) schedule(static),
     for (int a = 0; a < os[0]; a++)
         for (int b = 0; b < os[1]; b++) {
             size_t o = ((size_t)a * os[1] + b) * os[2] * os[3];
@@ -18,7 +18,7 @@ static void permute_kernel(float *dst, const float *src, const int *xs, const in
                     if (back) dst[i] += src[o];
                     else dst[o] = src[i];
                 }
-        }
+        });
 }
 
 tfm_tensor *tfm_permute(tfm_graph *g, tfm_tensor *x, int p0, int p1, int p2, int p3) {
@@ -128,7 +128,7 @@ void tfm_bw_slice(tfm_node *n) {
  * out (R, C) is zero except out[idx[i]] = x[i] (idx distinct). Each is the other's backward. Used to
  * run row-wise ops on the valid positions of a padded batch only (src/models/transformer.c). */
 static void copy_rows(float *dst, const float *src, const int *idx, int n, int C, int gather, int accumulate) {
-#pragma omp parallel for schedule(static) if ((size_t)n * C >= 32768)
+    TFM_PAR_FOR((size_t)n * C >= 32768, schedule(static),
     for (int i = 0; i < n; i++) {
         float *d = dst + (size_t)(gather ? i : idx[i]) * C;
         const float *s = src + (size_t)(gather ? idx[i] : i) * C;
@@ -136,7 +136,7 @@ static void copy_rows(float *dst, const float *src, const int *idx, int n, int C
             for (int c = 0; c < C; c++) d[c] += s[c];
         else
             memcpy(d, s, sizeof(float) * (size_t)C);
-    }
+    });
 }
 
 static const int *rows_idx_copy(tfm_graph *g, const int *idx, int n, size_t R) {

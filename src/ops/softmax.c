@@ -41,9 +41,10 @@ static void softmax_row(float *yr, const float *xr, int lim, int Tk) {
 }
 
 void tfm_softmax_rows(float *y, const float *x, int rows, int Tq, int Tk, const tfm_mask *m) {
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * Tk >= 8192)
-    for (int r = 0; r < rows; r++)
+    TFM_PAR_FOR((size_t)rows * Tk >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
+    for (int r = 0; r < rows; r++) {
         softmax_row(y + (size_t)r * Tk, x + (size_t)r * Tk, visible_keys(m, r, Tq, Tk), Tk);
+    });
 }
 
 tfm_tensor *tfm_masked_softmax(tfm_graph *g, tfm_tensor *x, const tfm_mask *m) {
@@ -75,14 +76,14 @@ void tfm_bw_softmax(tfm_node *n) {
     tfm_tensor *x = n->in[0], *y = n->out;
     const tfm_mask *m = n->aux;
     int Tk = tfm_last_dim(x), rows = (int)tfm_rows(x), Tq = x->ndim >= 2 ? x->shape[x->ndim - 2] : 1;
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * Tk >= 8192)
+    TFM_PAR_FOR((size_t)rows * Tk >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
     for (int r = 0; r < rows; r++) {
         const float *yr = y->data + (size_t)r * Tk, *dy = y->grad + (size_t)r * Tk;
         float *dx = x->grad + (size_t)r * Tk;
         int lim = visible_keys(m, r, Tq, Tk);
         float dot = tfm_vdot(dy, yr, (size_t)Tk);
         for (int j = 0; j < lim; j++) dx[j] += yr[j] * (dy[j] - dot);
-    }
+    });
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
@@ -100,7 +101,7 @@ tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targe
     for (int r = 0; r < rows; r++)
         TFM_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V),
                    "cross_entropy: target %d not in [0,%d)", targets[r], V);
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
+    TFM_PAR_FOR((size_t)rows * V >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
     for (int r = 0; r < rows; r++) {
         const float *x = logits->data + (size_t)r * V;
         float tmp[CE_CHUNK];
@@ -112,7 +113,7 @@ tfm_tensor *tfm_cross_entropy(tfm_graph *g, tfm_tensor *logits, const int *targe
         lse[r] = mx + logf(s);
         if (targets[r] == ignore_index) row_loss[r] = 0;
         else row_loss[r] = (1.0f - eps) * (lse[r] - x[targets[r]]) + eps * (lse[r] - sum_x / V);
-    }
+    });
     int count = 0;
     double total = 0;
     for (int r = 0; r < rows; r++)
@@ -145,7 +146,7 @@ void tfm_bw_cross_entropy(tfm_node *n) {
     if (!count && !assign) return;
     float d = count ? n->out->grad[0] / count : 0.0f;
     float off = d * eps / V;
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
+    TFM_PAR_FOR((size_t)rows * V >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
     for (int r = 0; r < rows; r++) {
         float *dx = logits->grad + (size_t)r * V;
         if (!count || t[r] == ignore) {
@@ -163,7 +164,7 @@ void tfm_bw_cross_entropy(tfm_node *n) {
                 for (int k = 0; k < len; k++) dx[v0 + k] += d * tmp[k] - off;
         }
         dx[t[r]] -= d * (1.0f - eps);
-    }
+    });
 }
 
 /* ---------------------------------------------------------------- symmetric KL (R-Drop) */
@@ -198,7 +199,7 @@ tfm_tensor *tfm_sym_kl(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, const int *ta
     tfm_tensor *in[2] = {a, b};
     tfm_tensor *out = tfm_tensor_new(g, 1, (int[]){1}, tfm_any_grad(g, in, 2));
     float *st = tfm_arena_alloc(&g->arena, sizeof(float) * 4 * (size_t)(rows > 0 ? rows : 1));
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
+    TFM_PAR_FOR((size_t)rows * V >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
     for (int r = 0; r < rows; r++) {
         float *s = st + 4 * (size_t)r;
         if (targets[r] == ignore_index) {
@@ -208,7 +209,7 @@ tfm_tensor *tfm_sym_kl(tfm_graph *g, tfm_tensor *a, tfm_tensor *b, const int *ta
         const float *ar = a->data + (size_t)r * V, *br = b->data + (size_t)r * V;
         s[0] = row_lse(ar, V), s[1] = row_lse(br, V);
         row_kl(ar, br, V, s[0], s[1], &s[2], &s[3]);
-    }
+    });
     int count = 0;
     double total = 0;
     for (int r = 0; r < rows; r++)
@@ -235,7 +236,7 @@ void tfm_bw_sym_kl(tfm_node *n) {
     int V = tfm_last_dim(a), rows = n->ip[0], ignore = n->ip[1], count = n->ip[2];
     if (!count) return;
     float d = 0.5f * n->out->grad[0] / count;
-#pragma omp parallel for schedule(dynamic, tfm_dyn_chunk(rows)) if ((size_t)rows * V >= 8192)
+    TFM_PAR_FOR((size_t)rows * V >= 8192, schedule(dynamic, tfm_dyn_chunk(rows)),
     for (int r = 0; r < rows; r++) {
         if (t[r] == ignore) continue;
         const float *s = st + 4 * (size_t)r, *ar = a->data + (size_t)r * V, *br = b->data + (size_t)r * V;
@@ -251,5 +252,5 @@ void tfm_bw_sym_kl(tfm_node *n) {
                 if (gb) gb[v0 + k] += d * (q[k] * (-dk - s[3]) + q[k] - p[k]);
             }
         }
-    }
+    });
 }

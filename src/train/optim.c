@@ -1,5 +1,6 @@
 /* AdamW, gradient clipping, schedules. */
 #include "tfm/checkpoint.h"
+#include "core/par.h"
 #include "tfm/train.h"
 #include "ops/vmath.h"
 #include "train/grad_norm.h"
@@ -70,7 +71,7 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
     const float warm = (float)((1.0 + o->t) / (10.0 + o->t)), ema_d = o->ema_decay < warm ? o->ema_decay : warm;
     size_t total = p->total;
     const size_t nblk = (total + ADAMW_BLOCK - 1) / ADAMW_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
+    TFM_PAR_FOR(total > 32768, schedule(dynamic, 1),
     for (size_t bi = 0; bi < nblk; bi++) {
         size_t lo = bi * ADAMW_BLOCK, hi = lo + ADAMW_BLOCK < total ? lo + ADAMW_BLOCK : total;
         for (int k = 0; k < p->n; k++) {
@@ -83,7 +84,7 @@ void tfm_adamw_step_fused(tfm_adamw *o, tfm_params *p, float lr, float grad_scal
             tfm_vadamw(p->data + i0, p->grad + i0, o->m + i0, o->v + i0, i1 - i0, &coef); /* ops/vmath.h */
         }
         if (o->ema) ema_update(o->ema + lo, p->data + lo, hi - lo, ema_d);   /* the block is still in cache */
-    }
+    });
 }
 
 typedef double v2d __attribute__((vector_size(16)));
@@ -97,8 +98,10 @@ float tfm_clip_grad_norm(tfm_params *p, float max_norm) {
     if (c != 1.0f) {
         float *g = p->grad;
         size_t total = p->total;
-#pragma omp parallel for schedule(dynamic, 32768) if (total > 32768)
-        for (size_t i = 0; i < total; i++) g[i] *= c;
+        TFM_PAR_FOR(total > 32768, schedule(dynamic, 32768),
+        for (size_t i = 0; i < total; i++) {
+            g[i] *= c;
+        });
     }
     return norm;
 }
@@ -145,11 +148,11 @@ float tfm_grad_norm(const tfm_params *p) {
     double stack[1024], *part = tfm_grad_parts_get(stack, nb);
     if (!part) tfm_fatal("out of memory (grad norm)");
     const float *gr = p->grad;
-#pragma omp parallel for schedule(dynamic, 1) if (total > 32768)
+    TFM_PAR_FOR(total > 32768, schedule(dynamic, 1),
     for (size_t b = 0; b < nb; b++) {
         size_t i0 = b * TFM_NORM_BLOCK, i1 = i0 + TFM_NORM_BLOCK < total ? i0 + TFM_NORM_BLOCK : total;
         part[b] = tfm_grad_sq_block(gr, i0, i1);
-    }
+    });
     float norm = tfm_grad_norm_of_parts(part, nb);
     tfm_grad_parts_put(stack, part);
     return norm;

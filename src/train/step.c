@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tfm/train.h"
+#include "core/par.h"
 #include "train/grad_norm.h"
 
 void tfm_train_zero_grad(tfm_graph *g, tfm_params *p) {
@@ -65,7 +66,7 @@ float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params
     if (!part) tfm_fatal("out of memory (grad norm)");
     /* dynamic blocks: a descheduled thread (a busy machine) holds up one block, not half the sum; each block's
      * share of the grad norm is taken while the block is in cache (tfm_grad_norm's blocks and order) */
-#pragma omp parallel for schedule(dynamic, 4) if (nb > 1)
+    TFM_PAR_FOR(nb > 1, schedule(dynamic, 4),
     for (long b = 0; b < nb; b++) {
         size_t i0 = (size_t)b * blk, i1 = i0 + blk < p->total ? i0 + blk : p->total;
         float *dst = p->grad;
@@ -75,7 +76,7 @@ float tfm_train_chunks_reduce(tfm_graph *g, double t0, tfm_params *p, tfm_params
             for (size_t i = i0; i < i1; i++) dst[i] += src[i];
         }
         part[b] = tfm_grad_sq_block(dst, i0, i1);
-    }
+    });
     float norm = tfm_grad_norm_of_parts(part, (size_t)nb);
     tfm_grad_parts_put(stack, part);
     for (int r = 0; r < k; r++)   /* read: the chunks' next backwards assign them */
