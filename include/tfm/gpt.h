@@ -84,7 +84,7 @@ TFM_API tfm_tensor *tfm_gpt_forward(tfm_graph *g, tfm_gpt *m, const int *idx, in
 typedef struct {
     int n_layer, C, max_len;
     int len;                 /* positions filled */
-    float *k, *v;            /* n_layer * max_len * C each (malloc'd once) */
+    float *k, *v;            /* n_layer * max_len * C each (one block, allocated once; v follows k) */
 } tfm_gpt_cache;
 /* 0, or -1 with a tfm error (synthesizer attention has no cache; out of memory). */
 TFM_API int tfm_gpt_cache_init(tfm_gpt_cache *c, const tfm_gpt *m);
