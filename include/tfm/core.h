@@ -311,8 +311,8 @@ typedef struct tfm_graph {
     float *grad_pool;         /* the pool (grown only when a plan needs more) */
     size_t grad_pool_cap;     /* its floats */
     /* Blocks given back by decoding states (their KV caches) for the next batch's to take (tfm_graph_block_*):
-     * memory already touched, instead of fresh pages each batch (a 4 KiB page's first touch costs ~3 us on a
-     * VM). Freed by tfm_graph_free. */
+     * memory already touched, instead of fresh pages each batch (a 4 KiB page's first touch costs 3-10 us on a
+     * VM; blocks from 2 MiB up are on huge pages). Freed by tfm_graph_free. */
     void *spare[TFM_GRAPH_SPARES];
     size_t spare_bytes[TFM_GRAPH_SPARES];
 } tfm_graph;
@@ -321,9 +321,10 @@ TFM_API void tfm_graph_init(tfm_graph *g, uint64_t seed);
 TFM_API void tfm_graph_reset(tfm_graph *g);          /* rewinds arena and tape; keeps rng state */
 TFM_API void tfm_graph_free(tfm_graph *g);
 /* A block of at least `bytes` (64-aligned; *got: its real size, to give back): a spare if one is big enough
- * (the smallest such), else a new one. NULL when out of memory. */
+ * (the smallest such), else a new one. NULL when out of memory. Released only through tfm_graph_block_give
+ * (not free: a block from 2 MiB up is its own huge-page mapping). */
 TFM_API void *tfm_graph_block_take(tfm_graph *g, size_t bytes, size_t *got);
-/* Keep block p (got bytes) as a spare for the next take (the smallest spare is freed to make room; p itself
+/* Keep block p (got bytes, from tfm_graph_block_take) as a spare for the next take (the smallest spare is freed to make room; p itself
  * when it is smaller than all). NULL-safe. */
 TFM_API void tfm_graph_block_give(tfm_graph *g, void *p, size_t got);
 /* A worker graph for thread data parallelism (one thread's share of g's work: a chunk of a training batch,

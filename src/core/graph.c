@@ -1,6 +1,7 @@
 /* The autodiff tape: nodes appended by ops during the forward pass, replayed in reverse by
  * tfm_backward() (src/ops/dispatch.c, next to the backward kernels it calls). */
 #include "core/graph_impl.h"
+#include "core/mem.h"
 #include "tfm/core.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,11 @@ void *tfm_graph_block_take(tfm_graph *g, size_t bytes, size_t *got) {
         g->spare[best] = NULL;
         return p;
     }
+    /* from 2 MiB up on huge pages (core/mem.h): a translator's KV caches are written a row at a time, and on
+     * 4 KiB pages a batch faults in a fresh page every few rows (~10 us a fault on a VM) */
     size_t n = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, n ? n : 64);
-    *got = p ? n : 0;
+    void *p = tfm_weights_alloc_(n ? n : 64);
+    *got = p ? (n ? n : 64) : 0;
     return p;
 }
 
@@ -75,16 +78,16 @@ void tfm_graph_block_give(tfm_graph *g, void *p, size_t got) {
         if (g->spare_bytes[i] < g->spare_bytes[slot]) slot = i;
     }
     if (g->spare[slot] && g->spare_bytes[slot] >= got) {
-        free(p);
+        tfm_weights_free_(p, got);
         return;
     }
-    free(g->spare[slot]);
+    tfm_weights_free_(g->spare[slot], g->spare_bytes[slot]);
     g->spare[slot] = p;
     g->spare_bytes[slot] = got;
 }
 
 void tfm_graph_free(tfm_graph *g) {
-    for (int i = 0; i < TFM_GRAPH_SPARES; i++) free(g->spare[i]), g->spare[i] = NULL;
+    for (int i = 0; i < TFM_GRAPH_SPARES; i++) tfm_weights_free_(g->spare[i], g->spare_bytes[i]), g->spare[i] = NULL;
     tfm_arena_free(&g->arena);
     free(g->nodes);
     g->nodes = NULL;

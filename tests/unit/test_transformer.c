@@ -290,8 +290,8 @@ static void check_state_block_reuse(tfm_mt_net *m, const batch *b) {
           p[5] == p[1] && got[5] >= 2000 && got[0] >= 1000 && got[0] % 64 == 0 && big && none >= 100000 &&
               g.spare[0] != p[0] && g.spare[1] != p[0] && g.spare[2] != p[0] && g.spare[3] != p[0],
           "took %p (want %p)", p[5], p[1]);
-    free(big);
-    free(p[5]);
+    tfm_graph_block_give(&g, big, none);   /* blocks go back to the graph (huge-page blocks are not malloc's) */
+    tfm_graph_block_give(&g, p[5], got[5]);
     tfm_graph_free(&g);
 }
 
