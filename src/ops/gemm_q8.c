@@ -59,7 +59,21 @@ static size_t panel_padded_rows(int M) {
 typedef void (*q8_tile_fn)(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
                            int32_t *out);
 
+/* out[j] = sum_{k < kb} u[k] w[j ldw + k] for j < n (n <= Q8_CB): one activation row against a block's columns in
+ * one call (a small model's decoding step is mostly call overhead when each tile of 4 columns is a call) */
+typedef void (*q8_row_fn)(int n, int kb, const int8_t *a, const int8_t *w, size_t ldw, int32_t *out);
+
 /* ---------------------------------------------------------------- portable */
+static void row_c(int n, int kb, const int8_t *a, const int8_t *w, size_t ldw, int32_t *out) {
+    for (int j = 0; j < n; j++) {
+        const uint8_t *x = (const uint8_t *)a;
+        const int8_t *y = w + (size_t)j * ldw;
+        int32_t s = 0;
+        for (int k = 0; k < kb; k++) s += (int32_t)x[k] * y[k];
+        out[j] = s;
+    }
+}
+
 static void tile_c(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
@@ -138,19 +152,28 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void tile_avx2(cons
                                                       size_t ldw, int32_t *out) {                             \
         tile_avx2(MR, NR, kb, a, lda, w, ldw, out);                                                           \
     }
-/* 4 rows x 2 columns (8 accumulators, 2 weight vectors, a, ones, a product: 13 of the 16 ymm) and
- * single rows x 4 columns (a decoding step's one row) */
-Q8_AVX2_VARIANT(4, 2) Q8_AVX2_VARIANT(4, 1) Q8_AVX2_VARIANT(1, 4) Q8_AVX2_VARIANT(1, 3) Q8_AVX2_VARIANT(1, 2)
-Q8_AVX2_VARIANT(1, 1)
+/* 4 rows x 2 columns (8 accumulators, 2 weight vectors, a, ones, a product: 13 of the 16 ymm) */
+Q8_AVX2_VARIANT(4, 2) Q8_AVX2_VARIANT(4, 1)
 #undef Q8_AVX2_VARIANT
 
-/* mr 1 (nr 1..4) or 4 (nr 1..2) */
+/* 4 rows (nr 1..2); single rows go through row_avx2_span */
 static void tile_avx2_any(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
                           int32_t *out) {
-    if (mr == 4) (nr == 2 ? tile_avx2_4x2 : tile_avx2_4x1)(kb, a, lda, w, ldw, out);
-    else if (nr == 4) tile_avx2_1x4(kb, a, lda, w, ldw, out);
-    else if (nr == 3) tile_avx2_1x3(kb, a, lda, w, ldw, out);
-    else (nr == 2 ? tile_avx2_1x2 : tile_avx2_1x1)(kb, a, lda, w, ldw, out);
+    (void)mr;
+    (nr == 2 ? tile_avx2_4x2 : tile_avx2_4x1)(kb, a, lda, w, ldw, out);
+}
+
+/* q8_row_fn on AVX2 (and on VNNI CPUs, see tile_vnni): row_avx2 over the columns, 4 at a time */
+TFM_TARGET_AVX2 static void row_avx2_span(int n, int kb, const int8_t *a, const int8_t *w, size_t ldw, int32_t *out) {
+    int j = 0;
+    for (; j + 4 <= n; j += 4) row_avx2(4, kb, a, w + (size_t)j * ldw, ldw, out + j);
+    if (j == n) return;
+    int32_t last[4];
+    const int8_t *wj = w + (size_t)j * ldw;
+    if (n - j == 3) row_avx2(3, kb, a, wj, ldw, last);
+    else if (n - j == 2) row_avx2(2, kb, a, wj, ldw, last);
+    else row_avx2(1, kb, a, wj, ldw, last);
+    memcpy(out + j, last, sizeof(int32_t) * (size_t)(n - j));
 }
 
 /* tfm_q7_quantize_row's arithmetic (levels 63; tfm_q8_quantize_row's with 127), 8 lanes: the same max (exact in
@@ -234,27 +257,27 @@ tfm_q8_path tfm_q8_active_path(void) {
 
 const char *tfm_gemm_q8_backend(void) { return tfm_q8_path_name(tfm_q8_active_path()); }
 
+static q8_tile_fn path_tile(tfm_q8_path path) {
 #if TFM_X86
-/* The VNNI path's tiles: 4 rows with vpdpbusd; single rows with the AVX2 row kernel, which streams a weight from
+    if (path == TFM_Q8_VNNI) return tfm_q8_tile_vnni;
+    if (path == TFM_Q8_AVX2) return tile_avx2_any;
+#endif
+    (void)path;
+    return tile_c;
+}
+
+/* Single rows: the AVX2 row kernel on the VNNI path too (its 4-row tiles use vpdpbusd). It streams a weight from
  * memory (a generation step's GEMV, bandwidth-bound) faster on Zen 5: GPT-2 small's int8 weights, one core, ~34
  * GB/s against 20-22 for the same row order with 512-bit vpdpbusd, 512-bit vpmaddubsw or 256-bit vpdpbusd in a
  * slow phase of the VM, level in a fast one (the cause is not known); GPT-2 small's int8 generation 1.1-1.2x faster
  * in every phase. A weight in cache is faster with vpdpbusd: the Multi30k translator's one-row int8 steps are
  * 3-5% slower this way (docs/BENCHMARKS.md, Zen 5). */
-static void tile_vnni_any(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                          int32_t *out) {
-    if (mr == 1) tile_avx2_any(mr, nr, kb, a, lda, w, ldw, out);
-    else tfm_q8_tile_vnni(mr, nr, kb, a, lda, w, ldw, out);
-}
-#endif
-
-static q8_tile_fn path_tile(tfm_q8_path path) {
+static q8_row_fn path_row(tfm_q8_path path) {
 #if TFM_X86
-    if (path == TFM_Q8_VNNI) return tile_vnni_any;
-    if (path == TFM_Q8_AVX2) return tile_avx2_any;
+    if (path != TFM_Q8_GENERIC) return row_avx2_span;   /* VNNI CPUs have AVX2 */
 #endif
     (void)path;
-    return tile_c;
+    return row_c;
 }
 
 float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
@@ -270,7 +293,8 @@ float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad
 
 /* ---------------------------------------------------------------- driver */
 typedef struct {
-    q8_tile_fn tile;
+    q8_tile_fn tile;          /* 4 activation rows */
+    q8_row_fn row;            /* the rows left under a multiple of 4 */
     int tile_cols;            /* columns of a 4-row tile: 2 (AVX2: registers) or 4 */
     int M, N, kb;
     const int8_t *qa;         /* M rows of kb bytes, unsigned */
@@ -318,13 +342,12 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
                     out);
             store_tile(g, i, j, 4, nr, out);
         }
-    for (; i < i1; i++)
-        for (int j = j0; j < j1; j += 4) {
-            int nr = j1 - j < 4 ? j1 - j : 4;
-            g->tile(1, nr, g->kb, g->qa + (size_t)i * g->kb, (size_t)g->kb, W->q + (size_t)j * W->ld, (size_t)W->ld,
-                    out);
-            store_tile(g, i, j, 1, nr, out);
-        }
+    int32_t sums[Q8_CB];
+    for (; i < i1; i++) {
+        g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
+        for (int j = j0; j < j1; j++)
+            store_one(g->C, g->ldc, g->acc, g->N, g->sa, W, g->bias, i, j, sums[j - j0] - g->shift * W->sum[j]);
+    }
 }
 
 /* every block of C, split over nt threads (each element computed by one thread: exact sums either way) */
@@ -505,7 +528,8 @@ void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const 
         free(q4);
         if (rc == 0) return;
     }
-    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, 0, NULL, NULL, 0, acc};
+    q8_args g = {path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, 0, NULL,
+                 NULL, 0, acc};
     q8_run(&g, 1);
 }
 
@@ -526,7 +550,8 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
         sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
     });
     if (q8_panels_pay(W, M) && !q8_panels(path, M, qa, (size_t)kb, sa, W, Q7_OFFSET, bias, C, ldc, NULL, nt)) return;
-    q8_args g = {path_tile(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, Q7_OFFSET, bias, C, ldc, NULL};
+    q8_args g = {path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, Q7_OFFSET,
+                 bias, C, ldc, NULL};
     q8_run(&g, nt);
 }
 

@@ -53,7 +53,7 @@ Q8V_VARIANT(4, 4) Q8V_VARIANT(4, 3) Q8V_VARIANT(4, 2) Q8V_VARIANT(4, 1)
 #undef Q8V_VARIANT
 
 /* The tile entry point: 4 rows, nr 1..4 columns; out is 4 x 4 int32 (columns >= nr unspecified). Single rows (a
- * decoding step's GEMV) take gemm_q8.c's AVX2 row kernel on VNNI CPUs too (see tile_vnni_any there). */
+ * decoding step's GEMV) take gemm_q8.c's AVX2 row kernel on VNNI CPUs too (row_avx2_span, path_row there). */
 void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
     typedef void (*tile_fn)(int, const int8_t *, size_t, const int8_t *, size_t, int32_t *);
     static const tile_fn tiles[4] = {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4};
