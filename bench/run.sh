@@ -220,8 +220,8 @@ if want mt || want translate; then
     head -n "$TEST_N" "$M30K/test_2016_flickr.de" > "$TMP/test.de"
     head -n "$TEST_N" "$M30K/test_2016_flickr.en" > "$TMP/test.en"
     # shellcheck disable=SC2086
-    "$TFM" train-mt --src "$TMP/test.de" --tgt "$TMP/test.en" --preprocess moses --out "$TMP/unused.tfm" \
-        --dump-data "$TMP/test" --dump-only >/dev/null 2>&1
+    "$TFM" train-mt --src "$TMP/test.de" --tgt "$TMP/test.en" --preprocess moses --max-len 40 --allow-truncation \
+        --out "$TMP/unused.tfm" --dump-data "$TMP/test" --dump-only >/dev/null 2>&1
     # the tokenized corpus for the PyTorch side (the tfm rounds write the same dump again)
     # shellcheck disable=SC2086
     "$TFM" train-mt --src $M30K/train.de --tgt $M30K/train.en $COMMON --out "$TMP/unused2.tfm" \
