@@ -163,7 +163,7 @@ static void tile_avx2_any(int mr, int nr, int kb, const int8_t *a, size_t lda, c
     (nr == 2 ? tile_avx2_4x2 : tile_avx2_4x1)(kb, a, lda, w, ldw, out);
 }
 
-/* q8_row_fn on AVX2 (and on VNNI CPUs, see tile_vnni): row_avx2 over the columns, 4 at a time */
+/* q8_row_fn on AVX2 (and on VNNI CPUs: path_row): row_avx2 over the columns, 4 at a time */
 TFM_TARGET_AVX2 static void row_avx2_span(int n, int kb, const int8_t *a, const int8_t *w, size_t ldw, int32_t *out) {
     int j = 0;
     for (; j + 4 <= n; j += 4) row_avx2(4, kb, a, w + (size_t)j * ldw, ldw, out + j);
