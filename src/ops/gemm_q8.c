@@ -124,10 +124,6 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void tile_avx2(cons
                                                                              const int8_t *a, size_t lda,
                                                                              const int8_t *w, size_t ldw,
                                                                              int32_t *out) {
-    if (MR == 1) {
-        row_avx2(NR, kb, a, w, ldw, out);
-        return;
-    }
     __m256i acc[4][4];
     const __m256i ones = _mm256_set1_epi16(1);
     for (int i = 0; i < MR; i++)
@@ -322,7 +318,8 @@ static inline void store_one(float *C, int ldc, int32_t *acc, int N, const float
     C[(size_t)i * ldc + j] = y;
 }
 
-/* The tile's results (mr x nr at out, row stride 4) into C (scaled) or acc (integers). */
+/* The tile's results (mr x nr at out, row stride 4; a single row up to Q8_CB long) into C (scaled) or acc
+ * (integers). */
 static void store_tile(const q8_args *g, int i0, int j0, int mr, int nr, const int32_t *out) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
@@ -345,8 +342,7 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
     int32_t sums[Q8_CB];
     for (; i < i1; i++) {
         g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
-        for (int j = j0; j < j1; j++)
-            store_one(g->C, g->ldc, g->acc, g->N, g->sa, W, g->bias, i, j, sums[j - j0] - g->shift * W->sum[j]);
+        store_tile(g, i, j0, 1, j1 - j0, sums);
     }
 }
 
