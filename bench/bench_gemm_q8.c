@@ -3,7 +3,8 @@
  *   build/bench/bench_gemm_q8 [--rounds R] [--ms T]       (make bench-bin; one thread)
  *
  * Shapes (M x N x K, M activation rows against an N x K weight, as tfm_linear calls them): the Multi30k recipe
- * model's decoder at greedy batch 32 and beam 4 x 32 (d_model 256, FFN 1024, vocabulary 8000) and a few rows.
+ * model's decoder at greedy batch 32 and beam 4 x 32 (d_model 256, FFN 1024, vocabulary 8000), a few rows, and the
+ * 4 x 128 GPT's 256-token window (a prompt, or the window generation recomputes once it slides).
  * Columns, in G multiply-adds per second (medians over R rounds, each configuration for about T ms a round, the
  * configurations in turn within a round):
  *   fp32        tfm_gemm_pb on the weight packed once (as tfm_linear decodes with tfm_weight_packs)
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
     omp_set_num_threads(1);
     static const int shapes[][3] = {{4, 256, 256},    {8, 256, 256},     {32, 256, 256}, {32, 1024, 256},
                                     {32, 256, 1024},  {32, 8000, 256},   {128, 256, 256}, {128, 1024, 256},
-                                    {128, 256, 1024}, {128, 8000, 256}};
+                                    {128, 256, 1024}, {128, 8000, 256}, {256, 128, 128}, {256, 512, 128}, {256, 128, 512}};
     /* configurations: fp32, then per supported path its row tiles and tfm_gemm_q8 */
     int kinds[16], paths[16], n = 0;
     char names[16][32];

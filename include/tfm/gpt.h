@@ -96,6 +96,11 @@ TFM_API tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cac
 /* The same up to the final layer norm: the hidden states (1,T,n_embd) that the output layer (wte, tied) turns
  * into logits (tfm_logit_screen_new_gpt finds greedy's token from them). */
 TFM_API tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
+/* The same two for the last fed token only: all T keys/values are appended, but the final block computes its
+ * queries, attention and FFN for the last position alone, and the result is that row: logits (1,1,vocab), hidden
+ * state (1,1,n_embd). For a prompt or a recomputed window, where only the next token is wanted (tfm generate). */
+TFM_API tfm_tensor *tfm_gpt_forward_cached_last(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
+TFM_API tfm_tensor *tfm_gpt_hidden_cached_last(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T);
 
 TFM_API void tfm_SynthesizerAttention_init(tfm_SynthesizerAttention *s, tfm_params *p, const char *name, int n_embd,
                                    int n_head, int block_size, float dropout);

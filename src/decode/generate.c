@@ -34,19 +34,15 @@ static const float *next_logits(tfm_gpt *m, tfm_graph *g, tfm_gpt_cache *cache, 
         return logits->data + (size_t)(len - 1) * V;
     }
     int feed, first = cache_window(m, cache, n, cstart, &feed);
-    tfm_tensor *logits = tfm_gpt_forward_cached(g, m, cache, ctx + first, feed);
-    return logits->data + (size_t)(feed - 1) * V;
+    return tfm_gpt_forward_cached_last(g, m, cache, ctx + first, feed)->data;
 }
 
-/* Greedy's token through the screen (s->opts.screen) when this step feeds the cache one token; else -2 (take the
- * full logits), or -1 (a non-finite hidden state, with a tfm error). */
+/* Greedy's token through the screen (s->opts.screen) when the cache is in use; else -2 (take the full logits), or
+ * -1 (a non-finite hidden state, with a tfm error). */
 static int screened_next(tfm_gpt_stream *s, tfm_gpt *m, tfm_graph *g) {
     if (!s->use_cache || s->opts.temperature > 0 || !tfm_logit_screen_of_gpt(s->opts.screen, m)) return -2;
-    tfm_gpt_cache probe = s->cache;   /* where the window stands, without touching the cache yet */
-    int cstart = s->cstart, feed;
-    cache_window(m, &probe, s->n, &cstart, &feed);
-    if (feed != 1 || cstart != s->cstart || probe.len != s->cache.len) return -2;   /* a prompt, a slid window */
-    tfm_tensor *h = tfm_gpt_hidden_cached(g, m, &s->cache, s->ctx + s->n - 1, 1);   /* (1,1,C) */
+    int feed, first = cache_window(m, &s->cache, s->n, &s->cstart, &feed);
+    tfm_tensor *h = tfm_gpt_hidden_cached_last(g, m, &s->cache, s->ctx + first, feed);   /* (1,1,C) */
     double tp = tfm_profile_begin(g);
     int best;
     int rc = tfm_logit_screen_argmax(s->opts.screen, h->data, 1, NULL, 0, s->scratch, &best);

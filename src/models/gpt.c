@@ -194,7 +194,11 @@ void tfm_gpt_cache_free(tfm_gpt_cache *c) {
     c->k = c->v = NULL;
 }
 
-tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+/* The cached forward up to the final layer norm. last: only the last fed position goes through the final block
+ * past its keys and values (every position's are still appended): its queries, attention, output projection and
+ * FFN for one row instead of T, and the result is that row (1,1,C), all a prompt or a recomputed window needs for
+ * the next token. */
+static tfm_tensor *hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T, int last) {
     const tfm_gpt_config *cfg = &m->cfg;
     int L0 = c->len, C = cfg->n_embd, H = cfg->n_head;
     TFM_ASSERT(T >= 1 && L0 + T <= c->max_len, "gpt_forward_cached: %d + %d positions > block_size %d", L0, T,
@@ -204,14 +208,18 @@ tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, co
     int *pos = tfm_arena_alloc(&g->arena, sizeof(int) * T);
     for (int t = 0; t < T; t++) pos[t] = L0 + t;
     tfm_tensor *x = tfm_add(g, tfm_Embedding_forward(g, &m->wte, idx, 1, T), tfm_embedding(g, m->wpe.weight, pos, 1, &T));
-    tfm_mask causal = {.causal = 1};
+    tfm_mask causal = {.causal = 1};   /* query i sees keys up to L0 + i, the last query every key */
     for (int l = 0; l < cfg->n_layer; l++) {
         tfm_gpt_block *b = &m->blocks[l];
         tfm_MultiHeadAttention *a = &b->attn;
         tfm_tensor *h = tfm_LayerNorm_forward(g, &b->ln1, x);
-        tfm_tensor *q = tfm_Linear_forward(g, &a->W_q, h);
         tfm_tensor *k = tfm_Linear_forward(g, &a->W_k, h);
         tfm_tensor *v = tfm_Linear_forward(g, &a->W_v, h);
+        if (last && T > 1 && l == cfg->n_layer - 1) {   /* from here on, the last position only */
+            h = tfm_slice(g, h, 1, T - 1, 1);
+            x = tfm_slice(g, x, 1, T - 1, 1);
+        }
+        tfm_tensor *q = tfm_Linear_forward(g, &a->W_q, h);
         float *kl = c->k + (size_t)l * c->max_len * C, *vl = c->v + (size_t)l * c->max_len * C;
         double tp = tfm_profile_begin(g);
         memcpy(kl + (size_t)L0 * C, k->data, sizeof(float) * T * C);
@@ -229,11 +237,27 @@ tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, co
     return x;
 }
 
-tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+tfm_tensor *tfm_gpt_hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+    return hidden_cached(g, m, c, idx, T, 0);
+}
+
+tfm_tensor *tfm_gpt_hidden_cached_last(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+    return hidden_cached(g, m, c, idx, T, 1);
+}
+
+/* logits (1,R,V) of hidden states x (1,R,C): the output layer, wte tied */
+static tfm_tensor *output_layer(tfm_graph *g, tfm_gpt *m, tfm_tensor *x) {
     int grad = g->grad_enabled;
-    tfm_tensor *x = tfm_gpt_hidden_cached(g, m, c, idx, T);
     g->grad_enabled = 0;
-    tfm_tensor *logits = tfm_matmul(g, x, m->wte.weight, 0, 1);   /* the output layer: wte tied */
+    tfm_tensor *logits = tfm_matmul(g, x, m->wte.weight, 0, 1);
     g->grad_enabled = grad;
     return logits;
+}
+
+tfm_tensor *tfm_gpt_forward_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+    return output_layer(g, m, hidden_cached(g, m, c, idx, T, 0));
+}
+
+tfm_tensor *tfm_gpt_forward_cached_last(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, const int *idx, int T) {
+    return output_layer(g, m, hidden_cached(g, m, c, idx, T, 1));
 }

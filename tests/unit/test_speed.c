@@ -300,6 +300,31 @@ static void test_kv_cache(void) {
     }
     CHECK("gpt KV-cache logits == full recompute over 8 steps (<= 1e-5)", worst <= 1e-5 && fed == 24, "max diff %g",
           worst);
+    /* the last fed token only (a prompt, a recomputed window): the same logits as that row of the full forward */
+    double worst_last = 0;
+    int feeds[] = {1, 7, 24};
+    for (size_t s = 0; s < sizeof feeds / sizeof *feeds; s++) {
+        c.len = 0;
+        tfm_graph_reset(&g);
+        tfm_graph_reset(&gf);
+        tfm_tensor *lc = tfm_gpt_forward_cached_last(&g, &m, &c, ids, feeds[s]);
+        tfm_tensor *lf = tfm_gpt_forward(&gf, &m, ids, 1, feeds[s]);
+        double d = max_abs_diff(lc->data, lf->data + (size_t)(feeds[s] - 1) * 13, 13);
+        if (lc->shape[1] != 1 || c.len != feeds[s]) d = 1;   /* one row, every key/value appended */
+        if (d > worst_last) worst_last = d;
+    }
+    CHECK("gpt KV-cache last-token logits == the full forward's last row, cache filled (<= 1e-5)", worst_last <= 1e-5,
+          "max diff %g", worst_last);
+    /* and the keys/values it appended serve the next token as a full feed's would */
+    tfm_graph_reset(&g);
+    tfm_graph_reset(&gf);
+    c.len = 0;
+    tfm_gpt_forward_cached_last(&g, &m, &c, ids, 20);
+    tfm_tensor *ln = tfm_gpt_forward_cached(&g, &m, &c, ids + 20, 1);
+    tfm_tensor *lf = tfm_gpt_forward(&gf, &m, ids, 1, 21);
+    double dn = max_abs_diff(ln->data, lf->data + (size_t)20 * 13, 13);
+    CHECK("gpt KV cache after a last-token feed: the next token's logits == full forward (<= 1e-5)", dn <= 1e-5,
+          "max diff %g", dn);
     tfm_gpt_cache_free(&c);
     tfm_graph_free(&g);
     tfm_graph_free(&gf);
