@@ -120,5 +120,6 @@ void tfm_vgelu_backward_avx512(float *dx, const float *dy, const float *x, size_
 float tfm_vmax_avx512(const float *x, size_t n);
 float tfm_vsum_avx512(const float *x, size_t n);
 float tfm_vdot_avx512(const float *x, const float *y, size_t n);
+void tfm_vdot_rows_avx512(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n);
 
 #endif

@@ -445,7 +445,7 @@ AVX2 static void vdot_rows_avx2(float *s, const float *x, const float *Y, size_t
     for (; r < rows; r++) s[r] = vdot_avx2(x, Y + (size_t)r * ldy, n);
 }
 static void vdot_rows_avx512(float *s, const float *x, const float *Y, size_t ldy, int rows, size_t n) {
-    for (int r = 0; r < rows; r++) s[r] = tfm_vdot_avx512(x, Y + (size_t)r * ldy, n);
+    tfm_vdot_rows_avx512(s, x, Y, ldy, rows, n);
 }
 #endif
 

@@ -153,8 +153,9 @@ static void path_suite(tfm_isa isa) {
     }
     /* dot_rows: every row's dot exactly as dot computes it (a decoding query's scores) */
     int dot_rows_ok = 1;
-    {   /* 0..9 rows: the AVX2 path's blocks of 4 and the rows after them; lengths with and without tails */
-        enum { MAXR = 9, LD = 73 };
+    {   /* 0..35 rows: the AVX2 path's blocks of 4, the AVX-512 path's blocks of 16 (its reduction of 16 sums at
+         * once) and the rows after them; lengths with and without tails */
+        enum { MAXR = 35, LD = 73 };
         float Y[MAXR * LD], sr[MAXR + 1];
         for (int i = 0; i < MAXR * LD; i++) Y[i] = frand(-2, 2);
         for (int rows = 0; rows <= MAXR; rows++)
