@@ -327,6 +327,39 @@ static void store_tile(const q8_args *g, int i0, int j0, int mr, int nr, const i
                       out[4 * i + j] - g->shift * g->W->sum[j0 + j]);
 }
 
+#if TFM_X86
+/* store_tile for one row of n sums into C, store_one's operations 8 columns at a time (each rounded once, as there:
+ * the same bits), the last n % 8 by store_one */
+TFM_TARGET_AVX2 static void store_row_avx2(const q8_args *g, int i, int j0, int n, const int32_t *sums) {
+    const tfm_q8_weight *w = g->W;
+    const __m256 sa = _mm256_set1_ps(g->sa[i]);
+    const __m256i shift = _mm256_set1_epi32(g->shift);
+    float *c = g->C + (size_t)i * g->ldc;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const int col = j0 + j;
+        __m256i e = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(sums + j)),
+                                     _mm256_mullo_epi32(shift, _mm256_loadu_si256((const __m256i *)(w->sum + col))));
+        __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(e), _mm256_mul_ps(sa, _mm256_loadu_ps(w->scale + col)));
+        if (g->bias) y = _mm256_add_ps(y, _mm256_loadu_ps(g->bias + col));
+        _mm256_storeu_ps(c + col, y);
+    }
+    for (; j < n; j++)
+        store_one(g->C, g->ldc, g->acc, g->N, g->sa, w, g->bias, i, j0 + j, sums[j] - g->shift * w->sum[j0 + j]);
+}
+#endif
+
+/* one row's sums: vectorised where the path has AVX2 and C is the destination */
+static void store_row(const q8_args *g, int i, int j0, int n, const int32_t *sums) {
+#if TFM_X86
+    if (g->C && g->row != row_c) {
+        store_row_avx2(g, i, j0, n, sums);
+        return;
+    }
+#endif
+    store_tile(g, i, j0, 1, n, sums);
+}
+
 /* rows [i0, i1) x columns [j0, j1) of the result */
 static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
     const tfm_q8_weight *W = g->W;
@@ -342,7 +375,7 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
     int32_t sums[Q8_CB];
     for (; i < i1; i++) {
         g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
-        store_tile(g, i, j0, 1, j1 - j0, sums);
+        store_row(g, i, j0, j1 - j0, sums);
     }
 }
 
