@@ -209,6 +209,11 @@ static tfm_tensor *hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, con
     for (int t = 0; t < T; t++) pos[t] = L0 + t;
     tfm_tensor *x = tfm_add(g, tfm_Embedding_forward(g, &m->wte, idx, 1, T), tfm_embedding(g, m->wpe.weight, pos, 1, &T));
     tfm_mask causal = {.causal = 1};   /* query i sees keys up to L0 + i, the last query every key */
+    /* Nothing is taped, so a block's intermediate tensors are dead once its output exists: that output goes to one
+     * of two buffers and the arena is rewound to where the block began. A prompt's or window's working set is one
+     * block's, not n_layer's (the 4 x 128 GPT's 256-token window ~1.7 MB instead of ~7 MB). */
+    float *out[2] = {tfm_arena_alloc(&g->arena, sizeof(float) * T * C), tfm_arena_alloc(&g->arena, sizeof(float) * T * C)};
+    tfm_arena_pos block_start = tfm_arena_tell(&g->arena);
     for (int l = 0; l < cfg->n_layer; l++) {
         tfm_gpt_block *b = &m->blocks[l];
         tfm_MultiHeadAttention *a = &b->attn;
@@ -230,6 +235,10 @@ static tfm_tensor *hidden_cached(tfm_graph *g, tfm_gpt *m, tfm_gpt_cache *c, con
         h = tfm_attention(g, q, K, V, H, 0, &causal, 1.0f / sqrtf((float)a->d_k));
         x = tfm_add(g, x, tfm_Linear_forward(g, &a->W_o, h));
         x = tfm_add(g, x, tfm_PositionWiseFFN_forward(g, &b->ffn, tfm_LayerNorm_forward(g, &b->ln2, x)));
+        memcpy(out[l % 2], x->data, sizeof(float) * x->size);
+        int rows = x->shape[1];
+        tfm_arena_rewind(&g->arena, block_start);
+        x = tfm_constant(g, out[l % 2], 3, (int[3]){1, rows, C});
     }
     x = tfm_LayerNorm_forward(g, &m->ln_f, x);
     c->len = L0 + T;
