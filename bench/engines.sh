@@ -22,7 +22,8 @@
 #             shape (12 layers, 12 heads, width 768, context 1024; tinyshakespeare's characters as vocabulary).
 #             Exported with `tfm export MODEL --format gguf --out X.gguf [--outtype q8_0]` (F32 and Q8_0); tfm
 #             generate (fp32 and int8) against llama.cpp (bench/engines/llama_gen.mjs) generating --tokens after a
-#             fixed prompt, greedy, at each thread count, llama.cpp batch 512 and 32.
+#             fixed prompt, greedy, at each thread count, llama.cpp batch 512 and 32. Then tfm int8 over fp32 in
+#             one process, warm, in 5 x --rounds alternating rounds (build/bench/gen_pair, from make bench-bin).
 # --rounds    alternating rounds (every configuration once a round, in an order shuffled by the round's number;
 #             medians at the end; default 5)
 # --quick     a functional run: few sentences and tokens, 1 round (no numbers to quote)
@@ -249,6 +250,17 @@ gpt_compare() {
         IFS='|' read -r k name cmd <<<"${cfgs[$i]}"
         printf '  %-28s %-36s %8.1f %16s\n' "$(basename "${gpts[$k]}")" "$name" "$(median "$W/times/$i")" \
             "$(sort -g "$W/times/$i" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.1f-%.1f", lo, hi }')"
+    done
+    # int8 over fp32 within one process (bench/gen_pair.c: warm, alternating rounds): the VM's speed drifts between
+    # the processes above faster than their rounds can pair them
+    local pair=$here/build/bench/gen_pair
+    if [ ! -x "$pair" ]; then echo "int8 over fp32 in one process: SKIPPED (make bench-bin builds build/bench/gen_pair)"; return; fi
+    for k in "${!gpts[@]}"; do
+        for t in $threads; do
+            echo "# $(basename "${gpts[$k]}"), int8 (A) over fp32 (B), $t thread(s):"
+            "$pair" "$W/m$k.int8.tfm" "${gpts[$k]}" --tokens "$tokens" --prompt "$prompt" --threads "$t" \
+                --rounds $((rounds * 5)) | grep -v '^#'
+        done
     done
 }
 
