@@ -267,7 +267,9 @@ static q8_tile_fn path_tile(tfm_q8_path path) {
  * GB/s against 20-22 for the same row order with 512-bit vpdpbusd, 512-bit vpmaddubsw or 256-bit vpdpbusd in a
  * slow phase of the VM, level in a fast one (the cause is not known); GPT-2 small's int8 generation 1.1-1.2x faster
  * in every phase. A weight in cache is faster with vpdpbusd: the Multi30k translator's one-row int8 steps are
- * 3-5% slower this way (docs/BENCHMARKS.md, Zen 5). */
+ * 3-5% slower this way (docs/BENCHMARKS.md, Zen 5). Reading each weight row whole with vpdpbusd (row_avx2's
+ * order) instead was level with this (4 x 128 GPT) or within the VM's noise of it (GPT-2 small, 1.05x;
+ * bench/results/HISTORY.md, 2026-11-30): the slow reads were the 4 rows interleaved. */
 static q8_row_fn path_row(tfm_q8_path path) {
 #if TFM_X86
     if (path != TFM_Q8_GENERIC) return row_avx2_span;   /* VNNI CPUs have AVX2 */
