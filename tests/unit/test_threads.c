@@ -6,6 +6,7 @@
  * of thread data parallelism (--parallel batch): replicas share the weights, chunk gradients sum to the
  * whole batch's; and sentence batches decoded in parallel on worker graphs equal the serial decoding. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,7 +369,35 @@ static void test_decode_workers(void) {
     tfm_mt_net_free(m);
 }
 
+/* tfm_thread_scratch: a slot grows on demand (from 1 MiB on as whole 2 MiB huge pages), a smaller request gets the
+ * same buffer with its contents, and another thread has a buffer of its own (freed when that thread exits) */
+static void *scratch_in_other_thread(void *mains) {
+    float *mine = tfm_thread_scratch(TFM_SCRATCH_NORM, 300000);
+    if (mine) mine[299999] = 1.0f;
+    return (void *)(intptr_t)(mine != NULL && mine != (float *)mains);
+}
+
+static void test_thread_scratch(void) {
+    static const size_t sizes[] = {1000, ((size_t)1 << 18) + 5, ((size_t)3 << 18) + 7};   /* 4 KB, 1 MiB, 3 MiB */
+    int ok = 1;
+    float *b = NULL;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        b = tfm_thread_scratch(TFM_SCRATCH_NORM, n);
+        ok &= b != NULL && (uintptr_t)b % 64 == 0;
+        for (size_t i = 0; ok && i < n; i++) b[i] = (float)i;
+        float *c = tfm_thread_scratch(TFM_SCRATCH_NORM, n / 2);
+        ok &= c == b && c[n / 2 - 1] == (float)(n / 2 - 1) && b[n - 1] == (float)(n - 1);
+    }
+    pthread_t t;
+    void *other = NULL;
+    ok &= pthread_create(&t, NULL, scratch_in_other_thread, b) == 0 && pthread_join(t, &other) == 0 && other != NULL;
+    CHECK("thread scratch: grows past 1 MiB and 2 MiB (huge pages), 64-byte aligned, keeps its buffer for smaller "
+          "requests, one per thread", ok, "a buffer missing, misaligned, moved or shared");
+}
+
 int main(void) {
+    test_thread_scratch();
     test_decode_workers();
     test_out_of_memory();
     test_replicas();
