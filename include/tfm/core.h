@@ -186,6 +186,7 @@ typedef struct tfm_q8_weight {
     int32_t *sum;            /* rows */
     int8_t *panels;          /* NULL, or q laid out for GEMMs of many rows, made when they pay (private) */
     int many_row_calls;      /* GEMMs of 5 rows or more so far (private: when to make the panels) */
+    struct tfm_q8_pool *pool; /* NULL, or where q and the panels live (private: a parameter set's weights) */
 } tfm_q8_weight;
 /* Quantize n values: amax = max |x|; scale = amax / 127 and q[i] = x[i] * (127 / amax) rounded to nearest
  * even (in [-127, 127]). A row with amax < TFM_Q8_TINY becomes zeros with scale 0; one holding a NaN or an
@@ -203,6 +204,7 @@ typedef struct {
     size_t data_floats;       /* floats in data: total, or fewer once int8 parameters dropped theirs
                                  (tfm_params_drop_q8_floats) */
     tfm_q8_weight *q8;        /* NULL, or n entries: q8[i].q is set where t[i] is held in int8 (t[i]->q8) */
+    struct tfm_q8_pool *q8_pool; /* private: the memory of the int8 weights and their panels */
 } tfm_params;
 
 TFM_API void tfm_params_init(tfm_params *p);

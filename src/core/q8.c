@@ -4,6 +4,7 @@
 #include "core/mem.h"
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,75 @@ int tfm_params_n_q8(const tfm_params *p) {
     return n;
 }
 
+/* ---------------------------------------------------------------- the pool */
+/* A parameter set's int8 weights and their panels come from blocks of whole 2 MiB huge pages (core/mem.h), used
+ * one after the other like an arena's chunks. Each weight on its own would be an allocation of 4 KiB pages (a
+ * 4 x 128 GPT's are 16-64 KB, GPT-2 small's attention matrices 590 KB), and on this project's VMs a 4 KiB page's
+ * first touch costs ~10 us: GPT-2 small in int8 took ~9,000 page faults to load and ~6,000 more for the panels of
+ * its first long prompt. Fresh blocks are zero (q's padding and the panels' rely on it); bytes are never reused,
+ * and all of them go when the parameter set is freed (a weight replaced or freed before leaves its bytes). */
+typedef struct q8_block {
+    struct q8_block *next;
+    char *mem;
+    size_t cap, used;
+} q8_block;
+
+struct tfm_q8_pool {
+    pthread_mutex_t lock;   /* the panels are made at first use, by whichever decoding thread needs them */
+    q8_block *head;         /* the block in use, the older ones after it */
+    size_t total;           /* bytes of all blocks */
+};
+
+static tfm_q8_pool *pool_new(void) {
+    tfm_q8_pool *pl = calloc(1, sizeof *pl);
+    if (pl && pthread_mutex_init(&pl->lock, NULL)) {
+        free(pl);
+        return NULL;
+    }
+    return pl;
+}
+
+/* bytes (64-byte aligned, zero) from the pool: the rest of the head block, else a new block of at least 2 MiB
+ * and of the pool's size so far (the blocks double, as an arena's do); NULL when out of memory */
+static void *pool_take(tfm_q8_pool *pl, size_t bytes) {
+    bytes = (bytes + 63) & ~(size_t)63;
+    void *p = NULL;
+    pthread_mutex_lock(&pl->lock);
+    q8_block *b = pl->head;
+    if (!b || b->cap - b->used < bytes) {
+        size_t cap = bytes > pl->total ? bytes : pl->total;
+        cap = (cap + TFM_HUGE_PAGE - 1) / TFM_HUGE_PAGE * TFM_HUGE_PAGE;
+        b = malloc(sizeof *b);
+        char *mem = b ? tfm_weights_alloc_(cap) : NULL;
+        if (!mem) {
+            free(b);
+            b = NULL;
+        } else {
+            *b = (q8_block){pl->head, mem, cap, 0};
+            pl->head = b;
+            pl->total += cap;
+        }
+    }
+    if (b) {
+        p = b->mem + b->used;
+        b->used += bytes;
+    }
+    pthread_mutex_unlock(&pl->lock);
+    return p;
+}
+
+static void pool_free(tfm_q8_pool *pl) {
+    if (!pl) return;
+    for (q8_block *b = pl->head, *n; b; b = n) {
+        n = b->next;
+        tfm_weights_free_(b->mem, b->cap);
+        free(b);
+    }
+    pthread_mutex_destroy(&pl->lock);
+    free(pl);
+}
+
+/* ---------------------------------------------------------------- weights */
 static size_t panel_bytes(const tfm_q8_weight *w) {
     return (size_t)((w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL) * (size_t)tfm_q8_panel_groups(w) * TFM_Q8_PANEL_GROUP;
 }
@@ -74,7 +144,8 @@ const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w) {
     int8_t *have = __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE);
     if (have) return have;
     const size_t bytes = panel_bytes(w), group = TFM_Q8_PANEL_GROUP, groups = (size_t)tfm_q8_panel_groups(w);
-    int8_t *p = tfm_weights_alloc_(bytes);   /* zeroed: rows of the last panel past w->rows */
+    int8_t *p = w->pool ? pool_take(w->pool, bytes) : tfm_weights_alloc_(bytes);   /* zeroed: rows of the last
+                                                                                       panel past w->rows */
     if (!p) return NULL;
     for (int r = 0; r < w->rows; r++) {   /* row r: panel r / 16, half (r % 16) / 8, 4 bytes at (r % 8) * 4 */
         const int8_t *q = w->q + (size_t)r * w->ld;   /* zero from cols up to ld >= 4 * groups */
@@ -83,26 +154,26 @@ const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w) {
     }
     tfm_q8_weight *mw = (tfm_q8_weight *)w;   /* the panels are a cache of q: filled in once, under a CAS */
     if (__atomic_compare_exchange_n(&mw->panels, &have, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return p;
-    tfm_weights_free_(p, bytes);   /* another thread's copy won */
+    if (!w->pool) tfm_weights_free_(p, bytes);   /* another thread's copy won (a pool's bytes stay in it) */
     return have;
 }
 
 void tfm_q8_weight_free_panels_(tfm_q8_weight *w) {
-    tfm_weights_free_(w->panels, panel_bytes(w));
+    if (!w->pool) tfm_weights_free_(w->panels, panel_bytes(w));
     w->panels = NULL;
 }
 
 void tfm_q8_weight_free_(tfm_q8_weight *w) {
     if (w->panels) tfm_q8_weight_free_panels_(w);
-    tfm_weights_free_(w->q, (size_t)w->rows * w->ld);
+    if (!w->pool) tfm_weights_free_(w->q, (size_t)w->rows * w->ld);
     free(w->scale);
     free(w->sum);
     memset(w, 0, sizeof *w);
 }
 
-/* w holding rows * ld zeroed int8 bytes (tfm_weights_alloc_: the padding stays zero), rows scales and rows
- * sums (unset); 0, or -1 with a tfm error and w empty */
-static int q8_weight_alloc(tfm_q8_weight *w, int rows, int cols) {
+/* w holding rows * ld zeroed int8 bytes (tfm_weights_alloc_, or from pool when not NULL: the padding stays zero),
+ * rows scales and rows sums (unset); 0, or -1 with a tfm error and w empty */
+static int q8_weight_alloc(tfm_q8_weight *w, int rows, int cols, tfm_q8_pool *pool) {
     memset(w, 0, sizeof *w);
     if (rows < 1 || cols < 1 || cols > TFM_Q8_MAX_COLS)
         return tfm_set_error("int8 weights of %d x %d: need a row and 1 to %d columns", rows, cols, TFM_Q8_MAX_COLS),
@@ -111,7 +182,9 @@ static int q8_weight_alloc(tfm_q8_weight *w, int rows, int cols) {
     if ((size_t)rows > SIZE_MAX / (size_t)ld || (size_t)rows > SIZE_MAX / sizeof(float))
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights: %d x %d exceed size_t)", rows, cols), -1;
     w->rows = rows, w->cols = cols, w->ld = ld;   /* before the allocation: tfm_q8_weight_free_ needs the size */
-    w->q = tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows (ld is a multiple of 64) */
+    w->pool = pool;
+    w->q = pool ? pool_take(pool, (size_t)rows * ld) : tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows
+                                                                                     (ld is a multiple of 64) */
     w->scale = malloc(sizeof(float) * (size_t)rows);
     w->sum = malloc(sizeof(int32_t) * (size_t)rows);
     if (!w->q || !w->scale || !w->sum) {
@@ -128,12 +201,12 @@ static int32_t q8_row_sum(const int8_t *q, int n) {
     return s;
 }
 
-int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols, size_t stride) {
+static int quantize_weight(tfm_q8_weight *w, const float *x, int rows, int cols, size_t stride, tfm_q8_pool *pool) {
     if (cols > 0 && stride < (size_t)cols) {
         memset(w, 0, sizeof *w);
         return tfm_set_error("int8 weights of %d x %d: a row stride of %zu", rows, cols, stride), -1;
     }
-    if (q8_weight_alloc(w, rows, cols)) return -1;
+    if (q8_weight_alloc(w, rows, cols, pool)) return -1;
     for (int r = 0; r < rows; r++) {
         int8_t *q = w->q + (size_t)r * w->ld;
         w->scale[r] = tfm_q8_quantize_row(x + (size_t)r * stride, cols, q);
@@ -142,8 +215,12 @@ int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols
     return 0;
 }
 
+int tfm_q8_weight_quantize_(tfm_q8_weight *w, const float *x, int rows, int cols, size_t stride) {
+    return quantize_weight(w, x, rows, cols, stride, NULL);
+}
+
 /* the checks both entry points share: a 2-D parameter whose rows fit the kernels' exact int32 sums, and p's
- * table of int8 copies */
+ * table of int8 copies and their pool */
 static int q8_param_ready(tfm_params *p, int i) {
     const tfm_tensor *t = p->t[i];
     if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
@@ -152,6 +229,8 @@ static int q8_param_ready(tfm_params *p, int i) {
         return tfm_set_error("parameter '%s': %d columns, int8 weights have at most %d", t->name, t->shape[1],
                              TFM_Q8_MAX_COLS), 0;
     if (!p->q8 && !(p->q8 = calloc((size_t)p->n, sizeof *p->q8)))
+        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights)"), 0;
+    if (!p->q8_pool && !(p->q8_pool = pool_new()))
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights)"), 0;
     return 1;
 }
@@ -176,7 +255,7 @@ int tfm_params_set_q8_(tfm_params *p, int i, const int8_t *q, const float *scale
     const tfm_tensor *t = p->t[i];
     int rows = t->shape[0], cols = t->shape[1];
     tfm_q8_weight w;
-    if (q8_weight_alloc(&w, rows, cols)) return tfm_prefix_error("parameter '%s': ", t->name);
+    if (q8_weight_alloc(&w, rows, cols, p->q8_pool)) return tfm_prefix_error("parameter '%s': ", t->name);
     for (int r = 0; r < rows; r++) {
         const int8_t *src = q + (size_t)r * cols;
         memcpy(w.q + (size_t)r * w.ld, src, (size_t)cols);
@@ -195,7 +274,7 @@ int tfm_params_quantize(tfm_params *p, int i) {
     if (!q8_param_ready(p, i) || !has_floats(p->t[i])) return -1;
     const tfm_tensor *t = p->t[i];
     tfm_q8_weight w;
-    if (tfm_q8_weight_quantize_(&w, t->data, t->shape[0], t->shape[1], (size_t)t->shape[1]))
+    if (quantize_weight(&w, t->data, t->shape[0], t->shape[1], (size_t)t->shape[1], p->q8_pool))
         return tfm_prefix_error("parameter '%s': ", t->name);
     for (int r = 0; r < w.rows; r++)
         if (isnan(w.scale[r])) {
@@ -234,4 +313,6 @@ void tfm_params_free_q8_(tfm_params *p) {
     for (int i = 0; p->q8 && i < p->n; i++) tfm_q8_weight_free_(&p->q8[i]);
     free(p->q8);
     p->q8 = NULL;
+    pool_free(p->q8_pool);
+    p->q8_pool = NULL;
 }

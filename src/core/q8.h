@@ -6,6 +6,8 @@
 #include "tfm/core.h"
 #include <stddef.h>
 
+typedef struct tfm_q8_pool tfm_q8_pool;   /* a parameter set's int8 memory (q8.c) */
+
 /* w = the (rows, cols) fp32 matrix x (row r at x + r * stride, stride >= cols) in int8: ld = cols rounded up
  * to TFM_Q8_ALIGN, row r quantized by tfm_q8_quantize_row into w->q + r * ld (the padding zero), its scale in
  * w->scale[r], the sum of its int8 values in w->sum[r]. q comes from tfm_weights_alloc_ (src/core/mem.h: huge
@@ -19,7 +21,8 @@ void tfm_q8_weight_free_(tfm_q8_weight *w);
 /* w's rows laid out for the int8 GEMM of many rows (src/ops/gemm_q8.c): panels of TFM_Q8_PANEL rows, k in groups
  * of 4; group g of a panel is 64 bytes, its rows 0-7 x 4 bytes then rows 8-15 x 4 bytes (rows past w->rows and k
  * past cols zero). Made by the first call and kept in w->panels (threads may race to make it: one copy wins, the
- * others are freed); NULL when out of memory (the caller takes the row layout instead). */
+ * others are freed, or left in the weight's pool); NULL when out of memory (the caller takes the row layout
+ * instead). */
 #define TFM_Q8_PANEL 16
 #define TFM_Q8_PANEL_GROUP 64   /* bytes of a k group of a panel: 16 rows x 4 k */
 static inline int tfm_q8_panel_groups(const tfm_q8_weight *w) { return (w->cols + 3) / 4; }   /* k groups a panel */

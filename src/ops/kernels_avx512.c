@@ -340,7 +340,7 @@ static inline __m512 hsum16x16(const __m512 v[16]) {
     for (int p = 0; p < 4; p++)   /* quarter k: row 4p + k, h[i] + h[i + 4] */
         q[p] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * p], h[2 * p + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                              _mm512_shuffle_f32x4(h[2 * p], h[2 * p + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    for (int p = 0; p < 2; p++)   /* quarter k: rows 8p + k, 8p + 4 + k, two lanes each: q[0] + q[2], q[1] + q[3] */
+    for (int p = 0; p < 2; p++)   /* quarter k: rows 8p + k, 8p + 4 + k, two lanes each: lanes 0 + 2, 1 + 3 */
         e[p] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * p], q[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm512_shuffle_ps(q[2 * p], q[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     __m512 r = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),   /* e[0] + e[1] */

@@ -31,7 +31,7 @@ static int ld_of(int cols) { return (cols + TFM_Q8_ALIGN - 1) / TFM_Q8_ALIGN * T
 
 /* a weight from rows x cols bytes (64-byte aligned, zero-padded rows) */
 static tfm_q8_weight make_weight(int rows, int cols, const int8_t *q, const float *scale) {
-    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL, NULL, 0};
+    tfm_q8_weight w = {rows, cols, ld_of(cols), NULL, NULL, NULL, NULL, 0, NULL};
     w.q = aligned_alloc(64, (size_t)rows * w.ld);
     w.scale = malloc(sizeof(float) * rows);
     w.sum = malloc(sizeof(int32_t) * rows);
@@ -567,6 +567,55 @@ static void params_suite(void) {
     tfm_params_free(&p);
 }
 
+/* A parameter set's int8 weights and their panels come from its pool (huge-page blocks, src/core/q8.c): the
+ * weights do not overlap, are 64-byte aligned, and a GEMM through them (rows and panels, every path) gives the
+ * bits of the same weight held alone; tfm_params_free releases the pool (ASan's leak check in make test). */
+static void pool_suite(void) {
+    enum { NW = 3, M = 70 };
+    static const int shapes[NW][2] = {{33, 70}, {40, 200}, {17, 130}};
+    tfm_params p;
+    tfm_params_init(&p);
+    tfm_tensor *W[NW];
+    for (int k = 0; k < NW; k++) W[k] = tfm_param2(&p, k == 0 ? "a.weight" : k == 1 ? "b.weight" : "c.weight",
+                                                   shapes[k][0], shapes[k][1]);
+    tfm_params_alloc(&p);
+    for (size_t i = 0; i < p.total; i++) p.data[i] = frand();
+    int ok = 1, same = 1;
+    for (int k = 0; k < NW; k++) ok &= tfm_params_quantize(&p, k) == 0;
+    const char *lo[NW], *hi[NW];
+    for (int k = 0; ok && k < NW; k++) {
+        const tfm_q8_weight *w = W[k]->q8;
+        ok &= w->pool != NULL && w->pool == p.q8_pool && (uintptr_t)w->q % 64 == 0;
+        lo[k] = (const char *)w->q, hi[k] = lo[k] + (size_t)w->rows * w->ld;
+        for (int j = 0; j < k; j++) ok &= hi[k] <= lo[j] || hi[j] <= lo[k];
+    }
+    float *A = malloc(sizeof(float) * M * 200), *C = malloc(sizeof(float) * M * 40), *R = malloc(sizeof(float) * M * 40);
+    for (int i = 0; i < M * 200; i++) A[i] = frand();
+    for (int k = 0; ok && k < NW; k++) {
+        const tfm_q8_weight *w = W[k]->q8;
+        int8_t *q = malloc((size_t)w->rows * w->cols);
+        for (int r = 0; r < w->rows; r++) memcpy(q + (size_t)r * w->cols, w->q + (size_t)r * w->ld, (size_t)w->cols);
+        tfm_q8_weight alone = make_weight(w->rows, w->cols, q, w->scale);
+        for (int pth = 0; pth < 3; pth++) {
+            if (!tfm_q8_path_supported(PATHS[pth])) continue;
+            for (int m = 1; m <= M; m += M - 1) {   /* one row (the row kernel), then 70 (the panels) */
+                tfm_gemm_q8_path_(PATHS[pth], 1, m, A, w->cols, w, NULL, C, w->rows);
+                tfm_gemm_q8_path_(PATHS[pth], 1, m, A, w->cols, &alone, NULL, R, w->rows);
+                same &= !memcmp(C, R, sizeof(float) * (size_t)m * w->rows);
+            }
+        }
+        ok &= !tfm_q8_path_supported(TFM_Q8_AVX2) || (w->panels != NULL && (uintptr_t)w->panels % 64 == 0);
+        free_weight(&alone);
+        free(q);
+    }
+    CHECK("q8_params_pool_holds_weights_apart_aligned_with_panels", ok, "a weight outside the pool, misaligned, "
+          "overlapping another, or without panels after a 70-row GEMM");
+    CHECK("q8_params_pool_gemm_equals_weight_alone_bits", same, "a pooled weight's GEMM differs");
+    free(A), free(C), free(R);
+    tfm_params_free(&p);
+    CHECK("q8_params_pool_released_with_the_parameters", p.q8_pool == NULL && p.q8 == NULL, "still attached");
+}
+
 int main(void) {
     for (size_t p = 0; p < 3; p++)
         if (!tfm_q8_path_supported(PATHS[p]))
@@ -583,6 +632,7 @@ int main(void) {
     gemm_suite();
     panels_suite();
     params_suite();
+    pool_suite();
     printf("# int8 GEMM path in use: %s\n", tfm_gemm_q8_backend());
     return check_failures ? 1 : 0;
 }
