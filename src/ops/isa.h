@@ -57,6 +57,9 @@ void tfm_gemm_bf16_path_(int hw, int trans_a, int trans_b, int M, int N, int K, 
 #define TFM_GEMM_PACK_A_ 0x100
 void tfm_gemm_isa_(int isa, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc);
+/* The same with B held only packed (Bp from tfm_gemm_pack_b, B NULL): one row is the GEMV over the panels. */
+void tfm_gemm_held_isa_(int isa, int M, int N, int K, float alpha, const float *A, int lda, const float *Bp, float beta,
+                        float *C, int ldc);
 
 /* ---- int8 GEMM (src/ops/gemm_q8.c; tfm_gemm_q8 in kernels.h). Its paths: the portable C loops, AVX2 (vpmaddubsw)
  * and AVX-512 VNNI (vpdpbusd), all on the same unsigned activation bytes (7-bit q + 64) and signed weights. Every

@@ -285,6 +285,44 @@ static void isa_equal_suite(void) {
         }
 }
 
+/* One row against a B held only packed (a decoding step's GEMV over the panels): the AVX-512 path (16-wide, in
+ * chunks of 64 panels) gives the AVX2 path's bits, and both are x W^T within float rounding. Shapes: one depth
+ * block, several (K > 256), a last group of fewer than 4 panels, more than one chunk (N > 1024), beta 0 and 1. */
+static void held_gemv_suite(void) {
+    if (!tfm_gemm_packed_b_floats(1, 1)) return;   /* an OpenBLAS build packs nothing */
+    static const int shapes[][2] = {{384, 128}, {80, 300}, {1000, 600}, {2100, 600}, {7, 33}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int b1 = 0; b1 < 2; b1++) {
+            int N = shapes[s][0], K = shapes[s][1];
+            float *x = rand_buf((size_t)K), *W = rand_buf((size_t)N * K), *y0 = rand_buf((size_t)N);
+            float *Bp = aligned_alloc(64, (tfm_gemm_packed_b_floats(N, K) * sizeof(float) + 63) / 64 * 64);
+            float *y[3];
+            tfm_gemm_pack_b(1, N, K, W, K, Bp);
+            double worst = 0;
+            int same = 1;
+            for (int isa = 0; isa < 3; isa++) {
+                y[isa] = malloc(sizeof(float) * N);
+                memcpy(y[isa], y0, sizeof(float) * N);
+                if (!tfm_isa_supported((tfm_isa)isa)) continue;
+                tfm_gemm_held_isa_(isa, 1, N, K, 1.5f, x, K, Bp, b1 ? 1.0f : 0.0f, y[isa], N);
+                for (int n = 0; n < N; n++) {
+                    double r = (b1 ? y0[n] : 0.0), a = b1 ? fabs(y0[n]) : 0.0;
+                    for (int k = 0; k < K; k++) r += 1.5 * x[k] * W[(size_t)n * K + k], a += fabs(1.5 * x[k] * W[(size_t)n * K + k]);
+                    worst = fmax(worst, fabs(y[isa][n] - r) / (a + 1e-30));
+                }
+            }
+            if (tfm_isa_supported(TFM_ISA_AVX512))
+                same = !memcmp(y[TFM_ISA_AVX2], y[TFM_ISA_AVX512], sizeof(float) * N);
+            char name[96];
+            snprintf(name, sizeof name, "gemm_held_gemv_avx512_equals_avx2_1x%dx%d_beta%d", N, K, b1);
+            CHECK(name, same, "the AVX-512 and AVX2 GEMVs differ");
+            snprintf(name, sizeof name, "gemm_held_gemv_within_rounding_1x%dx%d_beta%d", N, K, b1);
+            CHECK(name, worst < 1e-5, "worst error relative to sum |terms| %g", worst);
+            for (int isa = 0; isa < 3; isa++) free(y[isa]);
+            free(x), free(W), free(y0), free(Bp);
+        }
+}
+
 /* The AVX2 path reads op(A) in place (no packing), row-major or transposed, wherever the tile is a full 6 rows and the
  * column range has no narrow edge tile; it must give the bits of the packed path. Shapes: ragged last
  * panels (M % 6), N with and without narrow edges (N % 16 in 1..8 packs, 9..15 and 0 read in place), K
@@ -349,6 +387,7 @@ int main(void) {
         g_isa = -1;
     }
     isa_equal_suite();
+    held_gemv_suite();
     direct_a_suite();
 #endif
     CHECK_EXIT();
