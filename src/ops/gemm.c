@@ -866,9 +866,10 @@ TFM_TARGET_AVX512 static void gemv_packed_avx512(int p0, int p1, int N, int K, f
             for (int q = p; q < c1; q += 4) {
                 float *sq = s + (size_t)(q - p) * NR;
                 __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-                if (pc > 0)
-                    a0 = _mm512_load_ps(sq), a1 = _mm512_load_ps(sq + 16), a2 = _mm512_load_ps(sq + 32),
-                    a3 = _mm512_load_ps(sq + 48);
+                if (pc > 0) {   /* the sums so far, from the depth blocks before */
+                    a0 = _mm512_load_ps(sq), a1 = _mm512_load_ps(sq + 16);
+                    a2 = _mm512_load_ps(sq + 32), a3 = _mm512_load_ps(sq + 48);
+                }
                 const float *b = Bp + (size_t)pc * ncap + (size_t)q * NR * kc;   /* panel q; q + 1 is kc * NR further */
                 for (int k = 0; k < kc; k++, b += NR) {
                     __m512 xk = _mm512_set1_ps(x[pc + k]);
