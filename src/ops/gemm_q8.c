@@ -330,8 +330,14 @@ static void store_tile(const q8_args *g, int i0, int j0, int mr, int nr, const i
 }
 
 #if TFM_X86
-/* store_tile for one row of n sums into C, store_one's operations 8 columns at a time (each rounded once, as there:
- * the same bits), the last n % 8 by store_one */
+/* 8 results from their exact sums e (shift sum_w taken off): e * (sa sw) (+ the bias at b), store_one's operations,
+ * each rounded once: the same bits (the single-row and the panel stores) */
+TFM_TARGET_AVX2 static inline __m256 scaled8_avx2(__m256i e, __m256 sa, __m256 sw, const float *b) {
+    __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(e), _mm256_mul_ps(sa, sw));
+    return b ? _mm256_add_ps(y, _mm256_loadu_ps(b)) : y;
+}
+
+/* store_tile for one row of n sums into C, 8 columns at a time (scaled8_avx2), the last n % 8 by store_one */
 TFM_TARGET_AVX2 static void store_row_avx2(const q8_args *g, int i, int j0, int n, const int32_t *sums) {
     const tfm_q8_weight *w = g->W;
     const __m256 sa = _mm256_set1_ps(g->sa[i]);
@@ -342,9 +348,7 @@ TFM_TARGET_AVX2 static void store_row_avx2(const q8_args *g, int i, int j0, int 
         const int col = j0 + j;
         __m256i e = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(sums + j)),
                                      _mm256_mullo_epi32(shift, _mm256_loadu_si256((const __m256i *)(w->sum + col))));
-        __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(e), _mm256_mul_ps(sa, _mm256_loadu_ps(w->scale + col)));
-        if (g->bias) y = _mm256_add_ps(y, _mm256_loadu_ps(g->bias + col));
-        _mm256_storeu_ps(c + col, y);
+        _mm256_storeu_ps(c + col, scaled8_avx2(e, sa, _mm256_loadu_ps(w->scale + col), g->bias ? g->bias + col : NULL));
     }
     for (; j < n; j++)
         store_one(g->C, g->ldc, g->acc, g->N, g->sa, w, g->bias, i, j0 + j, sums[j] - g->shift * w->sum[j0 + j]);
@@ -465,7 +469,7 @@ TFM_TARGET_AVX2 static void panel_tile_avx2(int groups, const int8_t *a, size_t 
 }
 #undef PANEL_ROW
 
-/* panel_store_c's arithmetic 8 columns at a time (the same operations, each rounded once) */
+/* panel_store_c's arithmetic 8 columns at a time (scaled8_avx2) */
 TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0, int mr, int nc, const int32_t *out) {
     if (nc < TFM_Q8_PANEL || !g->C) {
         panel_store_c(g, i0, j0, mr, nc, out);
@@ -476,12 +480,11 @@ TFM_TARGET_AVX2 static void panel_store_avx2(const panel_args *g, int i0, int j0
         const int j = j0 + 8 * h;
         __m256i shift =
             _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->sum + j)), _mm256_set1_epi32(g->shift));
-        __m256 sw = _mm256_loadu_ps(w->scale + j), b = g->bias ? _mm256_loadu_ps(g->bias + j) : _mm256_setzero_ps();
+        const __m256 sw = _mm256_loadu_ps(w->scale + j);
+        const float *b = g->bias ? g->bias + j : NULL;
         for (int i = 0; i < mr; i++) {
             __m256i e = _mm256_sub_epi32(_mm256_load_si256((const __m256i *)(out + 16 * i + 8 * h)), shift);
-            __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(e), _mm256_mul_ps(_mm256_set1_ps(g->sa[i0 + i]), sw));
-            if (g->bias) y = _mm256_add_ps(y, b);
-            _mm256_storeu_ps(g->C + (size_t)(i0 + i) * g->ldc + j, y);
+            _mm256_storeu_ps(g->C + (size_t)(i0 + i) * g->ldc + j, scaled8_avx2(e, _mm256_set1_ps(g->sa[i0 + i]), sw, b));
         }
     }
 }
