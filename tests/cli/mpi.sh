@@ -312,8 +312,12 @@ for attempt in 1 2 3 4 5 6 7 8; do   # until two kills landed during a save (a t
     job=$!
     for _ in $(seq 300); do grep -q '^train-lm config:' "$TMP/k3.err" 2>/dev/null && [ -s "$TMP/k3.tfm" ] && break; sleep 0.1; done
     sleep "0.$((RANDOM % 9 + 1))"
-    kill -KILL "$(cat "$TMP/pid0")"; wait "$job"; rc=$?
-    ls "$TMP" | grep -q '^k3.tfm.tmp\.' && mid=$((mid + 1))
+    # then wait (builtin test, no fork) until rank 0's own save file OUT.tmp.<pid> exists, so the kill lands
+    # during a save whatever the disk's speed (random timing alone missed 8 times of 8 on a CI machine)
+    p0=$(cat "$TMP/pid0"); t=$((SECONDS + 10))
+    until [ -e "$TMP/k3.tfm.tmp.$p0" ] || [ $SECONDS -gt $t ]; do :; done
+    kill -KILL "$p0"; wait "$job"; rc=$?
+    [ -e "$TMP/k3.tfm.tmp.$p0" ] && mid=$((mid + 1))
     [ $rc -ne 0 ] && [ $rc -ne 124 ] && $TFMM info "$TMP/k3.tfm" >/dev/null 2>&1 || { ok=0; why="$why attempt $attempt: exit $rc;"; }
     [ $mid -ge 2 ] && break
 done
