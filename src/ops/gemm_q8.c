@@ -262,14 +262,16 @@ static q8_tile_fn path_tile(tfm_q8_path path) {
     return tile_c;
 }
 
-/* Single rows: the AVX2 row kernel on the VNNI path too (its 4-row tiles use vpdpbusd). It streams a weight from
+/* Single rows over a weight's rows: the AVX2 row kernel on the VNNI path too (its 4-row tiles use vpdpbusd; a small
+ * weight's single rows read its panels instead, q8_row_panels below). It streams a weight from
  * memory (a generation step's GEMV, bandwidth-bound) faster on Zen 5: GPT-2 small's int8 weights, one core, ~34
  * GB/s against 20-22 for the same row order with 512-bit vpdpbusd, 512-bit vpmaddubsw or 256-bit vpdpbusd in a
  * slow phase of the VM, level in a fast one (the cause is not known); GPT-2 small's int8 generation 1.1-1.2x faster
  * in every phase. A weight in cache is faster with vpdpbusd: the Multi30k translator's one-row int8 steps are
  * 3-5% slower this way (docs/BENCHMARKS.md, Zen 5). Reading each weight row whole with vpdpbusd (row_avx2's
  * order) instead was level with this (4 x 128 GPT) or within the VM's noise of it (GPT-2 small, 1.05x;
- * bench/results/HISTORY.md, 2026-11-30): the slow reads were the 4 rows interleaved. */
+ * bench/results/HISTORY.md, 2026-11-30): the slow reads were the 4 rows interleaved. A column-outer kernel sums
+ * each column across its lanes, which costs as much as the products for short rows; the panel row does not. */
 static q8_row_fn path_row(tfm_q8_path path) {
 #if TFM_X86
     if (path != TFM_Q8_GENERIC) return row_avx2_span;   /* VNNI CPUs have AVX2 */
@@ -291,6 +293,7 @@ float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad
 
 /* ---------------------------------------------------------------- driver */
 typedef struct {
+    tfm_q8_path path;         /* tile, row and tile_cols are its (q8_args_of) */
     q8_tile_fn tile;          /* 4 activation rows */
     q8_row_fn row;            /* the rows left under a multiple of 4 */
     int tile_cols;            /* columns of a 4-row tile: 2 (AVX2: registers) or 4 */
@@ -303,7 +306,27 @@ typedef struct {
     float *C;                 /* NULL: acc instead (tests) */
     int ldc;
     int32_t *acc;             /* M x N */
+    const int8_t *row_panels; /* W's panels for single rows (VNNI, q8_row_panels), or NULL: row, over W's rows */
 } q8_args;
+
+/* Single rows on the VNNI path read a small weight's panels (made at the first call) with tfm_q8_panel_row_vnni:
+ * 16 columns a vpdpbusd and no horizontal sums, for a weight in cache 1.6-2.5x the AVX2 row kernel (the 4 x 128
+ * GPT's shapes, a /tmp program, one thread, Zen 5). A big weight's single rows stream its rows through the AVX2 row
+ * kernel (path_row) even when its panels exist: GPT-2 small's int8 generation after a 300-token prompt (which made
+ * them) was ~1.1x faster so (bench/results/HISTORY.md, 2026-11-30). */
+#define Q8_ROW_PANELS_MAX_BYTES (512 << 10)
+static const int8_t *q8_row_panels(tfm_q8_path path, const tfm_q8_weight *W) {
+    if (path != TFM_Q8_VNNI || (size_t)W->rows * W->ld > Q8_ROW_PANELS_MAX_BYTES) return NULL;
+    return tfm_q8_weight_panels_(W);   /* NULL when out of memory: the rows then */
+}
+
+/* the driver's arguments for a path: its kernels, the rest as given (acc NULL: results scaled into C) */
+static q8_args q8_args_of(tfm_q8_path path, int M, int kb, const int8_t *qa, const float *sa, const tfm_q8_weight *W,
+                          int32_t shift, const float *bias, float *C, int ldc, int32_t *acc) {
+    q8_args g = {path, path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, shift,
+                 bias, C, ldc, acc, q8_row_panels(path, W)};
+    return g;
+}
 
 /* One result from its exact sum e: into acc (integers, tests) or C[i][j] = e * (sa_i * sw_j) (+ bias_j), the
  * scalar steps of every path's stores (the row tiles', the panels' ragged edges; panel_store_avx2 does the same
@@ -358,7 +381,7 @@ TFM_TARGET_AVX2 static void store_row_avx2(const q8_args *g, int i, int j0, int 
 /* one row's sums: vectorised where the path has AVX2 and C is the destination */
 static void store_row(const q8_args *g, int i, int j0, int n, const int32_t *sums) {
 #if TFM_X86
-    if (g->C && g->row != row_c) {
+    if (g->C && g->path != TFM_Q8_GENERIC) {
         store_row_avx2(g, i, j0, n, sums);
         return;
     }
@@ -380,7 +403,12 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
         }
     int32_t sums[Q8_CB];
     for (; i < i1; i++) {
-        g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
+        if (g->row_panels) {   /* j0: a multiple of Q8_CB, whole panels */
+            const size_t panel = (size_t)tfm_q8_panel_groups(W) * TFM_Q8_PANEL_GROUP;
+            tfm_q8_panel_row_vnni(tfm_q8_panel_groups(W), (j1 - j0 + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL,
+                                  g->qa + (size_t)i * g->kb, g->row_panels + (size_t)(j0 / TFM_Q8_PANEL) * panel, sums);
+        } else
+            g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
         store_row(g, i, j0, j1 - j0, sums);
     }
 }
@@ -562,8 +590,7 @@ void tfm_q8_dot_path_(tfm_q8_path path, int M, const int8_t *qa, int lda, const 
         free(q4);
         if (rc == 0) return;
     }
-    q8_args g = {path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, w->rows, lda, qa, NULL, w, 0, NULL,
-                 NULL, 0, acc};
+    q8_args g = q8_args_of(path, M, lda, qa, NULL, w, 0, NULL, NULL, 0, acc);
     q8_run(&g, 1);
 }
 
@@ -584,8 +611,7 @@ void tfm_gemm_q8_path_(tfm_q8_path path, int nt, int M, const float *A, int lda,
         sa[i] = tfm_q7_quantize_row_path_(path, A + (size_t)i * lda, K, kb, qa + (size_t)i * kb);
     });
     if (q8_panels_pay(W, M) && !q8_panels(path, M, qa, (size_t)kb, sa, W, Q7_OFFSET, bias, C, ldc, NULL, nt)) return;
-    q8_args g = {path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, Q7_OFFSET,
-                 bias, C, ldc, NULL};
+    q8_args g = q8_args_of(path, M, kb, qa, sa, W, Q7_OFFSET, bias, C, ldc, NULL);
     q8_run(&g, nt);
 }
 

@@ -88,6 +88,9 @@ void tfm_q8_tile_vnni(int mr, int nr, int kb, const int8_t *a, size_t lda, const
  * for 8 rows i of unsigned activation bytes u and the 16 rows c of one panel p (core/q8.h's layout). */
 #define TFM_Q8_VNNI_PANEL_ROWS 8
 void tfm_q8_panel_tile_vnni(int groups, const int8_t *a, size_t lda, const int8_t *p, int32_t *out);
+/* The VNNI panel row (the same files): out[16 n + c] = sum_{g < groups, t < 4} u[4 g + t] p[n groups 64 + 64 g + 4 c +
+ * t] for one row u and the np (1..4) consecutive panels at p. */
+void tfm_q8_panel_row_vnni(int groups, int np, const int8_t *a, const int8_t *p, int32_t *out);
 
 /* 1 if kernels_avx512.c was compiled with AVX-512 enabled (the Makefile's per-file flags). */
 extern const int tfm_avx512_built_;

@@ -2,7 +2,8 @@
  * src/ops/kernels_q8_avx512.c (-mavx512f -mavx512bw -mavx512vnni; run only where cpuid reports them) and
  * by tests/unit/test_gemm_q8.c against SIMDe's portable versions of the same intrinsics, so the kernel's
  * logic (indexing, tile shapes, the compensation term, the sums) is checked on CPUs without AVX-512 too.
- * The includer provides the intrinsics and defines Q8V_NAME and Q8V_PANEL_NAME (the entry points' names).
+ * The includer provides the intrinsics and defines Q8V_NAME, Q8V_PANEL_NAME and Q8V_PANEL_ROW_NAME (the entry
+ * points' names).
  *
  * vpdpbusd multiplies unsigned bytes by signed bytes and adds each group of four products to an int32 lane
  * (no intermediate saturation, unlike vpmaddubsw). The activations arrive unsigned (the 7-bit q + 64, 1..127: the
@@ -53,7 +54,8 @@ Q8V_VARIANT(4, 4) Q8V_VARIANT(4, 3) Q8V_VARIANT(4, 2) Q8V_VARIANT(4, 1)
 #undef Q8V_VARIANT
 
 /* The tile entry point: 4 rows, nr 1..4 columns; out is 4 x 4 int32 (columns >= nr unspecified). Single rows (a
- * decoding step's GEMV) take gemm_q8.c's AVX2 row kernel on VNNI CPUs too (row_avx2_span, path_row there). */
+ * decoding step's GEMV) take the panel row below for a small weight, else gemm_q8.c's AVX2 row kernel (path_row and
+ * q8_row_panels there). */
 void Q8V_NAME(int mr, int nr, int kb, const int8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *out) {
     typedef void (*tile_fn)(int, const int8_t *, size_t, const int8_t *, size_t, int32_t *);
     static const tile_fn tiles[4] = {q8v_tile_4x1, q8v_tile_4x2, q8v_tile_4x3, q8v_tile_4x4};
@@ -80,4 +82,49 @@ void Q8V_PANEL_NAME(int groups, const int8_t *a, size_t lda, const int8_t *p, in
     }
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) _mm512_storeu_si512((void *)(out + 16 * i), acc[i]);
+}
+
+/* NP panels (consecutive, groups * 64 bytes each) for one row: two accumulators a panel (even and odd groups), so
+ * 2 NP vpdpbusd chains run at once and one broadcast of the row's 4 bytes serves NP panels */
+static inline __attribute__((always_inline)) void q8v_panel_row(const int NP, int groups, const int8_t *a,
+                                                                const int8_t *p, int32_t *out) {
+    const size_t stride = (size_t)groups * 64;
+    __m512i even[4], odd[4];
+    for (int n = 0; n < NP; n++) even[n] = odd[n] = _mm512_setzero_si512();
+    int g = 0;
+    for (; g + 2 <= groups; g += 2) {
+        int32_t f0, f1;
+        memcpy(&f0, a + 4 * g, 4);
+        memcpy(&f1, a + 4 * g + 4, 4);
+        const __m512i a0 = _mm512_set1_epi32(f0), a1 = _mm512_set1_epi32(f1);
+        for (int n = 0; n < NP; n++) {
+            const int8_t *q = p + n * stride + (size_t)g * 64;
+            even[n] = _mm512_dpbusd_epi32(even[n], a0, _mm512_load_si512((const void *)q));
+            odd[n] = _mm512_dpbusd_epi32(odd[n], a1, _mm512_load_si512((const void *)(q + 64)));
+        }
+    }
+    if (g < groups) {
+        int32_t f0;
+        memcpy(&f0, a + 4 * g, 4);
+        const __m512i a0 = _mm512_set1_epi32(f0);
+        for (int n = 0; n < NP; n++)
+            even[n] = _mm512_dpbusd_epi32(even[n], a0, _mm512_load_si512((const void *)(p + n * stride + (size_t)g * 64)));
+    }
+    for (int n = 0; n < NP; n++) _mm512_storeu_si512((void *)(out + 16 * n), _mm512_add_epi32(even[n], odd[n]));
+}
+
+#define Q8V_ROW_VARIANT(NP)                                                                                  \
+    static void q8v_panel_row_##NP(int groups, const int8_t *a, const int8_t *p, int32_t *out) {            \
+        q8v_panel_row(NP, groups, a, p, out);                                                               \
+    }
+Q8V_ROW_VARIANT(1) Q8V_ROW_VARIANT(2) Q8V_ROW_VARIANT(3) Q8V_ROW_VARIANT(4)
+#undef Q8V_ROW_VARIANT
+
+/* The panel row: one row of unsigned activation bytes a against np (1..4) consecutive panels at p: out[16 n + c] =
+ * sum_{g < groups, t < 4} a[4 g + t] p[n groups 64 + 64 g + 4 c + t] (a decoding step's GEMV over a small weight:
+ * no horizontal sums, unlike a row kernel) */
+void Q8V_PANEL_ROW_NAME(int groups, int np, const int8_t *a, const int8_t *p, int32_t *out) {
+    typedef void (*row_fn)(int, const int8_t *, const int8_t *, int32_t *);
+    static const row_fn rows[4] = {q8v_panel_row_1, q8v_panel_row_2, q8v_panel_row_3, q8v_panel_row_4};
+    rows[np - 1](groups, a, p, out);
 }

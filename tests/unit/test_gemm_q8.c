@@ -100,6 +100,7 @@ TFM_TARGET_AVX2 static void hw_pitfall(void) {
 #include <simde/x86/avx512.h>
 #define Q8V_NAME emu_tile_vnni
 #define Q8V_PANEL_NAME emu_panel_tile_vnni
+#define Q8V_PANEL_ROW_NAME emu_panel_row_vnni
 #include "ops/q8_vnni_body.h"
 #pragma GCC diagnostic pop
 #else
@@ -141,12 +142,27 @@ static void dot_with_panel_tile(int M, const int8_t *qa, const tfm_q8_weight *w,
         }
     free(u);
 }
+
+/* acc (M x N) from the VNNI panel row, as gemm_q8.c drives it for single rows: each row alone, 64 columns (4
+ * panels) a call, the last call with the panels left */
+static void dot_with_panel_row(int M, const int8_t *qa, const tfm_q8_weight *w, int32_t *acc) {
+    const int8_t *panels = tfm_q8_weight_panels_(w);
+    int groups = tfm_q8_panel_groups(w);
+    int32_t out[64];
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < w->rows; j += 64) {
+            int np = (w->rows - j + 15) / 16 < 4 ? (w->rows - j + 15) / 16 : 4;
+            emu_panel_row_vnni(groups, np, qa + (size_t)i * w->ld, panels + (size_t)(j / 16) * groups * TFM_Q8_PANEL_GROUP,
+                               out);
+            for (int c = 0; c < 64 && j + c < w->rows; c++) acc[(size_t)i * w->rows + j + c] = out[c];
+        }
+}
 #endif
 
 /* every path's integer products equal the exact sums; name says which data. With quiet, no CHECK line: the
- * bit p + 1 of the result is set if path p (3: VNNI's row tile under SIMDe, 4: its panel tile) differed (a "#"
- * line says where). */
-static const char *const SIMDE_PATHS[] = {"avx512-vnni-simde", "avx512-vnni-panels-simde"};
+ * bit p + 1 of the result is set if path p (3: VNNI's row tile under SIMDe, 4: its panel tile, 5: its panel row)
+ * differed (a "#" line says where). */
+static const char *const SIMDE_PATHS[] = {"avx512-vnni-simde", "avx512-vnni-panels-simde", "avx512-vnni-panel-row-simde"};
 static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, const int8_t *qw, int quiet) {
     int failed = 0;
     tfm_q8_weight w = make_weight(N, K, qw, NULL);
@@ -155,7 +171,7 @@ static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, co
     int32_t *acc = malloc(sizeof(int32_t) * M * N);
     reference_dot(M, N, K, qa, qw, ref);
     char label[160];
-    for (int p = 0; p < 3 + 2 * HAVE_SIMDE; p++) {
+    for (int p = 0; p < 3 + 3 * HAVE_SIMDE; p++) {
         const char *pn = p < 3 ? tfm_q8_path_name(PATHS[p]) : SIMDE_PATHS[p - 3];
         snprintf(label, sizeof label, "q8_dot_%s_%s", pn, name);
         if (p < 3 && !tfm_q8_path_supported(PATHS[p])) continue;   /* reported once in main */
@@ -163,6 +179,7 @@ static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, co
 #if HAVE_SIMDE
         if (p == 3) dot_with_tile(emu_tile_vnni, M, a, &w, acc);
         else if (p == 4) dot_with_panel_tile(M, a, &w, acc);
+        else if (p == 5) dot_with_panel_row(M, a, &w, acc);
         else
 #endif
             tfm_q8_dot_path_(PATHS[p], M, a, w.ld, &w, acc);
@@ -182,8 +199,10 @@ static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, co
 }
 
 static void dot_suite(void) {
-    /* ragged shapes: K across the 32- and 64-byte chunks, rows across the 4-row and 4/2-column tiles */
-    static const int Ms[] = {1, 2, 3, 4, 5, 7, 9, 17}, Ns[] = {1, 2, 3, 5, 8, 17}, Ks[] = {1, 31, 32, 33, 64, 65, 130, 300};
+    /* ragged shapes: K across the 32- and 64-byte chunks (and odd and even counts of 4-byte groups), rows across the
+     * 4-row and 4/2-column tiles, columns across panels (16) and the driver's column blocks (64) */
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 9, 17}, Ns[] = {1, 2, 3, 5, 8, 17, 40, 64, 65, 130},
+                     Ks[] = {1, 31, 32, 33, 64, 65, 130, 300};
     int total = 0, failed = 0;
     for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
@@ -197,7 +216,7 @@ static void dot_suite(void) {
                 free(qa), free(qw);
             }
     char label[80];
-    for (int p = 0; p < 3 + 2 * HAVE_SIMDE; p++) {
+    for (int p = 0; p < 3 + 3 * HAVE_SIMDE; p++) {
         if (p < 3 && !tfm_q8_path_supported(PATHS[p])) continue;
         snprintf(label, sizeof label, "q8_dot_%s_ragged_%d_shapes_exact", p < 3 ? tfm_q8_path_name(PATHS[p]) : SIMDE_PATHS[p - 3], total);
         CHECK(label, !(failed & (2 << p)), "see the lines above");
