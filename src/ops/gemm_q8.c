@@ -172,6 +172,44 @@ TFM_TARGET_AVX2 static void row_avx2_span(int n, int kb, const int8_t *a, const 
     memcpy(out + j, last, sizeof(int32_t) * (size_t)(n - j));
 }
 
+/* NP panels for one row on AVX2: per 4-byte group one broadcast serves NP panels, two vpmaddubsw (the panel's 16
+ * rows as two vectors of 8), their vpmaddwd by ones, 2 NP accumulators (at most 2 * 127 * 127 a pair: exact) */
+TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void panel_row_avx2(const int NP, int groups,
+                                                                                  const int8_t *a, const int8_t *p,
+                                                                                  int32_t *out) {
+    const size_t stride = (size_t)groups * TFM_Q8_PANEL_GROUP;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i lo[4], hi[4];
+    for (int n = 0; n < NP; n++) lo[n] = hi[n] = _mm256_setzero_si256();
+    for (int g = 0; g < groups; g++) {
+        int32_t four;
+        memcpy(&four, a + 4 * g, 4);
+        const __m256i av = _mm256_set1_epi32(four);
+        for (int n = 0; n < NP; n++) {
+            const int8_t *q = p + n * stride + (size_t)g * TFM_Q8_PANEL_GROUP;
+            lo[n] = _mm256_add_epi32(lo[n], _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_load_si256((const __m256i *)q)), ones));
+            hi[n] = _mm256_add_epi32(hi[n], _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_load_si256((const __m256i *)(q + 32))), ones));
+        }
+    }
+    for (int n = 0; n < NP; n++) {
+        _mm256_storeu_si256((__m256i *)(out + 16 * n), lo[n]);
+        _mm256_storeu_si256((__m256i *)(out + 16 * n + 8), hi[n]);
+    }
+}
+#define Q8_PANEL_ROW_VARIANT(NP)                                                                             \
+    TFM_TARGET_AVX2 static void panel_row_avx2_##NP(int groups, const int8_t *a, const int8_t *p, int32_t *out) { \
+        panel_row_avx2(NP, groups, a, p, out);                                                               \
+    }
+Q8_PANEL_ROW_VARIANT(1) Q8_PANEL_ROW_VARIANT(2) Q8_PANEL_ROW_VARIANT(3) Q8_PANEL_ROW_VARIANT(4)
+#undef Q8_PANEL_ROW_VARIANT
+
+/* tfm_q8_panel_row_vnni's contract on AVX2 */
+static void panel_row_avx2_any(int groups, int np, const int8_t *a, const int8_t *p, int32_t *out) {
+    typedef void (*row_fn)(int, const int8_t *, const int8_t *, int32_t *);
+    static const row_fn rows[4] = {panel_row_avx2_1, panel_row_avx2_2, panel_row_avx2_3, panel_row_avx2_4};
+    rows[np - 1](groups, a, p, out);
+}
+
 /* tfm_q7_quantize_row's arithmetic (levels 63; tfm_q8_quantize_row's with 127), 8 lanes: the same max (exact in
  * any order), the same levels / amax, the same products, rounded by cvtps2dq (nearest even, as rintf). 32 values a
  * step become bytes by two packs (saturating, but |x * inv| < levels + 0.5 always) and a lane permute. offset is
@@ -280,6 +318,17 @@ static q8_row_fn path_row(tfm_q8_path path) {
     return row_c;
 }
 
+/* one row against np (1..4) consecutive panels: out[16 n + c] (tfm_q8_panel_row_vnni's contract); NULL: none */
+typedef void (*q8_panel_row_fn)(int groups, int np, const int8_t *a, const int8_t *p, int32_t *out);
+static q8_panel_row_fn path_panel_row(tfm_q8_path path) {
+#if TFM_X86
+    if (path == TFM_Q8_VNNI) return tfm_q8_panel_row_vnni;
+    if (path == TFM_Q8_AVX2) return panel_row_avx2_any;
+#endif
+    (void)path;
+    return NULL;
+}
+
 float tfm_q7_quantize_row_path_(tfm_q8_path path, const float *x, int n, int pad, int8_t *q) {
 #if TFM_X86
     if (path != TFM_Q8_GENERIC) return quantize_row7_avx2(x, n, pad, q);   /* VNNI CPUs have AVX2 */
@@ -306,17 +355,19 @@ typedef struct {
     float *C;                 /* NULL: acc instead (tests) */
     int ldc;
     int32_t *acc;             /* M x N */
-    const int8_t *row_panels; /* W's panels for single rows (VNNI, q8_row_panels), or NULL: row, over W's rows */
+    q8_panel_row_fn panel_row;  /* single rows over row_panels, */
+    const int8_t *row_panels;   /* W's panels (q8_row_panels), or NULL: single rows by row, over W's rows */
 } q8_args;
 
-/* Single rows on the VNNI path read a small weight's panels (made at the first call) with tfm_q8_panel_row_vnni:
- * 16 columns a vpdpbusd and no horizontal sums, for a weight in cache 1.6-2.5x the AVX2 row kernel (the 4 x 128
- * GPT's shapes, a /tmp program, one thread, Zen 5). A big weight's single rows stream its rows through the AVX2 row
+/* Single rows against a small weight read its panels (made at the first call; path_panel_row): on VNNI 16 columns
+ * a vpdpbusd, on AVX2 a vpmaddubsw per 8, and no sums across lanes at the end. For a weight in cache, one thread,
+ * Zen 5 (a /tmp program, the two ways alternating in one process, medians of 15 rounds): VNNI 1.7-2.6x the AVX2 row
+ * kernel on the 4 x 128 GPT's shapes and 1.4x on the translator's 1024 x 256, AVX2 1.1-1.5x and 1.2x. A big weight's single rows stream its rows through the AVX2 row
  * kernel (path_row) even when its panels exist: GPT-2 small's int8 generation after a 300-token prompt (which made
  * them) was ~1.1x faster so (bench/results/HISTORY.md, 2026-11-30). */
 #define Q8_ROW_PANELS_MAX_BYTES (512 << 10)
 static const int8_t *q8_row_panels(tfm_q8_path path, const tfm_q8_weight *W) {
-    if (path != TFM_Q8_VNNI || (size_t)W->rows * W->ld > Q8_ROW_PANELS_MAX_BYTES) return NULL;
+    if (!path_panel_row(path) || (size_t)W->rows * W->ld > Q8_ROW_PANELS_MAX_BYTES) return NULL;
     return tfm_q8_weight_panels_(W);   /* NULL when out of memory: the rows then */
 }
 
@@ -324,7 +375,7 @@ static const int8_t *q8_row_panels(tfm_q8_path path, const tfm_q8_weight *W) {
 static q8_args q8_args_of(tfm_q8_path path, int M, int kb, const int8_t *qa, const float *sa, const tfm_q8_weight *W,
                           int32_t shift, const float *bias, float *C, int ldc, int32_t *acc) {
     q8_args g = {path, path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, shift,
-                 bias, C, ldc, acc, q8_row_panels(path, W)};
+                 bias, C, ldc, acc, path_panel_row(path), q8_row_panels(path, W)};
     return g;
 }
 
@@ -405,7 +456,7 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
     for (; i < i1; i++) {
         if (g->row_panels) {   /* j0: a multiple of Q8_CB, whole panels */
             const size_t panel = (size_t)tfm_q8_panel_groups(W) * TFM_Q8_PANEL_GROUP;
-            tfm_q8_panel_row_vnni(tfm_q8_panel_groups(W), (j1 - j0 + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL,
+            g->panel_row(tfm_q8_panel_groups(W), (j1 - j0 + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL,
                                   g->qa + (size_t)i * g->kb, g->row_panels + (size_t)(j0 / TFM_Q8_PANEL) * panel, sums);
         } else
             g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
@@ -572,7 +623,7 @@ static int q8_panels(tfm_q8_path path, int M, int8_t *qa, size_t lda, const floa
 /* The panels are a second copy of the weight, so tfm_gemm_q8 makes them when they pay: at a call of
  * Q8_PANEL_BIG_ROWS rows or more (its arithmetic dwarfs one pass over the weight) or at the second call of
  * Q8_PANEL_ROWS or more (a batch or a beam: every decoding step is one). A GPT prompt of a few tokens before
- * one-row generation never makes them. */
+ * one-row generation never makes a big weight's (a small weight's are made by its first single row: q8_row_panels). */
 #define Q8_PANEL_BIG_ROWS 64
 static int q8_panels_pay(const tfm_q8_weight *w, int M) {
     if (M < Q8_PANEL_ROWS) return 0;

@@ -523,14 +523,27 @@ static void panels_suite(void) {
                 layout &= *at == (r < R && k < K ? qw[r * K + k] : 0);
             }
         CHECK("q8_panels_made_once_by_racing_threads", one, "threads got different panels");
-        if (tfm_q8_path_supported(TFM_Q8_AVX2)) {   /* tfm_gemm_q8 makes them at a second call of 5+ rows */
-            tfm_q8_weight w2 = make_weight(R, K, qw, NULL);
-            float A[6 * K], C[6 * R];
-            for (int i = 0; i < 6 * K; i++) A[i] = frand();
-            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 4, A, K, &w2, NULL, C, R);
-            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 6, A, K, &w2, NULL, C, R);
+        if (tfm_q8_path_supported(TFM_Q8_AVX2)) {
+            /* a big weight's (over 512 KiB): tfm_gemm_q8 makes them at a second call of 5+ rows */
+            enum { RB = 600, KB = 1024 };
+            int8_t *qb = malloc((size_t)RB * KB);
+            for (int i = 0; i < RB * KB; i++) qb[i] = qrand();
+            tfm_q8_weight w2 = make_weight(RB, KB, qb, NULL);
+            float *A = malloc(sizeof(float) * 6 * KB), *C = malloc(sizeof(float) * 6 * RB);
+            for (int i = 0; i < 6 * KB; i++) A[i] = frand();
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 1, A, KB, &w2, NULL, C, RB);
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 4, A, KB, &w2, NULL, C, RB);
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 6, A, KB, &w2, NULL, C, RB);
             int after_one = w2.panels != NULL;
-            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 6, A, K, &w2, NULL, C, R);
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 6, A, KB, &w2, NULL, C, RB);
+            free(A), free(C), free(qb);
+            /* a small weight's: at its first single row */
+            tfm_q8_weight w3 = make_weight(R, K, qw, NULL);
+            float A3[K], C3[R];
+            for (int i = 0; i < K; i++) A3[i] = frand();
+            tfm_gemm_q8_path_(TFM_Q8_AVX2, 1, 1, A3, K, &w3, NULL, C3, R);
+            CHECK("q8_panels_of_a_small_weight_made_by_its_first_single_row", w3.panels != NULL, "no panels");
+            free_weight(&w3);
             CHECK("q8_panels_made_at_the_second_gemm_of_5_rows", !after_one && w2.panels != NULL,
                   "after one call: %d, after two: %d", after_one, w2.panels != NULL);
             free_weight(&w2);
