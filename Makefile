@@ -61,8 +61,11 @@ endif
 HTTP_PKGS := libmicrohttpd libcjson
 HAVE_HTTP ?= $(shell pkg-config --exists $(HTTP_PKGS) 2>/dev/null && echo 1)
 ifeq ($(HAVE_HTTP),1)
-  HTTP_CFLAGS := -DTFM_HAVE_HTTP $(shell pkg-config --cflags $(HTTP_PKGS))
-  HTTP_LIBS   := $(shell pkg-config --libs $(HTTP_PKGS))
+  # libmicrohttpd is loaded by tfm serve (dlopen, src/http/mhd.h): linking it would load GnuTLS at every start
+  MHD_SONAME  := $(or $(shell objdump -p "$$(pkg-config --variable=libdir libmicrohttpd)/libmicrohttpd.so" 2>/dev/null | \
+                   awk '$$1 == "SONAME" { print $$2 }'),libmicrohttpd.so.12)
+  HTTP_CFLAGS := -DTFM_HAVE_HTTP -DTFM_MHD_SONAME='"$(MHD_SONAME)"' $(shell pkg-config --cflags $(HTTP_PKGS))
+  HTTP_LIBS   := $(shell pkg-config --libs libcjson)
   HTTP_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(EXCLUDE),$(wildcard src/http/*.c))) $(BUILD)/src/http/page_html.o
 endif
 

@@ -18,10 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
-
 #include "http/api.h"
 #include "http/http.h"
+#include "http/mhd.h"
 
 typedef struct conn_entry {
     int fd;
@@ -33,6 +32,7 @@ typedef struct conn_entry {
 
 struct http_server {
     http_config c;
+    mhd_api mhd;             /* libmicrohttpd's functions (http/mhd.h) */
     struct MHD_Daemon *d;
     _Atomic(tfm_serve *) engine;
     http_metrics m;
@@ -112,8 +112,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         conn_entry *ce = calloc(1, sizeof *ce);
         if (!ce) return;
-        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        const union MHD_ConnectionInfo *ad = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const union MHD_ConnectionInfo *fd = h->mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ad = h->mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         ce->fd = fd ? fd->connect_fd : -1;
         ce->since = mono();
         if (ad && ad->client_addr) {
@@ -168,18 +168,19 @@ static void *watchdog_main(void *arg) {
     return NULL;
 }
 
-/* Has the client closed its end (or reset the connection)? For a handler waiting on a job. */
+/* Has the client closed its end (or reset the connection)? For a handler waiting on a job; conn: the
+ * connection's conn_entry (NULL: not tracked, never gone). */
 static int client_gone(void *conn) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 0;
-    struct pollfd p = {ci->connect_fd, POLLRDHUP, 0};
+    const conn_entry *ce = conn;
+    if (!ce || ce->fd < 0) return 0;
+    struct pollfd p = {ce->fd, POLLRDHUP, 0};
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* ---------------------------------------------------------------- answers */
 typedef struct {
     api_stream *st;
-    struct MHD_Connection *conn;
+    conn_entry *ce;           /* the connection (client_gone) */
     char *pend;
     size_t plen, poff;
     int end;
@@ -197,7 +198,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         char *ev = api_stream_next(c->st, 100, &len, &end);
         if (ev) c->pend = ev, c->plen = len;
         else if (end) c->end = 1;
-        else if (client_gone(c->conn)) return MHD_CONTENT_READER_END_WITH_ERROR;
+        else if (client_gone(c->ce)) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     size_t n = c->plen - c->poff < max ? c->plen - c->poff : max;
     memcpy(buf, c->pend + c->poff, n);
@@ -220,29 +221,29 @@ static enum MHD_Result send_reply(http_server *h, struct MHD_Connection *conn, r
             api_stream_free(out->stream);
             return MHD_NO;
         }
-        c->st = out->stream, c->conn = conn;
-        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, c, sse_free);
+        c->st = out->stream, c->ce = rq->ce;
+        r = h->mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, c, sse_free);
         if (!r) return sse_free(c), MHD_NO;
-        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        h->mhd.add_response_header(r, "Cache-Control", "no-cache");
         rq->streamed = 1;
     } else {
-        r = MHD_create_response_from_buffer(out->len, out->body, MHD_RESPMEM_MUST_FREE);
+        r = h->mhd.create_response_from_buffer(out->len, out->body, MHD_RESPMEM_MUST_FREE);
         if (!r) return free(out->body), MHD_NO;
     }
-    if (out->content_type) MHD_add_response_header(r, "Content-Type", out->content_type);
-    if (out->allow) MHD_add_response_header(r, "Allow", out->allow);
-    if (out->unauthorized) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (out->content_type) h->mhd.add_response_header(r, "Content-Type", out->content_type);
+    if (out->allow) h->mhd.add_response_header(r, "Allow", out->allow);
+    if (out->unauthorized) h->mhd.add_response_header(r, "WWW-Authenticate", "Bearer");
     if (out->retry_after) {
         char s[16];
         snprintf(s, sizeof s, "%d", out->retry_after);
-        MHD_add_response_header(r, "Retry-After", s);
+        h->mhd.add_response_header(r, "Retry-After", s);
     }
     pthread_mutex_lock(&h->mu);
     int draining = h->draining;
     pthread_mutex_unlock(&h->mu);
-    if (draining) MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(conn, (unsigned)out->status, r);
-    MHD_destroy_response(r);
+    if (draining) h->mhd.add_response_header(r, "Connection", "close");
+    enum MHD_Result ok = h->mhd.queue_response(conn, (unsigned)out->status, r);
+    h->mhd.destroy_response(r);
     rq->status = out->status, rq->answered = ok == MHD_YES, rq->bytes = out->len;
     return ok;
 }
@@ -274,7 +275,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(rq->method, sizeof rq->method, "%s", method);
         printable(rq->path, sizeof rq->path, url);
         rq->ep = http_endpoint_of(url);
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const union MHD_ConnectionInfo *ci = h->mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         rq->ce = ci ? ci->socket_context : NULL;
         pthread_mutex_lock(&h->mu);
         rq->id = ++h->seq;
@@ -286,7 +287,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         pthread_mutex_unlock(&h->m.mu);
         *con_cls = rq;
         if (draining && rq->ep != EP_HEALTH) return send_error(h, conn, rq, 503, "the server is shutting down");
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl = h->mhd.lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long body = cl ? strtoull(cl, NULL, 10) : 0;
         if (body > h->c.lim.max_body) {
             char msg[128];
@@ -323,14 +324,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(msg, sizeof msg, "the body is over the limit of %zu bytes (--max-body)", h->c.lim.max_body);
         return send_error(h, conn, rq, 413, msg);
     }
-    http_req in = {method, url, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
-                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+    http_req in = {method, url, h->mhd.lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+                   h->mhd.lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
                    rq->body ? rq->body : "", rq->len};
     if (rq->body) rq->body[rq->len] = 0;
     pthread_mutex_lock(&h->mu);
     int draining = h->draining;
     pthread_mutex_unlock(&h->mu);
-    http_ctx ctx = {&h->c, atomic_load(&h->engine), &h->m, draining, rq->id, h->m.started, client_gone, conn};
+    http_ctx ctx = {&h->c, atomic_load(&h->engine), &h->m, draining, rq->id, h->m.started, client_gone, rq->ce};
     http_resp out;
     api_handle(&ctx, &in, &out);
     if (out.gone) return MHD_NO;   /* the client went away: close, logged as 499 */
@@ -369,6 +370,8 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---------------------------------------------------------------- start, stop */
 http_server *http_start(const http_config *c) {
+    mhd_api mhd;
+    if (mhd_load(&mhd)) return NULL;
     char port[16];
     snprintf(port, sizeof port, "%d", c->port);
     struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -380,6 +383,7 @@ http_server *http_start(const http_config *c) {
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory"), NULL;
     }
     h->c = *c;
+    h->mhd = mhd;
     http_metrics_init(&h->m);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->idle, NULL);
@@ -390,21 +394,21 @@ http_server *http_start(const http_config *c) {
     pthread_condattr_destroy(&ca);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
                      (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    h->d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, on_request, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,   /* first: it gets every message */
-                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->timeout,
-                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
-                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-                            MHD_OPTION_END);
+    h->d = h->mhd.start_daemon(flags, (uint16_t)c->port, NULL, NULL, on_request, h,
+                               MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,   /* first: it gets every message */
+                               MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->timeout,
+                               MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
+                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                               MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
         tfm_set_error("cannot listen on %s port %d (in use, or not an address of this machine)", c->host, c->port);
         http_free(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *di = h->mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = di ? di->port : c->port;
     if (pthread_create(&h->watchdog, NULL, watchdog_main, h) == 0) h->wd_started = 1;
     return h;
@@ -420,7 +424,7 @@ void http_shutdown(http_server *h) {
     h->draining = 1;
     long n = h->in_flight;
     pthread_mutex_unlock(&h->mu);
-    MHD_socket lfd = MHD_quiesce_daemon(h->d);   /* no new connections */
+    MHD_socket lfd = h->mhd.quiesce_daemon(h->d);   /* no new connections */
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     if (n) log_line("tfm serve: stopping: answering %ld request(s) in flight", n);
     for (int quiet = 0; quiet < 2;) {   /* until no request has been in flight for two looks 0.1 s apart */
@@ -430,7 +434,7 @@ void http_shutdown(http_server *h) {
         usleep(100000);
         quiet++;
     }
-    MHD_stop_daemon(h->d);   /* closes the idle connections, joins their threads */
+    h->mhd.stop_daemon(h->d);   /* closes the idle connections, joins their threads */
     h->d = NULL;
     pthread_mutex_lock(&h->mu);
     h->wd_stop = 1;

@@ -10,6 +10,11 @@ if "$TFM" serve --help 2>&1 | grep -q "built without libmicrohttpd"; then
     skip "serve" "tfm was built without libmicrohttpd/cJSON (apt-get install libmicrohttpd-dev libcjson-dev)"; exit 0
 fi
 if [ ! -f "$FRA" ]; then skip "serve" "no fra-eng data in $FRA"; exit 0; fi
+# libmicrohttpd (and the GnuTLS it brings) is loaded by tfm serve only (src/http/mhd.h), not at every start
+if command -v ldd >/dev/null; then
+    if ldd "$TFM" | grep -Eq 'libmicrohttpd|libgnutls'; then fail "serve: tfm links libmicrohttpd" "$(ldd "$TFM" | grep -E 'microhttpd|gnutls' | tr -s '\t ' ' ')"
+    else pass "serve: libmicrohttpd and GnuTLS not loaded at start (tfm serve loads them)"; fi
+fi
 
 "$TFM" train-mt --tsv "$FRA" --num-examples 300 --epochs 30 --min-freq 1 --out "$TMP/mt.tfm" --log-every 0 --threads 2 \
     >/dev/null 2>"$TMP/train.err" || { fail "serve: train-mt" "$(tail -n 2 "$TMP/train.err")"; exit 0; }
