@@ -187,8 +187,9 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void panel_row_avx2
         const __m256i av = _mm256_set1_epi32(four);
         for (int n = 0; n < NP; n++) {
             const int8_t *q = p + n * stride + (size_t)g * TFM_Q8_PANEL_GROUP;
-            lo[n] = _mm256_add_epi32(lo[n], _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_load_si256((const __m256i *)q)), ones));
-            hi[n] = _mm256_add_epi32(hi[n], _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_load_si256((const __m256i *)(q + 32))), ones));
+            const __m256i w0 = _mm256_load_si256((const __m256i *)q), w1 = _mm256_load_si256((const __m256i *)(q + 32));
+            lo[n] = _mm256_add_epi32(lo[n], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w0), ones));
+            hi[n] = _mm256_add_epi32(hi[n], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w1), ones));
         }
     }
     for (int n = 0; n < NP; n++) {
@@ -197,7 +198,8 @@ TFM_TARGET_AVX2 static inline __attribute__((always_inline)) void panel_row_avx2
     }
 }
 #define Q8_PANEL_ROW_VARIANT(NP)                                                                             \
-    TFM_TARGET_AVX2 static void panel_row_avx2_##NP(int groups, const int8_t *a, const int8_t *p, int32_t *out) { \
+    TFM_TARGET_AVX2 static void panel_row_avx2_##NP(int groups, const int8_t *a, const int8_t *p,           \
+                                                    int32_t *out) {                                         \
         panel_row_avx2(NP, groups, a, p, out);                                                               \
     }
 Q8_PANEL_ROW_VARIANT(1) Q8_PANEL_ROW_VARIANT(2) Q8_PANEL_ROW_VARIANT(3) Q8_PANEL_ROW_VARIANT(4)
@@ -355,16 +357,17 @@ typedef struct {
     float *C;                 /* NULL: acc instead (tests) */
     int ldc;
     int32_t *acc;             /* M x N */
-    q8_panel_row_fn panel_row;  /* single rows over row_panels, */
+    q8_panel_row_fn panel_row;  /* the path's kernel for single rows over row_panels */
     const int8_t *row_panels;   /* W's panels (q8_row_panels), or NULL: single rows by row, over W's rows */
 } q8_args;
 
 /* Single rows against a small weight read its panels (made at the first call; path_panel_row): on VNNI 16 columns
  * a vpdpbusd, on AVX2 a vpmaddubsw per 8, and no sums across lanes at the end. For a weight in cache, one thread,
  * Zen 5 (a /tmp program, the two ways alternating in one process, medians of 15 rounds): VNNI 1.7-2.6x the AVX2 row
- * kernel on the 4 x 128 GPT's shapes and 1.4x on the translator's 1024 x 256, AVX2 1.1-1.5x and 1.2x. A big weight's single rows stream its rows through the AVX2 row
- * kernel (path_row) even when its panels exist: GPT-2 small's int8 generation after a 300-token prompt (which made
- * them) was ~1.1x faster so (bench/results/HISTORY.md, 2026-11-30). */
+ * kernel on the 4 x 128 GPT's shapes and 1.4x on the translator's 1024 x 256, AVX2 1.1-1.5x and 1.2x. A big
+ * weight's single rows stream its rows through the AVX2 row kernel (path_row) even when its panels exist: GPT-2
+ * small's int8 generation after a 300-token prompt (which made them) was ~1.1x faster so (bench/results/HISTORY.md,
+ * 2026-11-30). */
 #define Q8_ROW_PANELS_MAX_BYTES (512 << 10)
 static const int8_t *q8_row_panels(tfm_q8_path path, const tfm_q8_weight *W) {
     if (!path_panel_row(path) || (size_t)W->rows * W->ld > Q8_ROW_PANELS_MAX_BYTES) return NULL;

@@ -107,8 +107,10 @@ static inline __attribute__((always_inline)) void q8v_panel_row(const int NP, in
         int32_t f0;
         memcpy(&f0, a + 4 * g, 4);
         const __m512i a0 = _mm512_set1_epi32(f0);
-        for (int n = 0; n < NP; n++)
-            even[n] = _mm512_dpbusd_epi32(even[n], a0, _mm512_load_si512((const void *)(p + n * stride + (size_t)g * 64)));
+        for (int n = 0; n < NP; n++) {
+            const int8_t *q = p + n * stride + (size_t)g * 64;
+            even[n] = _mm512_dpbusd_epi32(even[n], a0, _mm512_load_si512((const void *)q));
+        }
     }
     for (int n = 0; n < NP; n++) _mm512_storeu_si512((void *)(out + 16 * n), _mm512_add_epi32(even[n], odd[n]));
 }

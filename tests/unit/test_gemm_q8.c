@@ -152,8 +152,8 @@ static void dot_with_panel_row(int M, const int8_t *qa, const tfm_q8_weight *w, 
     for (int i = 0; i < M; i++)
         for (int j = 0; j < w->rows; j += 64) {
             int np = (w->rows - j + 15) / 16 < 4 ? (w->rows - j + 15) / 16 : 4;
-            emu_panel_row_vnni(groups, np, qa + (size_t)i * w->ld, panels + (size_t)(j / 16) * groups * TFM_Q8_PANEL_GROUP,
-                               out);
+            const int8_t *p = panels + (size_t)(j / 16) * groups * TFM_Q8_PANEL_GROUP;
+            emu_panel_row_vnni(groups, np, qa + (size_t)i * w->ld, p, out);
             for (int c = 0; c < 64 && j + c < w->rows; c++) acc[(size_t)i * w->rows + j + c] = out[c];
         }
 }
@@ -162,7 +162,8 @@ static void dot_with_panel_row(int M, const int8_t *qa, const tfm_q8_weight *w, 
 /* every path's integer products equal the exact sums; name says which data. With quiet, no CHECK line: the
  * bit p + 1 of the result is set if path p (3: VNNI's row tile under SIMDe, 4: its panel tile, 5: its panel row)
  * differed (a "#" line says where). */
-static const char *const SIMDE_PATHS[] = {"avx512-vnni-simde", "avx512-vnni-panels-simde", "avx512-vnni-panel-row-simde"};
+static const char *const SIMDE_PATHS[] = {"avx512-vnni-simde", "avx512-vnni-panels-simde",
+                                          "avx512-vnni-panel-row-simde"};
 static int check_dot(const char *name, int M, int N, int K, const int8_t *qa, const int8_t *qw, int quiet) {
     int failed = 0;
     tfm_q8_weight w = make_weight(N, K, qw, NULL);
