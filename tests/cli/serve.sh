@@ -29,6 +29,12 @@ head -n 300 "$FRA" | cut -f1 | awk 'NR % 25 == 2' >"$TMP/src.txt"   # 12 sentenc
 "$TFM" generate "$TMP/lm.tfm" --prompt "ROMEO:" --tokens 40 --temperature 0 >"$TMP/gen.txt" 2>/dev/null
 "$TFM" generate "$TMP/lm.tfm" --prompt "ROMEO:" --tokens 40 --temperature 0.8 --top-k 5 --seed 7 >"$TMP/sample.txt" 2>/dev/null
 
+# the library tfm serve loads: a file that is not there, or is not libmicrohttpd, is one line (exit 1)
+expect_exit "serve: TFM_MHD_LIBRARY names no file" 1 "^tfm serve: cannot load $TMP/none.so .*apt-get install libmicrohttpd" \
+    env TFM_MHD_LIBRARY="$TMP/none.so" "$TFM" serve "$TMP/mt.tfm" --port 0
+expect_exit "serve: TFM_MHD_LIBRARY names another library" 1 "^tfm serve: libm.so.6 has no MHD_start_daemon" \
+    env TFM_MHD_LIBRARY=libm.so.6 "$TFM" serve "$TMP/mt.tfm" --port 0
+
 PID=""
 # start_server NAME ARGS...: tfm serve on a free port, stderr in $TMP/NAME.err; sets PID and PORT once it says
 # "ready" (or listening, for a model that never loads: WAIT=listening)
