@@ -135,6 +135,16 @@ static void pool_free(tfm_q8_pool *pl) {
     free(pl);
 }
 
+/* A weight's bytes (zero, 64-byte aligned): from its parameter set's pool, or on their own (pool NULL) */
+static void *weight_take(tfm_q8_pool *pool, size_t bytes) {
+    return pool ? pool_take(pool, bytes) : tfm_weights_alloc_(bytes);
+}
+
+/* weight_take's bytes of w given back: a pool's stay in it until the pool is freed */
+static void weight_release(const tfm_q8_weight *w, void *p, size_t bytes) {
+    if (!w->pool) tfm_weights_free_(p, bytes);
+}
+
 /* ---------------------------------------------------------------- weights */
 static size_t panel_bytes(const tfm_q8_weight *w) {
     return (size_t)((w->rows + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL) * (size_t)tfm_q8_panel_groups(w) * TFM_Q8_PANEL_GROUP;
@@ -144,8 +154,7 @@ const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w) {
     int8_t *have = __atomic_load_n(&w->panels, __ATOMIC_ACQUIRE);
     if (have) return have;
     const size_t bytes = panel_bytes(w), group = TFM_Q8_PANEL_GROUP, groups = (size_t)tfm_q8_panel_groups(w);
-    int8_t *p = w->pool ? pool_take(w->pool, bytes) : tfm_weights_alloc_(bytes);   /* zeroed: rows of the last
-                                                                                       panel past w->rows */
+    int8_t *p = weight_take(w->pool, bytes);   /* zeroed: rows of the last panel past w->rows */
     if (!p) return NULL;
     for (int r = 0; r < w->rows; r++) {   /* row r: panel r / 16, half (r % 16) / 8, 4 bytes at (r % 8) * 4 */
         const int8_t *q = w->q + (size_t)r * w->ld;   /* zero from cols up to ld >= 4 * groups */
@@ -154,18 +163,18 @@ const int8_t *tfm_q8_weight_panels_(const tfm_q8_weight *w) {
     }
     tfm_q8_weight *mw = (tfm_q8_weight *)w;   /* the panels are a cache of q: filled in once, under a CAS */
     if (__atomic_compare_exchange_n(&mw->panels, &have, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return p;
-    if (!w->pool) tfm_weights_free_(p, bytes);   /* another thread's copy won (a pool's bytes stay in it) */
+    weight_release(w, p, bytes);   /* another thread's copy won */
     return have;
 }
 
 void tfm_q8_weight_free_panels_(tfm_q8_weight *w) {
-    if (!w->pool) tfm_weights_free_(w->panels, panel_bytes(w));
+    weight_release(w, w->panels, panel_bytes(w));
     w->panels = NULL;
 }
 
 void tfm_q8_weight_free_(tfm_q8_weight *w) {
     if (w->panels) tfm_q8_weight_free_panels_(w);
-    if (!w->pool) tfm_weights_free_(w->q, (size_t)w->rows * w->ld);
+    weight_release(w, w->q, (size_t)w->rows * w->ld);
     free(w->scale);
     free(w->sum);
     memset(w, 0, sizeof *w);
@@ -183,8 +192,7 @@ static int q8_weight_alloc(tfm_q8_weight *w, int rows, int cols, tfm_q8_pool *po
         return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (int8 weights: %d x %d exceed size_t)", rows, cols), -1;
     w->rows = rows, w->cols = cols, w->ld = ld;   /* before the allocation: tfm_q8_weight_free_ needs the size */
     w->pool = pool;
-    w->q = pool ? pool_take(pool, (size_t)rows * ld) : tfm_weights_alloc_((size_t)rows * ld);   /* 64-aligned rows
-                                                                                     (ld is a multiple of 64) */
+    w->q = weight_take(pool, (size_t)rows * ld);   /* 64-aligned rows (ld is a multiple of 64) */
     w->scale = malloc(sizeof(float) * (size_t)rows);
     w->sum = malloc(sizeof(int32_t) * (size_t)rows);
     if (!w->q || !w->scale || !w->sum) {

@@ -374,11 +374,12 @@ static const int8_t *q8_row_panels(tfm_q8_path path, const tfm_q8_weight *W) {
     return tfm_q8_weight_panels_(W);   /* NULL when out of memory: the rows then */
 }
 
-/* the driver's arguments for a path: its kernels, the rest as given (acc NULL: results scaled into C) */
+/* the driver's arguments for a path: its kernels, the rest as given (acc NULL: results scaled into C). Single rows
+ * are the M % 4 left under the 4-row tiles (blocks are Q8_RB rows, a multiple of 4): only then the panels. */
 static q8_args q8_args_of(tfm_q8_path path, int M, int kb, const int8_t *qa, const float *sa, const tfm_q8_weight *W,
                           int32_t shift, const float *bias, float *C, int ldc, int32_t *acc) {
     q8_args g = {path, path_tile(path), path_row(path), path == TFM_Q8_AVX2 ? 2 : 4, M, W->rows, kb, qa, sa, W, shift,
-                 bias, C, ldc, acc, path_panel_row(path), q8_row_panels(path, W)};
+                 bias, C, ldc, acc, path_panel_row(path), M % 4 ? q8_row_panels(path, W) : NULL};
     return g;
 }
 
@@ -458,9 +459,9 @@ static void q8_block(const q8_args *g, int i0, int i1, int j0, int j1) {
     int32_t sums[Q8_CB];
     for (; i < i1; i++) {
         if (g->row_panels) {   /* j0: a multiple of Q8_CB, whole panels */
-            const size_t panel = (size_t)tfm_q8_panel_groups(W) * TFM_Q8_PANEL_GROUP;
-            g->panel_row(tfm_q8_panel_groups(W), (j1 - j0 + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL,
-                                  g->qa + (size_t)i * g->kb, g->row_panels + (size_t)(j0 / TFM_Q8_PANEL) * panel, sums);
+            const int groups = tfm_q8_panel_groups(W);
+            const int8_t *panels = g->row_panels + (size_t)(j0 / TFM_Q8_PANEL) * groups * TFM_Q8_PANEL_GROUP;
+            g->panel_row(groups, (j1 - j0 + TFM_Q8_PANEL - 1) / TFM_Q8_PANEL, g->qa + (size_t)i * g->kb, panels, sums);
         } else
             g->row(j1 - j0, g->kb, g->qa + (size_t)i * g->kb, W->q + (size_t)j0 * W->ld, (size_t)W->ld, sums);
         store_row(g, i, j0, j1 - j0, sums);
