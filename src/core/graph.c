@@ -59,7 +59,7 @@ void *tfm_graph_block_take(tfm_graph *g, size_t bytes, size_t *got) {
         g->spare[best] = NULL;
         return p;
     }
-    /* from 2 MiB up on huge pages (core/mem.h): a translator's KV caches are written a row at a time, and on
+    /* from 512 KiB up on huge pages (core/mem.h): a translator's KV caches are written a row at a time, and on
      * 4 KiB pages a batch faults in a fresh page every few rows (~10 us a fault on a VM) */
     size_t n = (bytes + 63) / 64 * 64;
     void *p = tfm_weights_alloc_(n ? n : 64);

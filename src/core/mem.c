@@ -26,19 +26,19 @@ static void *map_aligned(size_t size) {
 }
 
 void *tfm_weights_alloc_(size_t bytes) {
-    if (bytes >= TFM_HUGE_PAGE) return map_aligned(rounded(bytes, TFM_HUGE_PAGE));
+    if (bytes >= TFM_HUGE_MIN) return map_aligned(rounded(bytes, TFM_HUGE_PAGE));
     void *p = aligned_alloc(64, bytes ? rounded(bytes, 64) : 64);
     return p ? memset(p, 0, bytes) : NULL;
 }
 
 void tfm_weights_free_(void *p, size_t bytes) {
     if (!p) return;
-    if (bytes >= TFM_HUGE_PAGE) munmap(p, rounded(bytes, TFM_HUGE_PAGE));
+    if (bytes >= TFM_HUGE_MIN) munmap(p, rounded(bytes, TFM_HUGE_PAGE));
     else free(p);
 }
 #else
 void *tfm_weights_alloc_(size_t bytes) {
-    size_t align = bytes >= TFM_HUGE_PAGE ? TFM_HUGE_PAGE : 64, size = rounded(bytes ? bytes : 1, align);
+    size_t align = bytes >= TFM_HUGE_MIN ? TFM_HUGE_PAGE : 64, size = rounded(bytes ? bytes : 1, align);
     void *p = aligned_alloc(align, size);
     return p ? memset(p, 0, bytes) : NULL;
 }

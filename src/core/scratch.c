@@ -17,12 +17,12 @@ static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local scratch_set *mine;   /* also keeps the set reachable for leak checkers while alive */
 
-/* A buffer of 1 MiB or more is a huge-page mapping of whole 2 MiB pages (core/mem.h): its first use faults once
+/* A buffer of 512 KiB or more is a huge-page mapping of whole 2 MiB pages (core/mem.h): its first use faults once
  * per 2 MiB instead of once per 4 KiB (~10 us each on this project's VMs: a 4 x 128 GPT's first 256-token window,
  * whose attention probabilities take 1 MiB, spent ~2.5 ms there). Smaller ones come from malloc. */
 static size_t buffer_bytes(size_t floats) {
     size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
-    return bytes >= TFM_HUGE_PAGE / 2 ? (bytes + TFM_HUGE_PAGE - 1) / TFM_HUGE_PAGE * TFM_HUGE_PAGE : bytes;
+    return bytes >= TFM_HUGE_MIN ? (bytes + TFM_HUGE_PAGE - 1) / TFM_HUGE_PAGE * TFM_HUGE_PAGE : bytes;
 }
 
 static float *buffer_alloc(size_t bytes) {

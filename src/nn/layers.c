@@ -1,5 +1,6 @@
 /* Linear, Embedding, LayerNorm, PositionalEncoding, PositionWiseFFN, AddNorm. */
 #include "tfm/nn.h"
+#include "core/mem.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -35,16 +36,29 @@ tfm_tensor *tfm_LayerNorm_forward(tfm_graph *g, const tfm_LayerNorm *m, tfm_tens
     return tfm_layernorm(g, x, m->weight, m->bias, m->eps);
 }
 
-int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
+static size_t pe_bytes(const tfm_PositionalEncoding *m) { return sizeof(float) * (size_t)m->max_len * m->d; }
+
+/* m's table (max_len, d) and div, the d/2 + 1 divisors 10000^(2k/d) (the same for every position), which the
+ * caller frees. The table is a weight block (core/mem.h): a translator's 1000 x 256 is 1000 KiB, which on 4 KiB pages
+ * took 256 page faults to fill. */
+static double *pe_alloc(tfm_PositionalEncoding *m, int max_len, int d) {
     m->max_len = max_len;
     m->d = d;
-    m->P = malloc(sizeof(float) * (size_t)max_len * d);
-    double *div = malloc(sizeof(double) * (size_t)(d / 2 + 1));   /* 10000^(i/d), the same for every position */
+    m->P = tfm_weights_alloc_(pe_bytes(m));
+    double *div = malloc(sizeof(double) * (size_t)(d / 2 + 1));
     if (!m->P || !div) {
-        free(div), free(m->P), m->P = NULL;
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
+        free(div);
+        tfm_PositionalEncoding_free(m);
+        tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d);
+        return NULL;
     }
-    for (int i = 0; i < d; i += 2) div[i / 2] = pow(10000.0, (double)i / d);
+    for (int k = 0; 2 * k < d; k++) div[k] = pow(10000.0, (double)(2 * k) / d);
+    return div;
+}
+
+int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
+    double *div = pe_alloc(m, max_len, d);
+    if (!div) return -1;
     for (int pos = 0; pos < max_len; pos++)
         for (int i = 0; i < d; i += 2) {
             /* computed in double then rounded, as PyTorch computes pos / 10000^(i/d) in float32:
@@ -58,16 +72,9 @@ int tfm_PositionalEncoding_init(tfm_PositionalEncoding *m, int max_len, int d) {
 }
 
 int tfm_PositionalEncoding_init_halves(tfm_PositionalEncoding *m, int max_len, int d) {
-    m->max_len = max_len;
-    m->d = d;
+    double *div = pe_alloc(m, max_len, d);
+    if (!div) return -1;
     int half = d / 2;
-    m->P = malloc(sizeof(float) * (size_t)max_len * d);
-    double *div = malloc(sizeof(double) * (size_t)(half + 1));   /* 10000^(2k/d), the same for every position */
-    if (!m->P || !div) {
-        free(div), free(m->P), m->P = NULL;
-        return tfm_set_error_kind(TFM_ERR_NOMEM, "out of memory (positional encoding %d x %d)", max_len, d), -1;
-    }
-    for (int k = 0; k < half; k++) div[k] = pow(10000.0, (double)(2 * k) / d);
     for (int pos = 0; pos < max_len; pos++)
         for (int k = 0; k < half; k++) {   /* in double, then rounded: what numpy computes before the float cast */
             double angle = pos / div[k];
@@ -79,7 +86,7 @@ int tfm_PositionalEncoding_init_halves(tfm_PositionalEncoding *m, int max_len, i
 }
 
 void tfm_PositionalEncoding_free(tfm_PositionalEncoding *m) {
-    free(m->P);
+    tfm_weights_free_(m->P, pe_bytes(m));
     m->P = NULL;
 }
 

@@ -178,12 +178,12 @@ int tfm_params_hold_packed(tfm_params *p, const char *part) {
     for (int i = 0; i < p->n; i++)
         if (holdable(p->t[i]) && strstr(p->t[i]->name, part) && p->t[i]->size > most) most = p->t[i]->size;
     if (!most) return 0;
-    float *scratch = malloc(sizeof(float) * most);   /* one for all: its fresh memory touched once */
+    float *scratch = tfm_weights_alloc_(sizeof(float) * most);   /* one for all, on huge pages from 512 KiB */
     if (!scratch) return -1;
     int n = 0;
     for (int i = 0; i < p->n; i++)
         if (holdable(p->t[i]) && strstr(p->t[i]->name, part)) hold(p->t[i], scratch), n++;
-    free(scratch);
+    tfm_weights_free_(scratch, sizeof(float) * most);
     return n;
 }
 

@@ -620,6 +620,33 @@ static void check_checkpoint(tfm_mt_net *m) {
     remove(path);
 }
 
+/* the sinusoidal tables, interleaved (d2l) and in halves (Marian), against their formula in double rounded to float,
+ * bit for bit: an odd width, and a table big enough to be a huge-page weight block (core/mem.h) */
+static void check_positional_encoding(void) {
+    const int sizes[][2] = {{7, 5}, {1000, 256}};
+    for (int s = 0; s < 2; s++)
+        for (int halves = 0; halves < 2; halves++) {
+            int L = sizes[s][0], d = sizes[s][1], bad = -1;
+            tfm_PositionalEncoding pe;
+            int rc = halves ? tfm_PositionalEncoding_init_halves(&pe, L, d) : tfm_PositionalEncoding_init(&pe, L, d);
+            for (int pos = 0; !rc && bad < 0 && pos < L; pos++)
+                for (int k = 0; 2 * k < d; k++) {
+                    double angle = pos / pow(10000.0, (double)(2 * k) / d);
+                    int is = halves ? k : 2 * k, ic = halves ? d / 2 + k : 2 * k + 1;
+                    if (halves && k == d / 2) break;   /* halves: an odd width's last column is left as it is */
+                    if (pe.P[(size_t)pos * d + is] != (float)sin(angle) ||
+                        (ic < d && pe.P[(size_t)pos * d + ic] != (float)cos(angle)))
+                        bad = pos;
+                }
+            int shape = !rc && pe.max_len == L && pe.d == d;
+            if (!rc) tfm_PositionalEncoding_free(&pe);
+            char name[80];
+            snprintf(name, sizeof name, "positional encoding %d x %d%s", L, d, halves ? ", halves" : "");
+            CHECK(name, shape && bad < 0 && !pe.P, "rc %d, first wrong position %d, P %sfreed", rc, bad,
+                  pe.P ? "not " : "");
+        }
+}
+
 int main(void) {
     tfm_set_threads(2);
     if (tfm_container_load(&fx, FIX)) {
@@ -642,6 +669,7 @@ int main(void) {
     check_reorder_random(mp, &b);
     check_reorder_random(m, &b);
     check_kv_cache();
+    check_positional_encoding();
     check_checkpoint(m);
     check_steps(m, &b);           /* changes m's weights */
     check_search(m, &b);
