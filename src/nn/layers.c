@@ -38,9 +38,9 @@ tfm_tensor *tfm_LayerNorm_forward(tfm_graph *g, const tfm_LayerNorm *m, tfm_tens
 
 static size_t pe_bytes(const tfm_PositionalEncoding *m) { return sizeof(float) * (size_t)m->max_len * m->d; }
 
-/* m's table (max_len, d) and div, the d/2 + 1 divisors 10000^(2k/d) (the same for every position), which the
- * caller frees. The table is a weight block (core/mem.h): a translator's 1000 x 256 is 1000 KiB, which on 4 KiB pages
- * took 256 page faults to fill. */
+/* m's table (max_len, d), unfilled, and div[k] = 10000^(2k/d) for 2k < d (the same for every position), which the
+ * caller frees. The table is a weight block (core/mem.h): a translator's 1000 x 256 is 1000 KiB, which took 250
+ * page faults to fill on 4 KiB pages. */
 static double *pe_alloc(tfm_PositionalEncoding *m, int max_len, int d) {
     m->max_len = max_len;
     m->d = d;

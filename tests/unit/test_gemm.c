@@ -287,7 +287,8 @@ static void isa_equal_suite(void) {
 
 /* One row against a B held only packed (a decoding step's GEMV over the panels): the AVX-512 path (16-wide, in
  * chunks of 64 panels) gives the AVX2 path's bits, and both are x W^T within float rounding. Shapes: one depth
- * block, several (K > 256), a last group of fewer than 4 panels, more than one chunk (N > 1024), beta 0 and 1. */
+ * block, several (K > 256), a last group of fewer than 4 panels, more than one chunk (N > 1024), weights under and
+ * over the 2 MiB from which the loops prefetch (1000 x 600 and 2100 x 600), beta 0 and 1. */
 static void held_gemv_suite(void) {
     if (!tfm_gemm_packed_b_floats(1, 1)) return;   /* an OpenBLAS build packs nothing */
     static const int shapes[][2] = {{384, 128}, {80, 300}, {1000, 600}, {2100, 600}, {7, 33}};
