@@ -20,7 +20,7 @@ static tfm_arena_chunk *chunk_new(tfm_arena *a, size_t cap) {
     /* a big chunk is its own huge-page mapping of whole 2 MiB pages (core/mem.h), all of them used: its first touch
      * faults once per 2 MiB instead of once per 4 KiB (measured on this project's VMs: ~9 ms against ~40 ms for
      * 64 MiB, median of 5) */
-    if (cap >= TFM_HUGE_MIN) cap = (cap + TFM_HUGE_PAGE - 1) / TFM_HUGE_PAGE * TFM_HUGE_PAGE;
+    cap = tfm_weights_span_(cap);
     c->mem = cap >= TFM_HUGE_PAGE ? tfm_weights_alloc_(cap) : aligned_alloc(ALIGN, cap);
     if (!c->mem) tfm_fatal("out of memory: arena chunk of %zu bytes", cap);
     c->cap = cap;

@@ -12,6 +12,8 @@
 
 static size_t rounded(size_t bytes, size_t unit) { return (bytes + unit - 1) / unit * unit; }
 
+size_t tfm_weights_span_(size_t bytes) { return bytes >= TFM_HUGE_MIN ? rounded(bytes, TFM_HUGE_PAGE) : bytes; }
+
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 /* a private mapping of `size` bytes (a multiple of 2 MiB) starting on a 2 MiB boundary: map 2 MiB more, unmap
  * the ragged ends */

@@ -12,6 +12,9 @@
 #define TFM_HUGE_PAGE ((size_t)2 << 20)
 #define TFM_HUGE_MIN (TFM_HUGE_PAGE / 4)   /* from this size up tfm_weights_alloc_ maps a block of its own */
 void *tfm_weights_alloc_(size_t bytes);
+/* the bytes a block of `bytes` spans: whole huge pages from TFM_HUGE_MIN up, else `bytes` (a caller that asks for
+ * this many gets all of them to use, the same block) */
+size_t tfm_weights_span_(size_t bytes);
 void tfm_weights_free_(void *p, size_t bytes);   /* NULL-safe */
 
 #endif

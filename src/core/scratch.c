@@ -22,7 +22,7 @@ static _Thread_local scratch_set *mine;   /* also keeps the set reachable for le
  * whose attention probabilities take 1 MiB, spent ~2.5 ms there). Smaller ones come from malloc. */
 static size_t buffer_bytes(size_t floats) {
     size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
-    return bytes >= TFM_HUGE_MIN ? (bytes + TFM_HUGE_PAGE - 1) / TFM_HUGE_PAGE * TFM_HUGE_PAGE : bytes;
+    return tfm_weights_span_(bytes);
 }
 
 static float *buffer_alloc(size_t bytes) {

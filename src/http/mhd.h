@@ -21,7 +21,8 @@ typedef struct {
 } mhd_api;
 
 /* Fills api from the library: the file TFM_MHD_LIBRARY names (the environment; a library installed elsewhere), else
- * TFM_MHD_SONAME (the Makefile's). It stays loaded: a second load only counts a reference. 0, or -1 with a tfm error naming the library or the missing function and the package to install. */
+ * TFM_MHD_SONAME (the Makefile's). Once loaded it stays loaded: a second load only counts a reference. 0, or -1 with
+ * a tfm error naming the library or the missing function and the package to install. */
 int mhd_load(mhd_api *api);
 
 #endif
